@@ -1,0 +1,146 @@
+# Entry points of the project. `make demo` and `make test` set up what they need on
+# a fresh Debian machine: packages, a Docker engine, pinned tools built into bin/
+# from the Go module proxy (cached by version), a kind node image built offline.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+ROOT := $(abspath .)
+BIN := $(ROOT)/bin
+BUILD := $(ROOT)/build
+
+# Pinned tool versions. Kubernetes and etcd are pinned by hack/tools/k8s/go.mod.
+KIND_VERSION := v0.32.0
+HELM_VERSION := v3.22.0
+CONTROLLER_GEN_VERSION := v0.20.1
+COREDNS_VERSION := v1.13.1
+K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" {print $$2}' hack/tools/k8s/go.mod)
+ETCD_VERSION := $(shell awk '$$1 == "go.etcd.io/etcd/server/v3" {print $$2}' hack/tools/k8s/go.mod)
+
+K8S_BIN := $(BIN)/k8s-$(K8S_VERSION)-etcd-$(ETCD_VERSION)
+KIND := $(BIN)/kind-$(KIND_VERSION)/kind
+HELM := $(BIN)/helm-$(HELM_VERSION)/helm
+CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
+COREDNS := $(BIN)/coredns-$(COREDNS_VERSION)/coredns
+RUNC_WRAPPER := $(BIN)/runc-wrapper
+KUBECTL := $(K8S_BIN)/kubectl
+
+# Images. The node image tag carries a hash of everything that goes into it.
+VERSION := 0.1.0-dev
+BASE_IMAGE := eventbuilder/debian-base:bookworm
+OPERATOR_IMAGE := eventbuilder/operator:$(VERSION)
+BUILDER_IMAGE := eventbuilder/builder:$(VERSION)
+NODE_INPUTS := e2e/cluster/build-node-image.sh hack/runc-wrapper/main.go $(shell find e2e/cluster/node e2e/cluster/images -type f | sort)
+NODE_HASH := $(shell (echo $(K8S_VERSION) $(ETCD_VERSION) $(COREDNS_VERSION) $(KIND_VERSION); cat $(NODE_INPUTS)) | sha256sum | cut -c1-12)
+NODE_IMAGE := eventbuilder/kind-node:$(K8S_VERSION)-$(NODE_HASH)
+
+DEMO_CLUSTER := eventbuilder-demo
+PACKAGES := build-essential cmake ninja-build libgtest-dev debootstrap
+
+export PATH := $(K8S_BIN):$(PATH)
+
+.PHONY: help
+help: ## Show the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+##@ Entry points
+
+.PHONY: test
+test: test-builder test-operator test-chart test-e2e ## Everything: C++ and Go tests, envtest, chart checks, the kind e2e suite.
+
+.PHONY: demo
+demo: images node-image $(KIND) $(HELM) ## Bring up a kind cluster, install the chart, run a sample, print rates; leaves it up.
+	e2e/demo.sh $(DEMO_CLUSTER) $(NODE_IMAGE) $(KIND) $(HELM) $(OPERATOR_IMAGE) $(BUILDER_IMAGE)
+
+##@ Tests
+
+.PHONY: test-builder
+test-builder: build-builder ## C++ unit and multi-process tests.
+	ctest --test-dir $(BUILD)/builder --output-on-failure
+
+.PHONY: test-operator
+test-operator: packages $(K8S_BIN)/etcd ## Go unit tests and envtest against a real API server.
+	cd operator && KUBEBUILDER_ASSETS=$(K8S_BIN) go test ./...
+	cd hack/runc-wrapper && go test ./...
+
+.PHONY: test-chart
+test-chart: $(HELM) ## Lint and render the Helm chart.
+	$(HELM) lint --strict charts/eventbuilder-operator
+	$(HELM) template eb charts/eventbuilder-operator >/dev/null
+
+.PHONY: test-e2e
+test-e2e: images node-image $(KIND) $(HELM) ## The kind end-to-end suite (creates and deletes its own cluster).
+	cd e2e && E2E_NODE_IMAGE=$(NODE_IMAGE) E2E_KIND=$(KIND) E2E_HELM=$(HELM) E2E_KUBECTL=$(KUBECTL) \
+	  E2E_OPERATOR_IMAGE=$(OPERATOR_IMAGE) E2E_BUILDER_IMAGE=$(BUILDER_IMAGE) \
+	  go test -count=1 -timeout 30m -v ./...
+
+##@ Build
+
+.PHONY: build-builder
+build-builder: packages ## Build the C++ builder (Release).
+	cmake -S builder -B $(BUILD)/builder -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(BUILD)/builder
+
+.PHONY: build-operator
+build-operator: ## Build the operator binary.
+	cd operator && CGO_ENABLED=0 go build -trimpath -o $(BUILD)/operator/manager ./cmd
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Regenerate CRDs, RBAC and deepcopy code from the API types.
+	CONTROLLER_GEN=$(CONTROLLER_GEN) operator/hack/generate.sh
+
+.PHONY: images
+images: docker base-image build-builder build-operator ## Build the operator and builder images (no registry needed).
+	mkdir -p $(BUILD)/operator-image-context && cp $(BUILD)/operator/manager $(BUILD)/operator-image-context/
+	docker build -q -t $(OPERATOR_IMAGE) -f images/operator/Dockerfile $(BUILD)/operator-image-context >/dev/null
+	mkdir -p $(BUILD)/builder-image-context && cp $(BUILD)/builder/eb-builder $(BUILD)/builder-image-context/
+	docker build -q -t $(BUILDER_IMAGE) --build-arg BASE_IMAGE=$(BASE_IMAGE) -f images/builder/Dockerfile $(BUILD)/builder-image-context >/dev/null
+	@echo ">> images $(OPERATOR_IMAGE) $(BUILDER_IMAGE)"
+
+##@ Machine setup (each step is skipped when already done)
+
+.PHONY: packages
+packages:
+	@hack/ensure-packages.sh $(PACKAGES)
+
+.PHONY: docker
+docker: $(RUNC_WRAPPER)
+	@hack/ensure-docker.sh $(RUNC_WRAPPER)
+
+.PHONY: base-image
+base-image: docker
+	@images/base/build.sh $(BASE_IMAGE)
+
+.PHONY: node-image
+node-image: base-image $(K8S_BIN)/etcd $(COREDNS) $(KIND) $(RUNC_WRAPPER) ## Build the kind node image offline (cached by content hash).
+	@e2e/cluster/build-node-image.sh $(NODE_IMAGE) $(BASE_IMAGE) $(K8S_BIN) $(COREDNS) \
+	  "$$(go mod download -json sigs.k8s.io/kind@$(KIND_VERSION) | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')" $(RUNC_WRAPPER)
+
+.PHONY: tools
+tools: $(K8S_BIN)/etcd $(KIND) $(HELM) $(CONTROLLER_GEN) $(COREDNS) ## Build every pinned tool into bin/.
+
+# Expensive tools are cached by the version in their path, never by source mtimes
+# (a fresh clone has new mtimes). etcd is the last binary build.sh writes.
+$(K8S_BIN)/etcd:
+	@echo ">> building Kubernetes $(K8S_VERSION) and etcd $(ETCD_VERSION) (about 10 min cold)"
+	hack/tools/k8s/build.sh $(K8S_BIN)
+
+$(KIND):
+	GOBIN=$(@D) CGO_ENABLED=0 go install sigs.k8s.io/kind@$(KIND_VERSION)
+
+$(HELM):
+	@echo ">> building helm $(HELM_VERSION) (about 3 min cold)"
+	GOBIN=$(@D) CGO_ENABLED=0 go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+$(CONTROLLER_GEN):
+	GOBIN=$(@D) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+
+$(COREDNS):
+	GOBIN=$(@D) CGO_ENABLED=0 go install github.com/coredns/coredns@$(COREDNS_VERSION)
+
+$(RUNC_WRAPPER): hack/runc-wrapper/main.go
+	cd hack/runc-wrapper && CGO_ENABLED=0 go build -trimpath -o $@ .
+
+.PHONY: clean
+clean: ## Remove build outputs (keeps the tool cache in bin/).
+	rm -rf $(BUILD)

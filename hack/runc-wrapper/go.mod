@@ -1,0 +1,3 @@
+module daq.io/eventbuilder/hack/runc-wrapper
+
+go 1.25.0
