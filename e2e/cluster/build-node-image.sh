@@ -25,12 +25,22 @@ check_version() { # component, the version we built, the tag kubeadm wants
   case "$3" in "$2"|"$2"-*) ;; *) echo "error: kubeadm $version wants $1 $3 but $2 was built; pin $1 to ${3%%-*}" >&2; exit 1;; esac
 }
 
+# docker build with its output shown only when it fails (the legacy builder of
+# Debian's Docker 20.10 also prints a deprecation banner on every build).
+quiet_build() {
+  local output
+  if ! output=$(docker build "$@" 2>&1); then
+    echo "$output" >&2
+    return 1
+  fi
+}
+
 build_component() { # image tag, binary path, extra packages
   local dir="$ctx/$(basename "$2")"
   mkdir -p "$dir" && cp "$2" "$dir/"
   echo ">> image $1"
-  docker build -q -f "$here/images/component.Dockerfile" --build-arg BASE_IMAGE="$base_image" \
-    --build-arg BINARY="$(basename "$2")" --build-arg PACKAGES="${3:-}" -t "$1" "$dir" >/dev/null
+  quiet_build -f "$here/images/component.Dockerfile" --build-arg BASE_IMAGE="$base_image" \
+    --build-arg BINARY="$(basename "$2")" --build-arg PACKAGES="${3:-}" -t "$1" "$dir"
 }
 for component in kube-apiserver kube-controller-manager kube-scheduler; do
   build_component "$(image_for "$component")" "$k8s_bin/$component"
@@ -44,22 +54,24 @@ coredns_image=$(image_for coredns)
 check_version coredns "v$("$coredns_bin" -version | awk -F'[ -]' '/CoreDNS/ {print $2}')" "${coredns_image##*:}"
 mkdir -p "$ctx/coredns" && cp "$coredns_bin" "$ctx/coredns/coredns"
 echo ">> image $coredns_image"
-docker build -q --build-arg BASE_IMAGE="$base_image" -t "$coredns_image" -f "$here/images/coredns/Dockerfile" "$ctx/coredns" >/dev/null
+quiet_build --build-arg BASE_IMAGE="$base_image" -t "$coredns_image" -f "$here/images/coredns/Dockerfile" "$ctx/coredns"
 
 pause_image=$(image_for pause)
 mkdir -p "$ctx/pause"
 gcc -static -O2 -o "$ctx/pause/pause" "$here/images/pause/pause.c"
 echo ">> image $pause_image"
-docker build -q -t "$pause_image" -f "$here/images/pause/Dockerfile" "$ctx/pause" >/dev/null
+quiet_build -t "$pause_image" -f "$here/images/pause/Dockerfile" "$ctx/pause"
 
 echo ">> node filesystem"
 mkdir -p "$ctx/node/kind" "$ctx/node/bin"
 cp -r "$kind_dir/images/base/files/." "$ctx/node/kind/"
-chmod -R u+w "$ctx/node/kind"
+# The Dockerfile copies with the modes found here (the legacy builder has no --chmod).
+chmod -R u+w,go-w,a+rX "$ctx/node/kind"
+chmod 0755 "$ctx/node/kind/usr/local/bin/"* "$ctx/node/kind/kind/bin/"*
 cp -r "$here/node/files" "$ctx/node/files"
 cp "$k8s_bin/kubelet" "$k8s_bin/kubeadm" "$k8s_bin/kubectl" "$ctx/node/bin/"
 cp "$runc_wrapper" "$ctx/node/runc-wrapper"
-docker build -q --build-arg BASE_IMAGE="$base_image" -t "$node_image-rootfs" -f "$here/node/Dockerfile" "$ctx/node" >/dev/null
+quiet_build --build-arg BASE_IMAGE="$base_image" -t "$node_image-rootfs" -f "$here/node/Dockerfile" "$ctx/node"
 
 echo ">> importing ${#wanted[@]} images into the node's containerd"
 docker save "${wanted[@]}" -o "$ctx/images.tar"
@@ -70,5 +82,6 @@ docker exec "$container" bash -c 'nohup containerd >/var/log/containerd-build.lo
   pkill containerd; while pgrep -x containerd >/dev/null; do sleep 0.2; done'
 docker exec "$container" bash -c "echo $version > /kind/version"
 docker commit --change 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' "$container" "$node_image" >/dev/null
+docker rm -f "$container" >/dev/null && container=""
 docker rmi "$node_image-rootfs" >/dev/null
 echo ">> built $node_image"

@@ -8,4 +8,4 @@ RUN if [ -n "$PACKAGES" ]; then apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $PACKAGES >/dev/null \
  && rm -rf /var/lib/apt/lists/*; fi
 ARG BINARY
-COPY --chmod=0755 ${BINARY} /usr/local/bin/${BINARY}
+COPY ${BINARY} /usr/local/bin/${BINARY}

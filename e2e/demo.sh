@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# `make demo`: a kind cluster with the operator installed and the sample run of 4
+# units building events; prints the measured rates and where to look. The cluster
+# stays up (delete it with: kind delete cluster --name <name>).
+# Usage: demo.sh <cluster> <node image> <kind> <helm> <operator image> <builder image>
+set -euo pipefail
+name=$1 node_image=$2 kind=$3 helm=$4 operator_image=$5 builder_image=$6
+root=$(cd "$(dirname "$0")/.." && pwd)
+kubeconfig=$root/build/$name.kubeconfig
+kubectl="kubectl --kubeconfig $kubeconfig"
+mkdir -p "$root/build"
+
+"$root/e2e/cluster/up.sh" "$name" "$node_image" "$kind" "$kubeconfig"
+echo ">> loading images"
+"$kind" load docker-image --name "$name" "$operator_image" "$builder_image" >/dev/null
+echo ">> installing the chart"
+"$helm" upgrade --install eventbuilder "$root/charts/eventbuilder-operator" --kubeconfig "$kubeconfig" \
+  --namespace eventbuilder-system --create-namespace \
+  --set image.repository="${operator_image%:*}" --set image.tag="${operator_image##*:}" --wait --timeout 3m >/dev/null
+# Builder pods keep the old binary across image reloads unless the run is recreated.
+$kubectl delete eventbuilderrun sample --ignore-not-found --wait >/dev/null
+sed "s|image: .*|image: $builder_image|" "$root/config/samples/eventbuilder_v1alpha1_eventbuilderrun.yaml" \
+  | $kubectl apply -f - >/dev/null
+echo ">> waiting for the sample run to build events"
+$kubectl wait eventbuilderrun/sample --for=jsonpath='{.status.phase}'=Running --timeout=5m >/dev/null
+status() { $kubectl get eventbuilderrun sample -o jsonpath='{.status.eventsBuilt} {.status.bytesBuilt}'; }
+read -r events0 bytes0 < <(status); t0=$(date +%s.%N)
+sleep 10 # the measurement window
+read -r events1 bytes1 < <(status); t1=$(date +%s.%N)
+awk -v e="$((events1 - events0))" -v b="$((bytes1 - bytes0))" -v t0="$t0" -v t1="$t1" 'BEGIN {
+  dt = t1 - t0
+  printf ">> measured over %.1f s: %.0f events/s, %.3f Gb/s (4 units, TCP, one machine)\n", dt, e / dt, 8 * b / dt / 1e9 }'
+cat <<TXT
+
+The cluster '$name' stays up. Look at it with:
+  export KUBECONFIG=$kubeconfig
+  kubectl get eventbuilderruns -A            # phase, units, events, rate, Gb/s
+  kubectl get pods -o wide -l app.kubernetes.io/name=eventbuilder
+  kubectl describe eventbuilderrun sample    # conditions and events
+  kubectl logs sample-eb-0                   # one builder's progress
+  kubectl -n eventbuilder-system logs deploy/eventbuilder-eventbuilder-operator
+Remove it with: $kind delete cluster --name $name
+TXT

@@ -1,0 +1,160 @@
+// Package e2e runs the product the way users do: a kind cluster on this machine,
+// the Helm chart installed, EventBuilderRuns applied, real builder pods moving
+// real events. `make test-e2e` builds the images and tools and sets the E2E_*
+// variables read here.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ebv1alpha1 "daq.io/eventbuilder/operator/api/v1alpha1"
+)
+
+const (
+	clusterName       = "eventbuilder-e2e"
+	operatorNamespace = "eventbuilder-system"
+	operatorRelease   = "eventbuilder"
+)
+
+// env is what make test-e2e hands over: tool paths and image names.
+var env struct {
+	nodeImage, kind, helm, kubectl, operatorImage, builderImage string
+	kubeconfig                                                   string
+}
+
+var k8sClient client.Client
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	for name, target := range map[string]*string{
+		"E2E_NODE_IMAGE": &env.nodeImage, "E2E_KIND": &env.kind, "E2E_HELM": &env.helm, "E2E_KUBECTL": &env.kubectl,
+		"E2E_OPERATOR_IMAGE": &env.operatorImage, "E2E_BUILDER_IMAGE": &env.builderImage,
+	} {
+		if *target = os.Getenv(name); *target == "" {
+			fmt.Fprintf(os.Stderr, "e2e: %s is not set; run the suite with `make test-e2e`\n", name)
+			return 1
+		}
+	}
+	workDir, err := os.MkdirTemp("", "eventbuilder-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(workDir)
+	env.kubeconfig = filepath.Join(workDir, "kubeconfig")
+
+	if err := bringUp(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: bringing the cluster up failed: %v\n", err)
+		dumpClusterState(os.Stderr)
+		tearDown()
+		return 1
+	}
+	code := m.Run()
+	if code != 0 {
+		dumpClusterState(os.Stderr)
+	}
+	tearDown()
+	return code
+}
+
+// bringUp creates a fresh cluster (unless E2E_REUSE_CLUSTER=1), loads the images
+// and installs the chart.
+func bringUp() error {
+	started := time.Now()
+	if os.Getenv("E2E_REUSE_CLUSTER") != "1" {
+		_ = command(env.kind, "delete", "cluster", "--name", clusterName).Run()
+	}
+	if err := command("cluster/up.sh", clusterName, env.nodeImage, env.kind, env.kubeconfig).Run(); err != nil {
+		return fmt.Errorf("cluster/up.sh: %w", err)
+	}
+	for _, image := range []string{env.operatorImage, env.builderImage} {
+		if err := command(env.kind, "load", "docker-image", "--name", clusterName, image).Run(); err != nil {
+			return fmt.Errorf("kind load %s: %w", image, err)
+		}
+	}
+	repository, tag := splitImage(env.operatorImage)
+	if err := command(env.helm, "upgrade", "--install", operatorRelease, "../charts/eventbuilder-operator",
+		"--kubeconfig", env.kubeconfig, "--namespace", operatorNamespace, "--create-namespace",
+		"--set", "image.repository="+repository, "--set", "image.tag="+tag,
+		"--wait", "--timeout", "3m").Run(); err != nil {
+		return fmt.Errorf("helm install: %w", err)
+	}
+	config, err := clientcmd.BuildConfigFromFlags("", env.kubeconfig)
+	if err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := ebv1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if k8sClient, err = client.New(config, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	fmt.Printf("e2e: cluster up and chart installed in %s\n", time.Since(started).Round(time.Second))
+	return nil
+}
+
+func tearDown() {
+	if os.Getenv("E2E_KEEP_CLUSTER") == "1" {
+		fmt.Printf("e2e: keeping cluster %s (E2E_KEEP_CLUSTER=1)\n", clusterName)
+		return
+	}
+	_ = command(env.kind, "delete", "cluster", "--name", clusterName).Run()
+}
+
+// dumpClusterState prints what a person needs to see when the suite fails: the
+// operator's logs and every pod's state and recent events.
+func dumpClusterState(w *os.File) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	fmt.Fprintln(w, "==== pods ====")
+	kubectl(ctx, w, "get", "pods", "-A", "-o", "wide")
+	fmt.Fprintln(w, "==== operator logs ====")
+	kubectl(ctx, w, "logs", "-n", operatorNamespace, "-l", "app.kubernetes.io/name=eventbuilder-operator", "--tail=200", "--all-containers")
+	fmt.Fprintln(w, "==== event builder runs ====")
+	kubectl(ctx, w, "get", "eventbuilderruns", "-A", "-o", "yaml")
+	fmt.Fprintln(w, "==== builder pods ====")
+	kubectl(ctx, w, "describe", "pods", "-A", "-l", "app.kubernetes.io/name=eventbuilder")
+	kubectl(ctx, w, "logs", "-A", "-l", "app.kubernetes.io/name=eventbuilder", "--tail=30", "--prefix")
+	fmt.Fprintln(w, "==== events ====")
+	kubectl(ctx, w, "get", "events", "-A", "--sort-by=.lastTimestamp")
+}
+
+func kubectl(ctx context.Context, w *os.File, args ...string) {
+	cmd := exec.CommandContext(ctx, env.kubectl, append([]string{"--kubeconfig", env.kubeconfig}, args...)...)
+	cmd.Stdout, cmd.Stderr = w, w
+	_ = cmd.Run()
+}
+
+// command runs a tool with its output on the test's output, so progress shows.
+func command(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	return cmd
+}
+
+func splitImage(image string) (repository, tag string) {
+	for i := len(image) - 1; i >= 0 && image[i] != '/'; i-- {
+		if image[i] == ':' {
+			return image[:i], image[i+1:]
+		}
+	}
+	return image, "latest"
+}
