@@ -1,0 +1,209 @@
+package builderpod
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+)
+
+func testRun(name string, units int32) *ebv1.EventBuilderRun {
+	return &ebv1.EventBuilderRun{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "daq", UID: "uid-1"},
+		Spec: ebv1.EventBuilderRunSpec{
+			Units: units,
+			Builder: ebv1.BuilderSpec{
+				Image:           "eventbuilder/builder:test",
+				ImagePullPolicy: corev1.PullNever,
+				Transport:       ebv1.TransportTCP,
+				PackingFactor:   30000,
+				Source:          &ebv1.SourceSpec{Generator: &ebv1.GeneratorSource{FragmentSize: 133}},
+			},
+		},
+	}
+}
+
+func TestPeers(t *testing.T) {
+	for _, tc := range []struct {
+		run   string
+		units int32
+		want  []string
+	}{
+		{"r", 1, []string{"r-eb-0.r-eb:7000"}},
+		{"demo", 3, []string{"demo-eb-0.demo-eb:7000", "demo-eb-1.demo-eb:7000", "demo-eb-2.demo-eb:7000"}},
+	} {
+		if got := Peers(tc.run, tc.units); !slices.Equal(got, tc.want) {
+			t.Errorf("Peers(%q, %d) = %v, want %v", tc.run, tc.units, got, tc.want)
+		}
+	}
+}
+
+// The CRD admits a run only if units*(2*len(name)+18) < 131072 (Linux's
+// MAX_ARG_STRLEN, counting the NUL); that bound must cover the real --peers.
+func TestPeersArgumentFitsLinuxLimit(t *testing.T) {
+	const maxArgStrlen = 128 << 10
+	for _, n := range []int{1, 8, 20, 40, 55} {
+		name := strings.Repeat("r", n)
+		units := int32(min(1024, (maxArgStrlen-1)/(2*n+18)))
+		arg := strings.Join(Peers(name, units), ",")
+		if len(arg)+1 > maxArgStrlen {
+			t.Errorf("name of %d chars, %d units: --peers is %d bytes, over the limit the CRD rule promises", n, units, len(arg))
+		}
+	}
+}
+
+func TestArgs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  *ebv1.EventBuilderRun
+		rank int32
+		want []string
+	}{
+		{
+			name: "single unit",
+			run:  testRun("solo", 1),
+			rank: 0,
+			want: []string{"--rank", "0", "--peers", "solo-eb-0.solo-eb:7000", "--http-port", "8080",
+				"--packing-factor", "30000", "--fragment-size", "133"},
+		},
+		{
+			name: "last rank of two",
+			run:  testRun("demo", 2),
+			rank: 1,
+			want: []string{"--rank", "1", "--peers", "demo-eb-0.demo-eb:7000,demo-eb-1.demo-eb:7000", "--http-port", "8080",
+				"--packing-factor", "30000", "--fragment-size", "133"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Args(tc.run, tc.rank); !slices.Equal(got, tc.want) {
+				t.Errorf("Args() =\n  %q\nwant\n  %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPod(t *testing.T) {
+	run := testRun("demo", 4)
+	run.Spec.Resources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+	}
+	pod := Pod(run, 3)
+
+	checks := []struct {
+		what      string
+		got, want any
+	}{
+		{"name", pod.Name, "demo-eb-3"},
+		{"namespace", pod.Namespace, "daq"},
+		{"hostname", pod.Spec.Hostname, "demo-eb-3"},
+		{"subdomain", pod.Spec.Subdomain, "demo-eb"},
+		{"label name", pod.Labels[LabelName], "eventbuilder"},
+		{"label run", pod.Labels[LabelRun], "demo"},
+		{"label rank", pod.Labels[LabelRank], "3"},
+		{"restartPolicy", pod.Spec.RestartPolicy, corev1.RestartPolicyAlways},
+		{"owner is controller", *pod.OwnerReferences[0].Controller, true},
+		{"owner kind", pod.OwnerReferences[0].Kind, "EventBuilderRun"},
+		{"owner uid", string(pod.OwnerReferences[0].UID), "uid-1"},
+		{"containers", len(pod.Spec.Containers), 1},
+	}
+	c := pod.Spec.Containers[0]
+	sc := c.SecurityContext
+	checks = append(checks, []struct {
+		what      string
+		got, want any
+	}{
+		{"container name", c.Name, "builder"},
+		{"image", c.Image, "eventbuilder/builder:test"},
+		{"pull policy", c.ImagePullPolicy, corev1.PullNever},
+		{"command", c.Command[0], "eb-builder"},
+		{"rank arg", c.Args[1], "3"},
+		{"data port", c.Ports[0], corev1.ContainerPort{Name: "data", ContainerPort: 7000, Protocol: corev1.ProtocolTCP}},
+		{"http port", c.Ports[1], corev1.ContainerPort{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+		{"cpu request", c.Resources.Requests.Cpu().String(), "2"},
+		{"readiness path", c.ReadinessProbe.HTTPGet.Path, "/healthz"},
+		{"readiness port", c.ReadinessProbe.HTTPGet.Port.String(), "http"},
+		{"runAsNonRoot", *sc.RunAsNonRoot, true},
+		{"runAsUser", *sc.RunAsUser, int64(65532)},
+		{"readOnlyRootFilesystem", *sc.ReadOnlyRootFilesystem, true},
+		{"allowPrivilegeEscalation", *sc.AllowPrivilegeEscalation, false},
+		{"capabilities", sc.Capabilities.Drop, []corev1.Capability{"ALL"}},
+		{"seccomp", sc.SeccompProfile.Type, corev1.SeccompProfileTypeRuntimeDefault},
+		{"service account token", *pod.Spec.AutomountServiceAccountToken, false},
+	}...)
+	for _, ch := range checks {
+		if !reflect.DeepEqual(ch.got, ch.want) {
+			t.Errorf("%s = %v, want %v", ch.what, ch.got, ch.want)
+		}
+	}
+
+	// The resources are copied, not shared with the run.
+	run.Spec.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("5")
+	if got := c.Resources.Requests.Cpu().String(); got != "2" {
+		t.Errorf("pod resources alias the run's: cpu request became %s", got)
+	}
+}
+
+func TestService(t *testing.T) {
+	svc := Service(testRun("demo", 2))
+	if svc.Name != "demo-eb" || svc.Namespace != "daq" {
+		t.Errorf("service %s/%s, want daq/demo-eb", svc.Namespace, svc.Name)
+	}
+	if svc.Spec.ClusterIP != corev1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses {
+		t.Errorf("want headless service publishing not-ready addresses, got clusterIP %q publishNotReady %v",
+			svc.Spec.ClusterIP, svc.Spec.PublishNotReadyAddresses)
+	}
+	want := map[string]string{LabelName: "eventbuilder", LabelRun: "demo"}
+	for k, v := range want {
+		if svc.Spec.Selector[k] != v {
+			t.Errorf("selector[%s] = %q, want %q", k, svc.Spec.Selector[k], v)
+		}
+	}
+	if len(svc.Spec.Selector) != len(want) {
+		t.Errorf("selector %v has extra keys; want %v", svc.Spec.Selector, want)
+	}
+	ports := map[string]int32{}
+	for _, p := range svc.Spec.Ports {
+		ports[p.Name] = p.Port
+	}
+	if ports["data"] != 7000 || ports["http"] != 8080 || len(ports) != 2 {
+		t.Errorf("ports %v, want data 7000 and http 8080", ports)
+	}
+}
+
+func TestRank(t *testing.T) {
+	for _, tc := range []struct {
+		label  string
+		want   int32
+		wantOK bool
+	}{
+		{"0", 0, true},
+		{"1023", 1023, true},
+		{"", 0, false},
+		{"-1", 0, false},
+		{"x", 0, false},
+	} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{LabelRank: tc.label}}}
+		got, ok := Rank(pod)
+		if ok != tc.wantOK || (ok && got != tc.want) {
+			t.Errorf("Rank(label %q) = %d, %v; want %d, %v", tc.label, got, ok, tc.want, tc.wantOK)
+		}
+	}
+}
+
+func TestStatusURL(t *testing.T) {
+	for ip, want := range map[string]string{
+		"10.0.0.7": "http://10.0.0.7:8080",
+		"fd00::7":  "http://[fd00::7]:8080",
+	} {
+		pod := &corev1.Pod{Status: corev1.PodStatus{PodIP: ip}}
+		if got := StatusURL(pod); got != want {
+			t.Errorf("StatusURL(%s) = %s, want %s", ip, got, want)
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package builderstatus
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+)
+
+// Unit is what the reconciler observed of one rank in the cluster.
+type Unit struct {
+	Rank  int32
+	Pod   string // empty while the pod does not exist
+	Ready bool
+}
+
+// Poll is the outcome of polling the builders at Time: the reports of the
+// ranks that answered.
+type Poll struct {
+	Time    time.Time
+	Reports map[int32]Report
+}
+
+// Summary is the part of a run's status derived from its units and builders.
+type Summary struct {
+	Units            []ebv1.UnitStatus
+	ReadyUnits       int32
+	EventsBuilt      int64
+	EventsIncomplete int64
+	BytesBuilt       int64
+	EventRate        int64
+	ThroughputGbps   string
+	LastSampleTime   *metav1.MicroTime
+
+	// Phase with the reason and message of the Ready condition.
+	Phase   ebv1.RunPhase
+	Reason  string
+	Message string
+}
+
+// Aggregate folds the observed units, one per rank in rank order, and the
+// builders' reports into a Summary. prev is the run's current status: it
+// holds every rank's last known state and counters and the time they were
+// sampled, from which rates are computed. A nil poll means the builders were
+// not polled this time: states, counters and rates carry over.
+func Aggregate(prev *ebv1.EventBuilderRunStatus, units []Unit, poll *Poll) Summary {
+	last := make(map[int32]ebv1.UnitStatus, len(prev.Units))
+	for _, u := range prev.Units {
+		last[u.Rank] = u
+	}
+
+	s := Summary{
+		Units:          make([]ebv1.UnitStatus, 0, len(units)),
+		EventRate:      prev.EventRate,
+		ThroughputGbps: prev.ThroughputGbps,
+		LastSampleTime: prev.LastSampleTime,
+	}
+	var dEvents, dBytes int64
+	for _, u := range units {
+		st := last[u.Rank]
+		st.Rank, st.Pod, st.Ready = u.Rank, u.Pod, u.Ready
+		if poll != nil {
+			rep, ok := poll.Reports[u.Rank]
+			// Only a rank that also answered the previous poll has a
+			// baseline at LastSampleTime; the others re-base.
+			if ok && st.State != "" {
+				dEvents += delta(st.EventsBuilt, rep.EventsBuilt)
+				dBytes += delta(st.BytesBuilt, rep.BytesBuilt)
+			}
+			if ok {
+				st.State, st.LastError = rep.State, rep.LastError
+				st.EventsBuilt, st.EventsIncomplete, st.BytesBuilt = rep.EventsBuilt, rep.EventsIncomplete, rep.BytesBuilt
+			} else {
+				// Unknown now; the last counters stay as the best total.
+				st.State = ""
+			}
+		}
+		s.Units = append(s.Units, st)
+		if st.Ready {
+			s.ReadyUnits++
+		}
+		s.EventsBuilt += st.EventsBuilt
+		s.EventsIncomplete += st.EventsIncomplete
+		s.BytesBuilt += st.BytesBuilt
+	}
+
+	if poll != nil {
+		s.EventRate, s.ThroughputGbps = 0, formatGbps(0)
+		if len(poll.Reports) > 0 {
+			if prev.LastSampleTime != nil {
+				if dt := poll.Time.Sub(prev.LastSampleTime.Time).Seconds(); dt > 0 {
+					s.EventRate = int64(math.Round(float64(dEvents) / dt))
+					s.ThroughputGbps = formatGbps(float64(dBytes) * 8 / 1e9 / dt)
+				}
+			}
+			t := metav1.NewMicroTime(poll.Time)
+			s.LastSampleTime = &t
+		}
+	}
+
+	s.Phase, s.Reason, s.Message = assess(s.Units, s.ReadyUnits)
+	return s
+}
+
+// delta is how much a counter grew; a counter that went down belongs to a
+// restarted builder and counts from zero.
+func delta(prev, cur int64) int64 {
+	if cur < prev {
+		return cur
+	}
+	return cur - prev
+}
+
+func formatGbps(gbps float64) string { return strconv.FormatFloat(gbps, 'f', 3, 64) }
+
+// assess decides the phase: Failed if any builder is in ERROR, Running once
+// every unit is ready and RUNNING, Pending otherwise.
+func assess(units []ebv1.UnitStatus, ready int32) (ebv1.RunPhase, string, string) {
+	var failed []ebv1.UnitStatus
+	var running int
+	for _, u := range units {
+		switch u.State {
+		case StateError:
+			failed = append(failed, u)
+		case StateRunning:
+			running++
+		}
+	}
+	n := len(units)
+	switch {
+	case len(failed) > 0:
+		ranks := make([]int32, len(failed))
+		for i, u := range failed {
+			ranks[i] = u.Rank
+		}
+		return ebv1.PhaseFailed, ebv1.ReasonBuilderError,
+			fmt.Sprintf("builders of ranks %v report %s; rank %d: %s", ranks, StateError, failed[0].Rank, failed[0].LastError)
+	case int(ready) == n && running == n:
+		return ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning, fmt.Sprintf("all %d units ready and %s", n, StateRunning)
+	default:
+		return ebv1.PhasePending, ebv1.ReasonUnitsPending, fmt.Sprintf("%d/%d units ready, %d/%d builders %s", ready, n, running, n, StateRunning)
+	}
+}

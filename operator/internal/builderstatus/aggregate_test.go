@@ -1,0 +1,175 @@
+package builderstatus
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+)
+
+var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+func micro(t time.Time) *metav1.MicroTime { m := metav1.NewMicroTime(t); return &m }
+
+func running(events, bytes int64) Report {
+	return Report{State: StateRunning, EventsBuilt: events, BytesBuilt: bytes}
+}
+
+// units returns n ready units with pods.
+func units(n int) []Unit {
+	us := make([]Unit, n)
+	for i := range us {
+		us[i] = Unit{Rank: int32(i), Pod: "p", Ready: true}
+	}
+	return us
+}
+
+func TestAggregate(t *testing.T) {
+	// Two ranks that answered a poll at t0.
+	prev := ebv1.EventBuilderRunStatus{
+		EventRate:      7,
+		ThroughputGbps: "0.500",
+		LastSampleTime: micro(t0),
+		Units: []ebv1.UnitStatus{
+			{Rank: 0, Pod: "p", Ready: true, State: StateRunning, EventsBuilt: 1000, BytesBuilt: 1e9},
+			{Rank: 1, Pod: "p", Ready: true, State: StateRunning, EventsBuilt: 2000, BytesBuilt: 2e9},
+		},
+	}
+
+	type want struct {
+		phase              ebv1.RunPhase
+		reason             string
+		ready              int32
+		events, incomplete int64
+		rate               int64
+		gbps               string
+		sample             *metav1.MicroTime
+		states             []string
+	}
+	for _, tc := range []struct {
+		name  string
+		prev  ebv1.EventBuilderRunStatus
+		units []Unit
+		poll  *Poll
+		want  want
+	}{
+		{
+			name:  "first poll: totals but no rate yet",
+			prev:  ebv1.EventBuilderRunStatus{},
+			units: units(2),
+			poll:  &Poll{Time: t0, Reports: map[int32]Report{0: running(10, 100), 1: running(20, 200)}},
+			want:  want{ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning, 2, 30, 0, 0, "0.000", micro(t0), []string{"RUNNING", "RUNNING"}},
+		},
+		{
+			name:  "rate and throughput from the deltas over two seconds",
+			prev:  prev,
+			units: units(2),
+			poll: &Poll{Time: t0.Add(2 * time.Second), Reports: map[int32]Report{
+				0: running(1000+3000, 1e9+2e9),
+				1: running(2000+5000, 2e9+3e9),
+			}},
+			// 8000 events / 2 s; 5e9 B * 8 / 2 s = 20 Gb/s.
+			want: want{ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning, 2, 11000, 0, 4000, "20.000", micro(t0.Add(2 * time.Second)), []string{"RUNNING", "RUNNING"}},
+		},
+		{
+			name:  "restarted builder counts from zero",
+			prev:  prev,
+			units: units(2),
+			poll: &Poll{Time: t0.Add(time.Second), Reports: map[int32]Report{
+				0: running(1100, 1e9),
+				1: running(50, 0), // was 2000
+			}},
+			want: want{ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning, 2, 1150, 0, 150, "0.000", micro(t0.Add(time.Second)), []string{"RUNNING", "RUNNING"}},
+		},
+		{
+			name:  "silent builder keeps its last counters, adds no rate, and blocks Running",
+			prev:  prev,
+			units: units(2),
+			poll:  &Poll{Time: t0.Add(time.Second), Reports: map[int32]Report{0: running(1500, 1e9)}},
+			want:  want{ebv1.PhasePending, ebv1.ReasonUnitsPending, 2, 3500, 0, 500, "0.000", micro(t0.Add(time.Second)), []string{"RUNNING", ""}},
+		},
+		{
+			name: "builder back after a silent poll re-bases instead of spiking",
+			prev: func() ebv1.EventBuilderRunStatus {
+				p := *prev.DeepCopy()
+				p.Units[1].State = ""
+				return p
+			}(),
+			units: units(2),
+			poll: &Poll{Time: t0.Add(time.Second), Reports: map[int32]Report{
+				0: running(1100, 1e9),
+				1: running(9000, 2e9),
+			}},
+			want: want{ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning, 2, 10100, 0, 100, "0.000", micro(t0.Add(time.Second)), []string{"RUNNING", "RUNNING"}},
+		},
+		{
+			name:  "nobody answers: sample time stays, rate drops to zero",
+			prev:  prev,
+			units: units(2),
+			poll:  &Poll{Time: t0.Add(time.Second), Reports: map[int32]Report{}},
+			want:  want{ebv1.PhasePending, ebv1.ReasonUnitsPending, 2, 3000, 0, 0, "0.000", micro(t0), []string{"", ""}},
+		},
+		{
+			name:  "not polled: states, counters and rates carry over, readiness is fresh",
+			prev:  prev,
+			units: []Unit{{Rank: 0, Pod: "p", Ready: true}, {Rank: 1, Pod: "p", Ready: false}},
+			poll:  nil,
+			want:  want{ebv1.PhasePending, ebv1.ReasonUnitsPending, 1, 3000, 0, 7, "0.500", micro(t0), []string{"RUNNING", "RUNNING"}},
+		},
+		{
+			name:  "a builder in ERROR fails the run",
+			prev:  prev,
+			units: units(2),
+			poll: &Poll{Time: t0.Add(time.Second), Reports: map[int32]Report{
+				0: running(1000, 1e9),
+				1: {State: StateError, EventsBuilt: 2000, EventsIncomplete: 3, BytesBuilt: 2e9, LastError: "peer 0 hung up"},
+			}},
+			want: want{ebv1.PhaseFailed, ebv1.ReasonBuilderError, 2, 3000, 3, 0, "0.000", micro(t0.Add(time.Second)), []string{"RUNNING", "ERROR"}},
+		},
+		{
+			name:  "scale up: new rank without pod is pending",
+			prev:  prev,
+			units: append(units(2), Unit{Rank: 2}),
+			poll:  nil,
+			want:  want{ebv1.PhasePending, ebv1.ReasonUnitsPending, 2, 3000, 0, 7, "0.500", micro(t0), []string{"RUNNING", "RUNNING", ""}},
+		},
+		{
+			name:  "scale down drops the rows of removed ranks",
+			prev:  prev,
+			units: units(1),
+			poll:  nil,
+			want:  want{ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning, 1, 1000, 0, 7, "0.500", micro(t0), []string{"RUNNING"}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Aggregate(&tc.prev, tc.units, tc.poll)
+			var states []string
+			for i, u := range s.Units {
+				if u.Rank != int32(i) {
+					t.Errorf("row %d has rank %d", i, u.Rank)
+				}
+				states = append(states, u.State)
+			}
+			if s.Phase == ebv1.PhaseFailed && !strings.Contains(s.Message, "rank 1: peer 0 hung up") {
+				t.Errorf("message %q does not carry the failing builder's error", s.Message)
+			}
+			got := want{s.Phase, s.Reason, s.ReadyUnits, s.EventsBuilt, s.EventsIncomplete, s.EventRate, s.ThroughputGbps, s.LastSampleTime, states}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Aggregate()\n got %+v\nwant %+v\nmessage: %s", got, tc.want, s.Message)
+			}
+		})
+	}
+}
+
+func TestAggregateDoesNotModifyPrev(t *testing.T) {
+	prev := ebv1.EventBuilderRunStatus{Units: []ebv1.UnitStatus{{Rank: 0, State: StateRunning, EventsBuilt: 1}}}
+	before := prev.DeepCopy()
+	Aggregate(&prev, units(1), &Poll{Time: t0, Reports: map[int32]Report{0: running(5, 5)}})
+	if !reflect.DeepEqual(&prev, before) {
+		t.Errorf("prev changed: %+v, was %+v", prev, *before)
+	}
+}

@@ -1,0 +1,165 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/builderstatus"
+)
+
+// The envtest suite runs the reconciler in a manager against a real
+// kube-apiserver and etcd. There is no kubelet: tests play it by writing pod
+// status, and serve builders' /status from local HTTP servers.
+
+const pollInterval = 200 * time.Millisecond
+
+var (
+	k8s        client.Client // direct, uncached: what tests read is what the API server has
+	skipReason string        // why the envtest suite cannot run, if it cannot
+	builders   builderURLs
+)
+
+// repoRoot is the repository root, relative to this package.
+var repoRoot = filepath.Join("..", "..", "..")
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets = filepath.Join(repoRoot, "bin", "k8s-v1.35.4")
+	}
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
+			skipReason = fmt.Sprintf("no %s in %s (KUBEBUILDER_ASSETS): build the envtest binaries first", bin, assets)
+			fmt.Fprintln(os.Stderr, "envtest tests will SKIP:", skipReason)
+			return m.Run()
+		}
+	}
+
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(repoRoot, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: assets,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting envtest:", err)
+		return 1
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping envtest:", err)
+		}
+	}()
+
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), ebv1.AddToScheme(scheme)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, "client:", err)
+		return 1
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  scheme,
+		Cache:   CacheOptions(),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+		return 1
+	}
+	err = (&EventBuilderRunReconciler{
+		Client:       mgr.GetClient(),
+		Recorder:     mgr.GetEventRecorder("eventbuilderrun-controller"),
+		Builders:     builderstatus.NewClient(time.Second),
+		StatusURL:    builders.url,
+		PollInterval: pollInterval,
+	}).SetupWithManager(mgr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "controller:", err)
+		return 1
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- mgr.Start(ctx) }()
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+		code = 1
+	}
+	return code
+}
+
+// requireEnvtest skips a test, saying why, when the suite could not start.
+func requireEnvtest(t *testing.T) {
+	t.Helper()
+	if skipReason != "" {
+		t.Skip(skipReason)
+	}
+}
+
+// builderURLs maps builder pods to the local servers that play them.
+type builderURLs struct{ m sync.Map }
+
+func (b *builderURLs) set(pod *corev1.Pod, url string) {
+	b.m.Store(client.ObjectKeyFromObject(pod), url)
+}
+
+func (b *builderURLs) url(pod *corev1.Pod) string {
+	if u, ok := b.m.Load(client.ObjectKeyFromObject(pod)); ok {
+		return u.(string)
+	}
+	return "http://127.0.0.1:1" // nothing listens: the builder does not answer
+}
+
+// newNamespace gives each test its own namespace.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ebtest-"}}
+	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	return ns.Name
+}
+
+// eventually retries check until it returns nil, failing the test with the
+// last error after a timeout.
+func eventually(t *testing.T, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s: %v", what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
