@@ -1,0 +1,29 @@
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "buffer.hpp"
+#include "mep_checker.hpp"
+#include "unit_status.hpp"
+
+namespace eb {
+
+// In-process consumer of MEPs: every committed MEP is checked event by event
+// and counted in the unit status. Holds one MEP at a time in a reused buffer.
+class Checking_writer final : public Buffer_writer {
+public:
+    Checking_writer(Mep_checker checker, Unit_status& status);
+
+    std::span<std::byte> allocate(std::size_t bytes) override;
+    void commit() override;
+
+private:
+    Mep_checker checker_;
+    Unit_status& status_;
+    std::vector<std::byte> mep_;
+    bool allocated_ = false;
+    std::uint64_t damaged_meps_ = 0;
+};
+
+}  // namespace eb

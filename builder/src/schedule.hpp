@@ -1,0 +1,32 @@
+#pragma once
+
+#include <cstdint>
+
+#include "rank.hpp"
+
+namespace eb {
+
+// Linear shifting (reference design, section II-A). A cycle has one phase per
+// unit; in phase n, RU i sends to BU (i + n) mod N, so every phase pairs each
+// RU with a distinct BU and no BU is over-subscribed.
+
+constexpr Rank send_target(Rank ru, Rank phase, Rank units) { return (ru + phase) % units; }
+
+// The RU that sends to `bu` in `phase`: the inverse of send_target.
+constexpr Rank receive_source(Rank bu, Rank phase, Rank units) {
+    return (bu + units - phase) % units;
+}
+
+// MFP chunk c (MFP c of every source) is built on BU c mod N, and cycle k moves
+// chunks [kN, kN + N), so BU b builds chunk kN + b in cycle k.
+constexpr std::uint64_t chunk_for(std::uint64_t cycle, Rank bu, Rank units) {
+    return cycle * units + bu;
+}
+
+// Cycles needed for a unit to build at least `events` events, one MEP of
+// `packing_factor` events per cycle; 0 events means no limit (0 cycles).
+constexpr std::uint64_t cycles_for_events(std::uint64_t events, std::uint32_t packing_factor) {
+    return events / packing_factor + (events % packing_factor != 0 ? 1 : 0);
+}
+
+}  // namespace eb

@@ -1,0 +1,62 @@
+#include "stop_flag.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <system_error>
+
+namespace eb {
+namespace {
+
+static_assert(std::atomic<bool>::is_always_lock_free, "the signal handler needs a lock-free flag");
+
+Stop_flag* signal_target = nullptr;
+
+extern "C" void on_stop_signal(int) {
+    if (signal_target != nullptr) signal_target->request();
+}
+
+}  // namespace
+
+Stop_flag::Stop_flag() : event_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+    if (!event_) throw std::system_error(errno, std::generic_category(), "eventfd");
+}
+
+void Stop_flag::request() noexcept {
+    requested_.store(true);
+    // Nobody reads the counter, so the fd stays readable for every poller.
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const ssize_t written = ::write(event_.get(), &one, sizeof one);
+}
+
+bool Stop_flag::wait_for(std::chrono::milliseconds timeout) const {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!requested()) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) return false;
+        pollfd watch{.fd = event_.get(), .events = POLLIN, .revents = 0};
+        ::poll(&watch, 1, static_cast<int>(left.count()));  // EINTR: just look again
+    }
+    return true;
+}
+
+void Stop_flag::wait() const {
+    while (!wait_for(std::chrono::hours(1))) {
+    }
+}
+
+void stop_on_signals(Stop_flag& stop) {
+    signal_target = &stop;
+    struct sigaction action {};
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGTERM, &action, nullptr);
+    ::sigaction(SIGINT, &action, nullptr);
+    ::signal(SIGPIPE, SIG_IGN);
+}
+
+}  // namespace eb

@@ -1,0 +1,36 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+
+#include "fd.hpp"
+
+namespace eb {
+
+// Process-wide "stop now", set by SIGTERM/SIGINT or when the run is over.
+// Besides the flag it offers a file descriptor that turns readable on stop and
+// stays so; blocking loops add it to their poll() set to wake at once.
+class Stop_flag {
+public:
+    Stop_flag();
+
+    // Async-signal-safe.
+    void request() noexcept;
+    bool requested() const noexcept { return requested_.load(); }
+    int fd() const noexcept { return event_.get(); }
+
+    // Waits up to `timeout` for a stop; true if it came.
+    bool wait_for(std::chrono::milliseconds timeout) const;
+    void wait() const;
+
+private:
+    Fd event_;
+    std::atomic<bool> requested_{false};
+};
+
+// Routes SIGTERM and SIGINT to stop.request(), and ignores SIGPIPE (a peer
+// going away shows up as an error on the socket instead). `stop` must outlive
+// the process's use of signals.
+void stop_on_signals(Stop_flag& stop);
+
+}  // namespace eb

@@ -1,0 +1,306 @@
+#include "tcp_mesh.hpp"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "log.hpp"
+#include "socket.hpp"
+#include "transport.hpp"
+#include "wire_format.hpp"
+
+namespace eb {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+constexpr auto first_retry_delay = 50ms;
+constexpr auto max_retry_delay = 1s;
+// A dial that neither completes nor fails by then (say, a pod IP not routable
+// yet) is abandoned and retried, re-resolving the name.
+constexpr auto connect_timeout = 2s;
+constexpr auto hello_timeout = 2s;
+constexpr auto report_interval = 3s;
+constexpr std::size_t peers_listed_per_report = 4;
+
+// First bytes on every data connection: who dials, and in which mesh.
+constexpr std::uint32_t hello_magic = 0x4C484245;  // "EBHL"
+struct Hello {
+    std::uint32_t magic;
+    std::uint16_t version;
+    std::uint16_t reserved;
+    std::uint32_t rank;
+    std::uint32_t units;
+};
+static_assert(sizeof(Hello) == 16);
+
+// This unit's connection to one peer's BU.
+struct Dial {
+    Fd fd;  // set from the start of a connect attempt
+    bool up = false;
+    Clock::time_point retry_at{};
+    Clock::time_point give_up_at{};
+    Clock::duration backoff = first_retry_delay;
+    std::string last_failure = "not tried yet";
+};
+
+// An accepted connection whose hello has not fully arrived.
+struct Greeting {
+    Fd fd;
+    std::array<std::byte, sizeof(Hello)> hello{};
+    std::size_t received = 0;
+    Clock::time_point give_up_at;
+};
+
+// Dialling to a local port nobody listens on can, rarely, connect the socket
+// to itself (TCP simultaneous open) when the kernel picks that very port as
+// the source port. Such a socket would also hold the peer's port hostage.
+bool connected_to_itself(int fd) {
+    sockaddr_in local{}, remote{};
+    socklen_t local_length = sizeof local, remote_length = sizeof remote;
+    return ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_length) == 0 &&
+           ::getpeername(fd, reinterpret_cast<sockaddr*>(&remote), &remote_length) == 0 &&
+           local.sin_port == remote.sin_port && local.sin_addr.s_addr == remote.sin_addr.s_addr;
+}
+
+class Mesh_builder {
+public:
+    Mesh_builder(Fd listener, Rank rank, std::span<const Peer_address> peers, const Stop_flag& stop)
+        : listener_(std::move(listener)),
+          rank_(rank),
+          peers_(peers),
+          stop_(stop),
+          dials_(peers.size()),
+          accepted_(peers.size()) {}
+
+    std::optional<Tcp_mesh> run();
+
+private:
+    Rank units() const { return static_cast<Rank>(peers_.size()); }
+    std::size_t dials_up() const;
+    std::size_t accepted() const;
+    bool complete() const { return dials_up() + 1 == units() && accepted() + 1 == units(); }
+
+    void start_due_dials(Clock::time_point now);
+    void start_dial(Rank peer, Clock::time_point now);
+    void finish_dial(Rank peer, Clock::time_point now);
+    void fail_dial(Rank peer, std::string why, Clock::time_point now);
+    void give_up_overdue(Clock::time_point now);
+    void accept_waiting(Clock::time_point now);
+    void read_hello(Greeting& greeting);
+    Clock::time_point next_deadline() const;
+    void report() const;
+
+    Fd listener_;
+    Rank rank_;
+    std::span<const Peer_address> peers_;
+    const Stop_flag& stop_;
+    std::vector<Dial> dials_;   // by rank
+    std::vector<Fd> accepted_;  // by rank
+    std::vector<Greeting> greetings_;
+    Clock::time_point started_ = Clock::now();
+    Clock::time_point next_report_ = started_ + report_interval;
+};
+
+std::optional<Tcp_mesh> Mesh_builder::run() {
+    std::vector<pollfd> watch;
+    std::vector<Rank> watched_dials;
+    while (!complete()) {
+        const auto now = Clock::now();
+        start_due_dials(now);
+        give_up_overdue(now);
+        if (now >= next_report_) {
+            report();
+            next_report_ = now + report_interval;
+        }
+
+        watch.assign({{stop_.fd(), POLLIN, 0}, {listener_.get(), POLLIN, 0}});
+        watched_dials.clear();
+        for (Rank peer = 0; peer < units(); ++peer) {
+            if (dials_[peer].fd && !dials_[peer].up) {
+                watch.push_back({dials_[peer].fd.get(), POLLOUT, 0});
+                watched_dials.push_back(peer);
+            }
+        }
+        for (const Greeting& greeting : greetings_) watch.push_back({greeting.fd.get(), POLLIN, 0});
+
+        const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_deadline() - now);
+        if (::poll(watch.data(), watch.size(), static_cast<int>(std::clamp<long>(wait.count(), 0, 1000))) < 0 &&
+            errno != EINTR)
+            throw Transport_error("poll: " + error_text(errno));
+        if (watch[0].revents != 0) return std::nullopt;
+
+        const auto woke = Clock::now();
+        for (std::size_t i = 0; i < watched_dials.size(); ++i)
+            if (watch[2 + i].revents != 0) finish_dial(watched_dials[i], woke);
+        for (std::size_t i = 0; i < greetings_.size(); ++i)
+            if (watch[2 + watched_dials.size() + i].revents != 0) read_hello(greetings_[i]);
+        std::erase_if(greetings_, [](const Greeting& greeting) { return !greeting.fd; });
+        if (watch[1].revents != 0) accept_waiting(woke);
+    }
+
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_);
+    log_info("data mesh up: connected to all ", units() - 1, " peers in ", took.count(), " ms");
+    Tcp_mesh mesh;
+    for (Dial& dial : dials_) mesh.to.push_back(std::move(dial.fd));
+    mesh.from = std::move(accepted_);
+    return mesh;
+}
+
+std::size_t Mesh_builder::dials_up() const {
+    return static_cast<std::size_t>(std::count_if(dials_.begin(), dials_.end(), [](const Dial& d) { return d.up; }));
+}
+
+std::size_t Mesh_builder::accepted() const {
+    return static_cast<std::size_t>(std::count_if(accepted_.begin(), accepted_.end(), [](const Fd& fd) { return bool(fd); }));
+}
+
+void Mesh_builder::start_due_dials(Clock::time_point now) {
+    for (Rank peer = 0; peer < units(); ++peer)
+        if (peer != rank_ && !dials_[peer].fd && now >= dials_[peer].retry_at) start_dial(peer, now);
+}
+
+void Mesh_builder::start_dial(Rank peer, Clock::time_point now) {
+    const Peer_address& address = peers_[peer];
+    addrinfo hints{};
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    // Blocking, but the name of a pod that does not exist yet fails fast.
+    const int resolved = ::getaddrinfo(address.host.c_str(), std::to_string(address.port).c_str(), &hints, &found);
+    if (resolved != 0) return fail_dial(peer, std::string("cannot resolve: ") + ::gai_strerror(resolved), now);
+    const std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owned(found, &::freeaddrinfo);
+
+    Fd fd = tcp_socket();
+    tune_data_socket(fd.get());
+    if (::connect(fd.get(), found->ai_addr, found->ai_addrlen) != 0 && errno != EINPROGRESS)
+        return fail_dial(peer, error_text(errno), now);
+    // Completion, immediate or not, is seen as POLLOUT in the main loop.
+    dials_[peer].fd = std::move(fd);
+    dials_[peer].give_up_at = now + connect_timeout;
+}
+
+void Mesh_builder::finish_dial(Rank peer, Clock::time_point now) {
+    Dial& dial = dials_[peer];
+    int error = 0;
+    socklen_t length = sizeof error;
+    if (::getsockopt(dial.fd.get(), SOL_SOCKET, SO_ERROR, &error, &length) != 0) error = errno;
+    if (error != 0) return fail_dial(peer, error_text(error), now);
+    if (connected_to_itself(dial.fd.get())) return fail_dial(peer, "connected to itself, nobody listens yet", now);
+
+    const Hello hello{hello_magic, wire_version, 0, rank_, units()};
+    // A fresh connection's send buffer is empty: the hello goes out whole or
+    // the connection is broken.
+    if (::send(dial.fd.get(), &hello, sizeof hello, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof hello))
+        return fail_dial(peer, "could not send the hello", now);
+    dial.up = true;
+}
+
+void Mesh_builder::fail_dial(Rank peer, std::string why, Clock::time_point now) {
+    Dial& dial = dials_[peer];
+    dial.fd.reset();
+    dial.last_failure = std::move(why);
+    dial.retry_at = now + dial.backoff;
+    dial.backoff = std::min<Clock::duration>(dial.backoff * 2, max_retry_delay);
+}
+
+void Mesh_builder::give_up_overdue(Clock::time_point now) {
+    for (Rank peer = 0; peer < units(); ++peer) {
+        const Dial& dial = dials_[peer];
+        if (dial.fd && !dial.up && now >= dial.give_up_at) fail_dial(peer, "no answer to connect", now);
+    }
+    std::erase_if(greetings_, [&](const Greeting& greeting) { return now >= greeting.give_up_at; });
+}
+
+void Mesh_builder::accept_waiting(Clock::time_point now) {
+    while (true) {
+        Fd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+        if (!fd) return;  // EAGAIN: none left; other errors concern only that dialler, who retries
+        tune_data_socket(fd.get());
+        greetings_.push_back(Greeting{std::move(fd), {}, 0, now + hello_timeout});
+    }
+}
+
+void Mesh_builder::read_hello(Greeting& greeting) {
+    const ssize_t got = ::recv(greeting.fd.get(), greeting.hello.data() + greeting.received,
+                               greeting.hello.size() - greeting.received, 0);
+    if (got < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (got <= 0) {
+        greeting.fd.reset();  // the dialler gave up; it will dial again
+        return;
+    }
+    greeting.received += static_cast<std::size_t>(got);
+    if (greeting.received < greeting.hello.size()) return;
+
+    const auto hello = load<Hello>(greeting.hello, 0);
+    if (hello.magic != hello_magic || hello.version != wire_version) {
+        log_warning("dropped a data connection that did not open with an eb-builder hello of version ",
+                    wire_version);
+        greeting.fd.reset();
+        return;
+    }
+    if (hello.units != units() || hello.rank >= units() || hello.rank == rank_)
+        throw Transport_error("a peer dialled in as rank " + std::to_string(hello.rank) + " of " +
+                              std::to_string(hello.units) + " units, but this is rank " + std::to_string(rank_) +
+                              " of " + std::to_string(units()) +
+                              ": every unit needs the same --peers list and its own --rank");
+    if (accepted_[hello.rank]) log_warning("rank ", hello.rank, " dialled in again; using the new connection");
+    accepted_[hello.rank] = std::move(greeting.fd);
+}
+
+Clock::time_point Mesh_builder::next_deadline() const {
+    Clock::time_point next = next_report_;
+    for (Rank peer = 0; peer < units(); ++peer) {
+        const Dial& dial = dials_[peer];
+        if (peer == rank_ || dial.up) continue;
+        next = std::min(next, dial.fd ? dial.give_up_at : dial.retry_at);
+    }
+    for (const Greeting& greeting : greetings_) next = std::min(next, greeting.give_up_at);
+    return next;
+}
+
+void Mesh_builder::report() const {
+    std::ostringstream line;
+    line << "connecting: dialled " << dials_up() << "/" << units() - 1 << " peers, " << accepted() << "/"
+         << units() - 1 << " dialled in";
+    std::size_t listed = 0, unlisted = 0;
+    for (Rank peer = 0; peer < units(); ++peer) {
+        if (peer == rank_ || (dials_[peer].up && accepted_[peer])) continue;
+        if (listed == peers_listed_per_report) {
+            ++unlisted;
+            continue;
+        }
+        ++listed;
+        line << "; rank " << peer << " at " << peers_[peer].host << ":" << peers_[peer].port << ": "
+             << (dials_[peer].up ? "connected" : dials_[peer].last_failure)
+             << (accepted_[peer] ? "" : ", not dialled in yet");
+    }
+    if (unlisted != 0) line << "; and " << unlisted << " more";
+    log_info(line.str());
+}
+
+}  // namespace
+
+Fd listen_for_peers(std::uint16_t port) {
+    Fd listener = tcp_socket();
+    tune_data_socket(listener.get());  // accepted sockets inherit the buffer sizes
+    bind_and_listen(listener.get(), port, "this unit's --peers entry");
+    return listener;
+}
+
+std::optional<Tcp_mesh> connect_mesh(Fd listener, Rank rank, std::span<const Peer_address> peers,
+                                     const Stop_flag& stop) {
+    return Mesh_builder(std::move(listener), rank, peers, stop).run();
+}
+
+}  // namespace eb

@@ -1,0 +1,79 @@
+#include "tcp_transport.hpp"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "socket.hpp"
+
+namespace eb {
+
+Tcp_transport::Tcp_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop)
+    : rank_(rank), mesh_(std::move(mesh)), stop_(stop) {}
+
+void Tcp_transport::post(std::span<const Send> sends, std::span<const Receive> receives) {
+    operations_.clear();
+    const Send* to_self = nullptr;
+    const Receive* from_self = nullptr;
+    for (const Send& send : sends) {
+        if (send.peer >= units()) throw std::out_of_range("Tcp_transport: send to rank " + std::to_string(send.peer));
+        if (send.peer == rank_) to_self = &send;
+        else operations_.push_back({mesh_.to[send.peer].get(), send.peer, send.data.data(), nullptr, send.data.size()});
+    }
+    for (const Receive& receive : receives) {
+        if (receive.peer >= units())
+            throw std::out_of_range("Tcp_transport: receive from rank " + std::to_string(receive.peer));
+        if (receive.peer == rank_) from_self = &receive;
+        else operations_.push_back(
+            {mesh_.from[receive.peer].get(), receive.peer, nullptr, receive.into.data(), receive.into.size()});
+    }
+    // The unit's own MFP takes the local shortcut: one copy, no socket.
+    if ((to_self == nullptr) != (from_self == nullptr) ||
+        (to_self != nullptr && to_self->data.size() != from_self->into.size()))
+        throw std::logic_error("Tcp_transport: a send to self needs a receive from self of the same size");
+    if (to_self != nullptr && !to_self->data.empty())
+        std::memcpy(from_self->into.data(), to_self->data.data(), to_self->data.size());
+}
+
+bool Tcp_transport::transfer(std::span<const Send> sends, std::span<const Receive> receives) {
+    // Checked up front too: a transfer that is all local never reaches poll().
+    if (stop_.requested()) return false;
+    post(sends, receives);
+    while (true) {
+        poll_set_.clear();
+        poll_set_.push_back({stop_.fd(), POLLIN, 0});
+        for (Operation& operation : operations_) {
+            if (operation.left != 0) progress(operation);
+            if (operation.left != 0)
+                poll_set_.push_back({operation.fd, static_cast<short>(operation.out ? POLLOUT : POLLIN), 0});
+        }
+        if (poll_set_.size() == 1) return true;
+        if (::poll(poll_set_.data(), poll_set_.size(), -1) < 0 && errno != EINTR)
+            throw Transport_error("poll: " + error_text(errno));
+        if (poll_set_[0].revents != 0) return false;
+    }
+}
+
+void Tcp_transport::progress(Operation& operation) {
+    while (operation.left != 0) {
+        const ssize_t moved = operation.out ? ::send(operation.fd, operation.out, operation.left, MSG_NOSIGNAL)
+                                            : ::recv(operation.fd, operation.in, operation.left, 0);
+        if (moved > 0) {
+            operation.left -= static_cast<std::size_t>(moved);
+            if (operation.out) operation.out += moved;
+            else operation.in += moved;
+            continue;
+        }
+        if (moved < 0 && (errno == EAGAIN || errno == EINTR)) return;
+        if (stop_.requested()) return;  // peers closing while everyone stops is no failure
+        const std::string peer = "rank " + std::to_string(operation.peer);
+        if (moved == 0) throw Transport_error(peer + " closed its data connection");
+        throw Transport_error((operation.out ? "sending to " : "receiving from ") + peer + ": " + error_text(errno));
+    }
+}
+
+}  // namespace eb

@@ -1,0 +1,44 @@
+#pragma once
+
+#include <poll.h>
+
+#include <vector>
+
+#include "stop_flag.hpp"
+#include "tcp_mesh.hpp"
+#include "transport.hpp"
+
+namespace eb {
+
+// Transport over a mesh of TCP connections. A transfer posts every operation
+// non-blocking and drives them all with one poll() loop, so a unit's sends
+// and receives progress together and linear shifting cannot deadlock. Bytes
+// go straight between the caller's buffers and the kernel: no staging copy.
+class Tcp_transport final : public Transport {
+public:
+    Tcp_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop);
+
+    Rank rank() const override { return rank_; }
+    Rank units() const override { return static_cast<Rank>(mesh_.to.size()); }
+    bool transfer(std::span<const Send> sends, std::span<const Receive> receives) override;
+
+private:
+    struct Operation {
+        int fd;
+        Rank peer;
+        const std::byte* out;  // set for a send
+        std::byte* in;         // set for a receive
+        std::size_t left;
+    };
+
+    void post(std::span<const Send> sends, std::span<const Receive> receives);
+    void progress(Operation& operation);  // as far as the socket allows now
+
+    Rank rank_;
+    Tcp_mesh mesh_;
+    const Stop_flag& stop_;
+    std::vector<Operation> operations_;  // reused across transfers
+    std::vector<pollfd> poll_set_;
+};
+
+}  // namespace eb

@@ -1,0 +1,47 @@
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <stdexcept>
+
+#include "rank.hpp"
+
+namespace eb {
+
+// One message of a transfer: the peer and the bytes to send or to fill.
+struct Send {
+    Rank peer;
+    std::span<const std::byte> data;
+};
+struct Receive {
+    Rank peer;
+    std::span<std::byte> into;
+};
+
+// A peer went away or broke the protocol. The unit cannot go on with this mesh.
+class Transport_error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// Moves exact-size messages between the units of a run (the role of
+// Parallel_comm in the reference design). Implementations: TCP now, verbs RC
+// later. Messages between two units arrive in the order sent; a receive takes
+// exactly into.size() bytes, the size having been agreed beforehand.
+class Transport {
+public:
+    virtual ~Transport() = default;
+
+    virtual Rank rank() const = 0;
+    virtual Rank units() const = 0;
+
+    // Carries out all `sends` and `receives`, progressing them together, so any
+    // pattern in which every send meets a receive posted by its peer completes.
+    // Each peer appears at most once per direction; a send to this unit's own
+    // rank is matched with the receive from it, which must have the same size.
+    // Returns false if a stop was requested before completion; throws
+    // Transport_error if a peer fails.
+    virtual bool transfer(std::span<const Send> sends, std::span<const Receive> receives) = 0;
+};
+
+}  // namespace eb

@@ -1,0 +1,95 @@
+#pragma once
+
+// Byte layouts that cross the network or the output buffer. All are read and
+// written with memcpy (load/store below), never by casting buffer pointers.
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <type_traits>
+
+namespace eb {
+
+static_assert(std::endian::native == std::endian::little,
+              "the wire format is little-endian; add byte swapping for this host");
+
+inline constexpr std::uint16_t wire_version = 1;
+
+// Every fragment, MFP and MEP starts on this boundary so headers stay aligned.
+inline constexpr std::size_t wire_alignment = 8;
+
+constexpr std::uint64_t align_up(std::uint64_t bytes) {
+    return (bytes + wire_alignment - 1) & ~std::uint64_t{wire_alignment - 1};
+}
+
+// Largest MFP a unit generates or accepts; bounds the allocation a corrupt or
+// hostile size announcement can cause.
+inline constexpr std::uint64_t max_mfp_bytes = std::uint64_t{1} << 30;
+
+// One event's data from one source; `size` payload bytes follow, then padding
+// up to wire_alignment.
+struct Fragment_header {
+    std::uint64_t event_id;
+    std::uint32_t source_id;
+    std::uint32_t size;
+};
+
+// Multi-fragment packet: `fragment_count` consecutive fragments of one source,
+// events [first_event_id, first_event_id + fragment_count).
+inline constexpr std::uint16_t mfp_magic = 0x40CE;  // as the LHCb Tell40 MFP
+struct Mfp_header {
+    std::uint16_t magic;
+    std::uint16_t version;
+    std::uint32_t fragment_count;
+    std::uint64_t first_event_id;
+    std::uint64_t total_bytes;  // header and fragments
+    std::uint32_t source_id;
+    std::uint32_t reserved;
+};
+
+// Multi-event packet: this header, then `source_count` uint64 offsets (from the
+// MEP start) of one MFP per source, then the MFPs.
+inline constexpr std::uint16_t mep_magic = 0xCEFA;  // as the LHCb MEP
+struct Mep_header {
+    std::uint16_t magic;
+    std::uint16_t version;
+    std::uint32_t source_count;
+    std::uint32_t event_count;
+    std::uint32_t reserved;
+    std::uint64_t first_event_id;
+    std::uint64_t total_bytes;  // header, offsets table and MFPs
+};
+
+// What an RU tells a BU before sending it an MFP, so the BU can place the MFP
+// in the MEP before any of it arrives (reference design, section III-B).
+struct Mfp_announcement {
+    std::uint64_t chunk;
+    std::uint32_t event_count;
+    std::uint32_t reserved;
+    std::uint64_t bytes;
+};
+
+static_assert(sizeof(Fragment_header) == 16);
+static_assert(sizeof(Mfp_header) == 32);
+static_assert(sizeof(Mep_header) == 32);
+static_assert(sizeof(Mfp_announcement) == 24);
+
+// Reads a T at `offset`; the caller has checked that it lies within `bytes`.
+template <class T>
+T load(std::span<const std::byte> bytes, std::size_t offset) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    T value;
+    std::memcpy(&value, bytes.data() + offset, sizeof(T));
+    return value;
+}
+
+// Writes `value` at `offset`; the caller has checked that it fits in `bytes`.
+template <class T>
+void store(std::span<std::byte> bytes, std::size_t offset, const T& value) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    std::memcpy(bytes.data() + offset, &value, sizeof(T));
+}
+
+}  // namespace eb

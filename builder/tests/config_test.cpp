@@ -1,0 +1,82 @@
+#include "config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace eb {
+namespace {
+
+Command_line parse(std::vector<std::string_view> args) { return parse_command_line(args); }
+
+TEST(Config, AcceptsValidCommandLines) {
+    struct Case {
+        std::vector<std::string_view> args;
+        Config expected;
+    };
+    const Case cases[] = {
+        {{"--rank", "0", "--peers", "eb-0.eb:9000"}, {0, {{"eb-0.eb", 9000}}, 8080, 1000, 128, 0}},
+        {{"--peers", "a:1,b:2,c:3", "--rank", "2", "--http-port", "9090", "--packing-factor", "30000",
+          "--fragment-size", "130", "--events", "1000000"},
+         {2, {{"a", 1}, {"b", 2}, {"c", 3}}, 9090, 30000, 130, 1000000}},
+        {{"--rank=1", "--peers=10.0.0.1:9000,10.0.0.2:9000", "--events=5"},
+         {1, {{"10.0.0.1", 9000}, {"10.0.0.2", 9000}}, 8080, 1000, 128, 5}},
+        {{"--rank", "0", "--peers", "a:1", "--fragment-size", "0"}, {0, {{"a", 1}}, 8080, 1000, 0, 0}},
+    };
+    for (const auto& c : cases) {
+        const Command_line parsed = parse(c.args);
+        const auto* config = std::get_if<Config>(&parsed);
+        ASSERT_NE(config, nullptr) << std::get<Usage_error>(parsed).message;
+        EXPECT_EQ(config->rank, c.expected.rank);
+        EXPECT_EQ(config->peers, c.expected.peers);
+        EXPECT_EQ(config->http_port, c.expected.http_port);
+        EXPECT_EQ(config->packing_factor, c.expected.packing_factor);
+        EXPECT_EQ(config->fragment_size, c.expected.fragment_size);
+        EXPECT_EQ(config->events, c.expected.events);
+    }
+}
+
+TEST(Config, HelpWinsWherePresent) {
+    EXPECT_TRUE(std::holds_alternative<Show_help>(parse({"--help"})));
+    EXPECT_TRUE(std::holds_alternative<Show_help>(parse({"--rank", "0", "-h"})));
+}
+
+TEST(Config, ErrorsNameTheFlagAndTheFix) {
+    struct Case {
+        std::vector<std::string_view> args;
+        const char* message;  // expected within the error
+    };
+    const Case cases[] = {
+        {{}, "--peers is required"},
+        {{"--peers", "a:1"}, "--rank is required"},
+        {{"--rank", "2", "--peers", "a:1,b:1"}, "--rank 2 is out of range: --peers lists 2 units, so the rank must be 0..1"},
+        {{"--rank", "x", "--peers", "a:1"}, "--rank 'x': expected a whole number"},
+        {{"--rank", "-1", "--peers", "a:1"}, "--rank '-1'"},
+        {{"--rank", "1.5", "--peers", "a:1"}, "--rank '1.5'"},
+        {{"--rank", "0", "--peers", "a"}, "--peers entry 0 'a': expected host:port"},
+        {{"--rank", "0", "--peers", ":80"}, "--peers entry 0 ':80': expected host:port"},
+        {{"--rank", "0", "--peers", "a:1,"}, "--peers entry 1 '': expected host:port"},
+        {{"--rank", "0", "--peers", "a:0"}, "the port must be a number in 1..65535"},
+        {{"--rank", "0", "--peers", "a:65536"}, "the port must be a number in 1..65535"},
+        {{"--rank", "0", "--peers", "a:1,b:2,a:1"}, "--peers entry 2 'a:1': same address as entry 0"},
+        {{"--rank", "0", "--rank", "1", "--peers", "a:1"}, "--rank is given twice"},
+        {{"--rank", "0", "--peers", "a:1", "--verbose"}, "unknown flag --verbose"},
+        {{"--rank", "0", "--peers", "a:1", "extra"}, "unexpected argument 'extra'"},
+        {{"--peers", "a:1", "--rank"}, "--rank needs a value"},
+        {{"--rank", "0", "--peers", "a:1", "--packing-factor", "0"}, "--packing-factor '0': expected a whole number in 1.."},
+        {{"--rank", "0", "--peers", "a:1", "--http-port", "70000"}, "--http-port '70000'"},
+        {{"--rank", "0", "--peers", "a:9000", "--http-port", "9000"}, "--http-port 9000 is also this unit's data port"},
+        {{"--rank", "0", "--peers", "a:1", "--events", "many"}, "--events 'many'"},
+        {{"--rank", "0", "--peers", "a:1", "--packing-factor", "100000000", "--fragment-size", "100"},
+         "makes MFPs larger than 1024 MiB"},
+    };
+    for (const auto& c : cases) {
+        const Command_line parsed = parse(c.args);
+        const auto* error = std::get_if<Usage_error>(&parsed);
+        ASSERT_NE(error, nullptr) << c.message;
+        EXPECT_NE(error->message.find(c.message), std::string::npos) << error->message;
+    }
+}
+
+}  // namespace
+}  // namespace eb

@@ -1,0 +1,15 @@
+#pragma once
+
+#include <vector>
+
+#include "stop_flag.hpp"
+#include "tcp_mesh.hpp"
+
+namespace eb::test {
+
+// Connects `units` units on 127.0.0.1 with free ports, each dialling and
+// accepting in its own thread as separate processes would, and returns each
+// unit's mesh, indexed by rank.
+std::vector<Tcp_mesh> connect_local_mesh(Rank units, const Stop_flag& stop);
+
+}  // namespace eb::test

@@ -1,0 +1,169 @@
+#include "test_support.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "fd.hpp"
+
+extern char** environ;
+
+namespace eb::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+sockaddr_in loopback(std::uint16_t port) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(port);
+    return address;
+}
+
+// Position just after "key": in `json`, or npos.
+std::size_t value_position(std::string_view json, std::string_view key) {
+    const std::string pattern = "\"" + std::string(key) + "\":";
+    const std::size_t at = json.find(pattern);
+    return at == std::string_view::npos ? at : at + pattern.size();
+}
+
+}  // namespace
+
+std::vector<std::uint16_t> free_ports(std::size_t count) {
+    std::vector<Fd> held;
+    std::vector<std::uint16_t> ports;
+    for (std::size_t i = 0; i < count; ++i) {
+        Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        sockaddr_in address = loopback(0);
+        socklen_t length = sizeof address;
+        if (!fd || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+            ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&address), &length) != 0)
+            throw std::runtime_error("free_ports: cannot bind a probe socket");
+        ports.push_back(ntohs(address.sin_port));
+        held.push_back(std::move(fd));
+    }
+    return ports;
+}
+
+std::optional<Http_reply> http_get(std::uint16_t port, std::string_view path) {
+    Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    const sockaddr_in address = loopback(port);
+    if (!fd || ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0)
+        return std::nullopt;
+    const std::string request = "GET " + std::string(path) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    if (::send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size()))
+        return std::nullopt;
+
+    std::string reply;
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    while (Clock::now() < deadline) {
+        pollfd watch{fd.get(), POLLIN, 0};
+        if (::poll(&watch, 1, 100) <= 0) continue;
+        char chunk[4096];
+        const ssize_t got = ::recv(fd.get(), chunk, sizeof chunk, 0);
+        if (got <= 0) break;  // the server closes after each response
+        reply.append(chunk, static_cast<std::size_t>(got));
+    }
+    int status = 0;
+    const std::size_t header_end = reply.find("\r\n\r\n");
+    if (!reply.starts_with("HTTP/1.1 ") || header_end == std::string::npos ||
+        std::from_chars(reply.data() + 9, reply.data() + reply.size(), status).ec != std::errc{})
+        return std::nullopt;
+    return Http_reply{status, reply.substr(header_end + 4)};
+}
+
+std::optional<std::uint64_t> json_number(std::string_view json, std::string_view key) {
+    const std::size_t at = value_position(json, key);
+    std::uint64_t value = 0;
+    if (at == std::string_view::npos ||
+        std::from_chars(json.data() + at, json.data() + json.size(), value).ec != std::errc{})
+        return std::nullopt;
+    return value;
+}
+
+std::optional<std::string> json_string(std::string_view json, std::string_view key) {
+    const std::size_t at = value_position(json, key);
+    if (at == std::string_view::npos || at >= json.size() || json[at] != '"') return std::nullopt;
+    const std::size_t end = json.find('"', at + 1);  // enough for the unescaped values tests read
+    if (end == std::string_view::npos) return std::nullopt;
+    return std::string(json.substr(at + 1, end - at - 1));
+}
+
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    while (!condition()) {
+        if (Clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+}
+
+Child::Child(const std::string& program, const std::vector<std::string>& args, std::string log_path)
+    : log_path_(std::move(log_path)) {
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(program.c_str()));
+    for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+
+    posix_spawn_file_actions_t files;
+    posix_spawn_file_actions_init(&files);
+    posix_spawn_file_actions_addopen(&files, STDERR_FILENO, log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&files, STDERR_FILENO, STDOUT_FILENO);
+    const int failed = ::posix_spawn(&pid_, program.c_str(), &files, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&files);
+    if (failed != 0) throw std::runtime_error("cannot start " + program);
+}
+
+Child::~Child() {
+    if (!wait_exit(std::chrono::milliseconds(0))) {
+        ::kill(pid_, SIGKILL);
+        wait_exit(std::chrono::seconds(10));
+    }
+}
+
+void Child::signal(int signal_number) {
+    if (!exit_code_) ::kill(pid_, signal_number);
+}
+
+std::optional<int> Child::wait_exit(std::chrono::milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    while (!exit_code_) {
+        int status = 0;
+        if (::waitpid(pid_, &status, WNOHANG) == pid_)
+            exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        else if (Clock::now() >= deadline)
+            break;
+        else
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return exit_code_;
+}
+
+std::string Child::log() const {
+    std::ifstream file(log_path_);
+    std::ostringstream text;
+    text << file.rdbuf();
+    return text.str();
+}
+
+std::string make_temp_dir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "eb-test-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    return pattern;
+}
+
+}  // namespace eb::test

@@ -1,0 +1,61 @@
+#pragma once
+
+// Helpers for tests that use real sockets and real processes.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace eb::test {
+
+// `count` distinct TCP ports that are free on 127.0.0.1 right now. The kernel
+// picks them; they are held together while picking so none repeats.
+std::vector<std::uint16_t> free_ports(std::size_t count);
+
+struct Http_reply {
+    int status = 0;
+    std::string body;
+};
+
+// GET http://127.0.0.1:port/path over a real socket; nullopt if nobody answers.
+std::optional<Http_reply> http_get(std::uint16_t port, std::string_view path);
+
+// Fields of a flat JSON object such as the /status body.
+std::optional<std::uint64_t> json_number(std::string_view json, std::string_view key);
+std::optional<std::string> json_string(std::string_view json, std::string_view key);
+
+// Evaluates `condition` every few milliseconds until it holds or `timeout`
+// passes; returns whether it held.
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
+
+// A program run as a child process with stdout and stderr going to a log
+// file. Killed and reaped on destruction if still running.
+class Child {
+public:
+    Child(const std::string& program, const std::vector<std::string>& args, std::string log_path);
+    Child(const Child&) = delete;
+    Child& operator=(const Child&) = delete;
+    ~Child();
+
+    void signal(int signal_number);
+    // The exit code once the child has exited (128 + signal if killed by
+    // one), or nullopt if it is still running after `timeout`.
+    std::optional<int> wait_exit(std::chrono::milliseconds timeout);
+    std::string log() const;
+
+private:
+    pid_t pid_ = -1;
+    std::optional<int> exit_code_;
+    std::string log_path_;
+};
+
+// A fresh directory for the current test's files.
+std::string make_temp_dir();
+
+}  // namespace eb::test
