@@ -1,0 +1,54 @@
+// Package planner decides, for an event-building run on a fat-tree fabric,
+// which endpoint runs which rank of the linear-shifting schedule, which
+// ranks are dummies and spares, and how a failed unit moves to a spare. It
+// is pure: plain Go types in, plain Go types out, no Kubernetes client; the
+// reconciler maps the Fabric and EventBuilderRun resources onto Fabric and
+// Request and the returned RankTable onto pods and status.
+//
+// The schedule. With N ranks, in phase n rank i sends to rank (n+i) mod N,
+// so every rank sends to one rank and receives from one rank per phase
+// (section II-A of the LHCb Run 3 event-builder paper). The switches route a
+// flow up to spine S(p) = p mod Spines, p being the destination's global
+// port Leaf*PortsPerLeaf+Port (RoutingPortModSpines, the paper's equation
+// 1), and down to the destination's leaf.
+//
+// Ranks. Plan uses the fewest leaves that hold the endpoints it needs (the
+// "leaves in use"), numbers them 0, 1, ... in ascending leaf order, and
+// gives port p of the i-th leaf in use rank i*PortsPerLeaf+p. N is
+// therefore every server-facing port of the leaves in use. Every leaf uses
+// the same port order, which is what keeps links free of conflicts: the
+// PortsPerLeaf senders of a leaf send, in any phase, to PortsPerLeaf
+// consecutive ranks, which sit on PortsPerLeaf distinct port numbers and
+// so spread evenly over the spines; and the ports of a leaf receive from
+// one sender each, again spread evenly. No link then carries more than
+// ceil(PortsPerLeaf/Spines) flows, which fits when that is at most
+// LinksPerPair (LHCb: 20 ports, 10 spines, 2 links). The argument holds
+// when the spine depends only on the destination's port number on its
+// leaf: true of RoutingPortModSpines when PortsPerLeaf is a multiple of
+// Spines (the paper's fabrics), and always of RoutingLeafPortModSpines
+// (spine = Port mod Spines). CheckLinkLoad verifies any table
+// by playing every phase; the reconciler and the tests use it.
+//
+// Dummies. A rank whose port has no live unit (nothing cabled, node not
+// schedulable, endpoint idle or failed, or a warm spare) is a dummy: it
+// keeps the schedule in step and moves no data. Endpoints whose node is
+// unknown or not Ready are listed in RankTable.Unschedulable, never dropped
+// silently.
+//
+// Live, spare, idle. Spares are taken first, whole servers at a time
+// (both NUMA halves together), round-robin over the leaves in use, from
+// the fullest leaf and its highest ports first, so they sit on as many
+// leaves as possible. Endpoints the run does not need are left idle by the
+// same rule, and the rest go live, units numbered in rank order. The
+// choice depends only on the fabric, not on the order endpoints are listed.
+// Unfolded runs take two endpoints per unit: the first half of the live
+// ranks are RUs, the second half BUs (see Unfolded).
+//
+// Failover. A unit is its UnitID: its readout streams and its output. When
+// a live rank fails, Failover makes it a dummy and gives its unit to a
+// spare rank, which goes live; the epoch goes up by one so that all
+// builders switch tables at the same phase boundary. The spare is the
+// first schedulable one on the failed rank's leaf, else the lowest-ranked
+// one, that adds no link overload. With no spare left it returns
+// ErrNoSpare and the caller applies the run's failure policy.
+package planner

@@ -1,0 +1,128 @@
+package planner
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Errors Failover returns when it cannot replace a failed unit; the caller
+// applies the run's failure policy (run degraded, or stop).
+var (
+	ErrNoSpare = errors.New("no warm spare left")
+	// ErrSpareWouldConflict: every schedulable spare would overload a
+	// leaf-spine link in some phase.
+	ErrSpareWouldConflict = errors.New("every spare left would overload a link")
+)
+
+// FailoverResult says what Failover did and why.
+type FailoverResult struct {
+	FailedRank     int
+	FailedEndpoint string
+	SpareRank      int
+	SpareEndpoint  string
+	// Unit and Function moved from the failed rank to the spare rank.
+	Unit     UnitID
+	Function Function
+	// Epoch is the epoch of the new table.
+	Epoch  int64
+	Reason string
+}
+
+// Failover moves the unit of a failed live rank onto a warm spare and
+// returns the new table at the next epoch; t is left unchanged. The failed
+// rank becomes a dummy; the spare rank goes live with the failed rank's
+// unit id, function and readout streams, so the run keeps its sources and
+// outputs. Of the spares whose endpoint is still schedulable in fabric,
+// it prefers one on the failed rank's leaf, then the lowest rank, and takes
+// the first whose table has no more link overloads (CheckLinkLoad) than t.
+// Use t.RankOf to find the rank of a failed endpoint.
+func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverResult, error) {
+	if failedRank < 0 || failedRank >= t.N() {
+		return RankTable{}, FailoverResult{}, fmt.Errorf("failed rank %d is not in the table (ranks 0..%d)", failedRank, t.N()-1)
+	}
+	failed := t.Ranks[failedRank]
+	if failed.Role != Live {
+		return RankTable{}, FailoverResult{}, fmt.Errorf("failed rank %d is %s, not live: there is no unit to move", failedRank, failed.Role)
+	}
+	before, err := CheckLinkLoad(fabric, t)
+	if err != nil {
+		return RankTable{}, FailoverResult{}, err
+	}
+
+	schedulable := map[string]bool{}
+	for _, ep := range fabric.Endpoints {
+		schedulable[ep.Name] = ep.Schedulable
+	}
+	var candidates []Rank
+	var gone []string
+	for _, r := range t.Ranks {
+		if r.Role != Spare {
+			continue
+		}
+		if schedulable[r.Endpoint] {
+			candidates = append(candidates, r)
+		} else {
+			gone = append(gone, r.Endpoint)
+		}
+	}
+	if len(candidates) == 0 {
+		err := fmt.Errorf("rank %d (%s) failed: %w", failedRank, failed.Endpoint, ErrNoSpare)
+		if len(gone) > 0 {
+			err = fmt.Errorf("%w (spares not schedulable: %s)", err, strings.Join(gone, ", "))
+		}
+		return RankTable{}, FailoverResult{}, err
+	}
+	sameLeaf := func(r Rank) bool { return r.Leaf == failed.Leaf }
+	slices.SortStableFunc(candidates, func(a, b Rank) int {
+		if sameLeaf(a) != sameLeaf(b) {
+			if sameLeaf(a) {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.Rank, b.Rank)
+	})
+
+	var passed []string
+	for _, spare := range candidates {
+		next := t.moveUnit(failedRank, spare.Rank)
+		after, err := CheckLinkLoad(fabric, next)
+		if err != nil {
+			return RankTable{}, FailoverResult{}, err
+		}
+		if len(after) > len(before) {
+			passed = append(passed, fmt.Sprintf("%s (rank %d) would add %d link overloads", spare.Endpoint, spare.Rank, len(after)-len(before)))
+			continue
+		}
+		why := fmt.Sprintf("spare %s (rank %d) is on leaf %d, the failed unit's leaf", spare.Endpoint, spare.Rank, spare.Leaf)
+		if !sameLeaf(spare) {
+			why = fmt.Sprintf("no usable spare on leaf %d; spare %s (rank %d, leaf %d) is the lowest-ranked one", failed.Leaf, spare.Endpoint, spare.Rank, spare.Leaf)
+		}
+		why += fmt.Sprintf("; link check: %d overloads in %d phases", len(after), next.N())
+		if len(passed) > 0 {
+			why += "; passed over " + strings.Join(passed, ", ")
+		}
+		return next, FailoverResult{
+			FailedRank: failedRank, FailedEndpoint: failed.Endpoint,
+			SpareRank: spare.Rank, SpareEndpoint: spare.Endpoint,
+			Unit: failed.Unit, Function: failed.Function,
+			Epoch: next.Epoch, Reason: why,
+		}, nil
+	}
+	return RankTable{}, FailoverResult{}, fmt.Errorf("rank %d (%s) failed: %w: %s", failedRank, failed.Endpoint, ErrSpareWouldConflict, strings.Join(passed, ", "))
+}
+
+// moveUnit returns a copy of t at the next epoch with the unit of rank
+// from moved onto the spare rank to, and from made a dummy.
+func (t RankTable) moveUnit(from, to int) RankTable {
+	next := t
+	next.Epoch++
+	next.Ranks = slices.Clone(t.Ranks)
+	src, dst := &next.Ranks[from], &next.Ranks[to]
+	dst.Role, dst.Unit, dst.Function, dst.Streams = Live, src.Unit, src.Function, src.Streams
+	src.Role, src.Endpoint, src.Unit, src.Function, src.Streams = Dummy, "", NoUnit, "", nil
+	return next
+}

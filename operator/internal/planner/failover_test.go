@@ -1,0 +1,206 @@
+package planner
+
+import (
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// deepCopy copies a table so a test can tell whether Failover changed it.
+func deepCopy(t RankTable) RankTable {
+	t.Ranks = slices.Clone(t.Ranks)
+	for i := range t.Ranks {
+		t.Ranks[i].Streams = slices.Clone(t.Ranks[i].Streams)
+	}
+	return t
+}
+
+func TestFailover(t *testing.T) {
+	// Fig. 8 with 6 units and 2 spares: roles LSLSLLLL, spares t1 (rank
+	// 1, leaf 0) and t3 (rank 3, leaf 1).
+	tests := []struct {
+		name   string
+		fabric Fabric
+		failed int
+		spare  int
+		roles  string
+		reason string
+	}{
+		{name: "spare on the same leaf", fabric: fig8(), failed: 0, spare: 1, roles: "DLLSLLLL",
+			reason: "spare t1 (rank 1) is on leaf 0, the failed unit's leaf; link check: 0 overloads in 8 phases"},
+		{name: "spare on the same leaf, leaf 1", fabric: fig8(), failed: 2, spare: 3, roles: "LSDLLLLL",
+			reason: "spare t3 (rank 3) is on leaf 1"},
+		{name: "no spare on the leaf: lowest-ranked spare", fabric: fig8(), failed: 6, spare: 1, roles: "LLLSLLDL",
+			reason: "no usable spare on leaf 3; spare t1 (rank 1, leaf 0) is the lowest-ranked one"},
+		{name: "same-leaf spare no longer schedulable", fabric: unschedulable(fig8(), "t1"), failed: 0, spare: 3, roles: "DSLLLLLL",
+			reason: "no usable spare on leaf 0; spare t3 (rank 3, leaf 1)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := mustPlan(t, fig8(), Request{Units: 6, Spares: 2})
+			kept := deepCopy(before)
+			after, res, err := Failover(tc.fabric, before, tc.failed)
+			if err != nil {
+				t.Fatalf("Failover() error: %v", err)
+			}
+			if !reflect.DeepEqual(before, kept) {
+				t.Error("Failover changed its input table")
+			}
+			if res.SpareRank != tc.spare || roles(after) != tc.roles {
+				t.Errorf("spare rank %d, roles %s; want %d, %s", res.SpareRank, roles(after), tc.spare, tc.roles)
+			}
+			if !strings.Contains(res.Reason, tc.reason) {
+				t.Errorf("reason %q, want it to contain %q", res.Reason, tc.reason)
+			}
+			failed, spare := before.Ranks[tc.failed], before.Ranks[tc.spare]
+			want := FailoverResult{
+				FailedRank: tc.failed, FailedEndpoint: failed.Endpoint,
+				SpareRank: tc.spare, SpareEndpoint: spare.Endpoint,
+				Unit: failed.Unit, Function: failed.Function, Epoch: 2, Reason: res.Reason,
+			}
+			if res != want {
+				t.Errorf("result %+v, want %+v", res, want)
+			}
+			if after.Epoch != 2 {
+				t.Errorf("epoch %d, want 2", after.Epoch)
+			}
+			if r := after.Ranks[tc.failed]; r.Endpoint != "" || r.Unit != NoUnit || r.Function != "" || r.Streams != nil {
+				t.Errorf("failed rank still carries %+v", r)
+			}
+			if r := after.Ranks[tc.spare]; r.Endpoint != spare.Endpoint || r.Unit != failed.Unit || r.Function != failed.Function || !slices.Equal(r.Streams, failed.Streams) {
+				t.Errorf("spare rank is %+v, want endpoint %s running unit %d with streams %v", r, spare.Endpoint, failed.Unit, failed.Streams)
+			}
+			assertNoOverload(t, tc.fabric, after)
+		})
+	}
+}
+
+func TestFailoverErrors(t *testing.T) {
+	table := mustPlan(t, fig8(), Request{Units: 6, Spares: 2})
+	tests := []struct {
+		name   string
+		fabric Fabric
+		failed int
+		is     error
+		says   string
+	}{
+		{name: "rank out of range", fabric: fig8(), failed: 8, says: "not in the table (ranks 0..7)"},
+		{name: "negative rank", fabric: fig8(), failed: -1, says: "not in the table"},
+		{name: "a spare is not live", fabric: fig8(), failed: 1, says: "rank 1 is Spare, not live"},
+		{name: "no schedulable spare", fabric: unschedulable(fig8(), "t1", "t3"), failed: 0, is: ErrNoSpare,
+			says: "rank 0 (t0) failed: no warm spare left (spares not schedulable: t1, t3)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := Failover(tc.fabric, table, tc.failed)
+			if err == nil || !strings.Contains(err.Error(), tc.says) || (tc.is != nil && !errors.Is(err, tc.is)) {
+				t.Fatalf("Failover() = %v, want an error saying %q (is %v)", err, tc.says, tc.is)
+			}
+		})
+	}
+}
+
+func TestFailoverUntilNoSpareLeft(t *testing.T) {
+	f := fig8()
+	table := mustPlan(t, f, Request{Units: 6, Spares: 2})
+	for _, failed := range []int{0, 2} {
+		var err error
+		if table, _, err = Failover(f, table, failed); err != nil {
+			t.Fatalf("failing rank %d: %v", failed, err)
+		}
+	}
+	if _, _, err := Failover(f, table, 4); !errors.Is(err, ErrNoSpare) {
+		t.Fatalf("third failover: %v, want ErrNoSpare", err)
+	}
+}
+
+// TestFailoverLinkCheck: 4 ports per leaf over 2 spines and one link is
+// oversubscribed, so which spare goes live matters. Ranks 0 and 2 share
+// spine 0, as do 4 and 6: with 0, 2, 4, 6 live, phase 4 sends two flows up
+// and down spine 0 each way.
+func TestFailoverLinkCheck(t *testing.T) {
+	base := Fabric{Leaves: 2, Spines: 2, PortsPerLeaf: 4, LinksPerPair: 1}
+	tests := []struct {
+		name  string
+		roles string
+		spare int
+		is    error
+		says  string
+	}{
+		{name: "passes over a spare that would overload a link", roles: "LLSS" + "LDLD", spare: 3,
+			says: "passed over e2 (rank 2) would add 4 link overloads"},
+		{name: "every spare would overload a link", roles: "LLSD" + "LDLD", is: ErrSpareWouldConflict,
+			says: "e2 (rank 2) would add 4 link overloads"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, table := tableFromRoles(base, []int{0, 1}, tc.roles)
+			assertNoOverload(t, f, table)
+			after, res, err := Failover(f, table, 1)
+			if tc.is != nil {
+				if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.says) {
+					t.Fatalf("Failover() = %v, want %v saying %q", err, tc.is, tc.says)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.SpareRank != tc.spare || !strings.Contains(res.Reason, tc.says) {
+				t.Errorf("spare rank %d (%s), want %d saying %q", res.SpareRank, res.Reason, tc.spare, tc.says)
+			}
+			assertNoOverload(t, f, after)
+		})
+	}
+}
+
+func TestFailoverLHCb(t *testing.T) {
+	f := lhcb()
+	initial := mustPlan(t, f, Request{Units: 318, Spares: 8})
+	streams := map[UnitID][]string{}
+	for _, r := range initial.Ranks {
+		if r.Role == Live {
+			streams[r.Unit] = r.Streams
+		}
+	}
+	// Spares: eb009 on leaf 0 (ranks 18, 19), eb019 on leaf 1 (38, 39),
+	// eb029 on leaf 2 (58, 59), eb039 on leaf 3 (78, 79).
+	steps := []struct {
+		failed, spare int
+	}{
+		{failed: 0, spare: 18},   // leaf 0: its own spare
+		{failed: 300, spare: 19}, // leaf 15 has none: the lowest-ranked
+		{failed: 21, spare: 38},  // leaf 1
+		{failed: 40, spare: 58},  // leaf 2
+		{failed: 355, spare: 39}, // leaf 17 has none
+		{failed: 58, spare: 59},  // the unit moved to leaf 2 fails again: leaf 2's last spare
+		{failed: 61, spare: 78},  // leaf 3
+		{failed: 1, spare: 79},   // leaf 0 has none left
+	}
+	table := initial
+	for i, s := range steps {
+		var res FailoverResult
+		var err error
+		table, res, err = Failover(f, table, s.failed)
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if res.SpareRank != s.spare {
+			t.Fatalf("step %d: rank %d failed over to %d (%s), want %d", i, s.failed, res.SpareRank, res.Reason, s.spare)
+		}
+		assertNoOverload(t, f, table)
+	}
+	if table.Epoch != 9 || table.Count(Live) != 318 || table.Count(Spare) != 0 {
+		t.Fatalf("epoch %d, %d live, %d spares; want 9, 318, 0", table.Epoch, table.Count(Live), table.Count(Spare))
+	}
+	for _, r := range table.Ranks {
+		if r.Role == Live && !slices.Equal(r.Streams, streams[r.Unit]) {
+			t.Fatalf("unit %d on rank %d reads %v, want its own streams %v", r.Unit, r.Rank, r.Streams, streams[r.Unit])
+		}
+	}
+	if _, _, err := Failover(f, table, 2); !errors.Is(err, ErrNoSpare) {
+		t.Fatalf("ninth failover: %v, want ErrNoSpare", err)
+	}
+}

@@ -1,0 +1,277 @@
+package planner
+
+import (
+	"cmp"
+	"errors"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// endpoints spells a table's endpoints one word a rank, "-" for none.
+func endpoints(t RankTable) string {
+	var w []string
+	for _, r := range t.Ranks {
+		w = append(w, cmp.Or(r.Endpoint, "-"))
+	}
+	return strings.Join(w, " ")
+}
+
+func TestPlanFig8(t *testing.T) {
+	tests := []struct {
+		name          string
+		fabric        Fabric
+		req           Request
+		leaves        []int
+		roles         string
+		endpoints     string
+		idle          []string
+		unschedulable []string
+	}{
+		{name: "every port live", fabric: fig8(), req: Request{Units: 8},
+			leaves: []int{0, 1, 2, 3}, roles: "LLLLLLLL", endpoints: "t0 t1 t2 t3 t4 t5 t6 t7"},
+		{name: "unschedulable node is a dummy and reported", fabric: unschedulable(fig8(), "t5"), req: Request{Units: 7},
+			leaves: []int{0, 1, 2, 3}, roles: "LLLLLDLL", endpoints: "t0 t1 t2 t3 t4 - t6 t7", unschedulable: []string{"t5"}},
+		{name: "empty port is a dummy", fabric: func() Fabric { f := fig8(); f.Endpoints = slices.Delete(f.Endpoints, 5, 6); return f }(), req: Request{Units: 7},
+			leaves: []int{0, 1, 2, 3}, roles: "LLLLLDLL", endpoints: "t0 t1 t2 t3 t4 - t6 t7"},
+		{name: "spares on different leaves", fabric: fig8(), req: Request{Units: 6, Spares: 2},
+			leaves: []int{0, 1, 2, 3}, roles: "LSLSLLLL", endpoints: "t0 t1 t2 t3 t4 t5 t6 t7"},
+		{name: "small run uses one leaf", fabric: fig8(), req: Request{Units: 2},
+			leaves: []int{0}, roles: "LL", endpoints: "t0 t1"},
+		{name: "surplus endpoint left idle", fabric: fig8(), req: Request{Units: 3},
+			leaves: []int{0, 1}, roles: "LDLL", endpoints: "t0 - t2 t3", idle: []string{"t1"}},
+		{name: "leaf without schedulable endpoints is skipped", fabric: unschedulable(fig8(), "t0", "t1"), req: Request{Units: 2},
+			leaves: []int{1}, roles: "LL", endpoints: "t2 t3", unschedulable: []string{"t0", "t1"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Plan(tc.fabric, tc.req)
+			if err != nil {
+				t.Fatalf("Plan() error: %v", err)
+			}
+			if want := len(tc.leaves) * tc.fabric.PortsPerLeaf; got.N() != want {
+				t.Errorf("N = %d, want %d", got.N(), want)
+			}
+			if !slices.Equal(got.LeavesInUse, tc.leaves) {
+				t.Errorf("LeavesInUse = %v, want %v", got.LeavesInUse, tc.leaves)
+			}
+			if roles(got) != tc.roles {
+				t.Errorf("roles = %s, want %s", roles(got), tc.roles)
+			}
+			if endpoints(got) != tc.endpoints {
+				t.Errorf("endpoints = %s, want %s", endpoints(got), tc.endpoints)
+			}
+			if !slices.Equal(got.Idle, tc.idle) || !slices.Equal(got.Unschedulable, tc.unschedulable) {
+				t.Errorf("Idle, Unschedulable = %v, %v; want %v, %v", got.Idle, got.Unschedulable, tc.idle, tc.unschedulable)
+			}
+			if got.Epoch != 1 {
+				t.Errorf("Epoch = %d, want 1", got.Epoch)
+			}
+			for i, r := range got.Ranks {
+				if r.Rank != i || r.Leaf != got.LeavesInUse[i/tc.fabric.PortsPerLeaf] || r.Port != i%tc.fabric.PortsPerLeaf {
+					t.Errorf("rank %d at leaf %d port %d breaks rank = leaf position x ports + port", r.Rank, r.Leaf, r.Port)
+				}
+			}
+			assertNoOverload(t, tc.fabric, got)
+		})
+	}
+}
+
+// assertNoOverload fails the test if any link carries more flows than it
+// has links in any phase.
+func assertNoOverload(t *testing.T, f Fabric, table RankTable) {
+	t.Helper()
+	v, err := CheckLinkLoad(f, table)
+	if err != nil {
+		t.Fatalf("CheckLinkLoad: %v", err)
+	}
+	if len(v) > 0 {
+		t.Fatalf("%d link overloads, first %v", len(v), v[0])
+	}
+}
+
+func TestPlanUnitsAndStreams(t *testing.T) {
+	tests := []struct {
+		name      string
+		req       Request
+		functions []Function
+		units     []UnitID
+	}{
+		{name: "folded", req: Request{Units: 6, Spares: 2},
+			functions: []Function{RUBU, "", RUBU, "", RUBU, RUBU, RUBU, RUBU},
+			units:     []UnitID{0, NoUnit, 1, NoUnit, 2, 3, 4, 5}},
+		{name: "unfolded: RUs then BUs", req: Request{Units: 3, Spares: 2, Layout: Unfolded},
+			functions: []Function{RU, "", RU, "", RU, BU, BU, BU},
+			units:     []UnitID{0, NoUnit, 1, NoUnit, 2, 0, 1, 2}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := fig8()
+			got, err := Plan(f, tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range got.Ranks {
+				if r.Function != tc.functions[i] || r.Unit != tc.units[i] {
+					t.Errorf("rank %d: %s unit %d, want %s unit %d", i, r.Function, r.Unit, tc.functions[i], tc.units[i])
+				}
+				var want []string
+				if r.Function == RUBU || r.Function == RU {
+					want = f.Endpoints[i].Streams // fig8 endpoint i is on rank i
+				}
+				if !slices.Equal(r.Streams, want) {
+					t.Errorf("rank %d streams = %v, want %v", i, r.Streams, want)
+				}
+			}
+			assertNoOverload(t, f, got)
+		})
+	}
+}
+
+func TestPlanErrors(t *testing.T) {
+	bad := fig8()
+	bad.Endpoints[7].Port = 5
+	tests := []struct {
+		name   string
+		fabric Fabric
+		req    Request
+		field  string // a FieldError on this field, if any
+		says   []string
+	}{
+		{name: "invalid fabric", fabric: bad, req: Request{Units: 1}, field: "endpoints[7].port", says: []string{"invalid fabric", `"t7"`}},
+		{name: "invalid request", fabric: fig8(), req: Request{Units: 0}, field: "units", says: []string{"invalid request"}},
+		{name: "not enough schedulable endpoints", fabric: unschedulable(fig8(), "t5", "t6"), req: Request{Units: 5, Spares: 2},
+			says: []string{"need 7 schedulable endpoints (5 for 5 Folded units, 2 spares), have 6", "not schedulable: t5, t6"}},
+		{name: "unfolded needs two endpoints a unit", fabric: fig8(), req: Request{Units: 5, Layout: Unfolded},
+			says: []string{"need 10 schedulable endpoints (10 for 5 Unfolded units, 0 spares), have 8"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Plan(tc.fabric, tc.req)
+			if err == nil {
+				t.Fatal("Plan() succeeded, want an error")
+			}
+			var fe *FieldError
+			if tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field) {
+				t.Errorf("Plan() = %v, want a FieldError on %s", err, tc.field)
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("Plan() = %q, want it to say %q", err, s)
+				}
+			}
+		})
+	}
+}
+
+func TestPlanDeterministic(t *testing.T) {
+	f := lhcb()
+	req := Request{Units: 318, Spares: 8}
+	want, err := Plan(f, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := range uint64(5) {
+		shuffled := f
+		shuffled.Endpoints = slices.Clone(f.Endpoints)
+		rand.New(rand.NewPCG(seed, seed)).Shuffle(len(shuffled.Endpoints), func(i, j int) {
+			shuffled.Endpoints[i], shuffled.Endpoints[j] = shuffled.Endpoints[j], shuffled.Endpoints[i]
+		})
+		got, err := Plan(shuffled, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("seed %d: plan depends on the order of the endpoints", seed)
+		}
+	}
+}
+
+func TestPlanLHCb(t *testing.T) {
+	f := lhcb()
+	if len(f.Endpoints) != 326 {
+		t.Fatalf("lhcb fabric has %d endpoints, want 326", len(f.Endpoints))
+	}
+	got, err := Plan(f, Request{Units: 318, Spares: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.N() != 360 || len(got.LeavesInUse) != 18 {
+		t.Fatalf("N = %d over %d leaves, want 360 over 18", got.N(), len(got.LeavesInUse))
+	}
+	if l, s, d := got.Count(Live), got.Count(Spare), got.Count(Dummy); l != 318 || s != 8 || d != 34 {
+		t.Fatalf("live, spare, dummy = %d, %d, %d; want 318, 8, 34", l, s, d)
+	}
+	next := UnitID(0)
+	for _, r := range got.Ranks {
+		if r.Role == Live {
+			if r.Unit != next || len(r.Streams) != 3 {
+				t.Fatalf("rank %d: unit %d with %d streams, want unit %d with 3", r.Rank, r.Unit, len(r.Streams), next)
+			}
+			next++
+		}
+	}
+	assertNoOverload(t, f, got)
+}
+
+func TestPlanSpares(t *testing.T) {
+	tests := []struct {
+		name   string
+		spares int
+		want   []string // spare endpoints, rank order
+	}{
+		{name: "four whole servers on the four first full leaves", spares: 8, want: []string{
+			"eb009-numa0", "eb009-numa1", "eb019-numa0", "eb019-numa1", "eb029-numa0", "eb029-numa1", "eb039-numa0", "eb039-numa1"}},
+		{name: "odd count splits only the last server", spares: 3, want: []string{
+			"eb009-numa0", "eb009-numa1", "eb019-numa1"}},
+		{name: "none", spares: 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Plan(lhcb(), Request{Units: 318, Spares: tc.spares})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var spares []string
+			for _, r := range got.Ranks {
+				if r.Role == Spare {
+					spares = append(spares, r.Endpoint)
+				}
+			}
+			if !slices.Equal(spares, tc.want) {
+				t.Errorf("spares = %v, want %v", spares, tc.want)
+			}
+		})
+	}
+}
+
+func TestPlanFewestLeaves(t *testing.T) {
+	tests := []struct {
+		name   string
+		fabric Fabric
+		units  int
+		leaves []int
+		idle   int
+	}{
+		{name: "one full leaf", fabric: lhcb(), units: 20, leaves: []int{0}},
+		{name: "two leaves, ten idle", fabric: lhcb(), units: 30, leaves: []int{0, 1}, idle: 10},
+		{name: "fullest leaves first", fabric: unschedulable(lhcb(), "eb000-numa0"), units: 39, leaves: []int{1, 2}, idle: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Plan(tc.fabric, Request{Units: tc.units})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got.LeavesInUse, tc.leaves) || len(got.Idle) != tc.idle {
+				t.Errorf("leaves %v with %d idle, want %v with %d", got.LeavesInUse, len(got.Idle), tc.leaves, tc.idle)
+			}
+			if got.Count(Live) != tc.units {
+				t.Errorf("%d live, want %d", got.Count(Live), tc.units)
+			}
+			assertNoOverload(t, tc.fabric, got)
+		})
+	}
+}
