@@ -14,7 +14,7 @@ mkdir -p "$root/build"
 echo ">> loading images"
 "$kind" load docker-image --name "$name" "$operator_image" "$builder_image" >/dev/null
 echo ">> installing the chart"
-"$helm" upgrade --install eventbuilder "$root/charts/eventbuilder-operator" --kubeconfig "$kubeconfig" \
+"$helm" upgrade --install eventbuilder-operator "$root/charts/eventbuilder-operator" --kubeconfig "$kubeconfig" \
   --namespace eventbuilder-system --create-namespace \
   --set image.repository="${operator_image%:*}" --set image.tag="${operator_image##*:}" --wait --timeout 3m >/dev/null
 # Builder pods keep the old binary across image reloads unless the run is recreated.
@@ -38,6 +38,6 @@ The cluster '$name' stays up. Look at it with:
   kubectl get pods -o wide -l app.kubernetes.io/name=eventbuilder
   kubectl describe eventbuilderrun sample    # conditions and events
   kubectl logs sample-eb-0                   # one builder's progress
-  kubectl -n eventbuilder-system logs deploy/eventbuilder-eventbuilder-operator
+  kubectl -n eventbuilder-system logs deploy/eventbuilder-operator
 Remove it with: $kind delete cluster --name $name
 TXT

@@ -24,7 +24,7 @@ import (
 const (
 	clusterName       = "eventbuilder-e2e"
 	operatorNamespace = "eventbuilder-system"
-	operatorRelease   = "eventbuilder"
+	operatorRelease   = "eventbuilder-operator"
 )
 
 // env is what make test-e2e hands over: tool paths and image names.
