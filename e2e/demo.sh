@@ -22,8 +22,17 @@ $kubectl delete eventbuilderrun sample --ignore-not-found --wait >/dev/null
 sed "s|image: .*|image: $builder_image|" "$root/config/samples/eventbuilder_v1alpha1_eventbuilderrun.yaml" \
   | $kubectl apply -f - >/dev/null
 echo ">> waiting for the sample run to build events"
-$kubectl wait eventbuilderrun/sample --for=jsonpath='{.status.phase}'=Running --timeout=5m >/dev/null
-status() { $kubectl get eventbuilderrun sample -o jsonpath='{.status.eventsBuilt} {.status.bytesBuilt}'; }
+deadline=$((SECONDS + 300))
+until [ "$($kubectl get eventbuilderrun sample -o jsonpath='{.status.phase}')" = Running ]; do
+  if ((SECONDS > deadline)); then
+    echo "error: the sample run is not Running after 5 min:" >&2
+    $kubectl describe eventbuilderrun sample >&2
+    $kubectl get pods -o wide >&2
+    exit 1
+  fi
+  sleep 2
+done
+status() { $kubectl get eventbuilderrun sample -o jsonpath='{.status.eventsBuilt} {.status.bytesBuilt}{"\n"}'; }
 read -r events0 bytes0 < <(status); t0=$(date +%s.%N)
 sleep 10 # the measurement window
 read -r events1 bytes1 < <(status); t1=$(date +%s.%N)
