@@ -32,7 +32,8 @@ OPERATOR_IMAGE := eventbuilder/operator:$(VERSION)
 BUILDER_IMAGE := eventbuilder/builder:$(VERSION)
 NODE_INPUTS := e2e/cluster/build-node-image.sh hack/runc-wrapper/main.go $(shell find e2e/cluster/node e2e/cluster/images -type f | sort)
 NODE_HASH := $(shell (echo $(K8S_VERSION) $(ETCD_VERSION) $(COREDNS_VERSION) $(KIND_VERSION); cat $(NODE_INPUTS)) | sha256sum | cut -c1-12)
-NODE_IMAGE := eventbuilder/kind-node:$(K8S_VERSION)-$(NODE_HASH)
+OFFLINE_NODE_IMAGE := eventbuilder/kind-node:$(K8S_VERSION)-$(NODE_HASH)
+NODE_IMAGE_FILE := $(BUILD)/node-image
 
 DEMO_CLUSTER := eventbuilder-demo
 PACKAGES := build-essential cmake ninja-build libgtest-dev debootstrap
@@ -50,7 +51,7 @@ test: test-builder test-operator test-chart test-e2e ## Everything: C++ and Go t
 
 .PHONY: demo
 demo: images node-image $(KIND) $(HELM) ## Bring up a kind cluster, install the chart, run a sample, print rates; leaves it up.
-	e2e/demo.sh $(DEMO_CLUSTER) $(NODE_IMAGE) $(KIND) $(HELM) $(OPERATOR_IMAGE) $(BUILDER_IMAGE)
+	e2e/demo.sh $(DEMO_CLUSTER) $$(cat $(NODE_IMAGE_FILE)) $(KIND) $(HELM) $(OPERATOR_IMAGE) $(BUILDER_IMAGE)
 
 ##@ Tests
 
@@ -70,7 +71,7 @@ test-chart: $(HELM) ## Lint and render the Helm chart.
 
 .PHONY: test-e2e
 test-e2e: images node-image $(KIND) $(HELM) ## The kind end-to-end suite (creates and deletes its own cluster).
-	cd e2e && E2E_NODE_IMAGE=$(NODE_IMAGE) E2E_KIND=$(KIND) E2E_HELM=$(HELM) E2E_KUBECTL=$(KUBECTL) \
+	cd e2e && E2E_NODE_IMAGE=$$(cat $(NODE_IMAGE_FILE)) E2E_KIND=$(KIND) E2E_HELM=$(HELM) E2E_KUBECTL=$(KUBECTL) \
 	  E2E_OPERATOR_IMAGE=$(OPERATOR_IMAGE) E2E_BUILDER_IMAGE=$(BUILDER_IMAGE) \
 	  go test -count=1 -timeout 30m -v ./...
 
@@ -112,9 +113,11 @@ base-image: docker
 	@images/base/build.sh $(BASE_IMAGE)
 
 .PHONY: node-image
-node-image: base-image $(K8S_BIN)/etcd $(COREDNS) $(KIND) $(RUNC_WRAPPER) ## Build the kind node image offline (cached by content hash).
-	@e2e/cluster/build-node-image.sh $(NODE_IMAGE) $(BASE_IMAGE) $(K8S_BIN) $(COREDNS) \
-	  "$$(go mod download -json sigs.k8s.io/kind@$(KIND_VERSION) | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')" $(RUNC_WRAPPER)
+node-image: base-image $(K8S_BIN)/etcd $(COREDNS) $(KIND) $(RUNC_WRAPPER) ## Choose the kind node image: kind's own when pullable, else built offline (cached by content hash).
+	@mkdir -p $(BUILD)
+	@e2e/cluster/node-image.sh $(OFFLINE_NODE_IMAGE) "$$(go mod download -json sigs.k8s.io/kind@$(KIND_VERSION) | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')" \
+	  $(BASE_IMAGE) $(K8S_BIN) $(COREDNS) $(RUNC_WRAPPER) > $(NODE_IMAGE_FILE)
+	@echo ">> node image $$(cat $(NODE_IMAGE_FILE))"
 
 .PHONY: tools
 tools: $(K8S_BIN)/etcd $(KIND) $(HELM) $(CONTROLLER_GEN) $(COREDNS) ## Build every pinned tool into bin/.

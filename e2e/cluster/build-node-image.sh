@@ -4,9 +4,9 @@
 # inside its containerd every image kubeadm will ask for, each built locally from
 # the same binaries. Skips when the image already exists (its tag carries a hash
 # of everything that goes into it).
-# Usage: build-node-image.sh <node image> <base image> <k8s bin dir> <coredns binary> <kind module dir> <runc-wrapper>
+# Usage: build-node-image.sh <node image> <kind module dir> <base image> <k8s bin dir> <coredns binary> <runc-wrapper>
 set -euo pipefail
-node_image=$1 base_image=$2 k8s_bin=$3 coredns_bin=$4 kind_dir=$5 runc_wrapper=$6
+node_image=$1 kind_dir=$2 base_image=$3 k8s_bin=$4 coredns_bin=$5 runc_wrapper=$6
 here=$(cd "$(dirname "$0")" && pwd)
 
 if docker image inspect "$node_image" >/dev/null 2>&1; then

@@ -8,6 +8,19 @@ name=$1 node_image=$2 kind=$3 kubeconfig=$4
 here=$(cd "$(dirname "$0")" && pwd)
 kubectl="kubectl --kubeconfig $kubeconfig"
 
+# kind-config.yaml, plus kubelet settings this host and node image need: cgroup v1
+# hosts must allow v1 (kubelet 1.35 refuses it otherwise), and the offline node
+# image's containerd uses cgroupfs, not systemd, as its cgroup driver.
+cluster_config() {
+  cat "$here/kind-config.yaml"
+  local kubelet=()
+  [ -f /sys/fs/cgroup/cgroup.controllers ] || kubelet+=("failCgroupV1: false")
+  case "$node_image" in kindest/node:*) ;; *) kubelet+=("cgroupDriver: cgroupfs") ;; esac
+  [ ${#kubelet[@]} -gt 0 ] || return 0
+  printf 'kubeadmConfigPatches:\n  - |\n    kind: KubeletConfiguration\n'
+  printf '    %s\n' "${kubelet[@]}"
+}
+
 running_image() { docker inspect -f '{{.Config.Image}} {{.State.Running}}' "$name-control-plane" 2>/dev/null || true; }
 if [ "$(running_image)" = "$node_image true" ] && "$kind" get kubeconfig --name "$name" >"$kubeconfig" 2>/dev/null \
    && $kubectl get --raw /readyz >/dev/null 2>&1; then
@@ -18,7 +31,7 @@ else
     "$kind" delete cluster --name "$name"
   fi
   echo ">> creating cluster $name (image $node_image)"
-  "$kind" create cluster --name "$name" --image "$node_image" --config "$here/kind-config.yaml" \
+  "$kind" create cluster --name "$name" --image "$node_image" --config <(cluster_config) \
     --kubeconfig "$kubeconfig" --wait 0s
 fi
 
