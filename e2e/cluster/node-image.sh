@@ -12,6 +12,6 @@ if [ -n "$official" ] && { docker image inspect "$official" >/dev/null 2>&1 || d
   echo "$official"
   exit 0
 fi
-echo ">> $official cannot be pulled here; building the node image offline" >&2
+echo ">> $official cannot be pulled here; using a node image built offline" >&2
 "$here/build-node-image.sh" "$offline_image" "$kind_dir" "$@" >&2
 echo "$offline_image"
