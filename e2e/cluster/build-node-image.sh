@@ -85,3 +85,6 @@ docker commit --change 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' 
 docker rm -f "$container" >/dev/null && container=""
 docker rmi "$node_image-rootfs" >/dev/null
 echo ">> built $node_image"
+# Earlier node images (other input hashes) are 1.4 GB each; drop those no cluster uses.
+docker images "${node_image%:*}" --format '{{.Repository}}:{{.Tag}}' | grep -vxF "$node_image" \
+  | xargs -r docker rmi >/dev/null 2>&1 || true
