@@ -17,6 +17,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/buildercontrol"
 	"daq.io/eventbuilder/operator/internal/builderpod"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/controller"
@@ -28,6 +29,7 @@ func main() {
 		secureMetrics, enableHTTP2 bool
 		leaderElect                bool
 		pollInterval, pollTimeout  time.Duration
+		dummyRanks                 bool
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0",
 		"Address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP); 0 disables it.")
@@ -40,6 +42,9 @@ func main() {
 		"Elect a leader, so that only one of several replicas reconciles.")
 	flag.DurationVar(&pollInterval, "builder-poll-interval", 2*time.Second, "How often each run's builders are polled for status.")
 	flag.DurationVar(&pollTimeout, "builder-poll-timeout", time.Second, "Timeout of one builder status request.")
+	flag.BoolVar(&dummyRanks, "builder-dummy-ranks", false,
+		"The builder image skips dummy ranks (reads the mounted rank table): start pods for runs whose table has dummy or spare ranks. "+
+			"Off, such runs fail with reason BuilderLacksDummySupport instead of starting builders that would wait for peers forever.")
 	var opts zap.Options
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -77,12 +82,22 @@ func main() {
 
 	if err := (&controller.EventBuilderRunReconciler{
 		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
 		Recorder:     mgr.GetEventRecorder("eventbuilderrun-controller"),
 		Builders:     builderstatus.NewClient(pollTimeout),
+		Control:      buildercontrol.Unavailable{},
+		DummyRanks:   dummyRanks,
 		StatusURL:    builderpod.StatusURL,
 		PollInterval: pollInterval,
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "unable to create controller", "controller", "EventBuilderRun")
+		os.Exit(1)
+	}
+	if err := (&controller.FabricReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("fabric-controller"),
+	}).SetupWithManager(mgr); err != nil {
+		log.Error(err, "unable to create controller", "controller", "Fabric")
 		os.Exit(1)
 	}
 

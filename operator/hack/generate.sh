@@ -23,6 +23,6 @@ if [[ $what == manifests || $what == all ]]; then
 	# ClusterRole takes the manager's rules from files/manager-role.yaml.
 	chart=$root/charts/eventbuilder-operator
 	mkdir -p "$chart/crds" "$chart/files"
-	cp "$root/config/crd/bases/eventbuilder.daq.io_eventbuilderruns.yaml" "$chart/crds/"
+	cp "$root"/config/crd/bases/eventbuilder.daq.io_*.yaml "$chart/crds/"
 	cp "$root/config/rbac/role.yaml" "$chart/files/manager-role.yaml"
 fi

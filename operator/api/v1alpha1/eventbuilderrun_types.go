@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -17,22 +18,157 @@ const (
 	TransportVerbs Transport = "verbs"
 )
 
+// Layout says where a unit's readout unit (RU) and builder unit (BU) run.
+// +kubebuilder:validation:Enum=Folded;Unfolded
+type Layout string
+
+const (
+	// LayoutFolded runs RU and BU of a unit on one endpoint.
+	LayoutFolded Layout = "Folded"
+	// LayoutUnfolded runs them on two endpoints. Not supported by this
+	// builder version yet: a run asking for it fails.
+	LayoutUnfolded Layout = "Unfolded"
+)
+
+// FailurePolicy is what a run does when a unit fails and no spare is left.
+// +kubebuilder:validation:Enum=RunDegraded;Stop
+type FailurePolicy string
+
+const (
+	// FailureRunDegraded makes the failed rank a dummy and carries on with
+	// the units left.
+	FailureRunDegraded FailurePolicy = "RunDegraded"
+	// FailureStop stops the run: every builder pod is deleted.
+	FailureStop FailurePolicy = "Stop"
+)
+
 // EventBuilderRunSpec is the desired state of an event-building run.
+// +kubebuilder:validation:XValidation:rule="!has(self.spares) || self.spares == 0 || has(self.fabricRef)",message="spec.spares: warm spares are endpoints of a Fabric; set spec.fabricRef, or spec.spares to 0"
+// +kubebuilder:validation:XValidation:rule="has(self.fabricRef) || !has(self.resources) || !((has(self.resources.rdma) && self.resources.rdma.contains('{numa}')) || (has(self.resources.network) && self.resources.network.contains('{numa}')) || (has(self.resources.readout) && self.resources.readout.resource.contains('{numa}')))",message="spec.resources: {numa} in rdma, readout.resource or network stands for the endpoint's NUMA node, which only a run on a Fabric has; set spec.fabricRef, or name one resource without {numa}"
 type EventBuilderRunSpec struct {
-	// units is the number of event-builder units; each unit is one pod and
-	// one rank (0..units-1) in the builders' schedule.
+	// units is the number of event-builder units. Without a fabric each
+	// unit is one pod and one rank (0..units-1), scheduled anywhere; on a
+	// fabric the ranks come from the cabling (see fabricRef).
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1024
 	// +required
 	Units int32 `json:"units"`
 
+	// fabricRef names the cluster-scoped Fabric the run is planned on:
+	// ranks follow the switch ports (leaf x portsPerLeaf + port), ports
+	// without a live unit are dummy ranks, and each unit's pod runs on its
+	// endpoint's node and NUMA domain. Without it, units are ranks and
+	// pods go wherever the scheduler puts them.
+	// +optional
+	FabricRef *FabricReference `json:"fabricRef,omitempty"`
+
+	// spares is the number of warm spare endpoints (a spare server is two)
+	// held for failover. Needs fabricRef.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=64
+	// +optional
+	Spares int32 `json:"spares,omitempty"`
+
+	// layout: Folded (RU and BU on one endpoint) or Unfolded (two
+	// endpoints per unit; not supported by this builder version yet).
+	// +kubebuilder:default=Folded
+	// +optional
+	Layout Layout `json:"layout,omitempty"`
+
+	// failurePolicy applies when a unit fails and no spare is left:
+	// RunDegraded carries on without it, Stop deletes every builder pod.
+	// +kubebuilder:default=RunDegraded
+	// +optional
+	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`
+
 	// builder configures the builder process of every unit.
 	// +required
 	Builder BuilderSpec `json:"builder"`
 
-	// resources of the builder container of every unit.
+	// resources of every unit's builder container. With cpus and memory
+	// set the pod is Guaranteed (requests = limits, whole CPUs), which the
+	// kubelet's static CPU and Topology managers need to pin it to one
+	// NUMA node.
 	// +optional
-	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources UnitResources `json:"resources,omitempty"`
+}
+
+// FabricReference names a Fabric.
+type FabricReference struct {
+	// name of the Fabric.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name"`
+}
+
+// UnitResources are the resources of one unit. In rdma, readout.resource
+// and network, {numa} stands for the NUMA id of the unit's endpoint: the
+// RDMA shared device plugin advertises no NUMA topology, so one resource
+// (and one Multus network) per NUMA node is how a unit gets the NIC local
+// to it.
+// +kubebuilder:validation:XValidation:rule="has(self.cpus) == has(self.memory)",message="spec.resources.cpus and spec.resources.memory go together (Guaranteed QoS with whole CPUs); set both or neither"
+// +kubebuilder:validation:XValidation:rule="!(has(self.hugepages) || has(self.rdma) || has(self.readout)) || has(self.cpus)",message="spec.resources: hugepages, rdma and readout are for pinned Guaranteed units; set spec.resources.cpus and spec.resources.memory too"
+type UnitResources struct {
+	// cpus is the number of whole CPUs (requests = limits).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1024
+	// +optional
+	CPUs int32 `json:"cpus,omitempty"`
+
+	// memory of the builder container (requests = limits).
+	// +optional
+	Memory *resource.Quantity `json:"memory,omitempty"`
+
+	// hugepages for the builder's buffers, mounted at /dev/hugepages.
+	// +optional
+	Hugepages *Hugepages `json:"hugepages,omitempty"`
+
+	// rdma is the extended resource of the unit's RDMA NIC, one per unit,
+	// e.g. rdma/hca_numa{numa}.
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[-A-Za-z0-9_.{}]+$`
+	// +optional
+	RDMA string `json:"rdma,omitempty"`
+
+	// readout is the extended resource of the readout cards a unit reads.
+	// +optional
+	Readout *ReadoutResource `json:"readout,omitempty"`
+
+	// network is the Multus network (NetworkAttachmentDefinition, "name"
+	// or "namespace/name") attached to every unit as interface eb0, e.g.
+	// ib-numa{numa}.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[-a-z0-9.{}]+$`
+	// +optional
+	Network string `json:"network,omitempty"`
+}
+
+// Hugepages asks for huge pages of one size.
+type Hugepages struct {
+	// pageSize: 2Mi or 1Gi.
+	// +kubebuilder:validation:Enum="2Mi";"1Gi"
+	// +required
+	PageSize string `json:"pageSize"`
+
+	// size is the total amount, a multiple of pageSize.
+	// +required
+	Size resource.Quantity `json:"size"`
+}
+
+// ReadoutResource is the extended resource of readout cards.
+type ReadoutResource struct {
+	// resource name, e.g. daq.io/tell40-numa{numa}.
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[-A-Za-z0-9_.{}]+$`
+	// +required
+	Resource string `json:"resource"`
+
+	// count of cards per unit.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:default=1
+	// +optional
+	Count int32 `json:"count,omitempty"`
 }
 
 // BuilderSpec configures the builder container and process.
@@ -85,7 +221,7 @@ type GeneratorSource struct {
 }
 
 // RunPhase is a coarse summary of a run's state.
-// +kubebuilder:validation:Enum=Pending;Running;Failed
+// +kubebuilder:validation:Enum=Pending;Running;Degraded;Failed
 type RunPhase string
 
 const (
@@ -93,6 +229,9 @@ const (
 	PhasePending RunPhase = "Pending"
 	// PhaseRunning: every unit is ready and its builder reports RUNNING.
 	PhaseRunning RunPhase = "Running"
+	// PhaseDegraded: every unit left is building, but units were lost
+	// with no spare to take over (failurePolicy RunDegraded).
+	PhaseDegraded RunPhase = "Degraded"
 	// PhaseFailed: the run cannot make progress without user action.
 	PhaseFailed RunPhase = "Failed"
 )
@@ -106,7 +245,81 @@ const (
 	ReasonUnitsPending         = "UnitsPending"
 	ReasonBuilderError         = "BuilderError"
 	ReasonUnsupportedTransport = "UnsupportedTransport"
+	ReasonUnsupportedLayout    = "UnsupportedLayout"
+	ReasonFabricNotFound       = "FabricNotFound"
+	ReasonPlanFailed           = "PlanFailed"
+	// The plan has dummy ranks (empty ports, spares) and the builder
+	// cannot skip them yet: its pods would wait for peers forever.
+	ReasonBuilderLacksDummySupport = "BuilderLacksDummySupport"
+	ReasonUnitsLost                = "UnitsLost"
+	ReasonNoSpareLeft              = "NoSpareLeft"
 )
+
+// RankRole is what a rank of the schedule does.
+// +kubebuilder:validation:Enum=Live;Dummy;Spare
+type RankRole string
+
+const (
+	RoleLive  RankRole = "Live"
+	RoleDummy RankRole = "Dummy"
+	// RoleSpare is a dummy rank whose endpoint is held as a warm spare.
+	RoleSpare RankRole = "Spare"
+)
+
+// RankStatus is one rank of the schedule.
+type RankStatus struct {
+	Rank int32    `json:"rank"`
+	Role RankRole `json:"role"`
+	// endpoint of the Fabric on this rank's port (live and spare ranks).
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+	// node of that endpoint.
+	// +optional
+	Node string `json:"node,omitempty"`
+	// unit this live rank runs; it stays with the unit across failovers.
+	// +optional
+	Unit *int32 `json:"unit,omitempty"`
+}
+
+// Failover outcomes.
+const (
+	OutcomeMovedToSpare = "MovedToSpare"
+	OutcomeDegraded     = "Degraded"
+	OutcomeStopped      = "Stopped"
+)
+
+// UnitMove is one failed unit and where it went.
+type UnitMove struct {
+	Unit           int32  `json:"unit"`
+	FailedRank     int32  `json:"failedRank"`
+	FailedEndpoint string `json:"failedEndpoint"`
+	// reason the unit failed, e.g. NodeNotReady, PodFailed, TopologyAffinityError.
+	Reason string `json:"reason"`
+	// spareRank and spareEndpoint took the unit over; unset when no spare was left.
+	// +optional
+	SpareRank *int32 `json:"spareRank,omitempty"`
+	// +optional
+	SpareEndpoint string `json:"spareEndpoint,omitempty"`
+}
+
+// FailoverStatus records the last failover.
+type FailoverStatus struct {
+	// observedTime is when the operator saw the failure.
+	ObservedTime metav1.MicroTime `json:"observedTime"`
+	// completedTime is when the new rank table was published and the
+	// replacement pods created.
+	CompletedTime metav1.MicroTime `json:"completedTime"`
+	// duration from observedTime to completedTime.
+	Duration metav1.Duration `json:"duration"`
+	// epoch of the rank table published.
+	Epoch int64 `json:"epoch"`
+	// outcome: MovedToSpare, Degraded (no spare, failurePolicy RunDegraded)
+	// or Stopped (no spare, failurePolicy Stop).
+	Outcome string `json:"outcome"`
+	// moves lists every unit that failed, in rank order.
+	// +listType=atomic
+	Moves []UnitMove `json:"moves"`
+}
 
 // UnitStatus is one row of the rank table.
 type UnitStatus struct {
@@ -142,7 +355,7 @@ type UnitStatus struct {
 
 // EventBuilderRunStatus is the observed state of an event-building run.
 type EventBuilderRunStatus struct {
-	// phase summarises the run: Pending, Running or Failed.
+	// phase summarises the run: Pending, Running, Degraded or Failed.
 	// +optional
 	Phase RunPhase `json:"phase,omitempty"`
 
@@ -188,11 +401,38 @@ type EventBuilderRunStatus struct {
 	// +optional
 	LastSampleTime *metav1.MicroTime `json:"lastSampleTime,omitempty"`
 
-	// units is the rank table.
+	// units lists the live ranks: their pods and builders' counters.
 	// +listType=map
 	// +listMapKey=rank
 	// +optional
 	Units []UnitStatus `json:"units,omitempty"`
+
+	// epoch of the rank table published in the ConfigMap <name>-ranks;
+	// every replan and failover increments it.
+	// +optional
+	Epoch int64 `json:"epoch,omitempty"`
+
+	// rankCount is N, the number of ranks in the schedule, dummies included.
+	// +optional
+	RankCount int32 `json:"rankCount,omitempty"`
+
+	// liveUnits is the number of units on a live rank.
+	// +optional
+	LiveUnits int32 `json:"liveUnits"`
+
+	// sparesLeft is the number of warm spares still usable.
+	// +optional
+	SparesLeft int32 `json:"sparesLeft"`
+
+	// ranks is the rank table: every rank, live, spare or dummy.
+	// +listType=map
+	// +listMapKey=rank
+	// +optional
+	Ranks []RankStatus `json:"ranks,omitempty"`
+
+	// lastFailover records the last failover and how long it took.
+	// +optional
+	LastFailover *FailoverStatus `json:"lastFailover,omitempty"`
 }
 
 // EventBuilderRun is one event-building run: a set of builder units that
@@ -206,8 +446,11 @@ type EventBuilderRunStatus struct {
 // +kubebuilder:resource:shortName=ebrun
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Units",type=integer,JSONPath=`.spec.units`
+// +kubebuilder:printcolumn:name="Live",type=integer,JSONPath=`.status.liveUnits`,description="units on a live rank"
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyUnits`
-// +kubebuilder:printcolumn:name="Events",type=integer,JSONPath=`.status.eventsBuilt`
+// +kubebuilder:printcolumn:name="Spares",type=integer,JSONPath=`.status.sparesLeft`
+// +kubebuilder:printcolumn:name="Epoch",type=integer,JSONPath=`.status.epoch`,priority=1
+// +kubebuilder:printcolumn:name="Events",type=integer,JSONPath=`.status.eventsBuilt`,priority=1
 // +kubebuilder:printcolumn:name="Rate",type=integer,JSONPath=`.status.eventRate`,description="events per second"
 // +kubebuilder:printcolumn:name="Gb/s",type=string,JSONPath=`.status.throughputGbps`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -6,16 +6,19 @@
 package builderpod
 
 import (
+	"encoding/json"
 	"net"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/ranktable"
 )
 
 // Ports and names every builder pod exposes.
@@ -32,6 +35,13 @@ const (
 	LabelName = "app.kubernetes.io/name"
 	LabelRun  = "eventbuilder.daq.io/run"
 	LabelRank = "eventbuilder.daq.io/rank"
+	// LabelEndpoint names the Fabric endpoint a pod runs on.
+	LabelEndpoint = "eventbuilder.daq.io/endpoint"
+
+	// NetworksAnnotation is Multus's list of extra networks of a pod.
+	NetworksAnnotation = "k8s.v1.cni.cncf.io/networks"
+	// NetworkInterface is the name of the Multus interface in the pod.
+	NetworkInterface = "eb0"
 
 	AppName = "eventbuilder"
 )
@@ -49,11 +59,13 @@ func PodName(run string, rank int32) string {
 
 // Peers lists the data endpoints of all ranks, in rank order. Names are
 // relative to the pod's namespace, which the pod's DNS search path resolves.
-func Peers(run string, units int32) []string {
-	peers := make([]string, units)
+// Dummy ranks get the name their pod would have: nothing answers there,
+// and the list stays the same when a failover moves units between ranks.
+func Peers(run string, ranks int32) []string {
+	peers := make([]string, ranks)
 	svc := ServiceName(run)
 	port := strconv.Itoa(DataPort)
-	for r := range units {
+	for r := range ranks {
 		peers[r] = net.JoinHostPort(PodName(run, r)+"."+svc, port)
 	}
 	return peers
@@ -75,7 +87,8 @@ func StatusURL(pod *corev1.Pod) string {
 	return "http://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(HTTPPort))
 }
 
-func ownerRef(run *ebv1.EventBuilderRun) []metav1.OwnerReference {
+// OwnerRefs makes the run the controller of an object of its own.
+func OwnerRefs(run *ebv1.EventBuilderRun) []metav1.OwnerReference {
 	return []metav1.OwnerReference{*metav1.NewControllerRef(run, ebv1.GroupVersion.WithKind("EventBuilderRun"))}
 }
 
@@ -87,7 +100,7 @@ func Service(run *ebv1.EventBuilderRun) *corev1.Service {
 			Name:            ServiceName(run.Name),
 			Namespace:       run.Namespace,
 			Labels:          Selector(run.Name),
-			OwnerReferences: ownerRef(run),
+			OwnerReferences: OwnerRefs(run),
 		},
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
@@ -101,8 +114,11 @@ func Service(run *ebv1.EventBuilderRun) *corev1.Service {
 	}
 }
 
-// Args is the eb-builder command line of a rank.
-func Args(run *ebv1.EventBuilderRun, rank int32) []string {
+// Args is the eb-builder command line of a rank of a schedule of n ranks.
+// Everything else the builder needs (its NUMA node, NIC, the rank table)
+// it gets from the environment and the mounted rank table: today's
+// eb-builder refuses flags it does not know.
+func Args(run *ebv1.EventBuilderRun, rank, n int32) []string {
 	b := run.Spec.Builder
 	// The API server defaults the source; nil only in hand-made objects.
 	var fragmentSize int32
@@ -111,27 +127,144 @@ func Args(run *ebv1.EventBuilderRun, rank int32) []string {
 	}
 	return []string{
 		"--rank", strconv.Itoa(int(rank)),
-		"--peers", strings.Join(Peers(run.Name, run.Spec.Units), ","),
+		"--peers", strings.Join(Peers(run.Name, n), ","),
 		"--http-port", strconv.Itoa(HTTPPort),
 		"--packing-factor", strconv.Itoa(int(b.PackingFactor)),
 		"--fragment-size", strconv.Itoa(int(fragmentSize)),
 	}
 }
 
-// Pod renders the pod of one rank of a run.
-func Pod(run *ebv1.EventBuilderRun, rank int32) *corev1.Pod {
+// Placement is where a unit of a run on a Fabric runs: its endpoint.
+type Placement struct {
+	Endpoint   string
+	Node       string
+	NUMA       int
+	RDMADevice string
+	Netdev     string
+}
+
+// Environment variables the builder finds its placement in.
+const (
+	EnvRankTable  = "EB_RANK_TABLE"
+	EnvNUMANode   = "EB_NUMA_NODE"
+	EnvRDMADevice = "EB_RDMA_DEVICE"
+	EnvNetdev     = "EB_NETDEV"
+	EnvEndpoint   = "EB_ENDPOINT"
+)
+
+// numaName fills the {numa} placeholder of a resource or network name.
+func numaName(template string, numa int) string {
+	return strings.ReplaceAll(template, "{numa}", strconv.Itoa(numa))
+}
+
+// Resources renders a unit's resources. With cpus and memory set, requests
+// equal limits for everything: Guaranteed QoS with whole CPUs, which the
+// static CPU manager pins and the Topology Manager aligns on one NUMA node
+// with the NIC and readout cards.
+func Resources(r ebv1.UnitResources, numa int) corev1.ResourceRequirements {
+	list := corev1.ResourceList{}
+	if r.CPUs > 0 {
+		list[corev1.ResourceCPU] = *resource.NewQuantity(int64(r.CPUs), resource.DecimalSI)
+	}
+	if r.Memory != nil {
+		list[corev1.ResourceMemory] = r.Memory.DeepCopy()
+	}
+	if h := r.Hugepages; h != nil {
+		list[corev1.ResourceName(corev1.ResourceHugePagesPrefix+h.PageSize)] = h.Size.DeepCopy()
+	}
+	if r.RDMA != "" {
+		list[corev1.ResourceName(numaName(r.RDMA, numa))] = *resource.NewQuantity(1, resource.DecimalSI)
+	}
+	if rd := r.Readout; rd != nil {
+		list[corev1.ResourceName(numaName(rd.Resource, numa))] = *resource.NewQuantity(int64(max(rd.Count, 1)), resource.DecimalSI)
+	}
+	if len(list) == 0 {
+		return corev1.ResourceRequirements{}
+	}
+	return corev1.ResourceRequirements{Requests: list, Limits: list.DeepCopy()}
+}
+
+// networks renders the Multus annotation attaching network as eb0.
+func networks(network string, numa int) string {
+	type attachment struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace,omitempty"`
+		Interface string `json:"interface"`
+	}
+	a := attachment{Name: numaName(network, numa), Interface: NetworkInterface}
+	if ns, name, ok := strings.Cut(a.Name, "/"); ok {
+		a.Namespace, a.Name = ns, name
+	}
+	b, _ := json.Marshal([]attachment{a}) // plain strings: cannot fail
+	return string(b)
+}
+
+// Pod renders the pod of one rank of a schedule of n ranks. place is nil
+// for runs without a fabric: the scheduler puts those pods anywhere. On a
+// fabric the operator places the pod itself (spec.nodeName): the rank is
+// tied to the endpoint's switch port, so there is no choice to leave to
+// the scheduler, and the kubelet's admission still checks resources and
+// NUMA alignment.
+func Pod(run *ebv1.EventBuilderRun, rank, n int32, place *Placement) *corev1.Pod {
 	labels := Selector(run.Name)
 	labels[LabelRank] = strconv.Itoa(int(rank))
 	name := PodName(run.Name, rank)
+	res := run.Spec.Resources
+
+	numa := 0
+	env := []corev1.EnvVar{{Name: EnvRankTable, Value: ranktable.MountPath}}
+	var annotations map[string]string
+	var nodeName string
+	if place != nil {
+		numa, nodeName = place.NUMA, place.Node
+		labels[LabelEndpoint] = place.Endpoint
+		env = append(env,
+			corev1.EnvVar{Name: EnvEndpoint, Value: place.Endpoint},
+			corev1.EnvVar{Name: EnvNUMANode, Value: strconv.Itoa(place.NUMA)},
+			corev1.EnvVar{Name: EnvRDMADevice, Value: place.RDMADevice},
+			corev1.EnvVar{Name: EnvNetdev, Value: place.Netdev})
+	}
+	if res.Network != "" {
+		annotations = map[string]string{NetworksAnnotation: networks(res.Network, numa)}
+	}
+	caps := &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
+	if res.RDMA != "" {
+		// RDMA memory registration pins buffers: locked memory beyond
+		// RLIMIT_MEMLOCK needs IPC_LOCK. Nothing else is added.
+		caps.Add = []corev1.Capability{"IPC_LOCK"}
+	}
+
+	mounts := []corev1.VolumeMount{
+		// The root filesystem is read-only; give the builder a scratch dir.
+		{Name: "tmp", MountPath: "/tmp"},
+		// A directory mount, not subPath: the kubelet then refreshes the
+		// file when a failover publishes a new epoch.
+		{Name: "ranks", MountPath: ranktable.MountDir, ReadOnly: true},
+	}
+	volumes := []corev1.Volume{
+		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "ranks", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: ranktable.ConfigMapName(run.Name)},
+			Items:                []corev1.KeyToPath{{Key: ranktable.Key, Path: ranktable.Key}},
+		}}},
+	}
+	if h := res.Hugepages; h != nil {
+		mounts = append(mounts, corev1.VolumeMount{Name: "hugepages", MountPath: "/dev/hugepages"})
+		volumes = append(volumes, corev1.Volume{Name: "hugepages", VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMedium(string(corev1.StorageMediumHugePages) + "-" + h.PageSize)},
+		}})
+	}
 
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            name,
 			Namespace:       run.Namespace,
 			Labels:          labels,
-			OwnerReferences: ownerRef(run),
+			Annotations:     annotations,
+			OwnerReferences: OwnerRefs(run),
 		},
 		Spec: corev1.PodSpec{
+			NodeName: nodeName,
 			// hostname.subdomain is the name peers dial.
 			Hostname:      name,
 			Subdomain:     ServiceName(run.Name),
@@ -145,12 +278,13 @@ func Pod(run *ebv1.EventBuilderRun, rank int32) *corev1.Pod {
 				Image:           run.Spec.Builder.Image,
 				ImagePullPolicy: run.Spec.Builder.ImagePullPolicy,
 				Command:         []string{"eb-builder"},
-				Args:            Args(run, rank),
+				Args:            Args(run, rank, n),
+				Env:             env,
 				Ports: []corev1.ContainerPort{
 					{Name: DataPortName, ContainerPort: DataPort, Protocol: corev1.ProtocolTCP},
 					{Name: HTTPPortName, ContainerPort: HTTPPort, Protocol: corev1.ProtocolTCP},
 				},
-				Resources: *run.Spec.Resources.DeepCopy(),
+				Resources: Resources(res, numa),
 				ReadinessProbe: &corev1.Probe{
 					ProbeHandler: corev1.ProbeHandler{
 						HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString(HTTPPortName)},
@@ -162,16 +296,12 @@ func Pod(run *ebv1.EventBuilderRun, rank int32) *corev1.Pod {
 					RunAsUser:                ptr.To[int64](nonRootUID),
 					ReadOnlyRootFilesystem:   ptr.To(true),
 					AllowPrivilegeEscalation: ptr.To(false),
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+					Capabilities:             caps,
 					SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 				},
-				// The root filesystem is read-only; give the builder a scratch dir.
-				VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
+				VolumeMounts: mounts,
 			}},
-			Volumes: []corev1.Volume{{
-				Name:         "tmp",
-				VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
-			}},
+			Volumes: volumes,
 		},
 	}
 }

@@ -81,7 +81,7 @@ func TestArgs(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Args(tc.run, tc.rank); !slices.Equal(got, tc.want) {
+			if got := Args(tc.run, tc.rank, tc.run.Spec.Units); !slices.Equal(got, tc.want) {
 				t.Errorf("Args() =\n  %q\nwant\n  %q", got, tc.want)
 			}
 		})
@@ -90,10 +90,8 @@ func TestArgs(t *testing.T) {
 
 func TestPod(t *testing.T) {
 	run := testRun("demo", 4)
-	run.Spec.Resources = corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
-	}
-	pod := Pod(run, 3)
+	run.Spec.Resources = ebv1.UnitResources{CPUs: 2}
+	pod := Pod(run, 3, 4, nil)
 
 	checks := []struct {
 		what      string
@@ -132,7 +130,13 @@ func TestPod(t *testing.T) {
 		{"runAsUser", *sc.RunAsUser, int64(65532)},
 		{"readOnlyRootFilesystem", *sc.ReadOnlyRootFilesystem, true},
 		{"allowPrivilegeEscalation", *sc.AllowPrivilegeEscalation, false},
-		{"capabilities", sc.Capabilities.Drop, []corev1.Capability{"ALL"}},
+		{"capabilities dropped", sc.Capabilities.Drop, []corev1.Capability{"ALL"}},
+		{"capabilities added", len(sc.Capabilities.Add), 0},
+		{"no node chosen", pod.Spec.NodeName, ""},
+		{"no networks", len(pod.Annotations), 0},
+		{"rank table env", c.Env, []corev1.EnvVar{{Name: "EB_RANK_TABLE", Value: "/etc/eventbuilder/ranks.json"}}},
+		{"rank table mount", c.VolumeMounts[1], corev1.VolumeMount{Name: "ranks", MountPath: "/etc/eventbuilder", ReadOnly: true}},
+		{"rank table volume", pod.Spec.Volumes[1].ConfigMap.Name, "demo-ranks"},
 		{"seccomp", sc.SeccompProfile.Type, corev1.SeccompProfileTypeRuntimeDefault},
 		{"service account token", *pod.Spec.AutomountServiceAccountToken, false},
 	}...)
@@ -142,11 +146,6 @@ func TestPod(t *testing.T) {
 		}
 	}
 
-	// The resources are copied, not shared with the run.
-	run.Spec.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("5")
-	if got := c.Resources.Requests.Cpu().String(); got != "2" {
-		t.Errorf("pod resources alias the run's: cpu request became %s", got)
-	}
 }
 
 func TestService(t *testing.T) {
@@ -206,4 +205,57 @@ func TestStatusURL(t *testing.T) {
 			t.Errorf("StatusURL(%s) = %s, want %s", ip, got, want)
 		}
 	}
+}
+
+func TestFabricPod(t *testing.T) {
+	run := testRun("demo", 4)
+	mem, huge := resource.MustParse("16Gi"), resource.MustParse("2Gi")
+	run.Spec.Resources = ebv1.UnitResources{
+		CPUs: 8, Memory: &mem, Hugepages: &ebv1.Hugepages{PageSize: "1Gi", Size: huge},
+		RDMA: "rdma/hca_numa{numa}", Readout: &ebv1.ReadoutResource{Resource: "daq.io/tell40", Count: 3}, Network: "ib-numa{numa}",
+	}
+	pod := Pod(run, 5, 8, &Placement{Endpoint: "eb007-numa1", Node: "eb007", NUMA: 1, RDMADevice: "mlx5_1", Netdev: "ib1"})
+	c := pod.Spec.Containers[0]
+	want := map[string]string{"cpu": "8", "memory": "16Gi", "hugepages-1Gi": "2Gi", "rdma/hca_numa1": "1", "daq.io/tell40": "3"}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	checks := []struct {
+		what      string
+		got, want any
+	}{
+		{"node", pod.Spec.NodeName, "eb007"},
+		{"endpoint label", pod.Labels[LabelEndpoint], "eb007-numa1"},
+		{"requests", quantities(c.Resources.Requests), want},
+		{"limits = requests", quantities(c.Resources.Limits), want},
+		{"networks", pod.Annotations[NetworksAnnotation], `[{"name":"ib-numa1","interface":"eb0"}]`},
+		{"NUMA env", env[EnvNUMANode], "1"},
+		{"RDMA env", env[EnvRDMADevice], "mlx5_1"},
+		{"netdev env", env[EnvNetdev], "ib1"},
+		{"capabilities added", c.SecurityContext.Capabilities.Add, []corev1.Capability{"IPC_LOCK"}},
+		{"capabilities dropped", c.SecurityContext.Capabilities.Drop, []corev1.Capability{"ALL"}},
+		{"hugepages medium", pod.Spec.Volumes[2].EmptyDir.Medium, corev1.StorageMedium("HugePages-1Gi")},
+		{"hugepages mount", c.VolumeMounts[2].MountPath, "/dev/hugepages"},
+		{"peers count", strings.Count(c.Args[3], ",") + 1, 8},
+	}
+	for _, ch := range checks {
+		if !reflect.DeepEqual(ch.got, ch.want) {
+			t.Errorf("%s = %v, want %v", ch.what, ch.got, ch.want)
+		}
+	}
+}
+
+func TestResourcesUnset(t *testing.T) {
+	if got := Resources(ebv1.UnitResources{}, 0); got.Requests != nil || got.Limits != nil {
+		t.Errorf("no resources asked, got %v", got)
+	}
+}
+
+func quantities(l corev1.ResourceList) map[string]string {
+	m := map[string]string{}
+	for k, v := range l {
+		m[string(k)] = v.String()
+	}
+	return m
 }

@@ -5,6 +5,9 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -20,23 +23,53 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/buildercontrol"
 	"daq.io/eventbuilder/operator/internal/builderpod"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
+	"daq.io/eventbuilder/operator/internal/planner"
+	"daq.io/eventbuilder/operator/internal/ranktable"
+	"daq.io/eventbuilder/operator/internal/runplan"
 )
 
 // maxConcurrentPolls bounds the builders polled at once per run.
 const maxConcurrentPolls = 64
 
-// EventBuilderRunReconciler keeps one builder pod per rank of a run and the
-// run's headless Service, and folds the builders' reports into its status.
+// maxConcurrentCreates bounds the pods created at once per run: a
+// 326-unit run must come up in seconds, without flooding the API server.
+const maxConcurrentCreates = 32
+
+// Annotations on the rank-table ConfigMap: what the table was planned for,
+// whether the failure policy stopped the run, and the last failover. The
+// ConfigMap is the operator's durable record of the run's table.
+const (
+	annRequest      = "eventbuilder.daq.io/planned-for"
+	annStopped      = "eventbuilder.daq.io/stopped"
+	annLastFailover = "eventbuilder.daq.io/last-failover"
+)
+
+// EventBuilderRunReconciler plans a run's ranks (on its Fabric, if any),
+// publishes the rank table, keeps one builder pod per live rank and the
+// run's headless Service, moves failed units to warm spares, and folds the
+// builders' reports into the run's status.
 type EventBuilderRunReconciler struct {
 	client.Client
-	Recorder events.EventRecorder
-	Builders *builderstatus.Client
+	// APIReader reads the rank-table ConfigMap uncached: a failover must
+	// start from the table last published, never from a stale copy.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Builders  *builderstatus.Client
+	// Control is the builders' run-control API.
+	Control buildercontrol.Control
+	// DummyRanks says the builder image can skip dummy ranks; until it
+	// can, runs whose table has dummies or spares start no pods.
+	DummyRanks bool
 	// StatusURL gives the base URL of a builder pod's HTTP API; tests
 	// point it at local servers.
 	StatusURL func(*corev1.Pod) string
@@ -49,60 +82,167 @@ type EventBuilderRunReconciler struct {
 // Owner references with blockOwnerDeletion need update on the owner's finalizers
 // where the OwnerReferencesPermissionEnforcement admission plugin is on.
 // +kubebuilder:rbac:groups=eventbuilder.daq.io,resources=eventbuilderruns/finalizers,verbs=update
+// +kubebuilder:rbac:groups=eventbuilder.daq.io,resources=fabrics,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile drives one run towards its spec and refreshes its status. It
 // requeues itself every PollInterval for as long as the run exists, since
 // builders' counters change without any Kubernetes event.
 func (r *EventBuilderRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return requeueOnConflict(r.reconcile(ctx, req))
+}
+
+func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	now := time.Now() // when whatever this reconcile acts on was observed
 	run := &ebv1.EventBuilderRun{}
 	if err := r.Get(ctx, req.NamespacedName, run); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !run.DeletionTimestamp.IsZero() {
-		// Pods and Service carry owner references: the garbage collector removes them.
+		// Pods, Service and ConfigMap carry owner references: the garbage collector removes them.
 		return ctrl.Result{}, nil
 	}
 	orig := run.DeepCopy()
 
-	if run.Spec.Builder.Transport == ebv1.TransportVerbs {
+	switch {
+	case run.Spec.Builder.Transport == ebv1.TransportVerbs:
 		setPhase(run, ebv1.PhaseFailed, ebv1.ReasonUnsupportedTransport,
 			"spec.builder.transport: verbs (RDMA) is not supported by this operator version yet; set it to tcp")
 		// Nothing to poll; a spec change brings the run back here.
 		return ctrl.Result{}, r.patchStatus(ctx, orig, run)
+	case run.Spec.Layout == ebv1.LayoutUnfolded:
+		setPhase(run, ebv1.PhaseFailed, ebv1.ReasonUnsupportedLayout,
+			"spec.layout: Unfolded needs builders that run RU and BU apart, which this version cannot; set it to Folded")
+		return ctrl.Result{}, r.patchStatus(ctx, orig, run)
+	}
+
+	var fabric *planner.Fabric
+	var nodes runplan.Nodes
+	if ref := run.Spec.FabricRef; ref != nil {
+		fab := &ebv1.Fabric{}
+		if err := r.Get(ctx, client.ObjectKey{Name: ref.Name}, fab); apierrors.IsNotFound(err) {
+			setPhase(run, ebv1.PhasePending, ebv1.ReasonFabricNotFound,
+				fmt.Sprintf("spec.fabricRef: Fabric %q does not exist; create it or correct spec.fabricRef.name", ref.Name))
+			return ctrl.Result{}, r.patchStatus(ctx, orig, run) // the Fabric watch brings the run back
+		} else if err != nil {
+			return ctrl.Result{}, err
+		}
+		var list corev1.NodeList
+		if err := r.List(ctx, &list); err != nil {
+			return ctrl.Result{}, err
+		}
+		nodes = runplan.NodeStates(list.Items)
+		f := runplan.Fabric(&fab.Spec, nodes)
+		fabric = &f
+	}
+	var endpoints map[string]planner.Endpoint
+	if fabric != nil {
+		endpoints = runplan.Endpoints(*fabric)
 	}
 
 	if err := r.ensureService(ctx, run); err != nil {
 		return ctrl.Result{}, err
 	}
-	pods, err := r.syncPods(ctx, run)
+	pods, err := r.listPods(ctx, run)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	cm, table, err := r.loadTable(ctx, run)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	var rec *runplan.Recovery
+	switch {
+	case cm == nil || cm.Annotations[annRequest] != runplan.RequestKey(&run.Spec):
+		next, err := runplan.Plan(&run.Spec, fabric, table.Epoch)
+		if err != nil {
+			setPhase(run, ebv1.PhasePending, ebv1.ReasonPlanFailed,
+				"cannot plan spec.units and spec.spares on spec.fabricRef: "+err.Error()+"; lower spec.units or spec.spares, or bring the missing nodes back")
+			return ctrl.Result{}, r.patchStatus(ctx, orig, run) // node and Fabric watches bring the run back
+		}
+		if cm, err = r.publish(ctx, run, cm, next, endpoints, nil); err != nil {
+			return ctrl.Result{}, err
+		}
+		table = next
+		r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, "RankTablePublished", "Plan",
+			"rank table epoch %d: %d ranks, %d live, %d spare, %d dummy", table.Epoch, table.N(),
+			table.Count(planner.Live), table.Count(planner.Spare), table.Count(planner.Dummy))
+	case fabric != nil && cm.Annotations[annStopped] == "":
+		if failures := runplan.Failures(table, endpoints, nodes, pods); len(failures) > 0 {
+			next, err := runplan.Recover(*fabric, table, failures, run.Spec.FailurePolicy)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next); err != nil {
+				return ctrl.Result{}, err
+			}
+			table, rec = next.Table, &next
+		}
+	}
+	stopped := cm.Annotations[annStopped] != ""
+
+	blockReason, blockMessage, blocked := runplan.Blocked(table, r.DummyRanks)
+	if err := r.syncPods(ctx, run, table, endpoints, pods, !blocked && !stopped); err != nil {
+		return ctrl.Result{}, err
+	}
+	if rec != nil {
+		if err := r.recordFailover(ctx, run, cm, table, rec, pods, now); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 
 	// Pod events also trigger reconciles; polling at most about once per
 	// interval keeps rates averaged over comparable windows.
 	var poll *builderstatus.Poll
-	now := time.Now()
 	if last := run.Status.LastSampleTime; last == nil || now.Sub(last.Time) >= r.PollInterval/2 {
 		poll = r.poll(ctx, pods, now)
 	}
 
-	units := make([]builderstatus.Unit, run.Spec.Units)
-	for rank := range run.Spec.Units {
-		units[rank].Rank = rank
-		if pod := pods[rank]; pod != nil {
-			units[rank].Pod, units[rank].Ready = pod.Name, podReady(pod)
+	var units []builderstatus.Unit
+	for _, rk := range table.Ranks {
+		if rk.Role != planner.Live {
+			continue
 		}
+		u := builderstatus.Unit{Rank: int32(rk.Rank)}
+		if pod := pods[u.Rank]; pod != nil {
+			u.Pod, u.Ready = pod.Name, podReady(pod)
+		}
+		units = append(units, u)
 	}
 	s := builderstatus.Aggregate(&run.Status, units, poll)
 	st := &run.Status
 	st.Units, st.ReadyUnits = s.Units, s.ReadyUnits
 	st.EventsBuilt, st.EventsIncomplete, st.BytesBuilt = s.EventsBuilt, s.EventsIncomplete, s.BytesBuilt
 	st.EventRate, st.ThroughputGbps, st.LastSampleTime = s.EventRate, s.ThroughputGbps, s.LastSampleTime
-	setPhase(run, s.Phase, s.Reason, s.Message)
+	st.Epoch, st.RankCount, st.LiveUnits = table.Epoch, int32(table.N()), int32(len(units))
+	st.SparesLeft = runplan.SparesLeft(table, endpoints, nodes)
+	st.Ranks = runplan.Ranks(table, endpoints)
+	if raw := cm.Annotations[annLastFailover]; raw != "" {
+		st.LastFailover = &ebv1.FailoverStatus{}
+		if err := json.Unmarshal([]byte(raw), st.LastFailover); err != nil {
+			return ctrl.Result{}, fmt.Errorf("ConfigMap %s annotation %s: %w", cm.Name, annLastFailover, err)
+		}
+	}
+	switch {
+	case stopped:
+		setPhase(run, ebv1.PhaseFailed, ebv1.ReasonNoSpareLeft, fmt.Sprintf(
+			"units failed with no spare left and spec.failurePolicy is Stop, so the run is stopped (%s); "+
+				"bring nodes back or add spares, then delete ConfigMap %s or change spec.units or spec.spares to replan",
+			cm.Annotations[annStopped], cm.Name))
+	case blocked:
+		setPhase(run, ebv1.PhaseFailed, blockReason, blockMessage)
+	case s.Phase == ebv1.PhaseRunning && st.LiveUnits < run.Spec.Units:
+		setPhase(run, ebv1.PhaseDegraded, ebv1.ReasonUnitsLost, fmt.Sprintf(
+			"%d of spec.units %d units are building; the others failed with no spare left (spec.failurePolicy RunDegraded)",
+			st.LiveUnits, run.Spec.Units))
+	default:
+		setPhase(run, s.Phase, s.Reason, s.Message)
+	}
 
 	if err := r.patchStatus(ctx, orig, run); err != nil {
 		return ctrl.Result{}, err
@@ -121,47 +261,177 @@ func (r *EventBuilderRunReconciler) ensureService(ctx context.Context, run *ebv1
 	return client.IgnoreAlreadyExists(err)
 }
 
-// syncPods creates the pods of missing ranks, deletes those of ranks beyond
-// spec.units and pods that ended (evicted: they never restart in place), and
-// returns the run's current pods by rank.
-func (r *EventBuilderRunReconciler) syncPods(ctx context.Context, run *ebv1.EventBuilderRun) (map[int32]*corev1.Pod, error) {
-	log := logf.FromContext(ctx)
+// loadTable reads the run's published rank table; a nil ConfigMap and an
+// empty table (epoch 0) when there is none yet.
+func (r *EventBuilderRunReconciler) loadTable(ctx context.Context, run *ebv1.EventBuilderRun) (*corev1.ConfigMap, planner.RankTable, error) {
+	cm := &corev1.ConfigMap{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: ranktable.ConfigMapName(run.Name)}, cm)
+	if apierrors.IsNotFound(err) {
+		return nil, planner.RankTable{}, nil
+	}
+	if err != nil {
+		return nil, planner.RankTable{}, err
+	}
+	doc, err := ranktable.Parse(cm.Data[ranktable.Key])
+	if err != nil {
+		return nil, planner.RankTable{}, fmt.Errorf("ConfigMap %s: %w", cm.Name, err)
+	}
+	t, err := doc.Table()
+	if err != nil {
+		return nil, planner.RankTable{}, fmt.Errorf("ConfigMap %s: %w", cm.Name, err)
+	}
+	return cm, t, nil
+}
+
+// publish writes table t as the run's rank table, creating the ConfigMap
+// or updating cm (optimistically locked: a concurrent writer makes this
+// fail and the reconcile retry from the newer table). rec, when set, is
+// the recovery that produced t.
+func (r *EventBuilderRunReconciler) publish(ctx context.Context, run *ebv1.EventBuilderRun, cm *corev1.ConfigMap,
+	t planner.RankTable, endpoints map[string]planner.Endpoint, rec *runplan.Recovery) (*corev1.ConfigMap, error) {
+	fabric := ""
+	if run.Spec.FabricRef != nil {
+		fabric = run.Spec.FabricRef.Name
+	}
+	data, err := ranktable.New(run.Name, fabric, t, builderpod.Peers(run.Name, int32(t.N())), endpoints).Marshal()
+	if err != nil {
+		return nil, err
+	}
+	if cm == nil {
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+			Name: ranktable.ConfigMapName(run.Name), Namespace: run.Namespace,
+			Labels: builderpod.Selector(run.Name), OwnerReferences: builderpod.OwnerRefs(run),
+		}}
+	}
+	if cm.Annotations == nil {
+		cm.Annotations = map[string]string{}
+	}
+	cm.Annotations[annRequest] = runplan.RequestKey(&run.Spec)
+	delete(cm.Annotations, annStopped)
+	if rec == nil {
+		delete(cm.Annotations, annLastFailover) // a new plan starts afresh
+	} else if rec.Outcome == ebv1.OutcomeStopped {
+		cm.Annotations[annStopped] = runplan.MovesSummary(rec.Moves)
+	}
+	cm.Data = map[string]string{ranktable.Key: data}
+	if cm.ResourceVersion == "" {
+		err = r.Create(ctx, cm)
+	} else {
+		err = r.Update(ctx, cm)
+	}
+	if err == nil {
+		logf.FromContext(ctx).Info("published rank table", "configmap", cm.Name, "epoch", t.Epoch)
+	}
+	return cm, err
+}
+
+// recordFailover records a recovery once its table is published and the
+// replacement pods exist: in the ConfigMap (durable; the status mirrors
+// it), as an Event, and with the builders' control API, which today has
+// nothing to say (running builders keep their table until restarted).
+func (r *EventBuilderRunReconciler) recordFailover(ctx context.Context, run *ebv1.EventBuilderRun, cm *corev1.ConfigMap,
+	t planner.RankTable, rec *runplan.Recovery, pods map[int32]*corev1.Pod, observed time.Time) error {
+	done := time.Now()
+	fo := ebv1.FailoverStatus{
+		ObservedTime: metav1.NewMicroTime(observed), CompletedTime: metav1.NewMicroTime(done),
+		Duration: metav1.Duration{Duration: done.Sub(observed)}, Epoch: t.Epoch, Outcome: rec.Outcome, Moves: rec.Moves,
+	}
+	raw, err := json.Marshal(fo)
+	if err != nil {
+		return err
+	}
+	cm.Annotations[annLastFailover] = string(raw)
+	if err := r.Update(ctx, cm); err != nil {
+		return err
+	}
+	kind := corev1.EventTypeWarning
+	r.Recorder.Eventf(run, nil, kind, "Failover", "Failover", "epoch %d, %s in %s: %s",
+		t.Epoch, rec.Outcome, fo.Duration.Duration.Round(time.Millisecond), runplan.MovesSummary(rec.Moves))
+
+	doc, err := ranktable.Parse(cm.Data[ranktable.Key])
+	if err != nil {
+		return err
+	}
+	var live []buildercontrol.Builder
+	for _, rk := range t.Ranks {
+		if pod := pods[int32(rk.Rank)]; rk.Role == planner.Live && pod != nil && pod.Status.PodIP != "" {
+			live = append(live, buildercontrol.Builder{Rank: int32(rk.Rank), URL: r.StatusURL(pod)})
+		}
+	}
+	if err := r.Control.Configure(ctx, live, doc); errors.Is(err, buildercontrol.ErrUnsupported) {
+		logf.FromContext(ctx).V(1).Info("builders cannot switch tables in place yet", "epoch", t.Epoch)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// listPods returns the run's pods by rank.
+func (r *EventBuilderRunReconciler) listPods(ctx context.Context, run *ebv1.EventBuilderRun) (map[int32]*corev1.Pod, error) {
 	var list corev1.PodList
 	if err := r.List(ctx, &list, client.InNamespace(run.Namespace), client.MatchingLabels(builderpod.Selector(run.Name))); err != nil {
 		return nil, err
 	}
-
 	pods := make(map[int32]*corev1.Pod, len(list.Items))
 	for i := range list.Items {
 		pod := &list.Items[i]
-		rank, ok := builderpod.Rank(pod)
-		if !ok || !metav1.IsControlledBy(pod, run) {
-			continue
-		}
-		ended := pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
-		if (rank >= run.Spec.Units || ended) && pod.DeletionTimestamp.IsZero() {
-			log.Info("deleting pod", "pod", pod.Name, "rank", rank, "phase", pod.Status.Phase)
-			if err := r.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
-				return nil, err
-			}
-		}
-		if rank < run.Spec.Units {
+		if rank, ok := builderpod.Rank(pod); ok && metav1.IsControlledBy(pod, run) {
 			pods[rank] = pod
 		}
 	}
+	return pods, nil
+}
 
-	for rank := range run.Spec.Units {
+// syncPods makes pods match the table: one pod per live rank (if run),
+// on its endpoint's node; it deletes the others, pods that ended (evicted
+// or refused at admission: they never restart in place) and pods on the
+// wrong node. pods is updated to what remains.
+func (r *EventBuilderRunReconciler) syncPods(ctx context.Context, run *ebv1.EventBuilderRun, t planner.RankTable,
+	endpoints map[string]planner.Endpoint, pods map[int32]*corev1.Pod, start bool) error {
+	log := logf.FromContext(ctx)
+	want := map[int32]*builderpod.Placement{}
+	for _, rk := range t.Ranks {
+		if !start || rk.Role != planner.Live {
+			continue
+		}
+		var place *builderpod.Placement
+		if ep, ok := endpoints[rk.Endpoint]; ok {
+			place = &builderpod.Placement{Endpoint: ep.Name, Node: ep.Node, NUMA: ep.NUMA, RDMADevice: ep.RDMADevice, Netdev: ep.Netdev}
+		}
+		want[int32(rk.Rank)] = place
+	}
+
+	for rank, pod := range pods {
+		place, keep := want[rank]
+		ended := pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
+		misplaced := place != nil && pod.Spec.NodeName != place.Node
+		if keep && !ended && !misplaced {
+			continue
+		}
+		if pod.DeletionTimestamp.IsZero() {
+			log.Info("deleting pod", "pod", pod.Name, "rank", rank, "phase", pod.Status.Phase)
+			if err := r.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+		delete(pods, rank)
+	}
+
+	var g errgroup.Group
+	g.SetLimit(maxConcurrentCreates)
+	for rank, place := range want {
 		if pods[rank] != nil {
 			continue
 		}
-		pod := builderpod.Pod(run, rank)
-		log.Info("creating pod", "pod", pod.Name, "rank", rank)
-		// AlreadyExists: our cache has not seen the pod yet.
-		if err := r.Create(ctx, pod); client.IgnoreAlreadyExists(err) != nil {
-			return nil, err
-		}
+		pod := builderpod.Pod(run, rank, int32(t.N()), place)
+		g.Go(func() error {
+			log.V(1).Info("creating pod", "pod", pod.Name, "rank", rank, "node", pod.Spec.NodeName)
+			// AlreadyExists: our cache has not seen the pod yet, or its
+			// predecessor is still terminating; a later reconcile retries.
+			return client.IgnoreAlreadyExists(r.Create(ctx, pod))
+		})
 	}
-	return pods, nil
+	return g.Wait()
 }
 
 // poll asks every running builder pod for its status, in parallel. A builder
@@ -209,9 +479,10 @@ func setPhase(run *ebv1.EventBuilderRun, phase ebv1.RunPhase, reason, message st
 	})
 }
 
-// patchStatus writes run's status if it changed, then announces a phase
-// change with an Event. The optimistic lock makes a patch computed from a
-// stale cached run fail (and retry) rather than undo a newer status.
+// patchStatus writes run's status if it changed, then announces a change
+// of phase or of the Ready condition's reason with an Event. The
+// optimistic lock makes a patch computed from a stale cached run fail (and
+// retry) rather than undo a newer status.
 func (r *EventBuilderRunReconciler) patchStatus(ctx context.Context, orig, run *ebv1.EventBuilderRun) error {
 	if equality.Semantic.DeepEqual(orig.Status, run.Status) {
 		return nil
@@ -219,12 +490,13 @@ func (r *EventBuilderRunReconciler) patchStatus(ctx context.Context, orig, run *
 	if err := r.Status().Patch(ctx, run, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return err
 	}
-	if from, to := orig.Status.Phase, run.Status.Phase; from != to {
+	was := meta.FindStatusCondition(orig.Status.Conditions, ebv1.ConditionReady)
+	ready := meta.FindStatusCondition(run.Status.Conditions, ebv1.ConditionReady)
+	if from, to := orig.Status.Phase, run.Status.Phase; from != to || was == nil || was.Reason != ready.Reason {
 		kind := corev1.EventTypeNormal
-		if to == ebv1.PhaseFailed {
+		if to == ebv1.PhaseFailed || to == ebv1.PhaseDegraded {
 			kind = corev1.EventTypeWarning
 		}
-		ready := meta.FindStatusCondition(run.Status.Conditions, ebv1.ConditionReady)
 		r.Recorder.Eventf(run, nil, kind, ready.Reason, "PhaseChange", "phase %s -> %s: %s", phaseName(from), to, ready.Message)
 	}
 	return nil
@@ -246,24 +518,73 @@ func podReady(pod *corev1.Pod) bool {
 	return false
 }
 
-// CacheOptions limits the manager's pod and service caches to builder
-// objects, so the operator does not hold every pod of the cluster in memory.
+// CacheOptions limits the manager's pod, service and configmap caches to
+// builder objects, so the operator does not hold every pod of the cluster
+// in memory. Nodes are cached whole: runs on a fabric watch their health.
 func CacheOptions() cache.Options {
 	builders := labels.SelectorFromSet(labels.Set{builderpod.LabelName: builderpod.AppName})
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:     {Label: builders},
-		&corev1.Service{}: {Label: builders},
+		&corev1.Pod{}:       {Label: builders},
+		&corev1.Service{}:   {Label: builders},
+		&corev1.ConfigMap{}: {Label: builders},
 	}}
+}
+
+// fabricRefField indexes runs by the Fabric they name.
+const fabricRefField = "spec.fabricRef.name"
+
+// nodeHealthChanged passes node events that can change what a fabric can
+// use: creation, deletion, and a change of readiness. Heartbeats and other
+// status updates do not reconcile anything.
+var nodeHealthChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		old, cur := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+		return runplan.NodeReady(old) != runplan.NodeReady(cur) || old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero()
+	},
+	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
 // SetupWithManager registers the reconciler. Status writes do not bump the
 // generation, so the predicate keeps the run's own status patches from
 // triggering reconciles; the requeue timer drives polling instead.
 func (r *EventBuilderRunReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &ebv1.EventBuilderRun{}, fabricRefField, func(o client.Object) []string {
+		if ref := o.(*ebv1.EventBuilderRun).Spec.FabricRef; ref != nil {
+			return []string{ref.Name}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&ebv1.EventBuilderRun{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Watches(&ebv1.Fabric{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return r.runs(ctx, client.MatchingFields{fabricRefField: o.GetName()})
+		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+			// Few runs, few fabrics: every run on a fabric takes a look.
+			return r.runs(ctx)
+		}), builder.WithPredicates(nodeHealthChanged)).
 		Named("eventbuilderrun").
 		Complete(r)
+}
+
+// runs lists the runs on a fabric matching opts, as requests.
+func (r *EventBuilderRunReconciler) runs(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
+	var runs ebv1.EventBuilderRunList
+	if err := r.List(ctx, &runs, opts...); err != nil {
+		logf.FromContext(ctx).Error(err, "listing runs to reconcile")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range runs.Items {
+		if runs.Items[i].Spec.FabricRef != nil {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&runs.Items[i])})
+		}
+	}
+	return reqs
 }

@@ -297,6 +297,16 @@ func TestInvalidRunsAreRejected(t *testing.T) {
 		{"name too long for pod hostnames", strings.Repeat("a", 56), func(map[string]any) {}, "metadata.name"},
 		{"name not a DNS label", "run.1", func(map[string]any) {}, "metadata.name"},
 		{"peer list over the argument limit", strings.Repeat("a", 55), func(s map[string]any) { s["units"] = int64(1024) }, "metadata.name"},
+		{"spares without a fabric", "", func(s map[string]any) { s["spares"] = int64(2) }, "set spec.fabricRef"},
+		{"{numa} without a fabric", "", func(s map[string]any) {
+			s["resources"] = map[string]any{"cpus": int64(2), "memory": "1Gi", "rdma": "rdma/hca_numa{numa}"}
+		}, "only a run on a Fabric has"},
+		{"cpus without memory", "", func(s map[string]any) { s["resources"] = map[string]any{"cpus": int64(2)} }, "spec.resources.memory"},
+		{"rdma without pinned cpus", "", func(s map[string]any) { s["resources"] = map[string]any{"rdma": "rdma/hca"} }, "spec.resources.cpus"},
+		{"bogus hugepage size", "", func(s map[string]any) {
+			s["resources"] = map[string]any{"cpus": int64(2), "memory": "1Gi", "hugepages": map[string]any{"pageSize": "4Ki", "size": "1Gi"}}
+		}, "spec.resources.hugepages.pageSize"},
+		{"bogus failure policy", "", func(s map[string]any) { s["failurePolicy"] = "Pray" }, "spec.failurePolicy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := valid()
@@ -323,20 +333,29 @@ func TestInvalidRunsAreRejected(t *testing.T) {
 	}
 }
 
-// The sample that docs and `make demo` apply is a valid run.
-func TestSampleIsValid(t *testing.T) {
+// The samples that docs and `make demo` apply are valid.
+func TestSamplesAreValid(t *testing.T) {
 	requireEnvtest(t)
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "config", "samples", "eventbuilder_v1alpha1_eventbuilderrun.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sample := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(raw, &sample.Object); err != nil {
-		t.Fatalf("parse sample: %v", err)
-	}
-	sample.SetNamespace(newNamespace(t))
-	if err := k8s.Create(context.Background(), sample, client.DryRunAll); err != nil {
-		t.Errorf("the API server rejects the sample: %v", err)
+	ns := newNamespace(t)
+	for _, file := range []string{
+		"eventbuilder_v1alpha1_eventbuilderrun.yaml",
+		"eventbuilder_v1alpha1_fabric.yaml",
+		"eventbuilder_v1alpha1_eventbuilderrun_fabric.yaml",
+	} {
+		raw, err := os.ReadFile(filepath.Join(repoRoot, "config", "samples", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sample := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(raw, &sample.Object); err != nil {
+			t.Fatalf("parse %s: %v", file, err)
+		}
+		if sample.GetKind() != "Fabric" {
+			sample.SetNamespace(ns)
+		}
+		if err := k8s.Create(context.Background(), sample, client.DryRunAll); err != nil {
+			t.Errorf("the API server rejects %s: %v", file, err)
+		}
 	}
 }
 
@@ -344,7 +363,8 @@ func TestSampleIsValid(t *testing.T) {
 func TestChartCopiesGeneratedManifests(t *testing.T) {
 	for generated, copied := range map[string]string{
 		"config/crd/bases/eventbuilder.daq.io_eventbuilderruns.yaml": "charts/eventbuilder-operator/crds/eventbuilder.daq.io_eventbuilderruns.yaml",
-		"config/rbac/role.yaml": "charts/eventbuilder-operator/files/manager-role.yaml",
+		"config/crd/bases/eventbuilder.daq.io_fabrics.yaml":          "charts/eventbuilder-operator/crds/eventbuilder.daq.io_fabrics.yaml",
+		"config/rbac/role.yaml":                                      "charts/eventbuilder-operator/files/manager-role.yaml",
 	} {
 		want, err := os.ReadFile(filepath.Join(repoRoot, generated))
 		if err != nil {

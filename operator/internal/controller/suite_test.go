@@ -21,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/buildercontrol"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 )
 
@@ -91,13 +92,22 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		return 1
 	}
-	err = (&EventBuilderRunReconciler{
-		Client:       mgr.GetClient(),
-		Recorder:     mgr.GetEventRecorder("eventbuilderrun-controller"),
-		Builders:     builderstatus.NewClient(time.Second),
+	err = errors.Join((&EventBuilderRunReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("eventbuilderrun-controller"),
+		Builders:  builderstatus.NewClient(time.Second),
+		Control:   buildercontrol.Unavailable{},
+		// The suite plays a builder that skips dummy ranks, to exercise
+		// spares and failover; runplan's TestBlocked covers the decision
+		// for today's builder.
+		DummyRanks:   true,
 		StatusURL:    builders.url,
 		PollInterval: pollInterval,
-	}).SetupWithManager(mgr)
+	}).SetupWithManager(mgr), (&FabricReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("fabric-controller"),
+	}).SetupWithManager(mgr))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "controller:", err)
 		return 1

@@ -1,0 +1,444 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/builderpod"
+	"daq.io/eventbuilder/operator/internal/ranktable"
+)
+
+// smallFabric is 2 leaves of 4 server ports and 2 spines, with four
+// dual-NUMA servers <prefix>-srv0..3: srvS NUMA n on leaf S/2, port
+// 2*(S%2)+n. Its nodes are created Ready.
+func smallFabric(t *testing.T, prefix string) *ebv1.Fabric {
+	t.Helper()
+	f := &ebv1.Fabric{
+		ObjectMeta: metav1.ObjectMeta{Name: prefix},
+		Spec:       ebv1.FabricSpec{Leaves: 2, Spines: 2, PortsPerLeaf: 4},
+	}
+	for s := range 4 {
+		node := fmt.Sprintf("%s-srv%d", prefix, s)
+		createNode(t, node)
+		for n := range 2 {
+			f.Spec.Endpoints = append(f.Spec.Endpoints, ebv1.FabricEndpoint{
+				Name: fmt.Sprintf("%s-numa%d", node, n), Node: node, NUMA: int32(n),
+				RDMADevice: fmt.Sprintf("mlx5_%d", n), Netdev: fmt.Sprintf("ib%d", n),
+				Leaf: int32(s / 2), Port: int32(2*(s%2) + n),
+				Streams: []string{fmt.Sprintf("%s-numa%d-mfp0", node, n)},
+			})
+		}
+	}
+	if err := k8s.Create(context.Background(), f); err != nil {
+		t.Fatalf("create fabric: %v", err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), f) })
+	return f
+}
+
+// createNode creates a node, as a kubelet would register it, and marks it Ready.
+func createNode(t *testing.T, name string) {
+	t.Helper()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"eventbuilder.daq.io/simulated": "true"}}}
+	if err := k8s.Create(context.Background(), node); err != nil {
+		t.Fatalf("create node: %v", err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), node) })
+	setNodeReady(t, name, corev1.ConditionTrue)
+}
+
+// setNodeReady plays the node lifecycle controller.
+func setNodeReady(t *testing.T, name string, status corev1.ConditionStatus) {
+	t.Helper()
+	node := &corev1.Node{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, node); err != nil {
+		t.Fatal(err)
+	}
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	if err := k8s.Status().Update(context.Background(), node); err != nil {
+		t.Fatalf("node %s Ready=%s: %v", name, status, err)
+	}
+}
+
+func fabricRun(ns, name, fabric string, units, spares int32) *ebv1.EventBuilderRun {
+	mem, huge := resource.MustParse("8Gi"), resource.MustParse("4Gi")
+	return &ebv1.EventBuilderRun{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: ebv1.EventBuilderRunSpec{
+			Units: units, Spares: spares, FabricRef: &ebv1.FabricReference{Name: fabric},
+			Builder: ebv1.BuilderSpec{Image: "eventbuilder/builder:test"},
+			Resources: ebv1.UnitResources{
+				CPUs: 4, Memory: &mem, Hugepages: &ebv1.Hugepages{PageSize: "1Gi", Size: huge},
+				RDMA: "rdma/hca_numa{numa}", Readout: &ebv1.ReadoutResource{Resource: "daq.io/tell40-numa{numa}", Count: 2},
+				Network: "daq/ib-numa{numa}",
+			},
+		},
+	}
+}
+
+// rankTable reads the published rank table of a run.
+func rankTable(ctx context.Context, ns, run string) (ranktable.Document, error) {
+	cm := &corev1.ConfigMap{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: run + "-ranks"}, cm); err != nil {
+		return ranktable.Document{}, err
+	}
+	return ranktable.Parse(cm.Data["ranks.json"])
+}
+
+// roles spells a table's ranks: L live, S spare, . dummy.
+func roles(d ranktable.Document) string {
+	var b strings.Builder
+	for _, r := range d.Ranks {
+		switch {
+		case r.State == ranktable.Live:
+			b.WriteByte('L')
+		case r.Spare:
+			b.WriteByte('S')
+		default:
+			b.WriteByte('.')
+		}
+	}
+	return b.String()
+}
+
+// livePods returns the run's pods that are not being deleted, by name.
+func livePods(ctx context.Context, ns, run string) (map[string]corev1.Pod, error) {
+	pods, err := runPods(ctx, ns, run)
+	m := map[string]corev1.Pod{}
+	for _, p := range pods {
+		if p.DeletionTimestamp.IsZero() {
+			m[p.Name] = p
+		}
+	}
+	return m, err
+}
+
+func waitPods(t *testing.T, ns, run string, want ...string) map[string]corev1.Pod {
+	t.Helper()
+	var pods map[string]corev1.Pod
+	eventually(t, fmt.Sprintf("pods %v", want), func() (err error) {
+		if pods, err = livePods(context.Background(), ns, run); err != nil {
+			return err
+		}
+		var got []string
+		for name := range pods {
+			got = append(got, name)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("pods %v", got)
+		}
+		return nil
+	})
+	return pods
+}
+
+func TestInvalidFabricsAreRejected(t *testing.T) {
+	requireEnvtest(t)
+	for _, tc := range []struct {
+		name      string
+		edit      func(*ebv1.FabricSpec)
+		wantField string
+	}{
+		{"leaf out of range", func(s *ebv1.FabricSpec) { s.Endpoints[1].Leaf = 2 }, "raise spec.leaves"},
+		{"port out of range", func(s *ebv1.FabricSpec) { s.Endpoints[1].Port = 4 }, "raise spec.portsPerLeaf"},
+		{"two endpoints on one port", func(s *ebv1.FabricSpec) { s.Endpoints[1].Port = 0 }, "correct the leaf or port"},
+		{"duplicate endpoint name", func(s *ebv1.FabricSpec) { s.Endpoints[1].Name = s.Endpoints[0].Name }, "spec.endpoints[1]"},
+		{"no endpoints", func(s *ebv1.FabricSpec) { s.Endpoints = nil }, "spec.endpoints"},
+		{"zero spines", func(s *ebv1.FabricSpec) { s.Spines = 0 }, "spec.spines"},
+		{"unknown routing", func(s *ebv1.FabricSpec) { s.Routing = "Random" }, "spec.routing"},
+		{"negative NUMA id", func(s *ebv1.FabricSpec) { s.Endpoints[0].NUMA = -1 }, "spec.endpoints[0].numa"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &ebv1.Fabric{ObjectMeta: metav1.ObjectMeta{Name: "invalid"}, Spec: ebv1.FabricSpec{
+				Leaves: 2, Spines: 2, PortsPerLeaf: 4,
+				Endpoints: []ebv1.FabricEndpoint{{Name: "a", Node: "n0", Leaf: 0, Port: 0}, {Name: "b", Node: "n0", NUMA: 1, Leaf: 0, Port: 1}},
+			}}
+			tc.edit(&f.Spec)
+			err := k8s.Create(context.Background(), f)
+			if !apierrors.IsInvalid(err) {
+				_ = k8s.Delete(context.Background(), f)
+				t.Fatalf("create: got %v, want Invalid", err)
+			}
+			if !strings.Contains(err.Error(), tc.wantField) {
+				t.Errorf("error does not say %q: %v", tc.wantField, err)
+			}
+		})
+	}
+}
+
+// What the schema cannot check, and nodes that are missing or not Ready,
+// show in the Fabric's status.
+func TestFabricStatusReportsUnusableEndpoints(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	f := smallFabric(t, "fstatus")
+	setNodeReady(t, "fstatus-srv1", corev1.ConditionFalse)
+	patch := client.MergeFrom(f.DeepCopy())
+	f.Spec.Endpoints[0].Node = "fstatus-gone"
+	f.Spec.Endpoints[7].Streams = f.Spec.Endpoints[6].Streams // one stream on two endpoints
+	if err := k8s.Patch(ctx, f, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "fabric status", func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(f), f); err != nil {
+			return err
+		}
+		st := f.Status
+		valid := meta.FindStatusCondition(st.Conditions, ebv1.FabricValid)
+		nodes := meta.FindStatusCondition(st.Conditions, ebv1.FabricNodesReady)
+		want := []ebv1.UnschedulableEndpoint{
+			{Name: "fstatus-srv0-numa0", Node: "fstatus-gone", Reason: ebv1.EndpointNodeNotFound},
+			{Name: "fstatus-srv1-numa0", Node: "fstatus-srv1", Reason: ebv1.EndpointNodeNotReady},
+			{Name: "fstatus-srv1-numa1", Node: "fstatus-srv1", Reason: ebv1.EndpointNodeNotReady},
+		}
+		switch {
+		case st.ObservedGeneration != f.Generation || st.Endpoints != 8 || st.SchedulableEndpoints != 5:
+			return fmt.Errorf("status %+v", st)
+		case !slices.Equal(st.Unschedulable, want):
+			return fmt.Errorf("unschedulable %+v", st.Unschedulable)
+		case valid == nil || valid.Status != metav1.ConditionFalse || !strings.Contains(valid.Message, "spec.endpoints[7].streams"):
+			return fmt.Errorf("Valid %+v", valid)
+		case nodes == nil || nodes.Status != metav1.ConditionFalse || nodes.Reason != ebv1.ReasonNodesUnavailable:
+			return fmt.Errorf("NodesReady %+v", nodes)
+		}
+		return nil
+	})
+}
+
+// A run on the small fabric: 5 units and 2 spares on 8 endpoints.
+// Spares are a whole server (srv1, leaf 0 ports 2-3); the endpoint left
+// over (srv3 NUMA 1) idles on a dummy rank.
+func TestFabricRunPlacesUnitsAndFailsOver(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	smallFabric(t, "fo")
+	run := fabricRun(ns, "fo", "fo", 5, 2)
+	if err := k8s.Create(ctx, run); err != nil {
+		t.Fatalf("create run: %v", err)
+	}
+	key := client.ObjectKeyFromObject(run)
+
+	var doc ranktable.Document
+	eventually(t, "rank table epoch 1", func() (err error) {
+		doc, err = rankTable(ctx, ns, "fo")
+		return err
+	})
+	if got := roles(doc); got != "LLSSLLL." || doc.Epoch != 1 || doc.Fabric != "fo" {
+		t.Fatalf("rank table epoch %d fabric %q roles %s, want epoch 1, fo, LLSSLLL.", doc.Epoch, doc.Fabric, got)
+	}
+	r0 := doc.Ranks[0]
+	if r0.Address != "fo-eb-0.fo-eb:7000" || *r0.Unit != 0 || r0.Endpoint != "fo-srv0-numa0" || r0.Node != "fo-srv0" ||
+		*r0.NUMA != 0 || r0.RDMADevice != "mlx5_0" || *r0.Leaf != 0 || *r0.Port != 0 || !slices.Equal(r0.Sources, []string{"fo-srv0-numa0-mfp0"}) {
+		t.Errorf("rank 0: %+v", r0)
+	}
+	if r7 := doc.Ranks[7]; r7.State != ranktable.Dummy || r7.Endpoint != "" || r7.Address != "fo-eb-7.fo-eb:7000" {
+		t.Errorf("rank 7 (idle endpoint): %+v", r7)
+	}
+
+	pods := waitPods(t, ns, "fo", "fo-eb-0", "fo-eb-1", "fo-eb-4", "fo-eb-5", "fo-eb-6")
+	peers := make([]string, 8)
+	for i := range peers {
+		peers[i] = fmt.Sprintf("fo-eb-%d.fo-eb:7000", i)
+	}
+	for name, at := range map[string]struct{ node, numa string }{
+		"fo-eb-0": {"fo-srv0", "0"}, "fo-eb-1": {"fo-srv0", "1"}, "fo-eb-4": {"fo-srv2", "0"}, "fo-eb-5": {"fo-srv2", "1"}, "fo-eb-6": {"fo-srv3", "0"},
+	} {
+		pod := pods[name]
+		c := pod.Spec.Containers[0]
+		node, numa := at.node, at.numa
+		env := map[string]string{}
+		for _, e := range c.Env {
+			env[e.Name] = e.Value
+		}
+		want := corev1.ResourceList{
+			"cpu": resource.MustParse("4"), "memory": resource.MustParse("8Gi"), "hugepages-1Gi": resource.MustParse("4Gi"),
+			corev1.ResourceName("rdma/hca_numa" + numa): resource.MustParse("1"), corev1.ResourceName("daq.io/tell40-numa" + numa): resource.MustParse("2"),
+		}
+		sc := c.SecurityContext
+		switch {
+		case pod.Status.QOSClass != corev1.PodQOSGuaranteed:
+			t.Errorf("%s QoS class %s, want Guaranteed", name, pod.Status.QOSClass)
+		case pod.Spec.NodeName != node:
+			t.Errorf("%s on node %q, want %s", name, pod.Spec.NodeName, node)
+		case !equalResources(c.Resources.Requests, want) || !equalResources(c.Resources.Limits, want):
+			t.Errorf("%s resources %v, want requests = limits = %v", name, c.Resources, want)
+		case pod.Annotations[builderpod.NetworksAnnotation] != `[{"name":"ib-numa`+numa+`","namespace":"daq","interface":"eb0"}]`:
+			t.Errorf("%s networks %q", name, pod.Annotations[builderpod.NetworksAnnotation])
+		case env["EB_NUMA_NODE"] != numa || env["EB_RDMA_DEVICE"] != "mlx5_"+numa || env["EB_RANK_TABLE"] != "/etc/eventbuilder/ranks.json":
+			t.Errorf("%s env %v", name, env)
+		case !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"IPC_LOCK"}) || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}):
+			t.Errorf("%s capabilities %+v, want IPC_LOCK only", name, sc.Capabilities)
+		case !*sc.RunAsNonRoot || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation:
+			t.Errorf("%s security context %+v", name, sc)
+		case !slices.Equal(c.Args[:4], []string{"--rank", name[len("fo-eb-"):], "--peers", strings.Join(peers, ",")}):
+			t.Errorf("%s args %q", name, c.Args)
+		}
+	}
+
+	fakes := map[string]*fakeBuilder{}
+	start := func(pods map[string]corev1.Pod) {
+		for name, pod := range pods {
+			if fakes[name] == nil {
+				fakes[name] = newFakeBuilder(t)
+				builders.set(&pod, fakes[name].URL)
+				startPod(t, &pod)
+			}
+		}
+	}
+	start(pods)
+	eventually(t, "Running with the rank table in status", func() error {
+		if err := k8s.Get(ctx, key, run); err != nil {
+			return err
+		}
+		st := run.Status
+		if st.Phase != ebv1.PhaseRunning || st.LiveUnits != 5 || st.SparesLeft != 2 || st.RankCount != 8 || st.Epoch != 1 || len(st.Ranks) != 8 || len(st.Units) != 5 {
+			return fmt.Errorf("phase %s (%v) live %d spares %d ranks %d epoch %d", st.Phase, st.Conditions, st.LiveUnits, st.SparesLeft, st.RankCount, st.Epoch)
+		}
+		return nil
+	})
+	if r := run.Status.Ranks[2]; r.Role != ebv1.RoleSpare || r.Endpoint != "fo-srv1-numa0" || r.Node != "fo-srv1" || r.Unit != nil {
+		t.Errorf("status rank 2 %+v, want spare fo-srv1-numa0", r)
+	}
+
+	// The kubelet's Topology Manager refuses unit 2's pod (rank 4, leaf 1):
+	// no spare on leaf 1, so the lowest-ranked spare (rank 2) takes it.
+	failPod(t, ns, "fo-eb-4", "TopologyAffinityError")
+	fo := waitFailover(t, key, 2)
+	if fo.Outcome != ebv1.OutcomeMovedToSpare || len(fo.Moves) != 1 || !reflect.DeepEqual(fo.Moves[0], ebv1.UnitMove{
+		Unit: 2, FailedRank: 4, FailedEndpoint: "fo-srv2-numa0", Reason: "TopologyAffinityError", SpareRank: ptr(int32(2)), SpareEndpoint: "fo-srv1-numa0",
+	}) {
+		t.Errorf("lastFailover %+v", fo)
+	}
+	if fo.Duration.Duration <= 0 || fo.CompletedTime.Before(&fo.ObservedTime) {
+		t.Errorf("failover times: observed %v completed %v duration %v", fo.ObservedTime, fo.CompletedTime, fo.Duration)
+	}
+	pods = waitPods(t, ns, "fo", "fo-eb-0", "fo-eb-1", "fo-eb-2", "fo-eb-5", "fo-eb-6")
+	if p := pods["fo-eb-2"]; p.Spec.NodeName != "fo-srv1" || p.Spec.Containers[0].Resources.Limits.Name("rdma/hca_numa0", resource.DecimalSI).Value() != 1 {
+		t.Errorf("replacement pod on %s with %v", p.Spec.NodeName, p.Spec.Containers[0].Resources.Limits)
+	}
+	if doc, _ = rankTable(ctx, ns, "fo"); roles(doc) != "LLLS.LL." || doc.Epoch != 2 || *doc.Ranks[2].Unit != 2 {
+		t.Errorf("rank table epoch %d roles %s, want epoch 2 LLLS.LL. with unit 2 on rank 2", doc.Epoch, roles(doc))
+	}
+	expectEvent(t, ns, "fo", "Failover")
+
+	// Server srv0 goes NotReady: its two units need two spares, one is
+	// left (rank 3). Unit 0 moves there; unit 1 is lost and, by the
+	// default policy, the run carries on degraded.
+	start(pods)
+	setNodeReady(t, "fo-srv0", corev1.ConditionFalse)
+	fo = waitFailover(t, key, 3)
+	if fo.Outcome != ebv1.OutcomeDegraded || len(fo.Moves) != 2 ||
+		fo.Moves[0].SpareEndpoint != "fo-srv1-numa1" || fo.Moves[0].Reason != ebv1.EndpointNodeNotReady ||
+		fo.Moves[1].SpareRank != nil || fo.Moves[1].Unit != 1 {
+		t.Errorf("lastFailover %+v", fo)
+	}
+	pods = waitPods(t, ns, "fo", "fo-eb-2", "fo-eb-3", "fo-eb-5", "fo-eb-6")
+	start(pods)
+	waitPhase(t, key, ebv1.PhaseDegraded, ebv1.ReasonUnitsLost)
+	if err := k8s.Get(ctx, key, run); err != nil {
+		t.Fatal(err)
+	}
+	if st := run.Status; st.LiveUnits != 4 || st.SparesLeft != 0 {
+		t.Errorf("degraded run: live %d spares %d", st.LiveUnits, st.SparesLeft)
+	}
+}
+
+// With failurePolicy Stop, a failure with no spare left stops the run.
+func TestNoSpareStopsTheRun(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	smallFabric(t, "stop")
+	run := fabricRun(ns, "stop", "stop", 4, 0)
+	run.Spec.FailurePolicy = ebv1.FailureStop
+	if err := k8s.Create(ctx, run); err != nil {
+		t.Fatalf("create run: %v", err)
+	}
+	// Four units fill leaf 0: no dummies.
+	waitPods(t, ns, "stop", "stop-eb-0", "stop-eb-1", "stop-eb-2", "stop-eb-3")
+	setNodeReady(t, "stop-srv1", corev1.ConditionFalse)
+	cond := waitPhase(t, client.ObjectKeyFromObject(run), ebv1.PhaseFailed, ebv1.ReasonNoSpareLeft)
+	if !strings.Contains(cond.Message, "spec.failurePolicy is Stop") {
+		t.Errorf("message %q", cond.Message)
+	}
+	waitPods(t, ns, "stop")
+	expectEvent(t, ns, "stop", ebv1.ReasonNoSpareLeft)
+	if fo := waitFailover(t, client.ObjectKeyFromObject(run), 2); fo.Outcome != ebv1.OutcomeStopped || len(fo.Moves) != 2 {
+		t.Errorf("lastFailover %+v", fo)
+	}
+}
+
+// A run naming a Fabric that does not exist waits for it.
+func TestRunWaitsForItsFabric(t *testing.T) {
+	requireEnvtest(t)
+	ns := newNamespace(t)
+	run := fabricRun(ns, "early", "early", 4, 0)
+	if err := k8s.Create(context.Background(), run); err != nil {
+		t.Fatalf("create run: %v", err)
+	}
+	cond := waitPhase(t, client.ObjectKeyFromObject(run), ebv1.PhasePending, ebv1.ReasonFabricNotFound)
+	if !strings.Contains(cond.Message, "spec.fabricRef") {
+		t.Errorf("message %q", cond.Message)
+	}
+	smallFabric(t, "early")
+	waitPods(t, ns, "early", "early-eb-0", "early-eb-1", "early-eb-2", "early-eb-3")
+}
+
+// failPod plays the kubelet refusing or evicting a pod.
+func failPod(t *testing.T, ns, name, reason string) {
+	t.Helper()
+	pod := &corev1.Pod{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: reason, Message: "Resources cannot be allocated with Topology locality"}
+	if err := k8s.Status().Update(context.Background(), pod); err != nil {
+		t.Fatalf("fail pod %s: %v", name, err)
+	}
+}
+
+// waitFailover waits for status.lastFailover at an epoch.
+func waitFailover(t *testing.T, key client.ObjectKey, epoch int64) *ebv1.FailoverStatus {
+	t.Helper()
+	run := &ebv1.EventBuilderRun{}
+	eventually(t, fmt.Sprintf("failover to epoch %d", epoch), func() error {
+		if err := k8s.Get(context.Background(), key, run); err != nil {
+			return err
+		}
+		if fo := run.Status.LastFailover; fo == nil || fo.Epoch != epoch || run.Status.Epoch != epoch {
+			b, _ := json.Marshal(fo)
+			return fmt.Errorf("epoch %d, lastFailover %s", run.Status.Epoch, b)
+		}
+		return nil
+	})
+	return run.Status.LastFailover
+}
+
+func equalResources(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || v.Cmp(w) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func ptr[T any](v T) *T { return &v }

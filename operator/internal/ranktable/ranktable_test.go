@@ -1,0 +1,112 @@
+package ranktable
+
+import (
+	"reflect"
+	"testing"
+
+	"daq.io/eventbuilder/operator/internal/planner"
+)
+
+func table() (planner.RankTable, []string, map[string]planner.Endpoint) {
+	t := planner.RankTable{Epoch: 3, Layout: planner.Folded, LeavesInUse: []int{0}, Ranks: []planner.Rank{
+		{Rank: 0, Leaf: 0, Port: 0, Role: planner.Live, Endpoint: "a", Unit: 1, Function: planner.RUBU, Streams: []string{"a-mfp0"}},
+		{Rank: 1, Leaf: 0, Port: 1, Role: planner.Spare, Endpoint: "b", Unit: planner.NoUnit},
+		{Rank: 2, Leaf: 0, Port: 2, Role: planner.Dummy, Unit: planner.NoUnit},
+	}}
+	addrs := []string{"r-eb-0.r-eb:7000", "r-eb-1.r-eb:7000", "r-eb-2.r-eb:7000"}
+	eps := map[string]planner.Endpoint{
+		"a": {Name: "a", Node: "n0", NUMA: 0, RDMADevice: "mlx5_0", Netdev: "ib0"},
+		"b": {Name: "b", Node: "n0", NUMA: 1, RDMADevice: "mlx5_1", Netdev: "ib1"},
+	}
+	return t, addrs, eps
+}
+
+// The JSON builders read: docs/rank-table.md documents exactly this.
+func TestDocumentJSON(t *testing.T) {
+	tbl, addrs, eps := table()
+	got, err := New("r", "f", tbl, addrs, eps).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{
+ "version": "eventbuilder.daq.io/ranktable/v1",
+ "run": "r",
+ "fabric": "f",
+ "epoch": 3,
+ "layout": "Folded",
+ "ranks": [
+  {
+   "rank": 0,
+   "address": "r-eb-0.r-eb:7000",
+   "state": "live",
+   "unit": 1,
+   "function": "RU+BU",
+   "sources": [
+    "a-mfp0"
+   ],
+   "endpoint": "a",
+   "node": "n0",
+   "numa": 0,
+   "rdmaDevice": "mlx5_0",
+   "netdev": "ib0",
+   "leaf": 0,
+   "port": 0
+  },
+  {
+   "rank": 1,
+   "address": "r-eb-1.r-eb:7000",
+   "state": "dummy",
+   "spare": true,
+   "endpoint": "b",
+   "node": "n0",
+   "numa": 1,
+   "rdmaDevice": "mlx5_1",
+   "netdev": "ib1",
+   "leaf": 0,
+   "port": 1
+  },
+  {
+   "rank": 2,
+   "address": "r-eb-2.r-eb:7000",
+   "state": "dummy",
+   "leaf": 0,
+   "port": 2
+  }
+ ]
+}`
+	if got != want {
+		t.Errorf("document\n%s\nwant\n%s", got, want)
+	}
+}
+
+// The operator reads its own documents back as its record of the table.
+func TestRoundTrip(t *testing.T) {
+	tbl, addrs, eps := table()
+	data, err := New("r", "f", tbl, addrs, eps).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := doc.Table()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, tbl) {
+		t.Errorf("round trip\n%+v\nwant\n%+v", back, tbl)
+	}
+}
+
+func TestTableRejectsBadDocuments(t *testing.T) {
+	for name, doc := range map[string]Document{
+		"wrong version":      {Version: "v0"},
+		"ranks out of order": {Version: Version, Ranks: []Rank{{Rank: 1, State: Dummy}}},
+		"live without unit":  {Version: Version, Ranks: []Rank{{Rank: 0, State: Live}}},
+	} {
+		if _, err := doc.Table(); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}

@@ -1,0 +1,287 @@
+// Package runplan holds the reconcilers' decisions as pure functions: it
+// maps Fabric and EventBuilderRun resources onto the planner's types,
+// finds failed units, applies failover and the failure policy, and says
+// whether the builder can run a table. No client calls: the reconcilers
+// fetch, call these, and write.
+package runplan
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/planner"
+)
+
+// Nodes says, for every node in the cluster, whether it can run pods:
+// Ready and not being deleted. A node missing from the map does not exist.
+type Nodes map[string]bool
+
+// NodeStates summarises a node list.
+func NodeStates(list []corev1.Node) Nodes {
+	nodes := make(Nodes, len(list))
+	for i := range list {
+		n := &list[i]
+		nodes[n.Name] = n.DeletionTimestamp.IsZero() && NodeReady(n)
+	}
+	return nodes
+}
+
+// NodeReady is the node's Ready condition.
+func NodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Fabric maps a Fabric's spec onto the planner's fabric; an endpoint is
+// schedulable when its node exists and is Ready.
+func Fabric(spec *ebv1.FabricSpec, nodes Nodes) planner.Fabric {
+	f := planner.Fabric{
+		Leaves: int(spec.Leaves), Spines: int(spec.Spines), PortsPerLeaf: int(spec.PortsPerLeaf),
+		LinksPerPair: int(spec.LinksPerPair), Routing: planner.Routing(spec.Routing),
+		Endpoints: make([]planner.Endpoint, len(spec.Endpoints)),
+	}
+	for i, e := range spec.Endpoints {
+		f.Endpoints[i] = planner.Endpoint{
+			Name: e.Name, Node: e.Node, NUMA: int(e.NUMA), RDMADevice: e.RDMADevice, Netdev: e.Netdev,
+			Leaf: int(e.Leaf), Port: int(e.Port), Streams: e.Streams, Schedulable: nodes[e.Node],
+		}
+	}
+	return f
+}
+
+// Endpoints indexes a fabric's endpoints by name.
+func Endpoints(f planner.Fabric) map[string]planner.Endpoint {
+	m := make(map[string]planner.Endpoint, len(f.Endpoints))
+	for _, ep := range f.Endpoints {
+		m[ep.Name] = ep
+	}
+	return m
+}
+
+// FabricStatus is the status of fabric given the cluster's nodes: the
+// planner's checks the schema cannot make (Valid), and which endpoints'
+// nodes are missing or not Ready (NodesReady) rather than dropped silently.
+func FabricStatus(fabric *ebv1.Fabric, nodes Nodes) ebv1.FabricStatus {
+	st := ebv1.FabricStatus{
+		ObservedGeneration: fabric.Generation,
+		Conditions:         slices.Clone(fabric.Status.Conditions),
+		Endpoints:          int32(len(fabric.Spec.Endpoints)),
+	}
+	for _, e := range fabric.Spec.Endpoints {
+		ready, known := nodes[e.Node]
+		switch {
+		case !known:
+			st.Unschedulable = append(st.Unschedulable, ebv1.UnschedulableEndpoint{Name: e.Name, Node: e.Node, Reason: ebv1.EndpointNodeNotFound})
+		case !ready:
+			st.Unschedulable = append(st.Unschedulable, ebv1.UnschedulableEndpoint{Name: e.Name, Node: e.Node, Reason: ebv1.EndpointNodeNotReady})
+		default:
+			st.SchedulableEndpoints++
+		}
+	}
+
+	valid := metav1.Condition{Type: ebv1.FabricValid, Status: metav1.ConditionTrue, Reason: ebv1.ReasonFabricValid,
+		Message: fmt.Sprintf("%d endpoints on %d leaves of %d ports", st.Endpoints, fabric.Spec.Leaves, fabric.Spec.PortsPerLeaf), ObservedGeneration: fabric.Generation}
+	if err := Fabric(&fabric.Spec, nodes).Validate(); err != nil {
+		valid.Status, valid.Reason, valid.Message = metav1.ConditionFalse, ebv1.ReasonFabricInvalid, "spec."+strings.ReplaceAll(err.Error(), "\n", "; spec.")
+	}
+	meta.SetStatusCondition(&st.Conditions, valid)
+
+	nodesReady := metav1.Condition{Type: ebv1.FabricNodesReady, Status: metav1.ConditionTrue, Reason: ebv1.ReasonAllNodesReady,
+		Message: fmt.Sprintf("all %d endpoints' nodes are Ready", st.Endpoints), ObservedGeneration: fabric.Generation}
+	if n := len(st.Unschedulable); n > 0 {
+		var b strings.Builder
+		for i, u := range st.Unschedulable {
+			if i == 5 {
+				fmt.Fprintf(&b, ", and %d more", n-i)
+				break
+			}
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%s (node %s: %s)", u.Name, u.Node, u.Reason)
+		}
+		nodesReady.Status, nodesReady.Reason = metav1.ConditionFalse, ebv1.ReasonNodesUnavailable
+		nodesReady.Message = fmt.Sprintf("%d of %d endpoints cannot run units: %s", n, st.Endpoints, b.String())
+	}
+	meta.SetStatusCondition(&st.Conditions, nodesReady)
+	return st
+}
+
+// Request is what a run asks of the planner.
+func Request(spec *ebv1.EventBuilderRunSpec) planner.Request {
+	return planner.Request{Units: int(spec.Units), Spares: int(spec.Spares), Layout: planner.Layout(spec.Layout)}
+}
+
+// RequestKey identifies what a table was planned for; a run whose key
+// differs from its published table's is replanned at the next epoch.
+func RequestKey(spec *ebv1.EventBuilderRunSpec) string {
+	fabric := ""
+	if spec.FabricRef != nil {
+		fabric = spec.FabricRef.Name
+	}
+	return fmt.Sprintf("fabric=%s,units=%d,spares=%d,layout=%s", fabric, spec.Units, spec.Spares, spec.Layout)
+}
+
+// Plan makes a fresh table for the run at epoch prevEpoch+1: from the
+// fabric when it has one (fabric non-nil), else every unit live on rank
+// = unit, as many ranks as units.
+func Plan(spec *ebv1.EventBuilderRunSpec, fabric *planner.Fabric, prevEpoch int64) (planner.RankTable, error) {
+	var t planner.RankTable
+	if fabric == nil {
+		t = planner.RankTable{Layout: planner.Folded, Ranks: make([]planner.Rank, spec.Units)}
+		for i := range t.Ranks {
+			t.Ranks[i] = planner.Rank{Rank: i, Port: i, Role: planner.Live, Unit: planner.UnitID(i), Function: planner.RUBU}
+		}
+	} else {
+		var err error
+		if t, err = planner.Plan(*fabric, Request(spec)); err != nil {
+			return planner.RankTable{}, err
+		}
+	}
+	t.Epoch = prevEpoch + 1
+	return t, nil
+}
+
+// Failure is a live rank whose unit has failed.
+type Failure struct {
+	Rank   int
+	Reason string
+}
+
+// Failures finds the live ranks of t whose unit failed: its endpoint's
+// node is gone or not Ready, or its pod failed (evicted, or refused by the
+// kubelet's admission, e.g. TopologyAffinityError when the Topology
+// Manager cannot align the unit on its NUMA node). A missing pod is not a
+// failure: it is recreated in place.
+func Failures(t planner.RankTable, endpoints map[string]planner.Endpoint, nodes Nodes, pods map[int32]*corev1.Pod) []Failure {
+	var out []Failure
+	for _, r := range t.Ranks {
+		if r.Role != planner.Live || r.Endpoint == "" {
+			continue // without a fabric nothing but the pod can fail, and it is recreated
+		}
+		ready, known := nodes[endpoints[r.Endpoint].Node]
+		pod := pods[int32(r.Rank)]
+		switch {
+		case !known:
+			out = append(out, Failure{r.Rank, ebv1.EndpointNodeNotFound})
+		case !ready:
+			out = append(out, Failure{r.Rank, ebv1.EndpointNodeNotReady})
+		case pod != nil && pod.Status.Phase == corev1.PodFailed:
+			reason := pod.Status.Reason
+			if reason == "" {
+				reason = "PodFailed"
+			}
+			out = append(out, Failure{r.Rank, reason})
+		}
+	}
+	return out
+}
+
+// Recovery is the table after failures were handled, and what was done.
+type Recovery struct {
+	Table   planner.RankTable
+	Moves   []ebv1.UnitMove
+	Outcome string // an ebv1.Outcome*
+}
+
+// Recover moves every failed unit to a warm spare (planner.Failover). A
+// unit with no usable spare left loses its rank (it becomes a dummy) and
+// the run runs degraded or stops, by policy. All moves land in one new
+// table, at the epoch after t's.
+func Recover(fabric planner.Fabric, t planner.RankTable, failures []Failure, policy ebv1.FailurePolicy) (Recovery, error) {
+	rec := Recovery{Table: t, Outcome: ebv1.OutcomeMovedToSpare}
+	for _, f := range failures {
+		failed := rec.Table.Ranks[f.Rank]
+		move := ebv1.UnitMove{Unit: int32(failed.Unit), FailedRank: int32(f.Rank), FailedEndpoint: failed.Endpoint, Reason: f.Reason}
+		next, res, err := planner.Failover(fabric, rec.Table, f.Rank)
+		switch {
+		case err == nil:
+			rec.Table = next
+			move.SpareRank, move.SpareEndpoint = ptrTo(int32(res.SpareRank)), res.SpareEndpoint
+		case errors.Is(err, planner.ErrNoSpare), errors.Is(err, planner.ErrSpareWouldConflict):
+			rec.Table = drop(rec.Table, f.Rank)
+			rec.Outcome = ebv1.OutcomeDegraded
+			if policy == ebv1.FailureStop {
+				rec.Outcome = ebv1.OutcomeStopped
+			}
+		default:
+			return Recovery{}, err
+		}
+		rec.Moves = append(rec.Moves, move)
+	}
+	rec.Table.Epoch = t.Epoch + 1
+	return rec, nil
+}
+
+// drop makes a live rank a dummy: its unit is lost.
+func drop(t planner.RankTable, rank int) planner.RankTable {
+	t.Ranks = slices.Clone(t.Ranks)
+	t.Ranks[rank] = planner.Rank{Rank: rank, Leaf: t.Ranks[rank].Leaf, Port: t.Ranks[rank].Port, Role: planner.Dummy, Unit: planner.NoUnit}
+	return t
+}
+
+// Blocked says why the builder cannot run table t, if it cannot: today's
+// builder (dummyRanks false) dials every peer of its --peers list and waits
+// for all of them, so a table with a dummy or spare rank would leave its
+// pods waiting forever. The operator then starts no pods.
+func Blocked(t planner.RankTable, dummyRanks bool) (reason, message string, blocked bool) {
+	dummies, spares := t.Count(planner.Dummy), t.Count(planner.Spare)
+	if dummyRanks || dummies+spares == 0 {
+		return "", "", false
+	}
+	return ebv1.ReasonBuilderLacksDummySupport, fmt.Sprintf(
+		"the rank table has %d ranks for %d live units (%d dummies, %d spares) and this builder cannot skip dummy ranks yet: "+
+			"its pods would wait for them forever, so none are started; fill every port of the leaves in use "+
+			"(spec.units = %d with spec.spares 0), or run the operator with --builder-dummy-ranks once the builder supports them",
+		t.N(), t.Count(planner.Live), dummies, spares, t.N()), true
+}
+
+// Ranks is the rank table as the run's status shows it.
+func Ranks(t planner.RankTable, endpoints map[string]planner.Endpoint) []ebv1.RankStatus {
+	out := make([]ebv1.RankStatus, len(t.Ranks))
+	for i, r := range t.Ranks {
+		out[i] = ebv1.RankStatus{Rank: int32(r.Rank), Role: ebv1.RankRole(r.Role), Endpoint: r.Endpoint, Node: endpoints[r.Endpoint].Node}
+		if r.Role == planner.Live {
+			out[i].Unit = ptrTo(int32(r.Unit))
+		}
+	}
+	return out
+}
+
+// SparesLeft counts the spares whose endpoint can still take a unit over.
+func SparesLeft(t planner.RankTable, endpoints map[string]planner.Endpoint, nodes Nodes) int32 {
+	var n int32
+	for _, r := range t.Ranks {
+		if r.Role == planner.Spare && nodes[endpoints[r.Endpoint].Node] {
+			n++
+		}
+	}
+	return n
+}
+
+// MovesSummary says what a recovery did, for events and logs.
+func MovesSummary(moves []ebv1.UnitMove) string {
+	parts := make([]string, len(moves))
+	for i, m := range moves {
+		to := "no spare left"
+		if m.SpareRank != nil {
+			to = "moved to spare " + m.SpareEndpoint + " (rank " + strconv.Itoa(int(*m.SpareRank)) + ")"
+		}
+		parts[i] = fmt.Sprintf("unit %d on rank %d (%s) failed: %s; %s", m.Unit, m.FailedRank, m.FailedEndpoint, m.Reason, to)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func ptrTo[T any](v T) *T { return &v }
