@@ -13,7 +13,8 @@ class Buffer_reader {
 public:
     virtual ~Buffer_reader() = default;
 
-    // The next element; it stays valid and unchanged until released.
+    // The next element; it stays valid and unchanged until released. Empty
+    // when the buffer has ended (a replayed file or a closed ring).
     virtual std::span<const std::byte> next() = 0;
 
     // Gives the oldest held element back to the buffer.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <optional>
 
@@ -11,8 +12,10 @@
 namespace eb {
 namespace {
 
-constexpr std::string_view known_flags[] = {"--rank",           "--peers",         "--http-port",
-                                            "--packing-factor", "--fragment-size", "--events"};
+constexpr std::string_view known_flags[] = {
+    "--rank",   "--peers",       "--http-port", "--packing-factor", "--fragment-size", "--events",
+    "--size-model", "--rate",   "--source",    "--source-file",    "--output",        "--run",
+    "--ring-mib",   "--layout", "--dummies",   "--barrier",        "--barrier-every"};
 
 std::optional<std::uint64_t> parse_number(std::string_view text, std::uint64_t max) {
     std::uint64_t value = 0;
@@ -59,14 +62,81 @@ std::optional<Usage_error> parse_peers(std::string_view list, std::vector<Peer_a
     }
 }
 
+// One of `names` (indexed like the enum), e.g. --barrier tournament.
+template <class Enum, std::size_t Count>
+std::optional<Usage_error> parse_choice(Enum& target, std::string_view flag, std::string_view value,
+                                        const std::string_view (&names)[Count]) {
+    std::string choices;
+    for (std::size_t i = 0; i < Count; ++i) {
+        if (value == names[i]) {
+            target = static_cast<Enum>(i);
+            return std::nullopt;
+        }
+        choices += (i == 0 ? "" : "|") + std::string(names[i]);
+    }
+    return Usage_error{std::string(flag) + " " + quoted(value) + ": expected one of " + choices};
+}
+
+// "3,7": distinct ranks, kept ascending; range-checked once N is known.
+std::optional<Usage_error> parse_dummies(std::string_view list, std::vector<Rank>& dummies) {
+    dummies.clear();
+    if (list.empty()) return std::nullopt;
+    std::size_t begin = 0;
+    while (true) {
+        const std::size_t comma = std::min(list.find(',', begin), list.size());
+        const std::string_view entry = list.substr(begin, comma - begin);
+        const auto rank = parse_number(entry, std::numeric_limits<Rank>::max());
+        if (!rank) return Usage_error{"--dummies entry " + quoted(entry) + ": expected a rank, e.g. --dummies 3,7"};
+        if (std::find(dummies.begin(), dummies.end(), *rank) != dummies.end())
+            return Usage_error{"--dummies lists rank " + std::string(entry) + " twice; list each once"};
+        dummies.push_back(static_cast<Rank>(*rank));
+        if (comma == list.size()) break;
+        begin = comma + 1;
+    }
+    std::sort(dummies.begin(), dummies.end());
+    return std::nullopt;
+}
+
+constexpr std::string_view size_models[] = {"fixed", "poisson"};
+constexpr std::string_view source_kinds[] = {"generator", "shm", "file"};
+constexpr std::string_view output_kinds[] = {"check", "shm"};
+constexpr std::string_view layouts[] = {"folded", "unfolded"};
+constexpr std::string_view barrier_kinds[] = {"none", "centralized", "tournament"};
+
+// Shared-memory names are /eb-<run>-<rank>-...: keep them short and portable.
+std::optional<Usage_error> parse_run_name(std::string_view value, std::string& run_name) {
+    const bool portable = !value.empty() && value.size() <= 64 && std::all_of(value.begin(), value.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+    });
+    if (!portable)
+        return Usage_error{"--run " + quoted(value) + ": expected 1..64 letters, digits, '-' or '_' (it names "
+                           "the shared-memory rings)"};
+    run_name = value;
+    return std::nullopt;
+}
+
 std::optional<Usage_error> parse_flag(std::string_view flag, std::string_view value, Config& config,
                                       std::optional<Rank>& rank) {
     if (flag == "--peers") return parse_peers(value, config.peers);
     if (flag == "--rank") return parse_into(rank.emplace(), flag, value, 0);
     if (flag == "--http-port") return parse_into(config.http_port, flag, value, 1);
     if (flag == "--packing-factor") return parse_into(config.packing_factor, flag, value, 1);
-    if (flag == "--fragment-size") return parse_into(config.fragment_size, flag, value, 0);
+    if (flag == "--fragment-size") return parse_into(config.fragment_size, flag, value, 0, max_fragment_bytes);
     if (flag == "--events") return parse_into(config.events, flag, value, 0);
+    if (flag == "--size-model") return parse_choice(config.size_model, flag, value, size_models);
+    if (flag == "--rate") return parse_into(config.rate, flag, value, 0);
+    if (flag == "--source") return parse_choice(config.source, flag, value, source_kinds);
+    if (flag == "--source-file") {
+        config.source_file = value;
+        return std::nullopt;
+    }
+    if (flag == "--output") return parse_choice(config.output, flag, value, output_kinds);
+    if (flag == "--run") return parse_run_name(value, config.run_name);
+    if (flag == "--ring-mib") return parse_into(config.ring_mib, flag, value, 1, 1 << 16);
+    if (flag == "--layout") return parse_choice(config.layout, flag, value, layouts);
+    if (flag == "--dummies") return parse_dummies(value, config.dummies);
+    if (flag == "--barrier") return parse_choice(config.barrier, flag, value, barrier_kinds);
+    if (flag == "--barrier-every") return parse_into(config.barrier_every, flag, value, 1);
     return Usage_error{"unknown flag " + std::string(flag) + "; see --help for the flags"};
 }
 
@@ -83,7 +153,31 @@ std::optional<Usage_error> check_consistency(const Config& config, std::optional
     if (config.http_port == config.peers[*rank].port)
         return Usage_error{"--http-port " + std::to_string(config.http_port) +
                            " is also this unit's data port in --peers; pick another --http-port"};
-    if (mfp_bytes(config.packing_factor, config.fragment_size) > max_mfp_bytes)
+    if (!config.dummies.empty() && config.dummies.back() >= config.peers.size())
+        return Usage_error{"--dummies rank " + std::to_string(config.dummies.back()) + " is out of range: --peers lists " +
+                           std::to_string(config.peers.size()) + " ranks"};
+    if (std::binary_search(config.dummies.begin(), config.dummies.end(), *rank))
+        return Usage_error{"--rank " + std::to_string(*rank) +
+                           " is listed in --dummies: a dummy rank runs no process; start only live ranks"};
+    const Rank_table table = config.rank_table();
+    if (table.rus().empty() || table.bus().empty())
+        return Usage_error{"--layout " + std::string(layout_name(config.layout)) + " with --dummies leaves no live " +
+                           (table.rus().empty() ? "RU" : "BU") + "; keep at least one of each live"};
+    if (config.size_model == Size_model::poisson && config.fragment_size > max_poisson_fragment_size)
+        return Usage_error{"--fragment-size " + std::to_string(config.fragment_size) +
+                           " is too large a mean for --size-model poisson; at most " +
+                           std::to_string(max_poisson_fragment_size)};
+    if ((config.source == Source_kind::file) != !config.source_file.empty())
+        return Usage_error{config.source == Source_kind::file
+                               ? "--source file needs --source-file PATH (a file of MFPs, see docs/formats.md)"
+                               : "--source-file is only read with --source file; add --source file or drop it"};
+    // Poisson sizes stop at mean + 12 sigma (event_model.cpp); the largest
+    // mean is that of the SciFi/UT group, source 2.
+    const double mean = mean_fragment_size(config.event_model(), 2);
+    const auto fragment_bound = static_cast<std::uint32_t>(
+        config.size_model == Size_model::fixed ? config.fragment_size
+                                               : std::min<double>(max_fragment_bytes, mean + 12 * std::sqrt(mean) + 16));
+    if (mfp_bytes(config.packing_factor, fragment_bound) > max_mfp_bytes)
         return Usage_error{"--packing-factor " + std::to_string(config.packing_factor) + " x --fragment-size " +
                            std::to_string(config.fragment_size) + " makes MFPs larger than " +
                            std::to_string(max_mfp_bytes >> 20) + " MiB; lower either"};
@@ -141,6 +235,24 @@ process. Units exchange MFPs by linear shifting over TCP and assemble MEPs.
   --fragment-size B      payload bytes per generated fragment (default 128)
   --events E             stop after building E events, rounded up to whole
                          MEPs, and exit (default 0: run until SIGTERM/SIGINT)
+  --size-model M         fixed (every fragment --fragment-size bytes) or
+                         poisson (three detector groups with 0.28/0.33/0.39 of
+                         the event, mean fragment --fragment-size, e.g. 133)
+  --rate R               generated events per second per source (default 0:
+                         as fast as possible)
+  --source S             generator (default), shm (an MFP ring written by
+                         another process, e.g. eb-readout-emulator) or file
+  --source-file PATH     MFPs to replay, with --source file
+  --output O             check (default: verify every event in process) or shm
+                         (a MEP ring for a consumer process, e.g. eb-consumer)
+  --run NAME             run name in shared-memory names /eb-NAME-RANK-mfp and
+                         /eb-NAME-RANK-mep (default eb)
+  --ring-mib M           size of the MEP ring this unit creates (default 64)
+  --layout L             folded (default: RU and BU in every unit) or unfolded
+                         (even ranks RU only, odd ranks BU only)
+  --dummies R,R,...      ranks with no unit: they keep the schedule, move no data
+  --barrier B            tournament (default), centralized or none
+  --barrier-every K      phases between barriers (default 1)
   --help                 show this text
 
 Endpoints: GET /status (JSON), /metrics (Prometheus), /healthz.

@@ -7,10 +7,17 @@
 #include <variant>
 #include <vector>
 
+#include "barrier_plan.hpp"
+#include "event_model.hpp"
 #include "peer_address.hpp"
 #include "rank.hpp"
+#include "rank_table.hpp"
 
 namespace eb {
+
+// Where the RU's MFPs come from and where the BU's MEPs go.
+enum class Source_kind { generator, shm, file };
+enum class Output_kind { check, shm };
 
 // Settings of one eb-builder process, from its command line.
 struct Config {
@@ -20,6 +27,20 @@ struct Config {
     std::uint32_t packing_factor = 1000;
     std::uint32_t fragment_size = 128;
     std::uint64_t events = 0;  // 0: until stopped
+    Size_model size_model = Size_model::fixed;
+    std::uint64_t rate = 0;  // generated events per second per source; 0: as fast as possible
+    Source_kind source = Source_kind::generator;
+    std::string source_file;  // for Source_kind::file
+    Output_kind output = Output_kind::check;
+    std::string run_name = "eb";  // names the shared-memory rings
+    std::uint64_t ring_mib = 64;
+    Layout layout = Layout::folded;
+    std::vector<Rank> dummies;  // ascending
+    Barrier_kind barrier = Barrier_kind::tournament;
+    std::uint32_t barrier_every = 1;  // phases between barriers
+
+    Event_model event_model() const { return {size_model, fragment_size}; }
+    Rank_table rank_table() const { return Rank_table(units(), layout, dummies); }
 
     Rank units() const { return static_cast<Rank>(peers.size()); }
 };

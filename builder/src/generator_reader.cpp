@@ -6,21 +6,23 @@
 
 namespace eb {
 
-Generator_reader::Generator_reader(std::uint32_t source_id, std::uint32_t packing_factor,
-                                   std::uint32_t fragment_size, std::size_t depth)
+Generator_reader::Generator_reader(std::uint32_t source_id, std::uint32_t packing_factor, const Event_model& model,
+                                   std::size_t depth)
     : source_id_(source_id),
       packing_factor_(packing_factor),
-      fragment_size_(fragment_size),
-      slots_(depth, std::vector<std::byte>(mfp_bytes(packing_factor, fragment_size))) {}
+      fragment_sizes_(model, source_id),
+      sizes_(packing_factor),
+      slots_(depth) {}
 
 std::span<const std::byte> Generator_reader::next() {
     if (held_ == slots_.size())
         throw std::logic_error("Generator_reader: every slot is held; release one first");
+    const std::uint64_t first_event = next_mfp_ * packing_factor_;
+    for (std::uint32_t i = 0; i < packing_factor_; ++i) sizes_[i] = fragment_sizes_(first_event + i);
     auto& slot = slots_[next_mfp_ % slots_.size()];
-    write_mfp(slot, Mfp_spec{.source_id = source_id_,
-                             .first_event_id = next_mfp_ * packing_factor_,
-                             .fragment_count = packing_factor_,
-                             .payload_bytes = fragment_size_});
+    slot.resize(mfp_bytes(sizes_));
+    write_mfp(slot, {.source_id = source_id_, .first_event_id = first_event, .type = fragment_type(source_id_)},
+              sizes_);
     ++next_mfp_;
     ++held_;
     return slot;

@@ -1,23 +1,25 @@
 // eb-builder: one folded EB unit (RU + BU) per process.
 
+#include <chrono>
 #include <exception>
 #include <iostream>
-#include <numeric>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <vector>
 
-#include "checking_writer.hpp"
+#include "barrier.hpp"
 #include "config.hpp"
 #include "event_builder.hpp"
-#include "generator_reader.hpp"
 #include "http_server.hpp"
 #include "log.hpp"
 #include "progress.hpp"
 #include "schedule.hpp"
+#include "shm_ring.hpp"
 #include "stop_flag.hpp"
 #include "tcp_mesh.hpp"
 #include "tcp_transport.hpp"
+#include "unit_buffers.hpp"
 #include "unit_status.hpp"
 
 namespace {
@@ -25,20 +27,32 @@ namespace {
 // Connects the data mesh and builds events until done or stopped. Never
 // throws: a failure is logged, shown as ERROR in the status, and held there
 // until the unit is told to stop, so the operator can read it.
-void build_events(const eb::Config& config, eb::Fd listener, eb::Unit_status& status, const eb::Stop_flag& stop) {
+// `started` is set when the mesh is up and building starts.
+void build_events(const eb::Config& config, eb::Fd listener, eb::Unit_status& status, const eb::Stop_flag& stop,
+                  std::chrono::steady_clock::time_point& started) {
     try {
-        auto mesh = eb::connect_mesh(std::move(listener), config.rank, config.peers, stop);
+        const eb::Rank_table table = config.rank_table();
+        std::vector<bool> live(table.units());
+        for (eb::Rank rank = 0; rank < table.units(); ++rank) live[rank] = table.live(rank);
+        auto mesh = eb::connect_mesh(std::move(listener), config.rank, config.peers, std::move(live), stop);
         if (!mesh) return;
         eb::Tcp_transport transport(config.rank, std::move(*mesh), stop);
-        eb::Generator_reader source(config.rank, config.packing_factor, config.fragment_size, config.units());
-        std::vector<std::uint32_t> sources(config.units());
-        std::iota(sources.begin(), sources.end(), 0u);  // source id = rank, in rank order
-        eb::Checking_writer output(eb::Mep_checker(std::move(sources), config.packing_factor), status);
-        eb::Event_builder builder({config.packing_factor, eb::cycles_for_events(config.events, config.packing_factor)},
-                                  transport, source, output);
+        eb::Unit_buffers buffers(config, table, status, stop);
+        std::optional<eb::Barrier> barrier;
+        if (config.barrier != eb::Barrier_kind::none) barrier.emplace(config.barrier, transport, table.live_ranks());
+        eb::Event_builder builder(
+            {config.packing_factor, eb::cycles_for_events(config.events, config.packing_factor), config.barrier_every},
+            table, transport,
+            {buffers.source(), buffers.output(), barrier ? &*barrier : nullptr, &status.parse_errors()});
         status.set_state(eb::Unit_state::running);
         eb::log_info("running");
-        if (builder.run()) eb::log_info("built the requested ", config.events, " events");
+        started = std::chrono::steady_clock::now();
+        if (builder.run()) {
+            eb::log_info("built the requested ", config.events, " events");
+            buffers.drain_output();
+        }
+    } catch (const eb::Stopped&) {
+        // Asked to stop while waiting on a shared-memory ring: a normal stop.
     } catch (const std::exception& error) {
         status.fail(error.what());
         eb::log_error(error.what(), "; holding ERROR until stopped");
@@ -54,19 +68,23 @@ int run_unit(const eb::Config& config) {
     // Bind both ports before anything runs, so a clash fails the start.
     eb::Http_server http(config.http_port, status, stop);
     eb::Fd listener = eb::listen_for_peers(config.peers[config.rank].port);
-    eb::log_info("starting: rank ", config.rank, " of ", config.units(), " units, data port ",
-                 config.peers[config.rank].port, ", status port ", config.http_port, ", packing factor ",
-                 config.packing_factor, ", fragment size ", config.fragment_size, " B");
+    eb::log_info("starting: rank ", config.rank, " of ", config.units(), " ranks (", config.dummies.size(),
+                 " dummies, ", eb::layout_name(config.layout), "), data port ", config.peers[config.rank].port,
+                 ", status port ", config.http_port, ", packing factor ", config.packing_factor, ", fragment size ",
+                 config.fragment_size, " B, barrier ", eb::barrier_name(config.barrier), " every ",
+                 config.barrier_every, " phases");
 
     std::jthread http_thread([&] { http.serve(); });
     std::jthread progress_thread([&] { eb::report_progress(status, stop); });
-    build_events(config, std::move(listener), status, stop);
+    auto started = std::chrono::steady_clock::now();
+    build_events(config, std::move(listener), status, stop, started);
+    const double building_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     status.set_state(eb::Unit_state::stopped);
     stop.request();  // ends both threads, joined on scope exit
 
     const eb::Status_snapshot last = status.snapshot();
     eb::log_info("stopped: ", last.events_built, " events built, ", last.events_incomplete, " incomplete, ",
-                 last.meps_built, " MEPs");
+                 last.meps_built, " MEPs, ", last.bytes_built, " bytes in ", building_seconds, " s of building");
     return 0;
 }
 

@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "event_model.hpp"
+#include "parse_error.hpp"
+
 namespace eb {
 
 // Outcome of checking one MEP. Every event of the MEP is counted exactly once,
@@ -17,25 +20,36 @@ struct Mep_verdict {
 };
 
 // Checks a MEP event by event, as the trigger farm would need it: an event is
-// complete when every expected source holds a fragment of it with the right
-// event id, source id and generator payload. Damage confined to one fragment
-// costs only that event; damage to a header costs every event it describes.
+// complete when every expected source holds a fragment of it with the type,
+// size and payload the generator made. A malformed MEP frame or MFP costs every
+// event it describes and is counted by kind in `errors`; a damaged fragment
+// costs only its event.
 class Mep_checker {
 public:
     // `sources`: the source id expected in each MEP slot, in order.
-    Mep_checker(std::vector<std::uint32_t> sources, std::uint32_t events_per_mep);
+    Mep_checker(std::vector<std::uint32_t> sources, std::uint32_t events_per_mep, const Event_model& model,
+                Parse_error_counts& errors);
 
     Mep_verdict check(std::span<const std::byte> mep);
 
+    // Also checks that MEPs come in sequence: the first starts at event
+    // `first`, each next one `stride` events later. A gap is counted as
+    // wrong_event_range and reported; checking goes on from the MEP received.
+    void expect_sequence(std::uint64_t first, std::uint64_t stride) {
+        next_first_event_ = first;
+        stride_ = stride;
+    }
+
 private:
-    // Checks the MFP in `slot` (which may extend to the MEP end) and clears
-    // event_ok_ for every event it fails. Returns the MFP's byte count.
-    std::uint64_t check_mfp(std::span<const std::byte> slot, std::uint32_t source_id,
-                            std::uint64_t first_event_id, std::string& problem);
-    void fail_events(std::size_t from, std::size_t to);
+    void check_mfp(std::span<const std::byte> slot, std::size_t index, std::uint64_t first_event_id,
+                   std::string& problem);
 
     std::vector<std::uint32_t> sources_;
+    std::vector<Fragment_sizes> sizes_;  // per slot
     std::uint32_t events_per_mep_;
+    Parse_error_counts& errors_;
+    std::uint64_t next_first_event_ = 0;
+    std::uint64_t stride_ = 0;  // 0: MEP order not checked
     std::vector<std::uint8_t> event_ok_;  // per event of the MEP being checked; reused
 };
 

@@ -8,36 +8,45 @@
 
 namespace eb {
 
-std::uint64_t fragment_stride(std::uint32_t payload_bytes) {
-    return align_up(sizeof(Fragment_header) + std::uint64_t{payload_bytes});
+std::uint64_t mfp_payload_start(std::uint32_t fragment_count) {
+    return align_up(sizeof(Mfp_header) + std::uint64_t{fragment_count} * (sizeof(std::uint8_t) + sizeof(std::uint16_t)));
+}
+
+std::uint64_t mfp_bytes(std::span<const std::uint16_t> sizes) {
+    std::uint64_t at = mfp_payload_start(static_cast<std::uint32_t>(sizes.size()));
+    for (const std::uint16_t size : sizes) at = align_up(at + size);
+    return at;
 }
 
 std::uint64_t mfp_bytes(std::uint32_t fragment_count, std::uint32_t payload_bytes) {
-    return sizeof(Mfp_header) + std::uint64_t{fragment_count} * fragment_stride(payload_bytes);
+    return mfp_payload_start(fragment_count) + std::uint64_t{fragment_count} * align_up(payload_bytes);
 }
 
-void write_mfp(std::span<std::byte> out, const Mfp_spec& spec) {
-    const std::uint64_t total = mfp_bytes(spec.fragment_count, spec.payload_bytes);
-    if (out.size() != total) throw std::invalid_argument("write_mfp: buffer size differs from the MFP size");
-
+void write_mfp(std::span<std::byte> out, const Mfp_spec& spec, std::span<const std::uint16_t> sizes) {
+    if (out.size() != mfp_bytes(sizes)) throw std::invalid_argument("write_mfp: buffer size differs from the MFP size");
+    const auto count = static_cast<std::uint32_t>(sizes.size());
     store(out, 0,
           Mfp_header{.magic = mfp_magic,
                      .version = wire_version,
-                     .fragment_count = spec.fragment_count,
+                     .fragment_count = count,
                      .first_event_id = spec.first_event_id,
-                     .total_bytes = total,
+                     .total_bytes = out.size(),
                      .source_id = spec.source_id,
-                     .reserved = 0});
-    const std::uint64_t stride = fragment_stride(spec.payload_bytes);
-    const std::size_t padding = stride - sizeof(Fragment_header) - spec.payload_bytes;
-    std::size_t at = sizeof(Mfp_header);
-    for (std::uint32_t i = 0; i < spec.fragment_count; ++i, at += stride) {
-        const std::uint64_t event_id = spec.first_event_id + i;
-        store(out, at, Fragment_header{event_id, spec.source_id, spec.payload_bytes});
-        auto payload = out.subspan(at + sizeof(Fragment_header), spec.payload_bytes);
-        fill_payload(payload, spec.source_id, event_id);
+                     .align_log2 = mfp_align_log2,
+                     .reserved = {}});
+    std::byte* types = out.data() + sizeof(Mfp_header);
+    std::memset(types, static_cast<int>(spec.type), count);
+    std::memcpy(types + count, sizes.data(), sizes.size_bytes());
+    std::uint64_t at = sizeof(Mfp_header) + std::uint64_t{count} * 3;
+    const std::uint64_t payload_start = mfp_payload_start(count);
+    std::memset(out.data() + at, 0, payload_start - at);
+    at = payload_start;
+    for (std::uint32_t i = 0; i < count; ++i) {
+        fill_payload(out.subspan(at, sizes[i]), spec.source_id, spec.first_event_id + i);
+        const std::uint64_t next = align_up(at + sizes[i]);
         // Zero the padding: every byte on the wire is then defined.
-        std::memset(payload.data() + payload.size(), 0, padding);
+        std::memset(out.data() + at + sizes[i], 0, next - at - sizes[i]);
+        at = next;
     }
 }
 

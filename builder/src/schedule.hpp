@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "rank.hpp"
@@ -17,10 +18,11 @@ constexpr Rank receive_source(Rank bu, Rank phase, Rank units) {
     return (bu + units - phase) % units;
 }
 
-// MFP chunk c (MFP c of every source) is built on BU c mod N, and cycle k moves
-// chunks [kN, kN + N), so BU b builds chunk kN + b in cycle k.
-constexpr std::uint64_t chunk_for(std::uint64_t cycle, Rank bu, Rank units) {
-    return cycle * units + bu;
+// MFP chunk c (MFP c of every source) is built on the live BU of index
+// c mod B among the B live BUs, and cycle k moves chunks [kB, kB + B), so the
+// BU of index j builds chunk kB + j in cycle k.
+constexpr std::uint64_t chunk_for(std::uint64_t cycle, std::size_t bu_index, std::size_t bu_count) {
+    return cycle * bu_count + bu_index;
 }
 
 // Cycles needed for a unit to build at least `events` events, one MEP of

@@ -56,6 +56,14 @@ std::string prometheus_metrics(const Status_snapshot& status) {
     add_metric(out, "eb_meps_built_total", "counter", "MEPs assembled and handed to the consumer.",
                status.meps_built);
     add_metric(out, "eb_bytes_built_total", "counter", "Bytes of the MEPs assembled.", status.bytes_built);
+    out.append("# HELP eb_parse_errors_total MFPs and MEPs rejected as malformed, by reason.\n"
+               "# TYPE eb_parse_errors_total counter\n");
+    for (std::size_t kind = 1; kind < parse_error_kinds; ++kind)
+        out.append("eb_parse_errors_total{error=\"")
+            .append(parse_error_name(static_cast<Parse_error>(kind)))
+            .append("\"} ")
+            .append(std::to_string(status.parse_errors[kind]))
+            .append("\n");
     add_metric(out, "eb_up", "gauge", "1 while the unit is RUNNING (building events), else 0.",
                status.state == Unit_state::running ? 1 : 0);
     return out;

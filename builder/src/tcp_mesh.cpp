@@ -75,10 +75,12 @@ bool connected_to_itself(int fd) {
 
 class Mesh_builder {
 public:
-    Mesh_builder(Fd listener, Rank rank, std::span<const Peer_address> peers, const Stop_flag& stop)
+    Mesh_builder(Fd listener, Rank rank, std::span<const Peer_address> peers, std::vector<bool> live,
+                 const Stop_flag& stop)
         : listener_(std::move(listener)),
           rank_(rank),
           peers_(peers),
+          live_(std::move(live)),
           stop_(stop),
           dials_(peers.size()),
           accepted_(peers.size()) {}
@@ -89,7 +91,12 @@ private:
     Rank units() const { return static_cast<Rank>(peers_.size()); }
     std::size_t dials_up() const;
     std::size_t accepted() const;
-    bool complete() const { return dials_up() + 1 == units() && accepted() + 1 == units(); }
+    // Live peers: the others with a unit; dummy ranks have none.
+    std::size_t live_peers() const {
+        return static_cast<std::size_t>(std::count(live_.begin(), live_.end(), true)) - 1;
+    }
+    bool wanted(Rank peer) const { return peer != rank_ && live_[peer]; }
+    bool complete() const { return dials_up() == live_peers() && accepted() == live_peers(); }
 
     void start_due_dials(Clock::time_point now);
     void start_dial(Rank peer, Clock::time_point now);
@@ -104,6 +111,7 @@ private:
     Fd listener_;
     Rank rank_;
     std::span<const Peer_address> peers_;
+    std::vector<bool> live_;
     const Stop_flag& stop_;
     std::vector<Dial> dials_;   // by rank
     std::vector<Fd> accepted_;  // by rank
@@ -150,7 +158,7 @@ std::optional<Tcp_mesh> Mesh_builder::run() {
     }
 
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_);
-    log_info("data mesh up: connected to all ", units() - 1, " peers in ", took.count(), " ms");
+    log_info("data mesh up: connected to all ", live_peers(), " live peers in ", took.count(), " ms");
     Tcp_mesh mesh;
     for (Dial& dial : dials_) mesh.to.push_back(std::move(dial.fd));
     mesh.from = std::move(accepted_);
@@ -167,7 +175,7 @@ std::size_t Mesh_builder::accepted() const {
 
 void Mesh_builder::start_due_dials(Clock::time_point now) {
     for (Rank peer = 0; peer < units(); ++peer)
-        if (peer != rank_ && !dials_[peer].fd && now >= dials_[peer].retry_at) start_dial(peer, now);
+        if (wanted(peer) && !dials_[peer].fd && now >= dials_[peer].retry_at) start_dial(peer, now);
 }
 
 void Mesh_builder::start_dial(Rank peer, Clock::time_point now) {
@@ -249,11 +257,11 @@ void Mesh_builder::read_hello(Greeting& greeting) {
         greeting.fd.reset();
         return;
     }
-    if (hello.units != units() || hello.rank >= units() || hello.rank == rank_)
+    if (hello.units != units() || hello.rank >= units() || !wanted(hello.rank))
         throw Transport_error("a peer dialled in as rank " + std::to_string(hello.rank) + " of " +
                               std::to_string(hello.units) + " units, but this is rank " + std::to_string(rank_) +
                               " of " + std::to_string(units()) +
-                              ": every unit needs the same --peers list and its own --rank");
+                              ": every unit needs the same --peers and --dummies lists and its own --rank");
     if (accepted_[hello.rank]) log_warning("rank ", hello.rank, " dialled in again; using the new connection");
     accepted_[hello.rank] = std::move(greeting.fd);
 }
@@ -262,7 +270,7 @@ Clock::time_point Mesh_builder::next_deadline() const {
     Clock::time_point next = next_report_;
     for (Rank peer = 0; peer < units(); ++peer) {
         const Dial& dial = dials_[peer];
-        if (peer == rank_ || dial.up) continue;
+        if (!wanted(peer) || dial.up) continue;
         next = std::min(next, dial.fd ? dial.give_up_at : dial.retry_at);
     }
     for (const Greeting& greeting : greetings_) next = std::min(next, greeting.give_up_at);
@@ -271,11 +279,11 @@ Clock::time_point Mesh_builder::next_deadline() const {
 
 void Mesh_builder::report() const {
     std::ostringstream line;
-    line << "connecting: dialled " << dials_up() << "/" << units() - 1 << " peers, " << accepted() << "/"
-         << units() - 1 << " dialled in";
+    line << "connecting: dialled " << dials_up() << "/" << live_peers() << " peers, " << accepted() << "/"
+         << live_peers() << " dialled in";
     std::size_t listed = 0, unlisted = 0;
     for (Rank peer = 0; peer < units(); ++peer) {
-        if (peer == rank_ || (dials_[peer].up && accepted_[peer])) continue;
+        if (!wanted(peer) || (dials_[peer].up && accepted_[peer])) continue;
         if (listed == peers_listed_per_report) {
             ++unlisted;
             continue;
@@ -299,8 +307,9 @@ Fd listen_for_peers(std::uint16_t port) {
 }
 
 std::optional<Tcp_mesh> connect_mesh(Fd listener, Rank rank, std::span<const Peer_address> peers,
-                                     const Stop_flag& stop) {
-    return Mesh_builder(std::move(listener), rank, peers, stop).run();
+                                     std::vector<bool> live, const Stop_flag& stop) {
+    if (live.empty()) live.assign(peers.size(), true);
+    return Mesh_builder(std::move(listener), rank, peers, std::move(live), stop).run();
 }
 
 }  // namespace eb

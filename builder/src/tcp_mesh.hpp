@@ -24,12 +24,12 @@ struct Tcp_mesh {
 // Opens the data-plane listener on 0.0.0.0:port now, so a clash fails at startup.
 Fd listen_for_peers(std::uint16_t port);
 
-// Dials every other unit and accepts a dial from each, retrying resolution and
+// Dials every other live unit (live[r]; empty: all are) and accepts a dial from each, retrying resolution and
 // connection with backoff forever (in Kubernetes, peers' names resolve and
 // their ports open at different times) and logging progress every few
 // seconds. Returns nullopt if stop comes first; throws Transport_error if a
 // peer disagrees about the mesh (e.g. a different --peers list).
 std::optional<Tcp_mesh> connect_mesh(Fd listener, Rank rank, std::span<const Peer_address> peers,
-                                     const Stop_flag& stop);
+                                     std::vector<bool> live, const Stop_flag& stop);
 
 }  // namespace eb

@@ -46,7 +46,10 @@ Status_snapshot Unit_status::snapshot() const {
                              .events_incomplete = events_incomplete_.load(std::memory_order_relaxed),
                              .meps_built = meps_built_.load(std::memory_order_relaxed),
                              .bytes_built = bytes_built_.load(std::memory_order_relaxed),
-                             .last_error = {}};
+                             .last_error = {},
+                             .parse_errors = {}};
+    for (std::size_t kind = 0; kind < parse_error_kinds; ++kind)
+        snapshot.parse_errors[kind] = parse_errors_.get(static_cast<Parse_error>(kind));
     std::lock_guard lock(last_error_mutex_);
     snapshot.last_error = last_error_;
     return snapshot;

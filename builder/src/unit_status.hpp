@@ -1,11 +1,13 @@
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
 #include <string_view>
 
+#include "parse_error.hpp"
 #include "rank.hpp"
 
 namespace eb {
@@ -25,6 +27,7 @@ struct Status_snapshot {
     std::uint64_t meps_built = 0;         // MEPs assembled and handed to the consumer
     std::uint64_t bytes_built = 0;        // bytes of those MEPs
     std::string last_error;
+    std::array<std::uint64_t, parse_error_kinds> parse_errors{};  // by Parse_error
 };
 
 // The unit's state and counters, written by the data path and read by the
@@ -43,6 +46,9 @@ public:
 
     Status_snapshot snapshot() const;
 
+    // Rejected MFPs and MEPs, by kind.
+    Parse_error_counts& parse_errors() { return parse_errors_; }
+
 private:
     const Rank rank_;
     const Rank units_;
@@ -51,6 +57,7 @@ private:
     std::atomic<std::uint64_t> events_incomplete_{0};
     std::atomic<std::uint64_t> meps_built_{0};
     std::atomic<std::uint64_t> bytes_built_{0};
+    Parse_error_counts parse_errors_;
     mutable std::mutex last_error_mutex_;
     std::string last_error_;
 };

@@ -15,7 +15,7 @@ namespace eb {
 static_assert(std::endian::native == std::endian::little,
               "the wire format is little-endian; add byte swapping for this host");
 
-inline constexpr std::uint16_t wire_version = 1;
+inline constexpr std::uint16_t wire_version = 2;
 
 // Every fragment, MFP and MEP starts on this boundary so headers stay aligned.
 inline constexpr std::size_t wire_alignment = 8;
@@ -28,26 +28,32 @@ constexpr std::uint64_t align_up(std::uint64_t bytes) {
 // hostile size announcement can cause.
 inline constexpr std::uint64_t max_mfp_bytes = std::uint64_t{1} << 30;
 
-// One event's data from one source; `size` payload bytes follow, then padding
-// up to wire_alignment.
-struct Fragment_header {
-    std::uint64_t event_id;
-    std::uint32_t source_id;
-    std::uint32_t size;
-};
-
-// Multi-fragment packet: `fragment_count` consecutive fragments of one source,
-// events [first_event_id, first_event_id + fragment_count).
+// Multi-fragment packet (docs/formats.md): this header, then `fragment_count`
+// u8 fragment types, then as many u16 payload sizes, then the payloads, each
+// starting on a 2^align_log2 boundary from the MFP start. Fragment i belongs
+// to event first_event_id + i: fragments of an MFP are consecutive events.
 inline constexpr std::uint16_t mfp_magic = 0x40CE;  // as the LHCb Tell40 MFP
 struct Mfp_header {
     std::uint16_t magic;
     std::uint16_t version;
     std::uint32_t fragment_count;
     std::uint64_t first_event_id;
-    std::uint64_t total_bytes;  // header and fragments
+    std::uint64_t total_bytes;  // header, tables, payloads and padding
     std::uint32_t source_id;
-    std::uint32_t reserved;
+    std::uint8_t align_log2;
+    std::uint8_t reserved[3];
 };
+// Payload alignment this implementation writes; readers honour the header's.
+inline constexpr std::uint8_t mfp_align_log2 = 3;
+// Largest alignment a reader accepts: 4 KiB pages.
+inline constexpr std::uint8_t max_mfp_align_log2 = 12;
+// A fragment's size is a u16 in the MFP table.
+inline constexpr std::uint32_t max_fragment_bytes = 0xFFFF;
+
+// Fragment types. A source that lost an MFP (rejected as corrupt) sends one of
+// `missing` fragments of size 0 instead, so the schedule and event ids stay
+// in step and the consumer counts those events as incomplete.
+inline constexpr std::uint8_t fragment_type_missing = 0;
 
 // Multi-event packet: this header, then `source_count` uint64 offsets (from the
 // MEP start) of one MFP per source, then the MFPs.
@@ -71,7 +77,6 @@ struct Mfp_announcement {
     std::uint64_t bytes;
 };
 
-static_assert(sizeof(Fragment_header) == 16);
 static_assert(sizeof(Mfp_header) == 32);
 static_assert(sizeof(Mep_header) == 32);
 static_assert(sizeof(Mfp_announcement) == 24);

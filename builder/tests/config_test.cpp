@@ -10,9 +10,17 @@ namespace {
 Command_line parse(std::vector<std::string_view> args) { return parse_command_line(args); }
 
 TEST(Config, AcceptsValidCommandLines) {
+    // The flags the operator passes today.
+    struct Expected {
+        Rank rank;
+        std::vector<Peer_address> peers;
+        std::uint16_t http_port;
+        std::uint32_t packing_factor, fragment_size;
+        std::uint64_t events;
+    };
     struct Case {
         std::vector<std::string_view> args;
-        Config expected;
+        Expected expected;
     };
     const Case cases[] = {
         {{"--rank", "0", "--peers", "eb-0.eb:9000"}, {0, {{"eb-0.eb", 9000}}, 8080, 1000, 128, 0}},
@@ -34,6 +42,31 @@ TEST(Config, AcceptsValidCommandLines) {
         EXPECT_EQ(config->fragment_size, c.expected.fragment_size);
         EXPECT_EQ(config->events, c.expected.events);
     }
+}
+
+TEST(Config, DataPlaneFlags) {
+    const Command_line parsed =
+        parse({"--rank", "1", "--peers", "a:1,b:2,c:3,d:4", "--size-model", "poisson", "--fragment-size", "133",
+               "--rate", "1000000", "--source", "shm", "--output", "shm", "--run", "run-7", "--ring-mib", "32",
+               "--layout", "unfolded", "--dummies", "2", "--barrier", "centralized", "--barrier-every", "4"});
+    const auto* config = std::get_if<Config>(&parsed);
+    ASSERT_NE(config, nullptr) << std::get<Usage_error>(parsed).message;
+    EXPECT_EQ(config->size_model, Size_model::poisson);
+    EXPECT_EQ(config->rate, 1000000u);
+    EXPECT_EQ(config->source, Source_kind::shm);
+    EXPECT_EQ(config->output, Output_kind::shm);
+    EXPECT_EQ(config->run_name, "run-7");
+    EXPECT_EQ(config->ring_mib, 32u);
+    EXPECT_EQ(config->layout, Layout::unfolded);
+    EXPECT_EQ(config->dummies, std::vector<Rank>{2});
+    EXPECT_EQ(config->barrier, Barrier_kind::centralized);
+    EXPECT_EQ(config->barrier_every, 4u);
+
+    const Command_line defaults = parse({"--rank", "0", "--peers", "a:1"});
+    ASSERT_TRUE(std::holds_alternative<Config>(defaults));
+    EXPECT_EQ(std::get<Config>(defaults).barrier, Barrier_kind::tournament);
+    EXPECT_EQ(std::get<Config>(defaults).layout, Layout::folded);
+    EXPECT_EQ(std::get<Config>(defaults).source, Source_kind::generator);
 }
 
 TEST(Config, HelpWinsWherePresent) {
@@ -69,6 +102,22 @@ TEST(Config, ErrorsNameTheFlagAndTheFix) {
         {{"--rank", "0", "--peers", "a:1", "--events", "many"}, "--events 'many'"},
         {{"--rank", "0", "--peers", "a:1", "--packing-factor", "100000000", "--fragment-size", "100"},
          "makes MFPs larger than 1024 MiB"},
+        {{"--rank", "0", "--peers", "a:1", "--fragment-size", "70000"}, "--fragment-size '70000': expected a whole number in 0..65535"},
+        {{"--rank", "0", "--peers", "a:1", "--barrier", "tree"}, "--barrier 'tree': expected one of none|centralized|tournament"},
+        {{"--rank", "0", "--peers", "a:1", "--layout", "flat"}, "--layout 'flat': expected one of folded|unfolded"},
+        {{"--rank", "0", "--peers", "a:1", "--size-model", "gauss"}, "--size-model 'gauss': expected one of fixed|poisson"},
+        {{"--rank", "0", "--peers", "a:1", "--barrier-every", "0"}, "--barrier-every '0'"},
+        {{"--rank", "0", "--peers", "a:1,b:2", "--dummies", "1,x"}, "--dummies entry 'x': expected a rank"},
+        {{"--rank", "0", "--peers", "a:1,b:2", "--dummies", "1,1"}, "--dummies lists rank 1 twice"},
+        {{"--rank", "0", "--peers", "a:1,b:2", "--dummies", "2"}, "--dummies rank 2 is out of range"},
+        {{"--rank", "1", "--peers", "a:1,b:2", "--dummies", "1"}, "--rank 1 is listed in --dummies"},
+        {{"--rank", "0", "--peers", "a:1,b:2,c:3", "--layout", "unfolded", "--dummies", "1"},
+         "--layout unfolded with --dummies leaves no live BU"},
+        {{"--rank", "0", "--peers", "a:1", "--source", "file"}, "--source file needs --source-file PATH"},
+        {{"--rank", "0", "--peers", "a:1", "--source-file", "x"}, "--source-file is only read with --source file"},
+        {{"--rank", "0", "--peers", "a:1", "--run", "a/b"}, "--run 'a/b': expected 1..64 letters"},
+        {{"--rank", "0", "--peers", "a:1", "--size-model", "poisson", "--fragment-size", "20000"},
+         "too large a mean for --size-model poisson"},
     };
     for (const auto& c : cases) {
         const Command_line parsed = parse(c.args);

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
-#include <numeric>
+#include <optional>
 #include <thread>
 
 #include "checking_writer.hpp"
@@ -15,94 +15,122 @@ namespace eb {
 namespace {
 
 constexpr std::uint32_t packing_factor = 50;
-constexpr std::uint32_t fragment_size = 40;
+const Event_model model{Size_model::poisson, 40};
 
-Mep_checker checker_for(Rank units) {
-    std::vector<std::uint32_t> sources(units);
-    std::iota(sources.begin(), sources.end(), 0u);
-    return Mep_checker(sources, packing_factor);
-}
+struct Run_shape {
+    Rank units = 1;
+    Layout layout = Layout::folded;
+    std::vector<Rank> dummies;
+    Barrier_kind barrier = Barrier_kind::none;
+    std::uint32_t barrier_every = 1;
+};
 
-// One unit's RU + BU around `transport`, counting into `status`.
-bool run_unit(Transport& transport, Unit_status& status, std::uint64_t cycles,
-              std::uint32_t unit_packing_factor = packing_factor) {
-    Generator_reader source(transport.rank(), unit_packing_factor, fragment_size, transport.units());
-    Checking_writer output(checker_for(transport.units()), status);
-    Event_builder builder({unit_packing_factor, cycles}, transport, source, output);
+// Breaks every MFP a source hands out: a readout card gone bad.
+class Corrupting_reader final : public Buffer_reader {
+public:
+    explicit Corrupting_reader(Buffer_reader& inner) : inner_(inner) {}
+    std::span<const std::byte> next() override {
+        const auto mfp = inner_.next();
+        copy_.assign(mfp.begin(), mfp.end());
+        copy_[0] ^= std::byte{0xFF};  // the magic
+        return copy_;
+    }
+    void release() override { inner_.release(); }
+
+private:
+    Buffer_reader& inner_;
+    std::vector<std::byte> copy_;
+};
+
+// One unit's RU and/or BU around `transport`, counting into `status`.
+bool run_unit(const Run_shape& shape, const Rank_table& table, Transport& transport, Unit_status& status,
+              std::uint64_t cycles, std::uint32_t unit_packing_factor = packing_factor, bool corrupt_source = false) {
+    const Rank rank = transport.rank();
+    std::optional<Generator_reader> generator;
+    std::optional<Corrupting_reader> corrupting;
+    std::optional<Checking_writer> output;
+    Buffer_reader* source = nullptr;
+    if (table.runs_ru(rank)) {
+        source = &generator.emplace(rank, unit_packing_factor, model, table.bus().size());
+        if (corrupt_source) source = &corrupting.emplace(*source);
+    }
+    if (table.runs_bu(rank)) {
+        Mep_checker checker(table.rus(), unit_packing_factor, model, status.parse_errors());
+        checker.expect_sequence(table.bu_index(rank) * unit_packing_factor, unit_packing_factor * table.bus().size());
+        output.emplace(std::move(checker), status);
+    }
+    std::optional<Barrier> barrier;
+    if (shape.barrier != Barrier_kind::none) barrier.emplace(shape.barrier, transport, table.live_ranks());
+    Event_builder builder({unit_packing_factor, cycles, shape.barrier_every}, table, transport,
+                          {source, output ? &*output : nullptr, barrier ? &*barrier : nullptr, &status.parse_errors()});
     return builder.run();
 }
 
-// Flips a payload byte of the first fragment of every MFP received: a
-// transport bug that only the consumer's checks can catch.
-class Corrupting_transport final : public Transport {
-public:
-    explicit Corrupting_transport(Transport& inner) : inner_(inner) {}
-    Rank rank() const override { return inner_.rank(); }
-    Rank units() const override { return inner_.units(); }
-    bool transfer(std::span<const Send> sends, std::span<const Receive> receives) override {
-        const bool done = inner_.transfer(sends, receives);
-        constexpr std::size_t first_payload = sizeof(Mfp_header) + sizeof(Fragment_header);
-        for (const Receive& receive : receives)
-            if (receive.into.size() > sizeof(Mfp_announcement)) receive.into[first_payload + 5] ^= std::byte{0xFF};
-        return done;
-    }
-
-private:
-    Transport& inner_;
-};
-
-TEST(EventBuilder, SingleUnitBuildsEveryEvent) {
+// Runs every live unit of `shape` in its own thread over real loopback TCP.
+std::vector<Status_snapshot> run_all(const Run_shape& shape, std::uint64_t cycles) {
+    const Rank_table table(shape.units, shape.layout, shape.dummies);
+    std::vector<bool> live(shape.units);
+    for (Rank rank = 0; rank < shape.units; ++rank) live[rank] = table.live(rank);
     Stop_flag stop;
-    Tcp_transport transport(0, Tcp_mesh{std::vector<Fd>(1), std::vector<Fd>(1)}, stop);
-    Unit_status status(0, 1);
-    EXPECT_TRUE(run_unit(transport, status, 5));
-    const auto counts = status.snapshot();
-    EXPECT_EQ(counts.events_built, 5 * packing_factor);
-    EXPECT_EQ(counts.events_incomplete, 0u);
-    EXPECT_EQ(counts.meps_built, 5u);
-}
-
-TEST(EventBuilder, ThreeUnitsOverTcpBuildEveryEvent) {
-    constexpr Rank units = 3;
-    Stop_flag stop;
-    auto meshes = test::connect_local_mesh(units, stop);
+    auto meshes = test::connect_local_mesh(shape.units, stop, live);
     std::vector<std::unique_ptr<Unit_status>> statuses;
     {
         std::vector<std::jthread> threads;
-        for (Rank rank = 0; rank < units; ++rank) {
-            statuses.push_back(std::make_unique<Unit_status>(rank, units));
+        for (const Rank rank : table.live_ranks()) {
+            statuses.push_back(std::make_unique<Unit_status>(rank, shape.units));
             threads.emplace_back([&, rank, status = statuses.back().get()] {
                 Tcp_transport transport(rank, std::move(meshes[rank]), stop);
                 try {
-                    run_unit(transport, *status, 4);
+                    run_unit(shape, table, transport, *status, cycles);
                 } catch (const std::exception& error) {
                     status->fail(error.what());
+                    stop.request();
                 }
             });
         }
     }
-    for (const auto& status : statuses) {
-        const auto counts = status->snapshot();
-        EXPECT_EQ(counts.events_built, 4 * packing_factor) << "rank " << counts.rank;
-        EXPECT_EQ(counts.events_incomplete, 0u);
-        EXPECT_EQ(counts.last_error, "");
+    std::vector<Status_snapshot> snapshots;
+    for (const auto& status : statuses) snapshots.push_back(status->snapshot());
+    return snapshots;
+}
+
+TEST(EventBuilder, EveryShapeBuildsEveryEventOfEveryBu) {
+    const std::pair<const char*, Run_shape> shapes[] = {
+        {"1 unit", {1, Layout::folded, {}, Barrier_kind::none}},
+        {"3 folded, tournament", {3, Layout::folded, {}, Barrier_kind::tournament}},
+        {"4 folded, centralized every 3 phases", {4, Layout::folded, {}, Barrier_kind::centralized, 3}},
+        {"5 folded with dummies 1 and 3", {5, Layout::folded, {1, 3}, Barrier_kind::tournament}},
+        {"4 unfolded", {4, Layout::unfolded, {}, Barrier_kind::tournament, 2}},
+        {"6 unfolded with a dummy", {6, Layout::unfolded, {2}, Barrier_kind::none}},
+    };
+    constexpr std::uint64_t cycles = 4;
+    for (const auto& [name, shape] : shapes) {
+        SCOPED_TRACE(name);
+        const Rank_table table(shape.units, shape.layout, shape.dummies);
+        for (const Status_snapshot& unit : run_all(shape, cycles)) {
+            EXPECT_EQ(unit.last_error, "") << "rank " << unit.rank;
+            EXPECT_EQ(unit.events_built, table.runs_bu(unit.rank) ? cycles * packing_factor : 0) << "rank " << unit.rank;
+            EXPECT_EQ(unit.events_incomplete, 0u);
+        }
     }
 }
 
-TEST(EventBuilder, CorruptedMfpsAreCountedIncompleteNotBuilt) {
+TEST(EventBuilder, RejectedSourceMfpsAreCountedAndTheirEventsIncomplete) {
+    const Rank_table table(1, Layout::folded, {});
     Stop_flag stop;
-    Tcp_transport tcp(0, Tcp_mesh{std::vector<Fd>(1), std::vector<Fd>(1)}, stop);
-    Corrupting_transport transport(tcp);
+    Tcp_transport transport(0, Tcp_mesh{std::vector<Fd>(1), std::vector<Fd>(1)}, stop);
     Unit_status status(0, 1);
-    EXPECT_TRUE(run_unit(transport, status, 3));
+    EXPECT_TRUE(run_unit({}, table, transport, status, 3, packing_factor, /*corrupt_source=*/true));
     const auto counts = status.snapshot();
-    EXPECT_EQ(counts.events_built, 3 * (packing_factor - 1)) << "one damaged fragment per MEP";
-    EXPECT_EQ(counts.events_incomplete, 3u);
-    EXPECT_EQ(counts.meps_built, 3u);
-    EXPECT_NE(counts.last_error.find("source 0 event"), std::string::npos) << counts.last_error;
+    EXPECT_EQ(counts.events_built, 0u);
+    EXPECT_EQ(counts.events_incomplete, 3 * packing_factor) << "every event lost its only source";
+    EXPECT_EQ(counts.meps_built, 3u) << "the schedule went on";
+    EXPECT_EQ(counts.parse_errors[static_cast<std::size_t>(Parse_error::bad_magic)], 3u);
+    EXPECT_NE(counts.last_error.find("fragment of type 0"), std::string::npos) << counts.last_error;
 }
 
 TEST(EventBuilder, UnitsWithDifferentPackingFactorsStopWithAClearError) {
+    const Rank_table table(2, Layout::folded, {});
     Stop_flag stop;
     auto meshes = test::connect_local_mesh(2, stop);
     std::string errors[2];
@@ -113,7 +141,7 @@ TEST(EventBuilder, UnitsWithDifferentPackingFactorsStopWithAClearError) {
                 Tcp_transport transport(rank, std::move(meshes[rank]), stop);
                 Unit_status status(rank, 2);
                 try {
-                    run_unit(transport, status, 1, rank == 0 ? 50 : 60);
+                    run_unit({2, Layout::folded, {}, Barrier_kind::none}, table, transport, status, 1, rank == 0 ? 50 : 60);
                 } catch (const Transport_error& error) {
                     errors[rank] = error.what();
                 }
@@ -125,11 +153,12 @@ TEST(EventBuilder, UnitsWithDifferentPackingFactorsStopWithAClearError) {
 }
 
 TEST(EventBuilder, StopsWhenAskedAndReportsIt) {
+    const Rank_table table(1, Layout::folded, {});
     Stop_flag stop;
     Tcp_transport transport(0, Tcp_mesh{std::vector<Fd>(1), std::vector<Fd>(1)}, stop);
     Unit_status status(0, 1);
     stop.request();
-    EXPECT_FALSE(run_unit(transport, status, 0));
+    EXPECT_FALSE(run_unit({}, table, transport, status, 0));
     EXPECT_EQ(status.snapshot().meps_built, 0u);
 }
 

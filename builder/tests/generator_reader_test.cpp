@@ -4,29 +4,33 @@
 
 #include <stdexcept>
 
-#include "mfp.hpp"
-#include "wire_format.hpp"
+#include "mfp_parser.hpp"
+#include "payload.hpp"
 
 namespace eb {
 namespace {
 
 TEST(GeneratorReader, MfpKHoldsEventsOfChunkK) {
-    Generator_reader source(/*source_id=*/5, /*packing_factor=*/100, /*fragment_size=*/32, /*depth=*/2);
-    for (std::uint64_t k = 0; k < 6; ++k) {
-        const auto mfp = source.next();
-        ASSERT_EQ(mfp.size(), mfp_bytes(100, 32));
-        const auto header = load<Mfp_header>(mfp, 0);
-        EXPECT_EQ(header.source_id, 5u);
-        EXPECT_EQ(header.first_event_id, k * 100);
-        EXPECT_EQ(header.fragment_count, 100u);
-        const auto last = load<Fragment_header>(mfp, sizeof(Mfp_header) + 99 * fragment_stride(32));
-        EXPECT_EQ(last.event_id, k * 100 + 99);
-        source.release();
+    for (const Size_model kind : {Size_model::fixed, Size_model::poisson}) {
+        const Event_model model{kind, 133};
+        const Fragment_sizes size_of(model, 5);
+        Generator_reader source(/*source_id=*/5, /*packing_factor=*/100, model, /*depth=*/2);
+        for (std::uint64_t k = 0; k < 6; ++k) {
+            Mfp_view mfp;
+            const Parse_status status = parse_mfp(source.next(), {5, k * 100, 100}, mfp);
+            ASSERT_TRUE(status.ok()) << status.detail;
+            for_each_fragment(mfp, [&](std::uint32_t i, std::uint8_t type, std::span<const std::byte> payload) {
+                EXPECT_EQ(type, fragment_type(5));
+                EXPECT_EQ(payload.size(), size_of(k * 100 + i));
+                EXPECT_TRUE(payload_matches(payload, 5, k * 100 + i));
+            });
+            source.release();
+        }
     }
 }
 
 TEST(GeneratorReader, HeldMfpsStayIntactUntilReleased) {
-    Generator_reader source(0, 10, 8, 3);
+    Generator_reader source(0, 10, {Size_model::fixed, 8}, 3);
     const auto first = source.next();
     source.next();
     source.next();
@@ -37,7 +41,7 @@ TEST(GeneratorReader, HeldMfpsStayIntactUntilReleased) {
 }
 
 TEST(GeneratorReader, ReleaseWithoutHeldMfpIsAnError) {
-    Generator_reader source(0, 10, 8, 1);
+    Generator_reader source(0, 10, {Size_model::fixed, 8}, 1);
     EXPECT_THROW(source.release(), std::logic_error);
 }
 

@@ -7,7 +7,7 @@
 
 namespace eb::test {
 
-std::vector<Tcp_mesh> connect_local_mesh(Rank units, const Stop_flag& stop) {
+std::vector<Tcp_mesh> connect_local_mesh(Rank units, const Stop_flag& stop, const std::vector<bool>& live) {
     std::vector<Peer_address> peers;
     for (const std::uint16_t port : free_ports(units)) peers.push_back({"127.0.0.1", port});
     std::vector<Fd> listeners;
@@ -17,10 +17,17 @@ std::vector<Tcp_mesh> connect_local_mesh(Rank units, const Stop_flag& stop) {
     {
         std::vector<std::jthread> threads;
         for (Rank rank = 0; rank < units; ++rank)
-            threads.emplace_back([&, rank] { meshes[rank] = connect_mesh(std::move(listeners[rank]), rank, peers, stop); });
+            if (live.empty() || live[rank])
+                threads.emplace_back(
+                    [&, rank] { meshes[rank] = connect_mesh(std::move(listeners[rank]), rank, peers, live, stop); });
     }
     std::vector<Tcp_mesh> connected;
-    for (auto& mesh : meshes) {
+    for (Rank rank = 0; rank < units; ++rank) {
+        auto& mesh = meshes[rank];
+        if (!live.empty() && !live[rank]) {
+            connected.emplace_back();  // a dummy: no unit, no connections
+            continue;
+        }
         if (!mesh) throw std::runtime_error("connect_local_mesh: stopped before the mesh was up");
         connected.push_back(std::move(*mesh));
     }

@@ -9,7 +9,8 @@ namespace eb::test {
 
 // Connects `units` units on 127.0.0.1 with free ports, each dialling and
 // accepting in its own thread as separate processes would, and returns each
-// unit's mesh, indexed by rank.
-std::vector<Tcp_mesh> connect_local_mesh(Rank units, const Stop_flag& stop);
+// unit's mesh, indexed by rank. Ranks with live[r] false are dummies and get
+// an empty mesh; an empty `live` means all are live.
+std::vector<Tcp_mesh> connect_local_mesh(Rank units, const Stop_flag& stop, const std::vector<bool>& live = {});
 
 }  // namespace eb::test

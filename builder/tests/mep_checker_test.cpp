@@ -19,15 +19,18 @@ constexpr std::uint32_t events = 10;
 constexpr std::uint32_t payload_bytes = 24;
 constexpr std::uint64_t first_event = 20;
 
+const Event_model model{Size_model::fixed, payload_bytes};
+
 // An intact MEP as a BU would assemble it from generator MFPs.
-std::vector<std::byte> intact_mep() {
-    const std::vector<std::uint64_t> sizes(sources, mfp_bytes(events, payload_bytes));
+std::vector<std::byte> intact_mep(std::uint64_t first = first_event) {
+    const std::vector<std::uint16_t> fragment_sizes(events, payload_bytes);
+    const std::vector<std::uint64_t> sizes(sources, mfp_bytes(fragment_sizes));
     const Mep_layout layout = mep_layout(sizes);
     std::vector<std::byte> mep(layout.total_bytes);
-    write_mep_header(mep, layout, first_event, events);
+    write_mep_header(mep, layout, first, events);
     for (std::uint32_t s = 0; s < sources; ++s)
         write_mfp(std::span(mep).subspan(layout.offsets[s], sizes[s]),
-                  {.source_id = s, .first_event_id = first_event, .fragment_count = events, .payload_bytes = payload_bytes});
+                  {.source_id = s, .first_event_id = first, .type = fragment_type(s)}, fragment_sizes);
     return mep;
 }
 
@@ -35,8 +38,14 @@ std::size_t offsets_entry(std::uint32_t source) { return sizeof(Mep_header) + 8 
 std::size_t mfp_at(const std::vector<std::byte>& mep, std::uint32_t source) {
     return load<std::uint64_t>(mep, offsets_entry(source));
 }
-std::size_t fragment_at(const std::vector<std::byte>& mep, std::uint32_t source, std::uint32_t event) {
-    return mfp_at(mep, source) + sizeof(Mfp_header) + event * fragment_stride(payload_bytes);
+std::size_t type_at(const std::vector<std::byte>& mep, std::uint32_t source, std::uint32_t event) {
+    return mfp_at(mep, source) + sizeof(Mfp_header) + event;
+}
+std::size_t size_at(const std::vector<std::byte>& mep, std::uint32_t source, std::uint32_t event) {
+    return mfp_at(mep, source) + sizeof(Mfp_header) + events + 2 * event;
+}
+std::size_t payload_at(const std::vector<std::byte>& mep, std::uint32_t source, std::uint32_t event) {
+    return mfp_at(mep, source) + mfp_payload_start(events) + event * align_up(payload_bytes);
 }
 
 template <class Header, class Field>
@@ -46,10 +55,10 @@ void poke(std::vector<std::byte>& bytes, std::size_t at, Field Header::*field, F
     store(bytes, at, header);
 }
 
-Mep_checker checker() {
+Mep_checker checker(Parse_error_counts& errors) {
     std::vector<std::uint32_t> ids(sources);
     std::iota(ids.begin(), ids.end(), 0u);
-    return Mep_checker(ids, events);
+    return Mep_checker(ids, events, model, errors);
 }
 
 struct Damage_case {
@@ -62,62 +71,54 @@ struct Damage_case {
 TEST(MepChecker, CountsEachEventAsCompleteOrIncomplete) {
     const Damage_case cases[] = {
         {"intact", [](auto&) {}, 10, ""},
-        {"payload byte flipped", [](auto& m) { m[fragment_at(m, 1, 4) + 16 + 5] ^= std::byte{1}; }, 9,
-         "source 1 event 24"},
-        {"last payload byte of the MEP flipped", [](auto& m) { m[fragment_at(m, 2, 9) + 16 + 23] ^= std::byte{1}; }, 9,
+        {"payload byte flipped", [](auto& m) { m[payload_at(m, 1, 4) + 5] ^= std::byte{1}; }, 9, "source 1 event 24"},
+        {"last payload byte of the MEP flipped", [](auto& m) { m[payload_at(m, 2, 9) + 23] ^= std::byte{1}; }, 9,
          "source 2 event 29"},
-        {"fragment carries another event id",
-         [](auto& m) { poke(m, fragment_at(m, 2, 7), &Fragment_header::event_id, std::uint64_t{999}); }, 9,
-         "fragment says event 999"},
-        {"fragment carries another source id",
-         [](auto& m) { poke(m, fragment_at(m, 0, 0), &Fragment_header::source_id, std::uint32_t{2}); }, 9,
-         "source 0 event 20"},
-        {"fragment size runs past the MFP: the rest of that source is lost",
-         [](auto& m) { poke(m, fragment_at(m, 0, 3), &Fragment_header::size, std::uint32_t{1} << 30); }, 3,
-         "runs past the MFP end"},
+        {"fragment of another type", [](auto& m) { m[type_at(m, 2, 7)] = std::byte{9}; }, 9,
+         "source 2 event 27: fragment of type 9"},
+        {"fragment size shrunk: the MFP's extent no longer adds up",
+         [](auto& m) { store(m, size_at(m, 0, 3), std::uint16_t{8}); }, 0, "trailing_bytes"},
+        {"fragment size runs past the MFP", [](auto& m) { store(m, size_at(m, 0, 3), std::uint16_t{0xFFFF}); }, 0,
+         "fragment_overflow: fragment 3 of 65535 bytes"},
         {"MFP magic", [](auto& m) { poke(m, mfp_at(m, 2), &Mfp_header::magic, std::uint16_t{0xBAD}); }, 0,
-         "MFP header in the slot of source 2"},
+         "MEP slot 2: MFP bad_magic"},
+        {"MFP version", [](auto& m) { poke(m, mfp_at(m, 2), &Mfp_header::version, std::uint16_t{1}); }, 0,
+         "bad_version: version 1"},
+        {"MFP alignment", [](auto& m) { poke(m, mfp_at(m, 2), &Mfp_header::align_log2, std::uint8_t{13}); }, 0,
+         "bad_alignment: align_log2 13"},
         {"MFP of another event range",
          [](auto& m) { poke(m, mfp_at(m, 1), &Mfp_header::first_event_id, std::uint64_t{30}); }, 0,
-         "first event 30 (expected 20)"},
+         "wrong_event_range: source 1 events from 30, expected from 20"},
         {"MFP of another source in the slot",
-         [](auto& m) { poke(m, mfp_at(m, 1), &Mfp_header::source_id, std::uint32_t{2}); }, 0, "slot of source 1"},
-        {"MFP with fewer fragments",
-         [](auto& m) { poke(m, mfp_at(m, 1), &Mfp_header::fragment_count, std::uint32_t{9}); }, 0, "fragments 9"},
-        {"MFP too short for its last fragment: only that event is lost",
-         [](auto& m) {
-             poke(m, mfp_at(m, 1), &Mfp_header::total_bytes, std::uint64_t{mfp_bytes(events, payload_bytes) - 40});
-         },
-         9, "fragment header beyond the MFP end"},
-        {"MFP longer than its fragments: its extent is untrustworthy",
-         [](auto& m) {
-             poke(m, mfp_at(m, 0), &Mfp_header::total_bytes, std::uint64_t{mfp_bytes(events, payload_bytes) + 8});
-         },
-         0, "bytes after its last fragment"},
-        {"MEP magic", [](auto& m) { poke(m, 0, &Mep_header::magic, std::uint16_t{0xBAD}); }, 0, "magic 0xbad"},
+         [](auto& m) { poke(m, mfp_at(m, 1), &Mfp_header::source_id, std::uint32_t{2}); }, 0,
+         "wrong_source: source 2, expected 1"},
+        {"MFP with another fragment count",
+         [](auto& m) { poke(m, mfp_at(m, 1), &Mfp_header::fragment_count, std::uint32_t{1} << 31); }, 0,
+         "MEP slot 1: MFP truncated"},
+        {"MFP size differs from its slot",
+         [](auto& m) { poke(m, mfp_at(m, 1), &Mfp_header::total_bytes, std::uint64_t{64}); }, 0,
+         "size_mismatch: header says 64 bytes"},
+        {"MEP magic", [](auto& m) { poke(m, 0, &Mep_header::magic, std::uint16_t{0xBAD}); }, 0, "MEP bad_magic"},
         {"MEP missing a source", [](auto& m) { poke(m, 0, &Mep_header::source_count, std::uint32_t{2}); }, 0,
-         "holds 2 sources, expected 3"},
+         "holds 2 sources, expected one of each of the 3"},
         {"MEP of another packing factor", [](auto& m) { poke(m, 0, &Mep_header::event_count, std::uint32_t{11}); }, 0,
          "holds 11 events"},
-        {"MEP cut short", [](auto& m) { m.resize(m.size() - 8); }, 0, "buffer has"},
-        {"MEP empty", [](auto& m) { m.clear(); }, 0, "shorter than its header"},
+        {"MEP cut short", [](auto& m) { m.resize(m.size() - 8); }, 0, "MEP size_mismatch"},
+        {"MEP empty", [](auto& m) { m.clear(); }, 0, "MEP truncated"},
         {"offset overlapping the previous MFP",
-         [](auto& m) { store(m, offsets_entry(2), load<std::uint64_t>(m, offsets_entry(1))); }, 0, "slot 2 has offset"},
+         [](auto& m) { store(m, offsets_entry(2), load<std::uint64_t>(m, offsets_entry(1))); }, 0,
+         "bad_offset: slot 2"},
         {"offset beyond the MEP", [](auto& m) { store(m, offsets_entry(1), std::uint64_t{1} << 40); }, 0,
-         "slot 1 has offset"},
-        {"MFPs of two sources swapped",
-         [](auto& m) {
-             const auto first = load<std::uint64_t>(m, offsets_entry(0));
-             store(m, offsets_entry(0), load<std::uint64_t>(m, offsets_entry(1)));
-             store(m, offsets_entry(1), first);
-         },
-         0, "slot of source 0"},
+         "bad_offset: slot 1"},
+        {"misaligned offset", [](auto& m) { store(m, offsets_entry(1), load<std::uint64_t>(m, offsets_entry(1)) + 4); },
+         0, "bad_alignment: slot 1"},
     };
     for (const auto& c : cases) {
         SCOPED_TRACE(c.name);
         std::vector<std::byte> mep = intact_mep();
         c.damage(mep);
-        Mep_checker check = checker();
+        Parse_error_counts errors;
+        Mep_checker check = checker(errors);
         const Mep_verdict verdict = check.check(mep);
         EXPECT_EQ(verdict.events_complete, c.complete);
         EXPECT_EQ(verdict.events_complete + verdict.events_incomplete, events);
@@ -127,11 +128,38 @@ TEST(MepChecker, CountsEachEventAsCompleteOrIncomplete) {
 }
 
 TEST(MepChecker, ForgetsDamageOfThePreviousMep) {
-    Mep_checker check = checker();
+    Parse_error_counts errors;
+    Mep_checker check = checker(errors);
     std::vector<std::byte> damaged = intact_mep();
-    damaged[fragment_at(damaged, 1, 4) + 16] ^= std::byte{1};
+    damaged[payload_at(damaged, 1, 4)] ^= std::byte{1};
     EXPECT_EQ(check.check(damaged).events_incomplete, 1u);
     EXPECT_EQ(check.check(intact_mep()).events_complete, events);
+}
+
+TEST(MepChecker, CountsRejectionsByKind) {
+    Parse_error_counts errors;
+    Mep_checker check = checker(errors);
+    std::vector<std::byte> mep = intact_mep();
+    poke(mep, mfp_at(mep, 0), &Mfp_header::magic, std::uint16_t{0});
+    poke(mep, mfp_at(mep, 2), &Mfp_header::magic, std::uint16_t{0});
+    check.check(mep);
+    check.check(std::vector<std::byte>(3));
+    EXPECT_EQ(errors.get(Parse_error::bad_magic), 2u);
+    EXPECT_EQ(errors.get(Parse_error::truncated), 1u);
+    EXPECT_EQ(errors.get(Parse_error::wrong_source), 0u);
+}
+
+TEST(MepChecker, ReportsAGapInTheMepSequence) {
+    Parse_error_counts errors;
+    Mep_checker check = checker(errors);
+    check.expect_sequence(first_event, 30);
+    EXPECT_EQ(check.check(intact_mep(first_event)).first_problem, "");
+    const Mep_verdict skipped = check.check(intact_mep(first_event + 60));
+    EXPECT_EQ(skipped.events_complete, events) << "the MEP itself is intact";
+    EXPECT_NE(skipped.first_problem.find("MEP starts at event 80, expected 50"), std::string::npos)
+        << skipped.first_problem;
+    EXPECT_EQ(errors.get(Parse_error::wrong_event_range), 1u);
+    EXPECT_EQ(check.check(intact_mep(first_event + 90)).first_problem, "") << "checking resumes from there";
 }
 
 }  // namespace

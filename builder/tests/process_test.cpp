@@ -35,11 +35,12 @@ struct Unit_view {
 class Cluster {
 public:
     explicit Cluster(Rank units, std::vector<std::string> extra_args = {})
-        : data_ports_(test::free_ports(units)),
-          http_ports_(test::free_ports(units)),
+        : data_ports_(test::free_ports(2 * units)),  // one go, so none coincide
+          http_ports_(data_ports_.begin() + units, data_ports_.end()),
           extra_args_(std::move(extra_args)),
           dir_(test::make_temp_dir()),
           processes_(units) {
+        data_ports_.resize(units);
         for (const std::uint16_t port : data_ports_)
             peers_ += (peers_.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(port);
     }

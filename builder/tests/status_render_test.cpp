@@ -13,7 +13,8 @@ Status_snapshot sample(Unit_state state) {
             .events_incomplete = 7,
             .meps_built = 123,
             .bytes_built = 70849536,
-            .last_error = "rank 1 said \"bye\"\n\tand left\x01"};
+            .last_error = "rank 1 said \"bye\"\n\tand left\x01",
+            .parse_errors = {0, 0, 5}};  // 5 bad_magic
 }
 
 TEST(StatusRender, StatusJsonHasEveryFieldWithEscapedError) {
@@ -45,6 +46,20 @@ TEST(StatusRender, MetricsAreCountersAndAnUpGauge) {
               "# HELP eb_bytes_built_total Bytes of the MEPs assembled.\n"
               "# TYPE eb_bytes_built_total counter\n"
               "eb_bytes_built_total 70849536\n"
+              "# HELP eb_parse_errors_total MFPs and MEPs rejected as malformed, by reason.\n"
+              "# TYPE eb_parse_errors_total counter\n"
+              "eb_parse_errors_total{error=\"truncated\"} 0\n"
+              "eb_parse_errors_total{error=\"bad_magic\"} 5\n"
+              "eb_parse_errors_total{error=\"bad_version\"} 0\n"
+              "eb_parse_errors_total{error=\"bad_alignment\"} 0\n"
+              "eb_parse_errors_total{error=\"size_mismatch\"} 0\n"
+              "eb_parse_errors_total{error=\"fragment_overflow\"} 0\n"
+              "eb_parse_errors_total{error=\"trailing_bytes\"} 0\n"
+              "eb_parse_errors_total{error=\"wrong_source\"} 0\n"
+              "eb_parse_errors_total{error=\"wrong_event_range\"} 0\n"
+              "eb_parse_errors_total{error=\"wrong_fragment_count\"} 0\n"
+              "eb_parse_errors_total{error=\"bad_offset\"} 0\n"
+              "eb_parse_errors_total{error=\"wrong_source_count\"} 0\n"
               "# HELP eb_up 1 while the unit is RUNNING (building events), else 0.\n"
               "# TYPE eb_up gauge\n"
               "eb_up 1\n");

@@ -6,13 +6,17 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <charconv>
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -44,18 +48,41 @@ std::size_t value_position(std::string_view json, std::string_view key) {
 }  // namespace
 
 std::vector<std::uint16_t> free_ports(std::size_t count) {
-    std::vector<Fd> held;
-    std::vector<std::uint16_t> ports;
-    for (std::size_t i = 0; i < count; ++i) {
-        Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-        sockaddr_in address = loopback(0);
-        socklen_t length = sizeof address;
-        if (!fd || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-            ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&address), &length) != 0)
-            throw std::runtime_error("free_ports: cannot bind a probe socket");
-        ports.push_back(ntohs(address.sin_port));
-        held.push_back(std::move(fd));
+    std::uint16_t ephemeral_low = 32768;
+    if (std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range"); range) range >> ephemeral_low;
+    // Tests run in parallel and bind their ports only after picking them, so
+    // a port that is free now may be another test's in a moment. Picks are
+    // recorded in a shared file under a lock, and a port handed out in the
+    // last minute is not handed out again.
+    const Fd lock(::open("/tmp/eb-test-ports", O_RDWR | O_CREAT | O_CLOEXEC, 0666));
+    if (!lock || ::flock(lock.get(), LOCK_EX) != 0) throw std::runtime_error("free_ports: cannot lock /tmp/eb-test-ports");
+    const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch()).count();
+    std::map<int, long long> recent;  // port -> when handed out
+    {
+        std::ifstream file("/tmp/eb-test-ports");
+        int port;
+        long long when;
+        while (file >> port >> when)
+            if (now - when < 60) recent[port] = when;
     }
+    std::random_device random;
+    std::uniform_int_distribution<int> start(10000, std::max(10001, ephemeral_low - 1000));
+    std::vector<Fd> held;  // each port is checked by binding it, all held until all are found
+    std::vector<std::uint16_t> ports;
+    for (int port = start(random); ports.size() < count; ++port) {
+        if (port >= ephemeral_low) port = 10000;
+        if (recent.contains(port)) continue;
+        Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        sockaddr_in address = loopback(static_cast<std::uint16_t>(port));
+        if (!fd) throw std::runtime_error("free_ports: cannot create a probe socket");
+        if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) continue;
+        ports.push_back(static_cast<std::uint16_t>(port));
+        held.push_back(std::move(fd));
+        recent[port] = now;
+    }
+    std::ofstream file("/tmp/eb-test-ports", std::ios::trunc);
+    for (const auto& [port, when] : recent) file << port << " " << when << "\n";
     return ports;
 }
 

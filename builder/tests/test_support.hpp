@@ -14,8 +14,11 @@
 
 namespace eb::test {
 
-// `count` distinct TCP ports that are free on 127.0.0.1 right now. The kernel
-// picks them; they are held together while picking so none repeats.
+// `count` distinct TCP ports that are free on 127.0.0.1 right now, held
+// together while picking so none repeats. They lie below the kernel's
+// ephemeral range, so the source port of some outgoing connection cannot take
+// one before its listener binds (dozens of processes dialling each other at
+// once, as the 64-unit tests do, would otherwise hit that).
 std::vector<std::uint16_t> free_ports(std::size_t count);
 
 struct Http_reply {

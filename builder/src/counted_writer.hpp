@@ -1,0 +1,37 @@
+#pragma once
+
+#include <cstdint>
+#include <deque>
+
+#include "buffer.hpp"
+#include "unit_status.hpp"
+
+namespace eb {
+
+// Counts the MEPs handed to another writer (a ring for a consumer process) in
+// the unit status: their events count as built once committed, since the
+// checking happens in the consumer.
+class Counted_writer final : public Buffer_writer {
+public:
+    Counted_writer(Buffer_writer& inner, std::uint32_t events_per_mep, Unit_status& status)
+        : inner_(inner), events_per_mep_(events_per_mep), status_(status) {}
+
+    std::span<std::byte> allocate(std::size_t bytes) override {
+        const auto room = inner_.allocate(bytes);
+        sizes_.push_back(bytes);
+        return room;
+    }
+    void commit() override {
+        inner_.commit();
+        status_.add_mep(events_per_mep_, 0, sizes_.front());
+        sizes_.pop_front();
+    }
+
+private:
+    Buffer_writer& inner_;
+    std::uint32_t events_per_mep_;
+    Unit_status& status_;
+    std::deque<std::uint64_t> sizes_;  // of allocated, uncommitted MEPs
+};
+
+}  // namespace eb

@@ -1,0 +1,29 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "buffer.hpp"
+
+namespace eb {
+
+// Replays a file of MFPs back to back (docs/formats.md), once: each element
+// is one MFP as its header's total_bytes delimits it; the RU checks it like
+// any other source's. After the last, next() returns an empty span. A length
+// that runs past the file end yields the rest of the file as one element.
+class File_reader final : public Buffer_reader {
+public:
+    explicit File_reader(const std::string& path);  // reads it whole; throws naming the path
+
+    std::span<const std::byte> next() override;
+    void release() override;
+
+private:
+    std::vector<std::byte> data_;
+    std::size_t read_ = 0;
+    std::size_t held_ = 0;
+};
+
+}  // namespace eb

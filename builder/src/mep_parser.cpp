@@ -1,0 +1,80 @@
+#include "mep_parser.hpp"
+
+#include <optional>
+#include <sstream>
+
+#include "mep_layout.hpp"
+
+namespace eb {
+namespace {
+
+template <class... Parts>
+Parse_status fail(Parse_error error, const Parts&... parts) {
+    std::ostringstream text;
+    text << "MEP " << parse_error_name(error) << ": ";
+    (text << ... << parts);
+    return {error, text.str()};
+}
+
+}  // namespace
+
+Parse_status parse_mep_frame(std::span<const std::byte> bytes, Mep_view& view) {
+    if (bytes.size() < sizeof(Mep_header))
+        return fail(Parse_error::truncated, bytes.size(), " bytes, shorter than the ", sizeof(Mep_header),
+                    "-byte header");
+    const auto header = load<Mep_header>(bytes, 0);
+    if (header.magic != mep_magic)
+        return fail(Parse_error::bad_magic, "magic 0x", std::hex, header.magic, ", expected 0x", mep_magic);
+    if (header.version != wire_version)
+        return fail(Parse_error::bad_version, "version ", header.version, ", this reader knows ", wire_version);
+    if (header.total_bytes != bytes.size())
+        return fail(Parse_error::size_mismatch, "header says ", header.total_bytes, " bytes, the packet has ",
+                    bytes.size());
+    const std::uint64_t table_end = mep_header_bytes(header.source_count);  // no overflow: count is a u32
+    if (table_end > bytes.size())
+        return fail(Parse_error::truncated, header.source_count, " sources need a ", table_end,
+                    "-byte header and table, the packet has ", bytes.size());
+    const Mep_view candidate{header, bytes};
+    std::uint64_t free_from = table_end;
+    for (std::uint32_t i = 0; i < header.source_count; ++i) {
+        const std::uint64_t offset = candidate.offset(i);
+        if (offset < free_from || offset >= bytes.size())
+            return fail(Parse_error::bad_offset, "slot ", i, " at offset ", offset, ", outside ", free_from, "..",
+                        bytes.size());
+        if (offset % wire_alignment != 0)
+            return fail(Parse_error::bad_alignment, "slot ", i, " at offset ", offset, ", not a multiple of ",
+                        wire_alignment);
+        free_from = offset + 1;
+    }
+    view = candidate;
+    return {};
+}
+
+std::span<const std::byte> mfp_in_slot(std::span<const std::byte> slot) {
+    if (slot.size() < sizeof(Mfp_header)) return slot;
+    const std::uint64_t total = load<Mfp_header>(slot, 0).total_bytes;
+    // Only the padding may follow the MFP; anything else is the parser's to reject.
+    return total <= slot.size() && align_up(total) == slot.size() ? slot.first(total) : slot;
+}
+
+Parse_status parse_mep(std::span<const std::byte> bytes, Mep_view& view) {
+    Mep_view candidate;
+    if (Parse_status status = parse_mep_frame(bytes, candidate); !status.ok()) return status;
+    std::optional<std::uint32_t> previous_source;
+    for (std::uint32_t i = 0; i < candidate.header.source_count; ++i) {
+        Mfp_view mfp;
+        const Mfp_expectation expected{std::nullopt, candidate.header.first_event_id, candidate.header.event_count};
+        if (Parse_status status = parse_mfp(mfp_in_slot(candidate.slot(i)), expected, mfp); !status.ok()) {
+            status.detail = "MEP slot " + std::to_string(i) + ": " + status.detail;
+            return status;
+        }
+        if (previous_source && mfp.header.source_id <= *previous_source)
+            return fail(Parse_error::wrong_source, "slot ", i, " holds source ", mfp.header.source_id,
+                        ", not after source ", *previous_source, " of the slot before");
+        previous_source = mfp.header.source_id;
+    }
+    view = candidate;
+    return {};
+}
+
+}  // namespace eb

@@ -1,0 +1,26 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "buffer.hpp"
+
+namespace eb {
+
+// Hands out another reader's MFPs no faster than `events_per_second`, as a
+// readout card at a given trigger rate would: MFP k is due k * F / rate after
+// the first. Waiting is the point here, so it sleeps until the due time.
+class Paced_reader final : public Buffer_reader {
+public:
+    Paced_reader(Buffer_reader& inner, std::uint32_t packing_factor, std::uint64_t events_per_second);
+
+    std::span<const std::byte> next() override;
+    void release() override { inner_.release(); }
+
+private:
+    Buffer_reader& inner_;
+    std::chrono::nanoseconds interval_;
+    std::chrono::steady_clock::time_point due_{};
+};
+
+}  // namespace eb

@@ -1,0 +1,53 @@
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace eb {
+
+// Why an MFP or MEP was rejected. Each has a stable name, used in logs and as
+// the `error` label of eb_parse_errors_total.
+enum class Parse_error : std::uint8_t {
+    none,
+    truncated,             // shorter than its header or tables
+    bad_magic,
+    bad_version,
+    bad_alignment,         // alignment field out of range, or a misaligned offset
+    size_mismatch,         // header's total_bytes differs from the packet's size
+    fragment_overflow,     // fragments run past the packet end
+    trailing_bytes,        // bytes left after the last fragment
+    wrong_source,          // not the source expected in this place
+    wrong_event_range,     // not the events expected
+    wrong_fragment_count,  // not the packing factor
+    bad_offset,            // a MEP's MFP offset outside the MEP or out of order
+    wrong_source_count,    // a MEP without one MFP of every live source
+};
+inline constexpr std::size_t parse_error_kinds = 13;
+
+std::string_view parse_error_name(Parse_error error);
+
+// The outcome of a parse: the error, and for a person what exactly was wrong.
+struct Parse_status {
+    Parse_error error = Parse_error::none;
+    std::string detail;
+
+    bool ok() const { return error == Parse_error::none; }
+};
+
+// Rejections counted by kind; written by the data path, read by /metrics.
+class Parse_error_counts {
+public:
+    void add(Parse_error error) { counts_[static_cast<std::size_t>(error)].fetch_add(1, std::memory_order_relaxed); }
+    std::uint64_t get(Parse_error error) const {
+        return counts_[static_cast<std::size_t>(error)].load(std::memory_order_relaxed);
+    }
+
+private:
+    std::array<std::atomic<std::uint64_t>, parse_error_kinds> counts_{};
+};
+
+}  // namespace eb

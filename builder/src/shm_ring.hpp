@@ -1,0 +1,119 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+
+#include "buffer.hpp"
+#include "stop_flag.hpp"
+
+namespace eb {
+
+// A single-producer single-consumer ring of variable-size elements in a named
+// POSIX shared-memory segment, between two processes (docs/formats.md):
+//   - the writer creates the segment and unlinks it on exit; a segment left
+//     by a writer that died is detected by its pid and reclaimed;
+//   - head (published bytes) and tail (released bytes) are atomics, stored
+//     with release and loaded with acquire, so an element is read only after
+//     it was fully written, and overwritten only after it was released;
+//   - either side dying cannot corrupt the other: a dead writer leaves only
+//     complete, published elements; a dead reader is noticed by its pid and
+//     a new reader may take its place, resuming from the last release.
+// Waiting for room or data polls the other side's progress and liveness.
+
+// The segment name of a unit's ring, e.g. /eb-run1-3-mep.
+std::string ring_name(const std::string& run, std::uint32_t rank, const char* what);
+
+// Wait loops end with this when the process is asked to stop.
+class Stopped : public std::runtime_error {
+public:
+    Stopped() : std::runtime_error("stopped") {}
+};
+
+// The other side broke the ring's contract or died.
+class Ring_error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct Ring_control;
+
+// Maps a segment; shared by both ends.
+class Ring_mapping {
+public:
+    Ring_mapping() = default;
+    Ring_mapping(void* base, std::size_t bytes) : base_(base), bytes_(bytes) {}
+    Ring_mapping(Ring_mapping&& other) noexcept;
+    Ring_mapping& operator=(Ring_mapping&& other) noexcept;
+    ~Ring_mapping();
+
+    explicit operator bool() const { return base_ != nullptr; }
+    Ring_control& control() const { return *static_cast<Ring_control*>(base_); }
+    std::byte* data() const;
+
+private:
+    void* base_ = nullptr;
+    std::size_t bytes_ = 0;
+};
+
+class Shm_ring_writer final : public Buffer_writer {
+public:
+    // Creates `name` with `capacity` data bytes (rounded up to 4 KiB),
+    // reclaiming a stale one; throws if a live writer holds it.
+    Shm_ring_writer(std::string name, std::size_t capacity, const Stop_flag& stop);
+    ~Shm_ring_writer() override;  // marks the ring closed and unlinks it
+
+    // Waits for room; throws Stopped, or Ring_error if the reader died.
+    std::span<std::byte> allocate(std::size_t bytes) override;
+    void commit() override;
+
+    // Largest element that fits.
+    std::size_t max_element() const;
+
+    // Waits until the reader has released every committed element, so none
+    // is lost by closing; throws Stopped.
+    void drain();
+
+private:
+    void check_reader();
+
+    std::string name_;
+    Ring_mapping map_;
+    std::uint64_t capacity_;
+    const Stop_flag& stop_;
+    std::uint64_t reserved_ = 0;         // end of the last allocation
+    std::deque<std::uint64_t> pending_;  // ends of allocations not committed yet
+};
+
+class Shm_ring_reader final : public Buffer_reader {
+public:
+    // Attaches to `name`, waiting for the writer to create it; throws Stopped,
+    // or Ring_error if another live reader holds it.
+    Shm_ring_reader(std::string name, const Stop_flag& stop);
+    ~Shm_ring_reader() override;  // leaves the reader slot free
+
+    // The next element; empty once the writer closed the ring and every
+    // element was read. Throws Stopped, or Ring_error if the writer died or
+    // an element header is out of bounds.
+    std::span<const std::byte> next() override;
+    void release() override;
+
+    pid_t writer_pid() const;
+    // Whether this reader took over a ring another reader had already read
+    // from (it resumes after that reader's last release).
+    bool resumed() const { return resumed_; }
+
+private:
+    std::string name_;
+    Ring_mapping map_;
+    std::uint64_t capacity_ = 0;
+    const Stop_flag& stop_;
+    std::uint64_t read_ = 0;          // end of the last element handed out
+    bool resumed_ = false;
+    std::deque<std::uint64_t> held_;  // ends of elements not released yet
+};
+
+}  // namespace eb

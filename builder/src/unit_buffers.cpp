@@ -1,0 +1,54 @@
+#include "unit_buffers.hpp"
+
+#include "checking_writer.hpp"
+#include "counted_writer.hpp"
+#include "file_reader.hpp"
+#include "generator_reader.hpp"
+#include "log.hpp"
+#include "paced_reader.hpp"
+
+namespace eb {
+
+Unit_buffers::Unit_buffers(const Config& config, const Rank_table& table, Unit_status& status, const Stop_flag& stop) {
+    const Rank rank = config.rank;
+    if (table.runs_ru(rank)) {
+        switch (config.source) {
+            case Source_kind::generator:
+                // The RU holds one MFP per live BU through a cycle.
+                source_ = std::make_unique<Generator_reader>(rank, config.packing_factor, config.event_model(),
+                                                             table.bus().size());
+                break;
+            case Source_kind::shm:
+                log_info("waiting for the MFP ring ", ring_name(config.run_name, rank, "mfp"));
+                source_ = std::make_unique<Shm_ring_reader>(ring_name(config.run_name, rank, "mfp"), stop);
+                break;
+            case Source_kind::file: source_ = std::make_unique<File_reader>(config.source_file); break;
+        }
+        if (config.rate != 0) paced_ = std::make_unique<Paced_reader>(*source_, config.packing_factor, config.rate);
+    }
+    if (table.runs_bu(rank)) {
+        const std::uint64_t stride = std::uint64_t{config.packing_factor} * table.bus().size();
+        switch (config.output) {
+            case Output_kind::check: {
+                Mep_checker checker(table.rus(), config.packing_factor, config.event_model(), status.parse_errors());
+                checker.expect_sequence(table.bu_index(rank) * std::uint64_t{config.packing_factor}, stride);
+                output_ = std::make_unique<Checking_writer>(std::move(checker), status);
+                break;
+            }
+            case Output_kind::shm: {
+                auto ring = std::make_unique<Shm_ring_writer>(ring_name(config.run_name, rank, "mep"),
+                                                              config.ring_mib << 20, stop);
+                ring_output_ = ring.get();
+                output_ = std::move(ring);
+                counted_ = std::make_unique<Counted_writer>(*output_, config.packing_factor, status);
+                break;
+            }
+        }
+    }
+}
+
+void Unit_buffers::drain_output() {
+    if (ring_output_ != nullptr) ring_output_->drain();
+}
+
+}  // namespace eb

@@ -1,0 +1,273 @@
+// The data plane as separate processes on 127.0.0.1: every layout, dummies
+// and barrier kind with every MEP checked byte for byte; the shared-memory
+// source and output with the readout emulator and the reference consumer,
+// including crashes on either side of a ring; file replay; and barriers of
+// up to 64 processes that prove nobody leaves before all arrived.
+
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "rank_table.hpp"
+#include "test_support.hpp"
+
+namespace eb {
+namespace {
+
+using namespace std::chrono_literals;
+using test::Child;
+
+const std::string tools_dir = EB_TOOLS_DIR;
+
+// Processes of one test run and their logs, shown when the test fails.
+class Run : public testing::Test {
+protected:
+    Run()
+        : dir_(test::make_temp_dir()),
+          run_name_("t" + std::to_string(::getpid()) + "-" + std::to_string(++runs_)),
+          run_prefix_(run_name_) {}
+    ~Run() override {
+        if (HasFailure())
+            for (const auto& [name, child] : children_) std::cerr << "--- " << name << " ---\n" << child->log();
+        children_.clear();
+        std::filesystem::remove_all(dir_);
+        // Rings of processes a failed test had to kill are stale; a unit
+        // would reclaim them on its next start, but test run names are unique.
+        for (const auto& entry : std::filesystem::directory_iterator("/dev/shm"))
+            if (entry.path().filename().string().starts_with("eb-" + run_prefix_)) std::filesystem::remove(entry.path());
+    }
+
+    // "127.0.0.1:p,..." for `units` ranks; their HTTP ports are picked in
+    // the same go, so no two can coincide.
+    std::string peers(Rank units) {
+        const std::vector<std::uint16_t> ports = test::free_ports(2 * units);
+        http_ports_.assign(ports.begin() + units, ports.end());
+        std::string list;
+        for (Rank rank = 0; rank < units; ++rank)
+            list += (list.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(ports[rank]);
+        return list;
+    }
+    Child& start(const std::string& name, const std::string& tool, std::vector<std::string> args) {
+        children_.emplace_back(name, std::make_unique<Child>(tools_dir + "/" + tool, args, dir_ + "/" + name + ".log"));
+        return *children_.back().second;
+    }
+    // The eb-builder of `rank` with an HTTP port of its own.
+    Child& start_builder(Rank rank, std::vector<std::string> args) {
+        args.insert(args.end(), {"--rank", std::to_string(rank), "--http-port", std::to_string(http_ports_.at(rank))});
+        return start("builder-" + std::to_string(rank), "eb-builder", args);
+    }
+    bool ring_exists(Rank rank, const char* what) const {
+        return std::filesystem::exists("/dev/shm/eb-" + run_name_ + "-" + std::to_string(rank) + "-" + what);
+    }
+    static std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+        args.insert(args.end(), more.begin(), more.end());
+        return args;
+    }
+
+    std::string dir_;
+    std::string run_name_;
+    const std::string run_prefix_;  // of every run name this test uses
+
+private:
+    static inline int runs_ = 0;
+    std::vector<std::uint16_t> http_ports_;  // by rank, from peers()
+    std::vector<std::pair<std::string, std::unique_ptr<Child>>> children_;
+};
+
+struct Shape {
+    const char* name;
+    Rank units;
+    Layout layout;
+    std::vector<Rank> dummies;
+    const char* barrier;
+    const char* every;
+};
+
+class Shapes : public Run, public testing::WithParamInterface<Shape> {};
+
+std::string join(const std::vector<Rank>& ranks) {
+    std::string text;
+    for (const Rank rank : ranks) text += (text.empty() ? "" : ",") + std::to_string(rank);
+    return text;
+}
+
+// Every live BU builds 5 MEPs of 200 events, each checked in process.
+TEST_P(Shapes, EveryBuBuildsEveryEventIntact) {
+    const Shape& shape = GetParam();
+    const Rank_table table(shape.units, shape.layout, shape.dummies);
+    std::vector<std::string> args = {"--peers", peers(shape.units), "--packing-factor", "200", "--events", "1000",
+                                     "--size-model", "poisson", "--fragment-size", "133", "--layout",
+                                     shape.layout == Layout::folded ? "folded" : "unfolded", "--barrier",
+                                     shape.barrier, "--barrier-every", shape.every};
+    if (!shape.dummies.empty()) args.insert(args.end(), {"--dummies", join(shape.dummies)});
+    std::vector<Child*> units;
+    for (const Rank rank : table.live_ranks()) units.push_back(&start_builder(rank, args));
+    for (std::size_t i = 0; i < units.size(); ++i) {
+        const Rank rank = table.live_ranks()[i];
+        ASSERT_EQ(units[i]->wait_exit(30s), 0) << "rank " << rank;
+        const std::string expected =
+            table.runs_bu(rank) ? "stopped: 1000 events built, 0 incomplete, 5 MEPs" : "stopped: 0 events built";
+        EXPECT_NE(units[i]->log().find(expected), std::string::npos) << "rank " << rank;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    DataPlane, Shapes,
+    testing::Values(Shape{"Folded2Tournament", 2, Layout::folded, {}, "tournament", "1"},
+                    Shape{"Folded3None", 3, Layout::folded, {}, "none", "1"},
+                    Shape{"Folded5CentralizedEvery3", 5, Layout::folded, {}, "centralized", "3"},
+                    Shape{"Folded8Tournament", 8, Layout::folded, {}, "tournament", "1"},
+                    Shape{"Folded6Dummies", 6, Layout::folded, {1, 4}, "tournament", "2"},
+                    Shape{"Unfolded4Centralized", 4, Layout::unfolded, {}, "centralized", "1"},
+                    Shape{"Unfolded8DummyNone", 8, Layout::unfolded, {5}, "none", "1"}),
+    [](const auto& shape) { return std::string(shape.param.name); });
+
+// Emulators feed the RUs through MFP rings, consumers check the BUs' MEP
+// rings; every ring is gone afterwards.
+TEST_F(Run, SharedMemorySourceAndOutputDeliverEveryEvent) {
+    for (const Layout layout : {Layout::folded, Layout::unfolded}) {
+        const Rank units = 4;
+        const Rank_table table(units, layout, {});
+        const std::vector<std::string> common = {"--peers", peers(units), "--packing-factor", "300", "--events", "1500",
+                                                 "--run", run_name_, "--ring-mib", "4", "--layout",
+                                                 layout == Layout::folded ? "folded" : "unfolded"};
+        std::vector<Child*> consumers, others;
+        for (Rank rank = 0; rank < units; ++rank) {
+            const std::vector<std::string> unit = with(common, {"--rank", std::to_string(rank)});
+            if (table.runs_ru(rank))
+                others.push_back(&start("emulator-" + std::to_string(rank), "eb-readout-emulator", unit));
+            if (table.runs_bu(rank)) consumers.push_back(&start("consumer-" + std::to_string(rank), "eb-consumer", unit));
+            others.push_back(&start_builder(rank, with(common, {"--source", "shm", "--output", "shm"})));
+        }
+        for (Child* consumer : consumers) {
+            ASSERT_EQ(consumer->wait_exit(30s), 0);
+            EXPECT_NE(consumer->log().find("consumer: 5 MEPs, 1500 events complete, 0 incomplete, 0 rejected"),
+                      std::string::npos);
+        }
+        for (Child* other : others) EXPECT_EQ(other->wait_exit(10s), 0);
+        for (Rank rank = 0; rank < units; ++rank)
+            EXPECT_FALSE(ring_exists(rank, "mfp") || ring_exists(rank, "mep")) << "rank " << rank << " left a ring";
+        run_name_ += "u";
+    }
+}
+
+TEST_F(Run, CorruptSourceMfpsAreRejectedCountedAndTheirEventsIncomplete) {
+    const std::vector<std::string> common = {"--peers", peers(1), "--packing-factor", "100",
+                                             "--events", "400", "--run", run_name_, "--ring-mib", "4"};
+    start("emulator", "eb-readout-emulator", with(common, {"--rank", "0", "--corrupt-every", "2"}));
+    Child& consumer = start("consumer", "eb-consumer", with(common, {"--rank", "0"}));
+    Child& builder = start_builder(0, with(common, {"--source", "shm", "--output", "shm"}));
+    EXPECT_EQ(consumer.wait_exit(30s), 1);
+    EXPECT_NE(consumer.log().find("consumer: 4 MEPs, 200 events complete, 200 incomplete"), std::string::npos);
+    EXPECT_EQ(builder.wait_exit(10s), 0);
+    EXPECT_NE(builder.log().find("source MFP for chunk 1 rejected (MFP bad_magic: magic 0x4031, expected 0x40ce); sending 100 missing fragments"), std::string::npos);
+}
+
+// A consumer that crashes is replaced and the new one picks up where the
+// last release left off; the builder never notices beyond a log line.
+TEST_F(Run, AConsumerCrashIsSurvivedAndTheNextConsumerTakesOver) {
+    const std::vector<std::string> common = {"--peers", peers(1), "--packing-factor", "100",
+                                             "--run", run_name_, "--ring-mib", "1"};
+    Child& builder = start_builder(0, with(common, {"--output", "shm"}));
+    Child& first = start("consumer-1", "eb-consumer", with(common, {"--rank", "0", "--meps", "1000000"}));
+    ASSERT_TRUE(test::eventually([&] { return builder.log().find("INFO running") != std::string::npos; }, 10s));
+    first.signal(SIGKILL);
+    ASSERT_TRUE(first.wait_exit(5s));
+    Child& second = start("consumer-2", "eb-consumer", with(common, {"--rank", "0", "--meps", "50"}));
+    ASSERT_EQ(second.wait_exit(30s), 0);
+    // Whichever side notices the dead reader first frees its slot (if the
+    // first consumer got as far as attaching).
+    EXPECT_NE(second.log().find("consumer: 50 MEPs, 5000 events complete, 0 incomplete, 0 rejected"),
+              std::string::npos);
+    builder.signal(SIGTERM);
+    EXPECT_EQ(builder.wait_exit(5s), 0);
+    EXPECT_FALSE(ring_exists(0, "mep"));
+}
+
+// A readout driver that crashes leaves a stale ring: the builder reports
+// the dead writer, and the driver's next start reclaims the segment.
+TEST_F(Run, AWriterCrashIsReportedAndItsStaleRingReclaimed) {
+    const std::vector<std::string> common = {"--peers", peers(1), "--packing-factor", "100",
+                                             "--run", run_name_, "--ring-mib", "1"};
+    Child& emulator = start("emulator-1", "eb-readout-emulator", with(common, {"--rank", "0"}));
+    Child& builder = start_builder(0, with(common, {"--source", "shm"}));
+    // Attached and building: the ring is complete and in use.
+    ASSERT_TRUE(test::eventually([&] { return builder.log().find("INFO running") != std::string::npos; }, 10s));
+    emulator.signal(SIGKILL);
+    ASSERT_TRUE(emulator.wait_exit(5s));
+    ASSERT_TRUE(test::eventually([&] { return builder.log().find("died") != std::string::npos; }, 10s));
+    EXPECT_NE(builder.log().find("the writer of ring /eb-" + run_name_ + "-0-mfp"), std::string::npos);
+    EXPECT_TRUE(ring_exists(0, "mfp")) << "a crashed writer cannot clean up";
+
+    Child& second = start("emulator-2", "eb-readout-emulator", with(common, {"--rank", "0", "--events", "100"}));
+    ASSERT_TRUE(test::eventually([&] { return second.log().find("reclaiming stale") != std::string::npos; }, 10s));
+    second.signal(SIGTERM);
+    builder.signal(SIGTERM);
+    EXPECT_EQ(second.wait_exit(5s), 0);
+    EXPECT_EQ(builder.wait_exit(5s), 0);
+    EXPECT_FALSE(ring_exists(0, "mfp"));
+}
+
+TEST_F(Run, FileReplayFeedsTheRu) {
+    const std::vector<std::string> common = {"--peers", peers(2), "--packing-factor", "100", "--events", "300",
+                                             "--size-model", "poisson", "--fragment-size", "133"};
+    for (Rank rank = 0; rank < 2; ++rank) {
+        const std::string file = dir_ + "/source-" + std::to_string(rank) + ".mfp";
+        Child& writer = start("writer-" + std::to_string(rank), "eb-readout-emulator",
+                              with(common, {"--rank", std::to_string(rank), "--file", file}));
+        ASSERT_EQ(writer.wait_exit(10s), 0);
+    }
+    std::vector<Child*> builders;
+    for (Rank rank = 0; rank < 2; ++rank)
+        builders.push_back(&start_builder(
+            rank, with(common, {"--source", "file", "--source-file", dir_ + "/source-" + std::to_string(rank) + ".mfp"})));
+    for (Child* builder : builders) {
+        ASSERT_EQ(builder->wait_exit(30s), 0);
+        EXPECT_NE(builder->log().find("stopped: 300 events built, 0 incomplete, 3 MEPs"), std::string::npos);
+    }
+}
+
+// N probes run 30 barriers; each counts itself into a shared witness before
+// a barrier and checks after it that all N had.
+class Barriers : public Run, public testing::WithParamInterface<std::pair<const char*, Rank>> {};
+
+TEST_P(Barriers, NoProcessLeavesBeforeAllArrived) {
+    const auto [kind, units] = GetParam();
+    constexpr int rounds = 30;
+    const std::string witness = dir_ + "/witness";
+    std::ofstream(witness).write(std::string(rounds * 4, '\0').data(), rounds * 4);
+    const std::string list = peers(units);
+    std::vector<Child*> probes;
+    for (Rank rank = 0; rank < units; ++rank)
+        probes.push_back(&start("probe-" + std::to_string(rank), "eb-barrier-probe",
+                                {"--rank", std::to_string(rank), "--peers", list, "--barrier", kind, "--events",
+                                 std::to_string(rounds), "--http-port", "1", witness}));
+    int left_early = 0;
+    for (Child* probe : probes) {
+        const auto code = probe->wait_exit(60s);
+        ASSERT_TRUE(code.has_value());
+        if (std::string(kind) == "none") {
+            left_early += *code == 3;
+        } else {
+            EXPECT_EQ(*code, 0) << probe->log();
+        }
+    }
+    if (std::string(kind) == "none") {
+        EXPECT_GT(left_early, 0) << "without a barrier the witness must catch someone";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(DataPlane, Barriers,
+                         testing::Values(std::pair{"centralized", 2u}, std::pair{"tournament", 2u},
+                                         std::pair{"centralized", 13u}, std::pair{"tournament", 13u},
+                                         std::pair{"centralized", 64u}, std::pair{"tournament", 64u},
+                                         std::pair{"none", 8u}),
+                         [](const auto& run) { return std::string(run.param.first) + std::to_string(run.param.second); });
+
+}  // namespace
+}  // namespace eb

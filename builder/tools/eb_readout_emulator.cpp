@@ -1,0 +1,77 @@
+// eb-readout-emulator: stands in for a readout card driver. Writes the MFPs
+// of source RANK into the shared-memory ring /eb-RUN-RANK-mfp that an
+// eb-builder started with --source shm reads, or into a file for
+// --source file. Takes the eb-builder flags of the unit it feeds, plus:
+//   --corrupt-every K   flip the magic of every K-th MFP (tests the RU's checks)
+//   --file PATH         write to PATH instead of the ring
+// It writes ceil(--events / --packing-factor) MFPs x the number of live BUs
+// (enough for that many events on every BU), or until SIGTERM with --events 0.
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include "config.hpp"
+#include "generator_reader.hpp"
+#include "log.hpp"
+#include "schedule.hpp"
+#include "shm_ring.hpp"
+#include "tool_args.hpp"
+
+int main(int argc, char** argv) {
+    std::vector<std::string_view> args(argv + 1, argv + argc);
+    auto own = eb::tools::take_own_flags(args, {"--corrupt-every", "--file"});
+    const eb::Command_line command = eb::parse_command_line(args);
+    if (const auto* error = std::get_if<eb::Usage_error>(&command)) {
+        std::cerr << "eb-readout-emulator: " << error->message << "\n";
+        return 2;
+    }
+    if (!std::holds_alternative<eb::Config>(command)) {
+        std::cerr << "usage: eb-readout-emulator <eb-builder flags of the unit> [--corrupt-every K] [--file PATH]\n";
+        return 0;
+    }
+    const eb::Config& config = std::get<eb::Config>(command);
+    std::uint64_t corrupt_every = 0;
+    if (const std::string& k = own["--corrupt-every"]; !k.empty() &&
+        std::from_chars(k.data(), k.data() + k.size(), corrupt_every).ec != std::errc{}) {
+        std::cerr << "eb-readout-emulator: --corrupt-every '" << k << "': expected a whole number\n";
+        return 2;
+    }
+    eb::set_log_rank(config.rank);
+    const std::uint64_t mfps =
+        eb::cycles_for_events(config.events, config.packing_factor) * config.rank_table().bus().size();
+
+    try {
+        eb::Stop_flag stop;
+        eb::stop_on_signals(stop);
+        eb::Generator_reader generator(config.rank, config.packing_factor, config.event_model(), 1);
+        std::ofstream file;
+        std::optional<eb::Shm_ring_writer> ring;
+        if (!own["--file"].empty()) {
+            file.open(own["--file"], std::ios::binary);
+            if (!file) throw std::runtime_error("--file " + own["--file"] + ": cannot create it");
+        } else {
+            ring.emplace(eb::ring_name(config.run_name, config.rank, "mfp"), config.ring_mib << 20, stop);
+        }
+        std::uint64_t written = 0;
+        for (; (mfps == 0 || written < mfps) && !stop.requested(); ++written) {
+            const auto mfp = generator.next();
+            std::span<std::byte> out;
+            std::vector<std::byte> copy;
+            if (ring) out = ring->allocate(mfp.size());
+            else out = (copy.resize(mfp.size()), std::span(copy));
+            std::memcpy(out.data(), mfp.data(), mfp.size());
+            if (corrupt_every != 0 && written % corrupt_every == corrupt_every - 1) out[0] ^= std::byte{0xFF};
+            if (ring) ring->commit();
+            else file.write(reinterpret_cast<const char*>(out.data()), static_cast<std::streamsize>(out.size()));
+            generator.release();
+        }
+        eb::log_info("wrote ", written, " MFPs");
+        if (ring) ring->drain();  // closing before the builder attached would lose them
+    } catch (const eb::Stopped&) {
+    } catch (const std::exception& error) {
+        eb::log_error(error.what());
+        return 1;
+    }
+    return 0;
+}
