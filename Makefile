@@ -17,7 +17,10 @@ COREDNS_VERSION := v1.13.1
 K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" {print $$2}' hack/tools/k8s/go.mod)
 ETCD_VERSION := $(shell awk '$$1 == "go.etcd.io/etcd/server/v3" {print $$2}' hack/tools/k8s/go.mod)
 
-K8S_BIN := $(BIN)/k8s-$(K8S_VERSION)-etcd-$(ETCD_VERSION)
+# The Kubernetes build is keyed by its versions and by a hash of its recipe.
+K8S_INPUTS := hack/tools/k8s/build.sh hack/tools/k8s/go.mod hack/tools/k8s/go.sum hack/tools/k8s/etcd/main.go
+K8S_KEY := $(shell cat $(K8S_INPUTS) | sha256sum | cut -c1-8)
+K8S_BIN := $(BIN)/k8s-$(K8S_VERSION)-etcd-$(ETCD_VERSION)-$(K8S_KEY)
 KIND := $(BIN)/kind-$(KIND_VERSION)/kind
 HELM := $(BIN)/helm-$(HELM_VERSION)/helm
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
@@ -27,16 +30,16 @@ KUBECTL := $(K8S_BIN)/kubectl
 
 # Images. The node image tag carries a hash of everything that goes into it.
 VERSION := 0.1.0-dev
-BASE_IMAGE := eventbuilder/debian-base:bookworm
+BASE_IMAGE := eventbuilder/debian-base:bookworm-$(shell sha256sum images/base/build.sh | cut -c1-8)
 OPERATOR_IMAGE := eventbuilder/operator:$(VERSION)
 BUILDER_IMAGE := eventbuilder/builder:$(VERSION)
-NODE_INPUTS := e2e/cluster/build-node-image.sh hack/runc-wrapper/main.go $(shell find e2e/cluster/node e2e/cluster/images -type f | sort)
-NODE_HASH := $(shell (echo $(K8S_VERSION) $(ETCD_VERSION) $(COREDNS_VERSION) $(KIND_VERSION); cat $(NODE_INPUTS)) | sha256sum | cut -c1-12)
+NODE_INPUTS := e2e/cluster/build-node-image.sh hack/runc-wrapper/main.go $(shell find e2e/cluster/node e2e/cluster/images -type f | LC_ALL=C sort)
+NODE_HASH := $(shell (echo $(K8S_BIN) $(BASE_IMAGE) $(COREDNS_VERSION) $(KIND_VERSION) $$(go env GOVERSION); cat $(NODE_INPUTS)) | sha256sum | cut -c1-12)
 OFFLINE_NODE_IMAGE := eventbuilder/kind-node:$(K8S_VERSION)-$(NODE_HASH)
 NODE_IMAGE_FILE := $(BUILD)/node-image
 
 DEMO_CLUSTER := eventbuilder-demo
-PACKAGES := build-essential cmake ninja-build libgtest-dev debootstrap
+PACKAGES := build-essential cmake ninja-build libgtest-dev debootstrap clang libclang-rt-14-dev iperf3
 
 export PATH := $(K8S_BIN):$(PATH)
 
@@ -56,8 +59,9 @@ demo: images node-image $(KIND) $(HELM) ## Bring up a kind cluster, install the 
 ##@ Tests
 
 .PHONY: test-builder
-test-builder: build-builder ## C++ unit and multi-process tests.
+test-builder: build-builder ## C++ unit and multi-process tests, and a bounded fuzzing run of each parser.
 	ctest --test-dir $(BUILD)/builder --output-on-failure
+	builder/fuzz/run.sh $(BUILD)/builder-fuzz
 
 .PHONY: test-operator
 test-operator: packages $(K8S_BIN)/etcd ## Go unit tests and envtest against a real API server.
@@ -74,6 +78,16 @@ test-e2e: images node-image $(KIND) $(HELM) ## The kind end-to-end suite (create
 	cd e2e && E2E_NODE_IMAGE=$$(cat $(NODE_IMAGE_FILE)) E2E_KIND=$(KIND) E2E_HELM=$(HELM) E2E_KUBECTL=$(KUBECTL) \
 	  E2E_OPERATOR_IMAGE=$(OPERATOR_IMAGE) E2E_BUILDER_IMAGE=$(BUILDER_IMAGE) \
 	  go test -count=1 -timeout 30m -v ./...
+
+##@ Benchmarks
+
+.PHONY: bench
+bench: build-builder ## Data-mover benchmark: builder vs iperf3 on loopback, barrier latency vs N (BENCH lines).
+	builder/bench/run.sh $(BUILD)/builder
+
+.PHONY: bench-operator
+bench-operator: packages $(K8S_BIN)/etcd ## Operator scale benchmark against a real API server (BENCH lines).
+	KUBEBUILDER_ASSETS=$(K8S_BIN) operator/hack/bench.sh
 
 ##@ Build
 
@@ -105,7 +119,7 @@ packages:
 	@hack/ensure-packages.sh $(PACKAGES)
 
 .PHONY: docker
-docker: $(RUNC_WRAPPER)
+docker: packages $(RUNC_WRAPPER)
 	@hack/ensure-docker.sh $(RUNC_WRAPPER)
 
 .PHONY: base-image
@@ -113,33 +127,36 @@ base-image: docker
 	@images/base/build.sh $(BASE_IMAGE)
 
 .PHONY: node-image
-node-image: base-image $(K8S_BIN)/etcd $(COREDNS) $(KIND) $(RUNC_WRAPPER) ## Choose the kind node image: kind's own when pullable, else built offline (cached by content hash).
+node-image: packages base-image $(K8S_BIN)/etcd $(COREDNS) $(KIND) $(RUNC_WRAPPER) ## Choose the kind node image: kind's own when pullable, else built offline (cached by content hash).
 	@mkdir -p $(BUILD)
-	@e2e/cluster/node-image.sh $(OFFLINE_NODE_IMAGE) "$$(go mod download -json sigs.k8s.io/kind@$(KIND_VERSION) | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')" \
-	  $(BASE_IMAGE) $(K8S_BIN) $(COREDNS) $(RUNC_WRAPPER) > $(NODE_IMAGE_FILE)
+	@e2e/cluster/node-image.sh $(OFFLINE_NODE_IMAGE) sigs.k8s.io/kind@$(KIND_VERSION) \
+	  $(BASE_IMAGE) $(K8S_BIN) $(COREDNS) $(RUNC_WRAPPER) > $(NODE_IMAGE_FILE).tmp
+	@mv $(NODE_IMAGE_FILE).tmp $(NODE_IMAGE_FILE)
 	@echo ">> node image $$(cat $(NODE_IMAGE_FILE))"
 
 .PHONY: tools
 tools: $(K8S_BIN)/etcd $(KIND) $(HELM) $(CONTROLLER_GEN) $(COREDNS) ## Build every pinned tool into bin/.
 
 # Expensive tools are cached by the version in their path, never by source mtimes
-# (a fresh clone has new mtimes). etcd is the last binary build.sh writes.
+# (a fresh clone has new mtimes). Each is built into a temporary folder that is
+# renamed when complete, so an interrupted build never leaves a binary that looks
+# finished. etcd is the last binary build.sh writes.
 $(K8S_BIN)/etcd:
 	@echo ">> building Kubernetes $(K8S_VERSION) and etcd $(ETCD_VERSION) (about 10 min cold)"
-	hack/tools/k8s/build.sh $(K8S_BIN)
+	rm -rf $(K8S_BIN).tmp && hack/tools/k8s/build.sh $(K8S_BIN).tmp && mv $(K8S_BIN).tmp $(K8S_BIN)
 
 $(KIND):
-	GOBIN=$(@D) CGO_ENABLED=0 go install sigs.k8s.io/kind@$(KIND_VERSION)
+	rm -rf $(@D).tmp && GOBIN=$(@D).tmp CGO_ENABLED=0 go install sigs.k8s.io/kind@$(KIND_VERSION) && rm -rf $(@D) && mv $(@D).tmp $(@D)
 
 $(HELM):
 	@echo ">> building helm $(HELM_VERSION) (about 3 min cold)"
-	GOBIN=$(@D) CGO_ENABLED=0 go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	rm -rf $(@D).tmp && GOBIN=$(@D).tmp CGO_ENABLED=0 go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) && rm -rf $(@D) && mv $(@D).tmp $(@D)
 
 $(CONTROLLER_GEN):
-	GOBIN=$(@D) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+	rm -rf $(@D).tmp && GOBIN=$(@D).tmp go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION) && rm -rf $(@D) && mv $(@D).tmp $(@D)
 
 $(COREDNS):
-	GOBIN=$(@D) CGO_ENABLED=0 go install github.com/coredns/coredns@$(COREDNS_VERSION)
+	rm -rf $(@D).tmp && GOBIN=$(@D).tmp CGO_ENABLED=0 go install github.com/coredns/coredns@$(COREDNS_VERSION) && rm -rf $(@D) && mv $(@D).tmp $(@D)
 
 $(RUNC_WRAPPER): hack/runc-wrapper/main.go
 	cd hack/runc-wrapper && CGO_ENABLED=0 go build -trimpath -o $@ .

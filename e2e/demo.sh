@@ -14,9 +14,21 @@ mkdir -p "$root/build"
 echo ">> loading images"
 "$kind" load docker-image --name "$name" "$operator_image" "$builder_image" >/dev/null
 echo ">> installing the chart"
+# helm upgrade leaves CRDs alone, so a reused cluster gets the chart's current ones here.
+$kubectl apply --server-side --force-conflicts -f "$root/charts/eventbuilder-operator/crds/" >/dev/null
+operator_failed() {
+  echo "error: the operator did not become ready:" >&2
+  $kubectl -n eventbuilder-system get pods -o wide >&2
+  $kubectl -n eventbuilder-system logs deploy/eventbuilder-operator --tail=50 >&2 || true
+  exit 1
+}
 "$helm" upgrade --install eventbuilder-operator "$root/charts/eventbuilder-operator" --kubeconfig "$kubeconfig" \
   --namespace eventbuilder-system --create-namespace \
-  --set image.repository="${operator_image%:*}" --set image.tag="${operator_image##*:}" --wait --timeout 3m >/dev/null
+  --set image.repository="${operator_image%:*}" --set image.tag="${operator_image##*:}" --wait --timeout 3m >/dev/null \
+  || operator_failed
+# The image tag does not change between builds: restart so a reloaded image runs.
+$kubectl -n eventbuilder-system rollout restart deployment/eventbuilder-operator >/dev/null
+$kubectl -n eventbuilder-system rollout status deployment/eventbuilder-operator --timeout=3m >/dev/null || operator_failed
 # Builder pods keep the old binary across image reloads unless the run is recreated.
 $kubectl delete eventbuilderrun sample --ignore-not-found --wait >/dev/null
 sed "s|image: .*|image: $builder_image|" "$root/config/samples/eventbuilder_v1alpha1_eventbuilderrun.yaml" \
@@ -33,9 +45,11 @@ until [ "$($kubectl get eventbuilderrun sample -o jsonpath='{.status.phase}')" =
   sleep 2
 done
 status() { $kubectl get eventbuilderrun sample -o jsonpath='{.status.eventsBuilt} {.status.bytesBuilt}{"\n"}'; }
-read -r events0 bytes0 < <(status); t0=$(date +%s.%N)
+sample=$(status); t0=$(date +%s.%N)
+read -r events0 bytes0 <<<"$sample"
 sleep 10 # the measurement window
-read -r events1 bytes1 < <(status); t1=$(date +%s.%N)
+sample=$(status); t1=$(date +%s.%N)
+read -r events1 bytes1 <<<"$sample"
 awk -v e="$((events1 - events0))" -v b="$((bytes1 - bytes0))" -v t0="$t0" -v t1="$t1" 'BEGIN {
   dt = t1 - t0
   printf ">> measured over %.1f s: %.0f events/s, %.3f Gb/s (4 units, TCP, one machine)\n", dt, e / dt, 8 * b / dt / 1e9 }'

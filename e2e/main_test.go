@@ -86,12 +86,27 @@ func bringUp() error {
 			return fmt.Errorf("kind load %s: %w", image, err)
 		}
 	}
+	// helm upgrade leaves CRDs alone: a reused cluster gets the chart's current ones here.
+	if err := command(env.kubectl, "--kubeconfig", env.kubeconfig, "apply", "--server-side", "--force-conflicts",
+		"-f", "../charts/eventbuilder-operator/crds/").Run(); err != nil {
+		return fmt.Errorf("apply CRDs: %w", err)
+	}
 	repository, tag := splitImage(env.operatorImage)
 	if err := command(env.helm, "upgrade", "--install", operatorRelease, "../charts/eventbuilder-operator",
 		"--kubeconfig", env.kubeconfig, "--namespace", operatorNamespace, "--create-namespace",
 		"--set", "image.repository="+repository, "--set", "image.tag="+tag,
 		"--wait", "--timeout", "3m").Run(); err != nil {
 		return fmt.Errorf("helm install: %w", err)
+	}
+	if os.Getenv("E2E_REUSE_CLUSTER") == "1" { // same image tag, maybe new image: restart to run it
+		if err := command(env.kubectl, "--kubeconfig", env.kubeconfig, "-n", operatorNamespace, "rollout", "restart",
+			"deployment/"+operatorRelease).Run(); err != nil {
+			return fmt.Errorf("restart operator: %w", err)
+		}
+		if err := command(env.kubectl, "--kubeconfig", env.kubeconfig, "-n", operatorNamespace, "rollout", "status",
+			"deployment/"+operatorRelease, "--timeout=3m").Run(); err != nil {
+			return fmt.Errorf("operator rollout: %w", err)
+		}
 	}
 	config, err := clientcmd.BuildConfigFromFlags("", env.kubeconfig)
 	if err != nil {
@@ -113,7 +128,8 @@ func bringUp() error {
 
 func tearDown() {
 	if os.Getenv("E2E_KEEP_CLUSTER") == "1" {
-		fmt.Printf("e2e: keeping cluster %s (E2E_KEEP_CLUSTER=1)\n", clusterName)
+		fmt.Printf("e2e: keeping cluster %s (E2E_KEEP_CLUSTER=1); kubeconfig: %s get kubeconfig --name %s\n",
+			clusterName, env.kind, clusterName)
 		return
 	}
 	_ = command(env.kind, "delete", "cluster", "--name", clusterName).Run()

@@ -19,8 +19,11 @@ cleanup() { rm -rf "$ctx"; [ -z "$container" ] || docker rm -f "$container" >/de
 trap cleanup EXIT
 
 # The images kubeadm $version expects, e.g. registry.k8s.io/etcd:3.6.6-0.
-mapfile -t wanted < <("$k8s_bin/kubeadm" config images list --kubernetes-version "$version" 2>/dev/null)
-image_for() { printf '%s\n' "${wanted[@]}" | grep -E "/$1:" ; }
+list=$("$k8s_bin/kubeadm" config images list --kubernetes-version "$version")
+mapfile -t wanted <<<"$list"
+image_for() {
+  printf '%s\n' "${wanted[@]}" | grep -E "/$1:" || { echo "error: kubeadm $version lists no $1 image: ${wanted[*]}" >&2; return 1; }
+}
 check_version() { # component, the version we built, the tag kubeadm wants
   case "$3" in "$2"|"$2"-*) ;; *) echo "error: kubeadm $version wants $1 $3 but $2 was built; pin $1 to ${3%%-*}" >&2; exit 1;; esac
 }
@@ -43,9 +46,11 @@ build_component() { # image tag, binary path, extra packages
     --build-arg BINARY="$(basename "$2")" --build-arg PACKAGES="${3:-}" -t "$1" "$dir"
 }
 for component in kube-apiserver kube-controller-manager kube-scheduler; do
-  build_component "$(image_for "$component")" "$k8s_bin/$component"
+  image=$(image_for "$component")
+  build_component "$image" "$k8s_bin/$component"
 done
-build_component "$(image_for kube-proxy)" "$k8s_bin/kube-proxy" "iptables nftables conntrack ipset"
+image=$(image_for kube-proxy)
+build_component "$image" "$k8s_bin/kube-proxy" "iptables nftables conntrack ipset"
 etcd_image=$(image_for etcd)
 check_version etcd "$("$k8s_bin/etcd" --version | awk '/etcd Version/ {print $3}')" "${etcd_image##*:}"
 build_component "$etcd_image" "$k8s_bin/etcd"
@@ -57,6 +62,10 @@ echo ">> image $coredns_image"
 quiet_build --build-arg BASE_IMAGE="$base_image" -t "$coredns_image" -f "$here/images/coredns/Dockerfile" "$ctx/coredns"
 
 pause_image=$(image_for pause)
+if ! grep -qF "sandbox_image = \"$pause_image\"" "$here/node/files/containerd-config.toml"; then
+  echo "error: kubeadm $version wants $pause_image; set sandbox_image to it in node/files/containerd-config.toml" >&2
+  exit 1
+fi
 mkdir -p "$ctx/pause"
 gcc -static -O2 -o "$ctx/pause/pause" "$here/images/pause/pause.c"
 echo ">> image $pause_image"
@@ -76,10 +85,16 @@ quiet_build --build-arg BASE_IMAGE="$base_image" -t "$node_image-rootfs" -f "$he
 echo ">> importing ${#wanted[@]} images into the node's containerd"
 docker save "${wanted[@]}" -o "$ctx/images.tar"
 container=$(docker run -d --privileged --entrypoint sleep -v "$ctx/images.tar:/kind/images.tar:ro" "$node_image-rootfs" infinity)
-docker exec "$container" bash -c 'nohup containerd >/var/log/containerd-build.log 2>&1 &
-  for _ in $(seq 50); do ctr version >/dev/null 2>&1 && break; sleep 0.2; done
+docker exec -e WANTED="${wanted[*]}" "$container" bash -euo pipefail -c '
+  nohup containerd >/var/log/containerd-build.log 2>&1 &
+  for _ in $(seq 100); do ctr version >/dev/null 2>&1 && break; sleep 0.2; done
+  ctr version >/dev/null || { tail /var/log/containerd-build.log >&2; exit 1; }
   ctr -n k8s.io images import --label=io.cri-containerd.pinned=pinned --all-platforms --no-unpack --digests /kind/images.tar >/dev/null
-  pkill containerd; while pgrep -x containerd >/dev/null; do sleep 0.2; done'
+  for image in $WANTED; do
+    ctr -n k8s.io images ls -q | grep -qxF "$image" || { echo "error: $image missing after import" >&2; exit 1; }
+  done
+  pkill containerd
+  while pgrep -x containerd >/dev/null; do sleep 0.2; done'
 docker exec "$container" bash -c "echo $version > /kind/version"
 docker commit --change 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' "$container" "$node_image" >/dev/null
 docker rm -f "$container" >/dev/null && container=""

@@ -1,17 +1,31 @@
 #!/usr/bin/env bash
-# Chooses the kind node image and prints its name: kind's own default image when
-# this machine has it or can pull it, else one built offline (build-node-image.sh).
-# Usage: node-image.sh <offline image tag> <kind module dir> <base image> <k8s bin dir> <coredns binary> <runc-wrapper>
+# Chooses the kind node image and prints its name: the official kindest/node image
+# of our Kubernetes version where it can be pulled and used, else one built offline
+# (build-node-image.sh; skipped when already built).
+# Usage: node-image.sh <offline image tag> <kind module@version> <base image> <k8s bin dir> <coredns binary> <runc-wrapper>
 set -euo pipefail
-offline_image=$1 kind_dir=$2
-shift 2
+offline_image=$1 kind_module=$2 base_image=$3 k8s_bin=$4 coredns_bin=$5 runc_wrapper=$6
 here=$(cd "$(dirname "$0")" && pwd)
 
-official=$(sed -n 's/^const Image = "\(.*\)"$/\1/p' "$kind_dir/pkg/apis/config/defaults/image.go")
-if [ -n "$official" ] && { docker image inspect "$official" >/dev/null 2>&1 || docker pull -q "$official" >/dev/null 2>&1; }; then
+# The official image runs privileged pods as they are, which needs CAP_SYS_RESOURCE
+# (bit 24 of the bounding set); without it only the offline image's runc wrapper works.
+official=kindest/node:$("$k8s_bin/kubeadm" version -o short)
+if (( (0x$(awk '/^CapBnd/ {print $2}' /proc/self/status) >> 24 & 1) == 1 )) &&
+   { docker image inspect "$official" >/dev/null 2>&1 || docker pull -q "$official" >/dev/null 2>&1; }; then
   echo "$official"
   exit 0
 fi
-echo ">> $official cannot be pulled here; using a node image built offline" >&2
-"$here/build-node-image.sh" "$offline_image" "$kind_dir" "$@" >&2
+echo ">> $official cannot be pulled or run here; using a node image built offline" >&2
+
+# kind's base-image files (entrypoint, kubelet units) come from the pinned kind module.
+if ! module=$(go mod download -json "$kind_module" 2>&1); then
+  echo "error: go mod download $kind_module failed: $module" >&2
+  exit 1
+fi
+kind_dir=$(sed -n 's/^\t"Dir": "\(.*\)",$/\1/p' <<<"$module")
+if [ ! -d "$kind_dir/images/base/files" ]; then
+  echo "error: $kind_module has no images/base/files in the module cache ($kind_dir)" >&2
+  exit 1
+fi
+"$here/build-node-image.sh" "$offline_image" "$kind_dir" "$base_image" "$k8s_bin" "$coredns_bin" "$runc_wrapper" >&2
 echo "$offline_image"

@@ -21,9 +21,19 @@ cluster_config() {
   printf '    %s\n' "${kubelet[@]}"
 }
 
-running_image() { docker inspect -f '{{.Config.Image}} {{.State.Running}}' "$name-control-plane" 2>/dev/null || true; }
-if [ "$(running_image)" = "$node_image true" ] && "$kind" get kubeconfig --name "$name" >"$kubeconfig" 2>/dev/null \
-   && $kubectl get --raw /readyz >/dev/null 2>&1; then
+# A cluster is reused only when it runs the wanted image and every node is up and Ready.
+reusable() {
+  "$kind" get clusters 2>/dev/null | grep -qx "$name" || return 1
+  [ "$(docker inspect -f '{{.Config.Image}}' "$name-control-plane" 2>/dev/null)" = "$node_image" ] || return 1
+  local node
+  for node in $("$kind" get nodes --name "$name"); do
+    [ "$(docker inspect -f '{{.State.Running}}' "$node")" = true ] || return 1
+  done
+  "$kind" get kubeconfig --name "$name" >"$kubeconfig" 2>/dev/null || return 1
+  $kubectl wait --for=condition=Ready node --all --timeout=60s >/dev/null 2>&1
+}
+
+if reusable; then
   echo ">> reusing running cluster $name"
 else
   if "$kind" get clusters 2>/dev/null | grep -qx "$name"; then
@@ -63,6 +73,11 @@ JSON
   done
 done
 echo ">> waiting for nodes and CoreDNS"
-$kubectl wait --for=condition=Ready node --all --timeout=180s >/dev/null
-$kubectl -n kube-system rollout status deployment/coredns --timeout=180s >/dev/null
+if ! $kubectl wait --for=condition=Ready node --all --timeout=180s >/dev/null ||
+   ! $kubectl -n kube-system rollout status deployment/coredns --timeout=180s >/dev/null; then
+  echo "error: cluster $name did not become ready:" >&2
+  $kubectl get nodes -o wide >&2
+  $kubectl -n kube-system get pods -o wide >&2
+  exit 1
+fi
 echo ">> cluster $name ready (kubeconfig $kubeconfig)"
