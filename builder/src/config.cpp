@@ -163,6 +163,8 @@ std::optional<Usage_error> check_consistency(const Config& config, std::optional
     if (table.rus().empty() || table.bus().empty())
         return Usage_error{"--layout " + std::string(layout_name(config.layout)) + " with --dummies leaves no live " +
                            (table.rus().empty() ? "RU" : "BU") + "; keep at least one of each live"};
+    if (config.size_model == Size_model::poisson && config.fragment_size == 0)
+        return Usage_error{"--fragment-size 0: --size-model poisson needs a mean of at least 1 byte"};
     if (config.size_model == Size_model::poisson && config.fragment_size > max_poisson_fragment_size)
         return Usage_error{"--fragment-size " + std::to_string(config.fragment_size) +
                            " is too large a mean for --size-model poisson; at most " +

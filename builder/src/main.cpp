@@ -28,16 +28,17 @@ namespace {
 // throws: a failure is logged, shown as ERROR in the status, and held there
 // until the unit is told to stop, so the operator can read it.
 // `started` is set when the mesh is up and building starts.
-void build_events(const eb::Config& config, eb::Fd listener, eb::Unit_status& status, const eb::Stop_flag& stop,
-                  std::chrono::steady_clock::time_point& started) {
+void build_events(const eb::Config& config, const eb::Rank_table& table, eb::Unit_buffers& buffers, eb::Fd listener,
+                  eb::Unit_status& status, const eb::Stop_flag& stop, std::chrono::steady_clock::time_point& started) {
     try {
-        const eb::Rank_table table = config.rank_table();
         std::vector<bool> live(table.units());
         for (eb::Rank rank = 0; rank < table.units(); ++rank) live[rank] = table.live(rank);
         auto mesh = eb::connect_mesh(std::move(listener), config.rank, config.peers, std::move(live), stop);
-        if (!mesh) return;
+        if (!mesh) {
+            buffers.stop_output();
+            return;
+        }
         eb::Tcp_transport transport(config.rank, std::move(*mesh), stop);
-        eb::Unit_buffers buffers(config, table, status, stop);
         std::optional<eb::Barrier> barrier;
         if (config.barrier != eb::Barrier_kind::none) barrier.emplace(config.barrier, transport, table.live_ranks());
         eb::Event_builder builder(
@@ -49,11 +50,15 @@ void build_events(const eb::Config& config, eb::Fd listener, eb::Unit_status& st
         started = std::chrono::steady_clock::now();
         if (builder.run()) {
             eb::log_info("built the requested ", config.events, " events");
-            buffers.drain_output();
+            buffers.finish_output();
+        } else {
+            buffers.stop_output();
         }
     } catch (const eb::Stopped&) {
         // Asked to stop while waiting on a shared-memory ring: a normal stop.
+        buffers.stop_output();
     } catch (const std::exception& error) {
+        buffers.fail_output();  // the consumer must not take this for a complete run
         status.fail(error.what());
         eb::log_error(error.what(), "; holding ERROR until stopped");
         stop.wait();
@@ -76,8 +81,21 @@ int run_unit(const eb::Config& config) {
 
     std::jthread http_thread([&] { http.serve(); });
     std::jthread progress_thread([&] { eb::report_progress(status, stop); });
+    // Open the source and output before the mesh: a bad --source-file, a ring
+    // held by a live writer or a full /dev/shm fails the start (exit 1), not
+    // the run. Waiting for a source ring's writer may take a while.
+    const eb::Rank_table table = config.rank_table();
+    std::optional<eb::Unit_buffers> buffers;
+    try {
+        buffers.emplace(config, table, status, stop);
+    } catch (const eb::Stopped&) {
+        // Stopped while waiting for the MFP ring: a normal stop.
+    } catch (...) {
+        stop.request();  // ends both threads, joined on the way out
+        throw;
+    }
     auto started = std::chrono::steady_clock::now();
-    build_events(config, std::move(listener), status, stop, started);
+    if (buffers) build_events(config, table, *buffers, std::move(listener), status, stop, started);
     const double building_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     status.set_state(eb::Unit_state::stopped);
     stop.request();  // ends both threads, joined on scope exit

@@ -34,7 +34,7 @@ struct Ring_control {
     std::uint64_t capacity;  // data bytes, a multiple of record_alignment
     std::atomic<std::int32_t> writer_pid;
     std::atomic<std::int32_t> reader_pid;  // 0: none attached
-    std::atomic<std::uint32_t> closed;     // the writer finished cleanly
+    std::atomic<std::uint32_t> closed;     // a Ring_end: how the writer left
     alignas(64) std::atomic<std::uint64_t> head;  // bytes published, ever
     alignas(64) std::atomic<std::uint64_t> tail;  // bytes released, ever
 };
@@ -77,6 +77,16 @@ Ring_mapping map_segment(int fd, std::size_t bytes, const std::string& name) {
 }
 
 }  // namespace
+
+const char* ring_end_name(Ring_end end) {
+    switch (end) {
+        case Ring_end::open: return "open";
+        case Ring_end::complete: return "complete";
+        case Ring_end::stopped: return "stopped";
+        case Ring_end::failed: return "failed";
+    }
+    return "unknown";
+}
 
 std::string ring_name(const std::string& run, std::uint32_t rank, const char* what) {
     return "/eb-" + run + "-" + std::to_string(rank) + "-" + what;
@@ -124,7 +134,12 @@ Shm_ring_writer::Shm_ring_writer(std::string name, std::size_t capacity, const S
         throw Ring_error("cannot reserve " + std::to_string(bytes >> 20) + " MiB for " + name_ + " in /dev/shm: " +
                          error_text(error) + "; lower --ring-mib or give the pod more /dev/shm");
     }
-    map_ = map_segment(fd.get(), bytes, name_);
+    try {
+        map_ = map_segment(fd.get(), bytes, name_);
+    } catch (...) {
+        ::shm_unlink(name_.c_str());  // the destructor will not run to do it
+        throw;
+    }
     Ring_control& control = *new (&map_.control()) Ring_control{};
     control.version = ring_version;
     control.capacity = capacity_;
@@ -133,7 +148,9 @@ Shm_ring_writer::Shm_ring_writer(std::string name, std::size_t capacity, const S
 }
 
 Shm_ring_writer::~Shm_ring_writer() {
-    map_.control().closed.store(1, std::memory_order_release);
+    // Unwinding on an error (or any end without finish()/stop()) must not
+    // look like a clean finish to the reader.
+    close(Ring_end::failed);
     // A reader already attached keeps its mapping and drains what is left.
     ::shm_unlink(name_.c_str());
 }
@@ -158,6 +175,21 @@ void Shm_ring_writer::drain() {
     wait_until(stop_, [&] { return control.tail.load(std::memory_order_acquire) == reserved_; },
                [&] { check_reader(); });
 }
+
+void Shm_ring_writer::close(Ring_end end) {
+    if (end_ != Ring_end::open) return;  // the first verdict stands
+    end_ = end;
+    map_.control().closed.store(static_cast<std::uint32_t>(end), std::memory_order_release);
+}
+
+void Shm_ring_writer::finish() {
+    drain();
+    close(Ring_end::complete);
+}
+
+void Shm_ring_writer::stop() { close(Ring_end::stopped); }
+
+void Shm_ring_writer::fail() { close(Ring_end::failed); }
 
 std::span<std::byte> Shm_ring_writer::allocate(std::size_t bytes) {
     if (bytes > max_element())
@@ -211,6 +243,14 @@ Shm_ring_reader::Shm_ring_reader(std::string name, const Stop_flag& stop) : name
     if (control_bytes + capacity_ != static_cast<std::uint64_t>(info.st_size))
         throw Ring_error("ring " + name_ + " header says " + std::to_string(capacity_) + " data bytes, the segment has " +
                          std::to_string(info.st_size - control_bytes));
+    // The writer is another program: check its geometry before using it.
+    if (capacity_ % record_alignment != 0 || capacity_ < 2 * record_alignment)
+        throw Ring_error("ring " + name_ + " has a capacity of " + std::to_string(capacity_) +
+                         " data bytes; expected a multiple of " + std::to_string(record_alignment) + ", at least " +
+                         std::to_string(2 * record_alignment));
+    if (const std::uint64_t tail = control.tail.load(std::memory_order_acquire); tail % record_alignment != 0)
+        throw Ring_error("ring " + name_ + " has tail " + std::to_string(tail) + ", not a multiple of " +
+                         std::to_string(record_alignment));
     pid_t holder = 0;
     while (!control.reader_pid.compare_exchange_strong(holder, ::getpid())) {
         if (alive(holder))
@@ -247,18 +287,32 @@ std::span<const std::byte> Shm_ring_reader::next() {
                                          ", died; every element it published was read");
                 });
             head = control.head.load(std::memory_order_acquire);  // closed comes after the last commit
-            if (read_ == head) return {};
+            if (read_ == head) {
+                const auto end = static_cast<Ring_end>(control.closed.load(std::memory_order_acquire));
+                if (end == Ring_end::complete || end == Ring_end::stopped) {
+                    end_ = end;
+                    return {};
+                }
+                throw Ring_error("the writer of ring " + name_ + ", pid " + std::to_string(writer_pid()) +
+                                 (end == Ring_end::failed ? ", failed" : ", closed it with unknown state " +
+                                                                             std::to_string(static_cast<std::uint32_t>(end))) +
+                                 " before finishing; every element it published was read");
+            }
         }
         const std::uint64_t offset = read_ % capacity_;
+        // The writer is another program: check before trusting its header.
+        if (head < read_ || offset + sizeof(Record_header) > capacity_)
+            throw Ring_error("ring " + name_ + " is corrupt at byte " + std::to_string(read_) + ": head " +
+                             std::to_string(head));
         Record_header record;
         std::memcpy(&record, map_.data() + offset, sizeof record);
         if (record.kind == record_wrap && read_ + (capacity_ - offset) < head) {
             read_ += capacity_ - offset;
             continue;
         }
-        // The writer is another program: check before trusting its sizes.
+        // Sizes are checked before rounding, so a huge one cannot wrap.
         if (record.kind != record_element || record.size > capacity_ - offset - sizeof record ||
-            read_ + record_bytes(record.size) > head)
+            record.size > head - read_ || record_bytes(record.size) > head - read_)
             throw Ring_error("ring " + name_ + " is corrupt at byte " + std::to_string(read_) + ": record kind " +
                              std::to_string(record.kind) + " size " + std::to_string(record.size));
         read_ += record_bytes(record.size);

@@ -41,6 +41,15 @@ public:
 
 struct Ring_control;
 
+// How the writer left the ring (the `closed` word of the control block).
+enum class Ring_end : std::uint32_t {
+    open = 0,      // still writing
+    complete = 1,  // finished: every element it meant to write was published
+    stopped = 2,   // asked to stop (SIGTERM/SIGINT) before finishing
+    failed = 3,    // gave up on an error; elements are missing
+};
+const char* ring_end_name(Ring_end end);
+
 // Maps a segment; shared by both ends.
 class Ring_mapping {
 public:
@@ -64,7 +73,8 @@ public:
     // Creates `name` with `capacity` data bytes (rounded up to 4 KiB),
     // reclaiming a stale one; throws if a live writer holds it.
     Shm_ring_writer(std::string name, std::size_t capacity, const Stop_flag& stop);
-    ~Shm_ring_writer() override;  // marks the ring closed and unlinks it
+    // Marks the ring failed unless finish() or stop() came first, and unlinks it.
+    ~Shm_ring_writer() override;
 
     // Waits for room; throws Stopped, or Ring_error if the reader died.
     std::span<std::byte> allocate(std::size_t bytes) override;
@@ -77,8 +87,16 @@ public:
     // is lost by closing; throws Stopped.
     void drain();
 
+    // The end of a complete run: drain(), then marks the ring complete.
+    void finish();
+    // Marks the ring stopped: the run ended early on request, not on error.
+    void stop();
+    // Marks the ring failed now (the destructor would, later).
+    void fail();
+
 private:
     void check_reader();
+    void close(Ring_end end);
 
     std::string name_;
     Ring_mapping map_;
@@ -86,6 +104,7 @@ private:
     const Stop_flag& stop_;
     std::uint64_t reserved_ = 0;         // end of the last allocation
     std::deque<std::uint64_t> pending_;  // ends of allocations not committed yet
+    Ring_end end_ = Ring_end::open;
 };
 
 class Shm_ring_reader final : public Buffer_reader {
@@ -95,10 +114,13 @@ public:
     Shm_ring_reader(std::string name, const Stop_flag& stop);
     ~Shm_ring_reader() override;  // leaves the reader slot free
 
-    // The next element; empty once the writer closed the ring and every
-    // element was read. Throws Stopped, or Ring_error if the writer died or
-    // an element header is out of bounds.
+    // The next element; empty once the writer closed the ring as complete
+    // or stopped and every element was read (end() says which). Throws
+    // Stopped, or Ring_error if the writer died or failed, or an element
+    // header is out of bounds.
     std::span<const std::byte> next() override;
+    // How the writer closed the ring, once next() returned empty.
+    Ring_end end() const { return end_; }
     void release() override;
 
     pid_t writer_pid() const;
@@ -113,6 +135,7 @@ private:
     const Stop_flag& stop_;
     std::uint64_t read_ = 0;          // end of the last element handed out
     bool resumed_ = false;
+    Ring_end end_ = Ring_end::open;
     std::deque<std::uint64_t> held_;  // ends of elements not released yet
 };
 

@@ -12,17 +12,26 @@ namespace eb {
 namespace {
 
 static_assert(std::atomic<bool>::is_always_lock_free, "the signal handler needs a lock-free flag");
+static_assert(std::atomic<Stop_flag*>::is_always_lock_free, "the signal handler needs a lock-free pointer");
 
-Stop_flag* signal_target = nullptr;
+std::atomic<Stop_flag*> signal_target{nullptr};
 
 extern "C" void on_stop_signal(int) {
-    if (signal_target != nullptr) signal_target->request();
+    if (Stop_flag* target = signal_target.load(); target != nullptr) target->request();
 }
 
 }  // namespace
 
 Stop_flag::Stop_flag() : event_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
     if (!event_) throw std::system_error(errno, std::generic_category(), "eventfd");
+}
+
+Stop_flag::~Stop_flag() {
+    Stop_flag* self = this;
+    if (signal_target.compare_exchange_strong(self, nullptr)) {
+        ::signal(SIGTERM, SIG_DFL);
+        ::signal(SIGINT, SIG_DFL);
+    }
 }
 
 void Stop_flag::request() noexcept {
@@ -50,7 +59,7 @@ void Stop_flag::wait() const {
 }
 
 void stop_on_signals(Stop_flag& stop) {
-    signal_target = &stop;
+    signal_target.store(&stop);
     struct sigaction action {};
     action.sa_handler = on_stop_signal;
     sigemptyset(&action.sa_mask);

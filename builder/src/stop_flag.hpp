@@ -13,6 +13,10 @@ namespace eb {
 class Stop_flag {
 public:
     Stop_flag();
+    // Detaches the signal handler from this flag first, if it was routed here.
+    ~Stop_flag();
+    Stop_flag(const Stop_flag&) = delete;
+    Stop_flag& operator=(const Stop_flag&) = delete;
 
     // Async-signal-safe.
     void request() noexcept;
@@ -30,7 +34,7 @@ private:
 
 // Routes SIGTERM and SIGINT to stop.request(), and ignores SIGPIPE (a peer
 // going away shows up as an error on the socket instead). `stop` must outlive
-// the process's use of signals.
+// the process's use of signals; its destructor restores the default action.
 void stop_on_signals(Stop_flag& stop);
 
 }  // namespace eb

@@ -44,6 +44,14 @@ struct Hello {
 };
 static_assert(sizeof(Hello) == 16);
 
+// Whether the other end of a connected socket closed or reset it, without
+// consuming anything.
+bool peer_closed(int fd) {
+    std::byte probe;
+    const ssize_t got = ::recv(fd, &probe, 1, MSG_PEEK | MSG_DONTWAIT);
+    return got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 // This unit's connection to one peer's BU.
 struct Dial {
     Fd fd;  // set from the start of a connect attempt
@@ -262,7 +270,23 @@ void Mesh_builder::read_hello(Greeting& greeting) {
                               std::to_string(hello.units) + " units, but this is rank " + std::to_string(rank_) +
                               " of " + std::to_string(units()) +
                               ": every unit needs the same --peers and --dummies lists and its own --rank");
-    if (accepted_[hello.rank]) log_warning("rank ", hello.rank, " dialled in again; using the new connection");
+    if (accepted_[hello.rank]) {
+        log_warning("rank ", hello.rank, " dialled in again; using the new connection");
+        // A peer that restarted: our dial reached the old process, which the
+        // new one never hears from. The old one's end is closed (nothing is
+        // sent on a dial while connecting), so dial the new one now. A live
+        // peer that merely redialled keeps our dial, else the two would
+        // redial each other in turn.
+        Dial& dial = dials_[hello.rank];
+        if (dial.up && peer_closed(dial.fd.get())) {
+            log_warning("rank ", hello.rank, " closed our earlier connection: it restarted; dialling it again");
+            dial.fd.reset();
+            dial.up = false;
+            dial.retry_at = Clock::now();
+            dial.backoff = first_retry_delay;
+            dial.last_failure = "restarted; dialling it again";
+        }
+    }
     accepted_[hello.rank] = std::move(greeting.fd);
 }
 

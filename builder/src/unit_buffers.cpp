@@ -24,7 +24,7 @@ Unit_buffers::Unit_buffers(const Config& config, const Rank_table& table, Unit_s
                 break;
             case Source_kind::file: source_ = std::make_unique<File_reader>(config.source_file); break;
         }
-        if (config.rate != 0) paced_ = std::make_unique<Paced_reader>(*source_, config.packing_factor, config.rate);
+        if (config.rate != 0) paced_ = std::make_unique<Paced_reader>(*source_, config.packing_factor, config.rate, stop);
     }
     if (table.runs_bu(rank)) {
         const std::uint64_t stride = std::uint64_t{config.packing_factor} * table.bus().size();
@@ -47,8 +47,16 @@ Unit_buffers::Unit_buffers(const Config& config, const Rank_table& table, Unit_s
     }
 }
 
-void Unit_buffers::drain_output() {
-    if (ring_output_ != nullptr) ring_output_->drain();
+void Unit_buffers::finish_output() {
+    if (ring_output_ != nullptr) ring_output_->finish();
+}
+
+void Unit_buffers::stop_output() {
+    if (ring_output_ != nullptr) ring_output_->stop();
+}
+
+void Unit_buffers::fail_output() {
+    if (ring_output_ != nullptr) ring_output_->fail();
 }
 
 }  // namespace eb

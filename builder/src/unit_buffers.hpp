@@ -20,9 +20,13 @@ public:
     Buffer_reader* source() const { return paced_ ? paced_.get() : source_.get(); }
     Buffer_writer* output() const { return counted_ ? counted_.get() : output_.get(); }
 
-    // At the end of a run: waits until a consumer process has taken every
-    // MEP, when the output is a ring.
-    void drain_output();
+    // At the end of a complete run: waits until a consumer process has taken
+    // every MEP, when the output is a ring, then marks the ring complete.
+    void finish_output();
+    // Marks a ring output stopped (ended on request) or failed (on an error),
+    // so its consumer can tell either from a complete run.
+    void stop_output();
+    void fail_output();
 
 private:
     std::unique_ptr<Buffer_reader> source_;

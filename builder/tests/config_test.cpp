@@ -116,6 +116,8 @@ TEST(Config, ErrorsNameTheFlagAndTheFix) {
         {{"--rank", "0", "--peers", "a:1", "--source", "file"}, "--source file needs --source-file PATH"},
         {{"--rank", "0", "--peers", "a:1", "--source-file", "x"}, "--source-file is only read with --source file"},
         {{"--rank", "0", "--peers", "a:1", "--run", "a/b"}, "--run 'a/b': expected 1..64 letters"},
+        {{"--rank", "0", "--peers", "a:1", "--size-model", "poisson", "--fragment-size", "0"},
+         "--fragment-size 0: --size-model poisson needs a mean of at least 1 byte"},
         {{"--rank", "0", "--peers", "a:1", "--size-model", "poisson", "--fragment-size", "20000"},
          "too large a mean for --size-model poisson"},
     };

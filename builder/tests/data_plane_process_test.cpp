@@ -64,6 +64,13 @@ protected:
     bool ring_exists(Rank rank, const char* what) const {
         return std::filesystem::exists("/dev/shm/eb-" + run_name_ + "-" + std::to_string(rank) + "-" + what);
     }
+    // The `tail` word of a ring (docs/formats.md): bytes its reader released.
+    std::uint64_t released_bytes(Rank rank, const char* what) const {
+        std::ifstream ring("/dev/shm/eb-" + run_name_ + "-" + std::to_string(rank) + "-" + what, std::ios::binary);
+        std::uint64_t tail = 0;
+        if (!ring.seekg(128) || !ring.read(reinterpret_cast<char*>(&tail), sizeof tail)) return 0;
+        return tail;
+    }
     static std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
         args.insert(args.end(), more.begin(), more.end());
         return args;
@@ -175,18 +182,64 @@ TEST_F(Run, AConsumerCrashIsSurvivedAndTheNextConsumerTakesOver) {
                                              "--run", run_name_, "--ring-mib", "1"};
     Child& builder = start_builder(0, with(common, {"--output", "shm"}));
     Child& first = start("consumer-1", "eb-consumer", with(common, {"--rank", "0", "--meps", "1000000"}));
-    ASSERT_TRUE(test::eventually([&] { return builder.log().find("INFO running") != std::string::npos; }, 10s));
+    // Killed only once it has released a MEP (the ring's tail moved), so the
+    // next consumer really resumes after it.
+    ASSERT_TRUE(test::eventually([&] { return released_bytes(0, "mep") > 0; }, 10s));
     first.signal(SIGKILL);
     ASSERT_TRUE(first.wait_exit(5s));
     Child& second = start("consumer-2", "eb-consumer", with(common, {"--rank", "0", "--meps", "50"}));
     ASSERT_EQ(second.wait_exit(30s), 0);
-    // Whichever side notices the dead reader first frees its slot (if the
-    // first consumer got as far as attaching).
     EXPECT_NE(second.log().find("consumer: 50 MEPs, 5000 events complete, 0 incomplete, 0 rejected"),
               std::string::npos);
+    // Whichever side notices the dead reader first frees its slot and says so.
+    EXPECT_TRUE(builder.log().find("died; waiting for a new reader") != std::string::npos ||
+                second.log().find("taking over ring /eb-" + run_name_ + "-0-mep from dead reader") != std::string::npos);
     builder.signal(SIGTERM);
     EXPECT_EQ(builder.wait_exit(5s), 0);
     EXPECT_FALSE(ring_exists(0, "mep"));
+}
+
+// A builder that fails closes its ring as failed: the consumer reports it
+// and exits 1 at once, instead of taking it for the end of the run.
+TEST_F(Run, AConsumerFailsWhenItsBuilderFailed) {
+    const std::vector<std::string> common = {"--peers", peers(2), "--packing-factor", "100", "--run", run_name_,
+                                             "--ring-mib", "1"};
+    Child& builder = start_builder(0, with(common, {"--output", "shm"}));
+    Child& peer = start_builder(1, common);
+    Child& consumer = start("consumer", "eb-consumer", with(common, {"--rank", "0"}));
+    ASSERT_TRUE(test::eventually([&] { return released_bytes(0, "mep") > 0; }, 10s));
+    peer.signal(SIGKILL);
+    EXPECT_EQ(consumer.wait_exit(10s), 1);
+    EXPECT_NE(consumer.log().find("failed before finishing"), std::string::npos);
+    builder.signal(SIGTERM);
+    EXPECT_EQ(builder.wait_exit(5s), 0);
+}
+
+// With --events the consumer knows how many MEPs are due: a builder stopped
+// early leaves it short, and that is not a success.
+TEST_F(Run, AConsumerFailsWhenFewerMepsThanRequestedArrive) {
+    const std::vector<std::string> common = {"--peers", peers(1), "--packing-factor", "100", "--events", "100000000",
+                                             "--run", run_name_, "--ring-mib", "1"};
+    Child& builder = start_builder(0, with(common, {"--output", "shm"}));
+    Child& consumer = start("consumer", "eb-consumer", with(common, {"--rank", "0"}));
+    ASSERT_TRUE(test::eventually([&] { return released_bytes(0, "mep") > 0; }, 10s));
+    builder.signal(SIGTERM);
+    EXPECT_EQ(builder.wait_exit(5s), 0);
+    EXPECT_EQ(consumer.wait_exit(10s), 1);
+    EXPECT_NE(consumer.log().find("the builder stopped before finishing"), std::string::npos);
+    EXPECT_NE(consumer.log().find("expected 1000000 MEPs (100000000 events), got "), std::string::npos);
+}
+
+// An MFP ring that cannot hold the MFPs the RU keeps plus one more would
+// deadlock the emulator and the builder: refused at the start.
+TEST_F(Run, TheEmulatorRefusesAnMfpRingTooSmallForACycle) {
+    Child& emulator = start("emulator", "eb-readout-emulator",
+                            {"--peers", peers(2), "--rank", "0", "--packing-factor", "1000", "--fragment-size", "1000",
+                             "--run", run_name_, "--ring-mib", "2"});
+    EXPECT_EQ(emulator.wait_exit(10s), 2);
+    EXPECT_NE(emulator.log().find("raise --ring-mib of eb-readout-emulator to at least 4 MiB"), std::string::npos)
+        << emulator.log();
+    EXPECT_FALSE(ring_exists(0, "mfp"));
 }
 
 // A readout driver that crashes leaves a stale ring: the builder reports

@@ -1,6 +1,14 @@
 #include "tcp_transport.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+
 #include <gtest/gtest.h>
+
+#include <cstring>
 
 #include <memory>
 #include <thread>
@@ -8,6 +16,10 @@
 
 #include "local_mesh.hpp"
 #include "schedule.hpp"
+#include "socket.hpp"
+#include "tcp_mesh.hpp"
+#include "test_support.hpp"
+#include "wire_format.hpp"
 
 namespace eb {
 namespace {
@@ -114,6 +126,95 @@ TEST(TcpTransport, SelfMessagesNeedBothSidesOfTheSameSize) {
     EXPECT_THROW(alone.transfer({&send, 1}, {}), std::logic_error);
     EXPECT_THROW(alone.transfer({&send, 1}, {&short_receive, 1}), std::logic_error);
     EXPECT_THROW(alone.transfer({}, {{Receive{1, in}}}), std::out_of_range);
+}
+
+int socket_option(int fd, int level, int name) {
+    int value = -1;
+    socklen_t length = sizeof value;
+    EXPECT_EQ(::getsockopt(fd, level, name, &value, &length), 0);
+    return value;
+}
+
+// A lost peer host must end in ETIMEDOUT, not in a poll() that never returns.
+TEST(TcpSocket, DataSocketsProbeAndTimeOutASilentPeer) {
+    const Fd fd = tcp_socket();
+    tune_data_socket(fd.get());
+    EXPECT_NE(socket_option(fd.get(), SOL_SOCKET, SO_KEEPALIVE), 0);
+    EXPECT_EQ(socket_option(fd.get(), IPPROTO_TCP, TCP_KEEPIDLE), 5);
+    EXPECT_EQ(socket_option(fd.get(), IPPROTO_TCP, TCP_KEEPINTVL), 1);
+    EXPECT_EQ(socket_option(fd.get(), IPPROTO_TCP, TCP_KEEPCNT), 5);
+    EXPECT_EQ(socket_option(fd.get(), IPPROTO_TCP, TCP_USER_TIMEOUT), 10000);
+}
+
+// Waits up to 5 s for `fd` to be ready for `events`.
+bool ready(int fd, short events) {
+    pollfd watch{fd, events, 0};
+    return ::poll(&watch, 1, 5000) == 1;
+}
+
+// A stand-in for a peer process, built from raw sockets: accepts the unit's
+// dial and reads its hello, and dials the unit with a hello of its own.
+struct Hello_bytes {
+    std::uint32_t magic = 0x4C484245;  // "EBHL"
+    std::uint16_t version = wire_version;
+    std::uint16_t reserved = 0;
+    std::uint32_t rank;
+    std::uint32_t units;
+};
+
+Fd accept_dial(const Fd& listener, std::uint32_t expected_rank) {
+    if (!ready(listener.get(), POLLIN)) return Fd();
+    Fd fd(::accept(listener.get(), nullptr, nullptr));
+    Hello_bytes hello{};
+    std::size_t got = 0;
+    while (fd && got < sizeof hello && ready(fd.get(), POLLIN)) {
+        const ssize_t n = ::recv(fd.get(), reinterpret_cast<char*>(&hello) + got, sizeof hello - got, 0);
+        if (n <= 0) return Fd();
+        got += static_cast<std::size_t>(n);
+    }
+    if (got != sizeof hello || hello.rank != expected_rank) return Fd();
+    return fd;
+}
+
+Fd dial_in(std::uint16_t port, std::uint32_t rank, std::uint32_t units) {
+    Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(port);
+    if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) return Fd();
+    const Hello_bytes hello{.rank = rank, .units = units};
+    if (::send(fd.get(), &hello, sizeof hello, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof hello)) return Fd();
+    return fd;
+}
+
+// Rank 1 connects both ways, then restarts while rank 0 still waits for
+// rank 2: rank 0 must dial the new rank 1 instead of keeping its dead link.
+TEST(TcpMesh, APeerThatRestartsWhileConnectingIsDialledAgain) {
+    const std::vector<std::uint16_t> ports = test::free_ports(3);  // rank 2 never starts
+    std::vector<Peer_address> peers;
+    for (const std::uint16_t port : ports) peers.push_back({"127.0.0.1", port});
+    Stop_flag stop;
+    Fd old_listener = listen_for_peers(ports[1]);
+    std::jthread unit([&, listener = listen_for_peers(ports[0])]() mutable {
+        connect_mesh(std::move(listener), 0, peers, {}, stop);
+    });
+
+    Fd old_in = accept_dial(old_listener, 0);
+    ASSERT_TRUE(old_in) << "rank 0 never dialled the first rank 1";
+    Fd old_out = dial_in(ports[0], 1, 3);
+    ASSERT_TRUE(old_out);
+
+    // The first rank 1 dies; the second one starts and dials in.
+    old_in.reset();
+    old_out.reset();
+    old_listener.reset();
+    const Fd new_listener = listen_for_peers(ports[1]);
+    const Fd new_out = dial_in(ports[0], 1, 3);
+    ASSERT_TRUE(new_out);
+    const Fd new_in = accept_dial(new_listener, 0);
+    EXPECT_TRUE(new_in) << "rank 0 did not dial the restarted rank 1";
+    stop.request();
 }
 
 }  // namespace

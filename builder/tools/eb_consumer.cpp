@@ -5,11 +5,13 @@
 // Checks every event byte for byte: all live sources present, event ids
 // contiguous and in sequence, sizes and payloads as generated. Prints
 //   consumer: M MEPs, E events complete, I incomplete, P rejected
-// and exits 0 only if every event was complete and none was rejected.
+// and exits 0 only if every event was complete and none was rejected, the
+// builder did not fail, and (with --events or --meps) every expected MEP came.
 #include <charconv>
 #include <iostream>
 
 #include "config.hpp"
+#include "schedule.hpp"
 #include "log.hpp"
 #include "mep_checker.hpp"
 #include "shm_ring.hpp"
@@ -47,6 +49,10 @@ int main(int argc, char** argv) {
     const std::uint64_t stride = std::uint64_t{config.packing_factor} * table.bus().size();
     checker.expect_sequence(table.bu_index(config.rank) * std::uint64_t{config.packing_factor}, stride);
     std::uint64_t meps = 0, complete = 0, incomplete = 0, damaged = 0;
+    // With --events the builder hands this BU's ceil(E/F) MEPs to the ring
+    // (from the first one not taken yet, when taking over); --meps caps that.
+    const std::uint64_t cycles = eb::cycles_for_events(config.events, config.packing_factor);
+    std::uint64_t first_mep = 0;  // index in this BU's sequence of the first MEP read
     int exit_code = 0;
     try {
         eb::Stop_flag stop;
@@ -54,11 +60,17 @@ int main(int argc, char** argv) {
         eb::Shm_ring_reader ring(eb::ring_name(config.run_name, config.rank, "mep"), stop);
         while (limit == 0 || meps < limit) {
             const auto mep = ring.next();
-            if (mep.empty()) break;  // the builder closed the ring
+            if (mep.empty()) {  // the builder closed the ring, complete or stopped
+                if (ring.end() == eb::Ring_end::stopped) eb::log_info("the builder stopped before finishing");
+                break;
+            }
             // Taking over from a crashed consumer, the sequence goes on from
             // wherever that one stopped.
-            if (meps == 0 && ring.resumed() && mep.size() >= sizeof(eb::Mep_header))
-                checker.expect_sequence(eb::load<eb::Mep_header>(mep, 0).first_event_id, stride);
+            if (meps == 0 && ring.resumed() && mep.size() >= sizeof(eb::Mep_header)) {
+                const std::uint64_t first_event = eb::load<eb::Mep_header>(mep, 0).first_event_id;
+                checker.expect_sequence(first_event, stride);
+                first_mep = first_event / stride;
+            }
             const eb::Mep_verdict verdict = checker.check(mep);
             ring.release();
             ++meps;
@@ -70,6 +82,16 @@ int main(int argc, char** argv) {
     } catch (const eb::Stopped&) {
     } catch (const std::exception& error) {
         eb::log_error(error.what());
+        exit_code = 1;
+    }
+    std::uint64_t expected = cycles == 0 ? limit : cycles - std::min(first_mep, cycles);
+    if (limit != 0) expected = std::min(expected, limit);
+    if (expected != 0 && exit_code == 0 && meps < expected) {
+        eb::log_error("expected ", expected, " MEPs (", expected * config.packing_factor, " events), got ", meps);
+        exit_code = 1;
+    }
+    if (complete + incomplete != meps * config.packing_factor) {
+        eb::log_error(meps, " MEPs should hold ", meps * config.packing_factor, " events, got ", complete + incomplete);
         exit_code = 1;
     }
     std::uint64_t rejected = 0;

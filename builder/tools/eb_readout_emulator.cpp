@@ -6,17 +6,22 @@
 //   --file PATH         write to PATH instead of the ring
 // It writes ceil(--events / --packing-factor) MFPs x the number of live BUs
 // (enough for that many events on every BU), or until SIGTERM with --events 0.
+#include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 
 #include "config.hpp"
 #include "generator_reader.hpp"
+#include "event_model.hpp"
 #include "log.hpp"
+#include "mfp.hpp"
 #include "schedule.hpp"
 #include "shm_ring.hpp"
 #include "tool_args.hpp"
+#include "wire_format.hpp"
 
 int main(int argc, char** argv) {
     std::vector<std::string_view> args(argv + 1, argv + argc);
@@ -38,15 +43,33 @@ int main(int argc, char** argv) {
         return 2;
     }
     eb::set_log_rank(config.rank);
+    if (own["--file"].empty()) {
+        // The RU holds one MFP per live BU through a cycle and needs one more
+        // to go on; a ring too small for that would deadlock both sides. Count
+        // a further record for the space a wrap can waste.
+        const double mean = eb::mean_fragment_size(config.event_model(), config.rank);
+        const auto fragment_bound = static_cast<std::uint32_t>(
+            config.size_model == eb::Size_model::fixed
+                ? config.fragment_size
+                : std::min<double>(eb::max_fragment_bytes, mean + 12 * std::sqrt(mean) + 16));
+        const std::uint64_t record = (16 + eb::mfp_bytes(config.packing_factor, fragment_bound) + 63) & ~std::uint64_t{63};
+        const std::uint64_t needed = (config.rank_table().bus().size() + 2) * record;
+        if (needed > (std::uint64_t{config.ring_mib} << 20)) {
+            std::cerr << "eb-readout-emulator: the RU holds " << config.rank_table().bus().size()
+                      << " MFPs of up to " << record << " bytes and needs one more: raise --ring-mib of "
+                      << "eb-readout-emulator to at least " << ((needed + (1 << 20) - 1) >> 20) << " MiB\n";
+            return 2;
+        }
+    }
     const std::uint64_t mfps =
         eb::cycles_for_events(config.events, config.packing_factor) * config.rank_table().bus().size();
 
+    eb::Stop_flag stop;
+    eb::stop_on_signals(stop);
+    std::optional<eb::Shm_ring_writer> ring;  // marked failed when left on an error
     try {
-        eb::Stop_flag stop;
-        eb::stop_on_signals(stop);
         eb::Generator_reader generator(config.rank, config.packing_factor, config.event_model(), 1);
         std::ofstream file;
-        std::optional<eb::Shm_ring_writer> ring;
         if (!own["--file"].empty()) {
             file.open(own["--file"], std::ios::binary);
             if (!file) throw std::runtime_error("--file " + own["--file"] + ": cannot create it");
@@ -67,8 +90,10 @@ int main(int argc, char** argv) {
             generator.release();
         }
         eb::log_info("wrote ", written, " MFPs");
-        if (ring) ring->drain();  // closing before the builder attached would lose them
+        if (ring && stop.requested()) ring->stop();
+        else if (ring) ring->finish();  // closing before the builder attached would lose them
     } catch (const eb::Stopped&) {
+        if (ring) ring->stop();
     } catch (const std::exception& error) {
         eb::log_error(error.what());
         return 1;

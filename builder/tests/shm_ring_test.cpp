@@ -1,0 +1,112 @@
+// The shared-memory ring's two ends in one process: how the writer closes it
+// reaches the reader, and the reader refuses a ring whose header lies.
+
+#include "shm_ring.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <optional>
+
+namespace eb {
+namespace {
+
+std::string test_ring(const char* what) {
+    return "/eb-ringtest-" + std::to_string(::getpid()) + "-" + what;
+}
+
+// Writes one element of `bytes` bytes, each `value`.
+void put(Shm_ring_writer& writer, std::size_t bytes, std::byte value) {
+    const auto out = writer.allocate(bytes);
+    std::memset(out.data(), static_cast<int>(value), out.size());
+    writer.commit();
+}
+
+TEST(ShmRing, AWriterLeftOnAnErrorIsReportedAsFailedAfterItsElements) {
+    Stop_flag stop;
+    std::optional<Shm_ring_writer> writer(std::in_place, test_ring("failed"), 1 << 16, stop);
+    Shm_ring_reader reader(test_ring("failed"), stop);
+    put(*writer, 100, std::byte{7});
+    writer.reset();  // as on unwinding from an exception: neither finish() nor stop()
+    EXPECT_EQ(reader.next().size(), 100u);
+    reader.release();
+    try {
+        reader.next();
+        FAIL() << "a failed writer must not look like the end of the data";
+    } catch (const Ring_error& error) {
+        EXPECT_NE(std::string(error.what()).find("failed"), std::string::npos) << error.what();
+    }
+}
+
+TEST(ShmRing, FinishedAndStoppedWritersEndTheDataDistinctly) {
+    for (const bool finish : {true, false}) {
+        Stop_flag stop;
+        std::optional<Shm_ring_writer> writer(std::in_place, test_ring("end"), 1 << 16, stop);
+        Shm_ring_reader reader(test_ring("end"), stop);
+        put(*writer, 10, std::byte{1});
+        if (finish) {
+            const auto element = reader.next();  // drain() waits for this release
+            EXPECT_EQ(element.size(), 10u);
+            reader.release();
+            writer->finish();
+        } else {
+            writer->stop();
+            EXPECT_EQ(reader.next().size(), 10u);
+            reader.release();
+        }
+        writer.reset();
+        EXPECT_TRUE(reader.next().empty());
+        EXPECT_EQ(reader.end(), finish ? Ring_end::complete : Ring_end::stopped);
+    }
+}
+
+// A segment as a foreign writer might make it: `capacity` in the header.
+class Forged_ring {
+public:
+    Forged_ring(const std::string& name, std::uint64_t capacity, std::uint64_t tail) : name_(name) {
+        const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+        EXPECT_GE(fd, 0);
+        const std::size_t bytes = 4096 + capacity;
+        EXPECT_EQ(::ftruncate(fd, static_cast<off_t>(bytes)), 0);
+        void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        ::close(fd);
+        auto* control = static_cast<unsigned char*>(base);
+        const std::uint32_t version = 1;
+        const std::int32_t pid = ::getpid();
+        const std::uint64_t magic = 0x474E495242452D45;
+        std::memcpy(control + 8, &version, sizeof version);
+        std::memcpy(control + 16, &capacity, sizeof capacity);
+        std::memcpy(control + 24, &pid, sizeof pid);
+        std::memcpy(control + 128, &tail, sizeof tail);
+        std::memcpy(control + 64, &tail, sizeof tail);  // head: nothing published
+        std::memcpy(control, &magic, sizeof magic);
+        ::munmap(base, bytes);
+    }
+    ~Forged_ring() { ::shm_unlink(name_.c_str()); }
+
+private:
+    std::string name_;
+};
+
+TEST(ShmRing, TheReaderRefusesARingWithAnImpossibleGeometry) {
+    Stop_flag stop;
+    {
+        const Forged_ring ring(test_ring("odd"), 4096 + 100, 0);  // not a multiple of 64
+        EXPECT_THROW(Shm_ring_reader(test_ring("odd"), stop), Ring_error);
+    }
+    {
+        const Forged_ring ring(test_ring("tiny"), 64, 0);  // no room for a record and a wrap
+        EXPECT_THROW(Shm_ring_reader(test_ring("tiny"), stop), Ring_error);
+    }
+    {
+        const Forged_ring ring(test_ring("tail"), 4096, 8);  // tail inside a record
+        EXPECT_THROW(Shm_ring_reader(test_ring("tail"), stop), Ring_error);
+    }
+}
+
+}  // namespace
+}  // namespace eb
