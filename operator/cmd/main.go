@@ -29,7 +29,7 @@ func main() {
 		secureMetrics, enableHTTP2 bool
 		leaderElect                bool
 		pollInterval, pollTimeout  time.Duration
-		dummyRanks                 bool
+		notReadyGrace              time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0",
 		"Address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP); 0 disables it.")
@@ -42,9 +42,9 @@ func main() {
 		"Elect a leader, so that only one of several replicas reconciles.")
 	flag.DurationVar(&pollInterval, "builder-poll-interval", 2*time.Second, "How often each run's builders are polled for status.")
 	flag.DurationVar(&pollTimeout, "builder-poll-timeout", time.Second, "Timeout of one builder status request.")
-	flag.BoolVar(&dummyRanks, "builder-dummy-ranks", false,
-		"The builder image skips dummy ranks (reads the mounted rank table): start pods for runs whose table has dummy or spare ranks. "+
-			"Off, such runs fail with reason BuilderLacksDummySupport instead of starting builders that would wait for peers forever.")
+	flag.DurationVar(&notReadyGrace, "node-not-ready-grace", 10*time.Second,
+		"How long a node's Ready condition may be False before the units on it fail over to spares. "+
+			"A node whose Ready is Unknown, that is being deleted or that is gone fails them at once.")
 	var opts zap.Options
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -81,14 +81,14 @@ func main() {
 	}
 
 	if err := (&controller.EventBuilderRunReconciler{
-		Client:       mgr.GetClient(),
-		APIReader:    mgr.GetAPIReader(),
-		Recorder:     mgr.GetEventRecorder("eventbuilderrun-controller"),
-		Builders:     builderstatus.NewClient(pollTimeout),
-		Control:      buildercontrol.Unavailable{},
-		DummyRanks:   dummyRanks,
-		StatusURL:    builderpod.StatusURL,
-		PollInterval: pollInterval,
+		Client:            mgr.GetClient(),
+		APIReader:         mgr.GetAPIReader(),
+		Recorder:          mgr.GetEventRecorder("eventbuilderrun-controller"),
+		Builders:          builderstatus.NewClient(pollTimeout),
+		Control:           buildercontrol.Unavailable{},
+		StatusURL:         builderpod.StatusURL,
+		PollInterval:      pollInterval,
+		NodeNotReadyGrace: notReadyGrace,
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "unable to create controller", "controller", "EventBuilderRun")
 		os.Exit(1)

@@ -248,11 +248,11 @@ const (
 	ReasonUnsupportedLayout    = "UnsupportedLayout"
 	ReasonFabricNotFound       = "FabricNotFound"
 	ReasonPlanFailed           = "PlanFailed"
-	// The plan has dummy ranks (empty ports, spares) and the builder
-	// cannot skip them yet: its pods would wait for peers forever.
-	ReasonBuilderLacksDummySupport = "BuilderLacksDummySupport"
-	ReasonUnitsLost                = "UnitsLost"
-	ReasonNoSpareLeft              = "NoSpareLeft"
+	ReasonUnitsLost            = "UnitsLost"
+	ReasonNoSpareLeft          = "NoSpareLeft"
+	// The API server refused a builder pod (quota, admission policy,
+	// invalid resource name); the message quotes it.
+	ReasonPodCreateFailed = "PodCreateFailed"
 )
 
 // RankRole is what a rank of the schedule does.
@@ -306,8 +306,8 @@ type UnitMove struct {
 type FailoverStatus struct {
 	// observedTime is when the operator saw the failure.
 	ObservedTime metav1.MicroTime `json:"observedTime"`
-	// completedTime is when the new rank table was published and the
-	// replacement pods created.
+	// completedTime is when the new rank table was published, together
+	// with this record; the replacement pods are created right after.
 	CompletedTime metav1.MicroTime `json:"completedTime"`
 	// duration from observedTime to completedTime.
 	Duration metav1.Duration `json:"duration"`

@@ -100,9 +100,7 @@ func bench(crds string) error {
 	err = errors.Join((&controller.EventBuilderRunReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("eventbuilderrun-controller"),
 		Builders: builderstatus.NewClient(time.Second), Control: buildercontrol.Unavailable{},
-		// The benchmark plays a builder that skips dummy ranks: the run
-		// has spares, hence dummy ranks.
-		DummyRanks: true, StatusURL: builderpod.StatusURL, PollInterval: 2 * time.Second,
+		StatusURL: builderpod.StatusURL, PollInterval: 2 * time.Second, NodeNotReadyGrace: 10 * time.Second,
 	}).SetupWithManager(mgr), (&controller.FabricReconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("fabric-controller"),
 	}).SetupWithManager(mgr))

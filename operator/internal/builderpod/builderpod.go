@@ -6,6 +6,8 @@
 package builderpod
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net"
 	"strconv"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/planner"
 	"daq.io/eventbuilder/operator/internal/ranktable"
 )
 
@@ -37,6 +40,10 @@ const (
 	LabelRank = "eventbuilder.daq.io/rank"
 	// LabelEndpoint names the Fabric endpoint a pod runs on.
 	LabelEndpoint = "eventbuilder.daq.io/endpoint"
+
+	// SpecHashAnnotation holds SpecHash of the pod as rendered: a pod
+	// whose hash differs from what the run now renders is replaced.
+	SpecHashAnnotation = "eventbuilder.daq.io/spec-hash"
 
 	// NetworksAnnotation is Multus's list of extra networks of a pod.
 	NetworksAnnotation = "k8s.v1.cni.cncf.io/networks"
@@ -114,24 +121,61 @@ func Service(run *ebv1.EventBuilderRun) *corev1.Service {
 	}
 }
 
-// Args is the eb-builder command line of a rank of a schedule of n ranks.
-// Everything else the builder needs (its NUMA node, NIC, the rank table)
-// it gets from the environment and the mounted rank table: today's
-// eb-builder refuses flags it does not know.
-func Args(run *ebv1.EventBuilderRun, rank, n int32) []string {
+// Dummies lists the ranks of t that run no builder: dummies and spares.
+// eb-builder keeps them in the schedule but expects no process there.
+func Dummies(t planner.RankTable) []int32 {
+	var out []int32
+	for _, r := range t.Ranks {
+		if r.Role != planner.Live {
+			out = append(out, int32(r.Rank))
+		}
+	}
+	return out
+}
+
+// Args is the eb-builder command line of a rank of a schedule of n ranks,
+// of which dummies (dummy and spare ranks) run no builder. Everything else
+// the builder needs (its NUMA node, NIC) it gets from the environment:
+// today's eb-builder refuses flags it does not know, and does not read the
+// mounted rank table yet, so the table reaches it as --peers and --dummies.
+func Args(run *ebv1.EventBuilderRun, rank, n int32, dummies []int32) []string {
 	b := run.Spec.Builder
 	// The API server defaults the source; nil only in hand-made objects.
 	var fragmentSize int32
 	if b.Source != nil && b.Source.Generator != nil {
 		fragmentSize = b.Source.Generator.FragmentSize
 	}
-	return []string{
+	args := []string{
 		"--rank", strconv.Itoa(int(rank)),
 		"--peers", strings.Join(Peers(run.Name, n), ","),
 		"--http-port", strconv.Itoa(HTTPPort),
 		"--packing-factor", strconv.Itoa(int(b.PackingFactor)),
 		"--fragment-size", strconv.Itoa(int(fragmentSize)),
 	}
+	if len(dummies) > 0 {
+		d := make([]string, len(dummies))
+		for i, r := range dummies {
+			d[i] = strconv.Itoa(int(r))
+		}
+		args = append(args, "--dummies", strings.Join(d, ","))
+	}
+	return args
+}
+
+// SpecHash hashes what a builder pod runs: its node, Multus networks and
+// containers (image, pull policy, command, args with --peers and
+// --dummies, env, resources, security). A running builder cannot change
+// its table (there is no control API yet), so a pod whose hash differs
+// from the run's current rendering is replaced.
+func SpecHash(pod *corev1.Pod) string {
+	b, _ := json.Marshal(struct { // plain API types: cannot fail
+		Node       string
+		Networks   string
+		Containers []corev1.Container
+		Volumes    []corev1.Volume
+	}{pod.Spec.NodeName, pod.Annotations[NetworksAnnotation], pod.Spec.Containers, pod.Spec.Volumes})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
 }
 
 // Placement is where a unit of a run on a Fabric runs: its endpoint.
@@ -199,13 +243,14 @@ func networks(network string, numa int) string {
 	return string(b)
 }
 
-// Pod renders the pod of one rank of a schedule of n ranks. place is nil
+// Pod renders the pod of one rank of a schedule of n ranks, dummies of
+// which run no builder. place is nil
 // for runs without a fabric: the scheduler puts those pods anywhere. On a
 // fabric the operator places the pod itself (spec.nodeName): the rank is
 // tied to the endpoint's switch port, so there is no choice to leave to
 // the scheduler, and the kubelet's admission still checks resources and
 // NUMA alignment.
-func Pod(run *ebv1.EventBuilderRun, rank, n int32, place *Placement) *corev1.Pod {
+func Pod(run *ebv1.EventBuilderRun, rank, n int32, dummies []int32, place *Placement) *corev1.Pod {
 	labels := Selector(run.Name)
 	labels[LabelRank] = strconv.Itoa(int(rank))
 	name := PodName(run.Name, rank)
@@ -213,7 +258,7 @@ func Pod(run *ebv1.EventBuilderRun, rank, n int32, place *Placement) *corev1.Pod
 
 	numa := 0
 	env := []corev1.EnvVar{{Name: EnvRankTable, Value: ranktable.MountPath}}
-	var annotations map[string]string
+	annotations := map[string]string{}
 	var nodeName string
 	if place != nil {
 		numa, nodeName = place.NUMA, place.Node
@@ -225,12 +270,16 @@ func Pod(run *ebv1.EventBuilderRun, rank, n int32, place *Placement) *corev1.Pod
 			corev1.EnvVar{Name: EnvNetdev, Value: place.Netdev})
 	}
 	if res.Network != "" {
-		annotations = map[string]string{NetworksAnnotation: networks(res.Network, numa)}
+		annotations[NetworksAnnotation] = networks(res.Network, numa)
 	}
 	caps := &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
 	if res.RDMA != "" {
-		// RDMA memory registration pins buffers: locked memory beyond
-		// RLIMIT_MEMLOCK needs IPC_LOCK. Nothing else is added.
+		// RDMA memory registration pins buffers. IPC_LOCK lets a process
+		// lock memory beyond RLIMIT_MEMLOCK, but the builder runs as uid
+		// 65532 with no_new_privs: a non-root process gets no ambient
+		// capabilities, so IPC_LOCK lands in its bounding set only and is
+		// never effective. It is kept for images run as root; non-root
+		// builders rely on the runtime's RLIMIT_MEMLOCK (see the README).
 		caps.Add = []corev1.Capability{"IPC_LOCK"}
 	}
 
@@ -255,7 +304,7 @@ func Pod(run *ebv1.EventBuilderRun, rank, n int32, place *Placement) *corev1.Pod
 		}})
 	}
 
-	return &corev1.Pod{
+	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            name,
 			Namespace:       run.Namespace,
@@ -278,7 +327,7 @@ func Pod(run *ebv1.EventBuilderRun, rank, n int32, place *Placement) *corev1.Pod
 				Image:           run.Spec.Builder.Image,
 				ImagePullPolicy: run.Spec.Builder.ImagePullPolicy,
 				Command:         []string{"eb-builder"},
-				Args:            Args(run, rank, n),
+				Args:            Args(run, rank, n, dummies),
 				Env:             env,
 				Ports: []corev1.ContainerPort{
 					{Name: DataPortName, ContainerPort: DataPort, Protocol: corev1.ProtocolTCP},
@@ -304,4 +353,6 @@ func Pod(run *ebv1.EventBuilderRun, rank, n int32, place *Placement) *corev1.Pod
 			Volumes: volumes,
 		},
 	}
+	annotations[SpecHashAnnotation] = SpecHash(pod)
+	return pod
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/planner"
 )
 
 func testRun(name string, units int32) *ebv1.EventBuilderRun {
@@ -60,10 +61,11 @@ func TestPeersArgumentFitsLinuxLimit(t *testing.T) {
 
 func TestArgs(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		run  *ebv1.EventBuilderRun
-		rank int32
-		want []string
+		name    string
+		run     *ebv1.EventBuilderRun
+		rank    int32
+		dummies []int32
+		want    []string
 	}{
 		{
 			name: "single unit",
@@ -79,9 +81,17 @@ func TestArgs(t *testing.T) {
 			want: []string{"--rank", "1", "--peers", "demo-eb-0.demo-eb:7000,demo-eb-1.demo-eb:7000", "--http-port", "8080",
 				"--packing-factor", "30000", "--fragment-size", "133"},
 		},
+		{
+			name:    "dummy and spare ranks",
+			run:     testRun("fab", 4),
+			rank:    0,
+			dummies: []int32{1, 3},
+			want: []string{"--rank", "0", "--peers", "fab-eb-0.fab-eb:7000,fab-eb-1.fab-eb:7000,fab-eb-2.fab-eb:7000,fab-eb-3.fab-eb:7000",
+				"--http-port", "8080", "--packing-factor", "30000", "--fragment-size", "133", "--dummies", "1,3"},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Args(tc.run, tc.rank, tc.run.Spec.Units); !slices.Equal(got, tc.want) {
+			if got := Args(tc.run, tc.rank, tc.run.Spec.Units, tc.dummies); !slices.Equal(got, tc.want) {
 				t.Errorf("Args() =\n  %q\nwant\n  %q", got, tc.want)
 			}
 		})
@@ -91,7 +101,7 @@ func TestArgs(t *testing.T) {
 func TestPod(t *testing.T) {
 	run := testRun("demo", 4)
 	run.Spec.Resources = ebv1.UnitResources{CPUs: 2}
-	pod := Pod(run, 3, 4, nil)
+	pod := Pod(run, 3, 4, nil, nil)
 
 	checks := []struct {
 		what      string
@@ -133,7 +143,7 @@ func TestPod(t *testing.T) {
 		{"capabilities dropped", sc.Capabilities.Drop, []corev1.Capability{"ALL"}},
 		{"capabilities added", len(sc.Capabilities.Add), 0},
 		{"no node chosen", pod.Spec.NodeName, ""},
-		{"no networks", len(pod.Annotations), 0},
+		{"no networks", pod.Annotations[NetworksAnnotation], ""},
 		{"rank table env", c.Env, []corev1.EnvVar{{Name: "EB_RANK_TABLE", Value: "/etc/eventbuilder/ranks.json"}}},
 		{"rank table mount", c.VolumeMounts[1], corev1.VolumeMount{Name: "ranks", MountPath: "/etc/eventbuilder", ReadOnly: true}},
 		{"rank table volume", pod.Spec.Volumes[1].ConfigMap.Name, "demo-ranks"},
@@ -214,7 +224,7 @@ func TestFabricPod(t *testing.T) {
 		CPUs: 8, Memory: &mem, Hugepages: &ebv1.Hugepages{PageSize: "1Gi", Size: huge},
 		RDMA: "rdma/hca_numa{numa}", Readout: &ebv1.ReadoutResource{Resource: "daq.io/tell40", Count: 3}, Network: "ib-numa{numa}",
 	}
-	pod := Pod(run, 5, 8, &Placement{Endpoint: "eb007-numa1", Node: "eb007", NUMA: 1, RDMADevice: "mlx5_1", Netdev: "ib1"})
+	pod := Pod(run, 5, 8, nil, &Placement{Endpoint: "eb007-numa1", Node: "eb007", NUMA: 1, RDMADevice: "mlx5_1", Netdev: "ib1"})
 	c := pod.Spec.Containers[0]
 	want := map[string]string{"cpu": "8", "memory": "16Gi", "hugepages-1Gi": "2Gi", "rdma/hca_numa1": "1", "daq.io/tell40": "3"}
 	env := map[string]string{}
@@ -258,4 +268,34 @@ func quantities(l corev1.ResourceList) map[string]string {
 		m[string(k)] = v.String()
 	}
 	return m
+}
+
+func TestDummies(t *testing.T) {
+	tab := planner.RankTable{Ranks: []planner.Rank{
+		{Rank: 0, Role: planner.Live}, {Rank: 1, Role: planner.Spare}, {Rank: 2, Role: planner.Live}, {Rank: 3, Role: planner.Dummy},
+	}}
+	if got := Dummies(tab); !slices.Equal(got, []int32{1, 3}) {
+		t.Errorf("Dummies() = %v, want [1 3]", got)
+	}
+}
+
+// The spec hash changes with anything the builder runs with: a new table
+// (other dummies), image or resources; not with the rendering alone.
+func TestSpecHash(t *testing.T) {
+	run := testRun("demo", 4)
+	base := Pod(run, 0, 4, []int32{3}, nil)
+	if got := base.Annotations[SpecHashAnnotation]; got == "" || got != SpecHash(Pod(run, 0, 4, []int32{3}, nil)) {
+		t.Fatalf("hash %q not stable", got)
+	}
+	other := run.DeepCopy()
+	other.Spec.Builder.Image = "other:1"
+	for name, pod := range map[string]*corev1.Pod{
+		"dummies": Pod(run, 0, 4, []int32{2}, nil),
+		"ranks":   Pod(run, 0, 5, []int32{3}, nil),
+		"image":   Pod(other, 0, 4, []int32{3}, nil),
+	} {
+		if pod.Annotations[SpecHashAnnotation] == base.Annotations[SpecHashAnnotation] {
+			t.Errorf("%s changed but the spec hash did not", name)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -117,6 +118,13 @@ func delta(prev, cur int64) int64 {
 
 func formatGbps(gbps float64) string { return strconv.FormatFloat(gbps, 'f', 3, 64) }
 
+// maxListed is how many ranks a message names; maxErrorLen how much of a
+// builder's last error it quotes.
+const (
+	maxListed   = 5
+	maxErrorLen = 300
+)
+
 // assess decides the phase: Failed if any builder is in ERROR, Running once
 // every unit is ready and RUNNING, Pending otherwise.
 func assess(units []ebv1.UnitStatus, ready int32) (ebv1.RunPhase, string, string) {
@@ -133,12 +141,25 @@ func assess(units []ebv1.UnitStatus, ready int32) (ebv1.RunPhase, string, string
 	n := len(units)
 	switch {
 	case len(failed) > 0:
-		ranks := make([]int32, len(failed))
+		// Events carry this message, and events.k8s.io refuses notes over
+		// 1024 characters: name at most maxListed ranks, clip the error.
+		var ranks strings.Builder
 		for i, u := range failed {
-			ranks[i] = u.Rank
+			if i == maxListed {
+				fmt.Fprintf(&ranks, " and %d more", len(failed)-i)
+				break
+			}
+			if i > 0 {
+				ranks.WriteString(", ")
+			}
+			fmt.Fprint(&ranks, u.Rank)
+		}
+		lastErr := failed[0].LastError
+		if len(lastErr) > maxErrorLen {
+			lastErr = lastErr[:maxErrorLen] + "..."
 		}
 		return ebv1.PhaseFailed, ebv1.ReasonBuilderError,
-			fmt.Sprintf("builders of ranks %v report %s; rank %d: %s", ranks, StateError, failed[0].Rank, failed[0].LastError)
+			fmt.Sprintf("builders of ranks %s report %s; rank %d: %s", ranks.String(), StateError, failed[0].Rank, lastErr)
 	case int(ready) == n && running == n:
 		return ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning, fmt.Sprintf("all %d units ready and %s", n, StateRunning)
 	default:

@@ -173,3 +173,16 @@ func TestAggregateDoesNotModifyPrev(t *testing.T) {
 		t.Errorf("prev changed: %+v, was %+v", prev, *before)
 	}
 }
+
+// events.k8s.io refuses notes over 1024 characters: a run of hundreds of
+// failed builders must still produce a short message.
+func TestBuilderErrorMessageIsBounded(t *testing.T) {
+	reports := map[int32]Report{}
+	for r := range int32(300) {
+		reports[r] = Report{State: StateError, LastError: strings.Repeat("x", 2000)}
+	}
+	s := Aggregate(&ebv1.EventBuilderRunStatus{}, units(300), &Poll{Time: t0, Reports: reports})
+	if s.Reason != ebv1.ReasonBuilderError || len(s.Message) > 600 || !strings.Contains(s.Message, "0, 1, 2, 3, 4 and 295 more") {
+		t.Errorf("message (%d chars): %.200s", len(s.Message), s.Message)
+	}
+}

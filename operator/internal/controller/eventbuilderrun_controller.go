@@ -67,9 +67,10 @@ type EventBuilderRunReconciler struct {
 	Builders  *builderstatus.Client
 	// Control is the builders' run-control API.
 	Control buildercontrol.Control
-	// DummyRanks says the builder image can skip dummy ranks; until it
-	// can, runs whose table has dummies or spares start no pods.
-	DummyRanks bool
+	// NodeNotReadyGrace is how long a node's Ready condition may be False
+	// before its units fail over; a node with Ready Unknown, being
+	// deleted, or gone fails them at once.
+	NodeNotReadyGrace time.Duration
 	// StatusURL gives the base URL of a builder pod's HTTP API; tests
 	// point it at local servers.
 	StatusURL func(*corev1.Pod) string
@@ -121,7 +122,8 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	}
 
 	var fabric *planner.Fabric
-	var nodes runplan.Nodes
+	var nodes, health runplan.Nodes
+	var graceLeft time.Duration // until a node in its NotReady grace period fails
 	if ref := run.Spec.FabricRef; ref != nil {
 		fab := &ebv1.Fabric{}
 		if err := r.Get(ctx, client.ObjectKey{Name: ref.Name}, fab); apierrors.IsNotFound(err) {
@@ -136,6 +138,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			return ctrl.Result{}, err
 		}
 		nodes = runplan.NodeStates(list.Items)
+		health, graceLeft = runplan.NodeHealth(list.Items, now, r.NodeNotReadyGrace)
 		f := runplan.Fabric(&fab.Spec, nodes)
 		fabric = &f
 	}
@@ -159,13 +162,15 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	var rec *runplan.Recovery
 	switch {
 	case cm == nil || cm.Annotations[annRequest] != runplan.RequestKey(&run.Spec):
-		next, err := runplan.Plan(&run.Spec, fabric, table.Epoch)
+		// Epochs never go back, even when the ConfigMap was deleted:
+		// the status remembers the last one.
+		next, err := runplan.Plan(&run.Spec, fabric, max(table.Epoch, run.Status.Epoch))
 		if err != nil {
 			setPhase(run, ebv1.PhasePending, ebv1.ReasonPlanFailed,
 				"cannot plan spec.units and spec.spares on spec.fabricRef: "+err.Error()+"; lower spec.units or spec.spares, or bring the missing nodes back")
 			return ctrl.Result{}, r.patchStatus(ctx, orig, run) // node and Fabric watches bring the run back
 		}
-		if cm, err = r.publish(ctx, run, cm, next, endpoints, nil); err != nil {
+		if cm, err = r.publish(ctx, run, cm, next, endpoints, nil, now); err != nil {
 			return ctrl.Result{}, err
 		}
 		table = next
@@ -173,12 +178,12 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			"rank table epoch %d: %d ranks, %d live, %d spare, %d dummy", table.Epoch, table.N(),
 			table.Count(planner.Live), table.Count(planner.Spare), table.Count(planner.Dummy))
 	case fabric != nil && cm.Annotations[annStopped] == "":
-		if failures := runplan.Failures(table, endpoints, nodes, pods); len(failures) > 0 {
+		if failures := runplan.Failures(table, endpoints, health, pods); len(failures) > 0 {
 			next, err := runplan.Recover(*fabric, table, failures, run.Spec.FailurePolicy)
 			if err != nil {
 				return ctrl.Result{}, err
 			}
-			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next); err != nil {
+			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, now); err != nil {
 				return ctrl.Result{}, err
 			}
 			table, rec = next.Table, &next
@@ -186,12 +191,20 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	}
 	stopped := cm.Annotations[annStopped] != ""
 
-	blockReason, blockMessage, blocked := runplan.Blocked(table, r.DummyRanks)
-	if err := r.syncPods(ctx, run, table, endpoints, pods, !blocked && !stopped); err != nil {
+	if err := r.syncPods(ctx, run, table, endpoints, pods, !stopped); err != nil {
+		var create *podCreateError
+		if errors.As(err, &create) {
+			// Quota, admission policy or an invalid resource name: say so
+			// in the status, not only in the operator's log.
+			setPhase(run, ebv1.PhasePending, ebv1.ReasonPodCreateFailed, create.Error())
+			if perr := r.patchStatus(ctx, orig, run); perr != nil {
+				return ctrl.Result{}, errors.Join(err, perr)
+			}
+		}
 		return ctrl.Result{}, err
 	}
 	if rec != nil {
-		if err := r.recordFailover(ctx, run, cm, table, rec, pods, now); err != nil {
+		if err := r.announceFailover(ctx, run, cm, table, rec, pods); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -234,8 +247,6 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			"units failed with no spare left and spec.failurePolicy is Stop, so the run is stopped (%s); "+
 				"bring nodes back or add spares, then delete ConfigMap %s or change spec.units or spec.spares to replan",
 			cm.Annotations[annStopped], cm.Name))
-	case blocked:
-		setPhase(run, ebv1.PhaseFailed, blockReason, blockMessage)
 	case s.Phase == ebv1.PhaseRunning && st.LiveUnits < run.Spec.Units:
 		setPhase(run, ebv1.PhaseDegraded, ebv1.ReasonUnitsLost, fmt.Sprintf(
 			"%d of spec.units %d units are building; the others failed with no spare left (spec.failurePolicy RunDegraded)",
@@ -247,7 +258,11 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	if err := r.patchStatus(ctx, orig, run); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: r.PollInterval}, nil
+	requeue := r.PollInterval
+	if graceLeft > 0 && graceLeft < requeue {
+		requeue = graceLeft
+	}
+	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
 // ensureService creates the run's headless Service if it is missing.
@@ -286,9 +301,11 @@ func (r *EventBuilderRunReconciler) loadTable(ctx context.Context, run *ebv1.Eve
 // publish writes table t as the run's rank table, creating the ConfigMap
 // or updating cm (optimistically locked: a concurrent writer makes this
 // fail and the reconcile retry from the newer table). rec, when set, is
-// the recovery that produced t.
+// the recovery that produced t from failures observed at observed: its
+// record (status.lastFailover) is written in the same update as the
+// table, so no crash or conflict can publish one without the other.
 func (r *EventBuilderRunReconciler) publish(ctx context.Context, run *ebv1.EventBuilderRun, cm *corev1.ConfigMap,
-	t planner.RankTable, endpoints map[string]planner.Endpoint, rec *runplan.Recovery) (*corev1.ConfigMap, error) {
+	t planner.RankTable, endpoints map[string]planner.Endpoint, rec *runplan.Recovery, observed time.Time) (*corev1.ConfigMap, error) {
 	fabric := ""
 	if run.Spec.FabricRef != nil {
 		fabric = run.Spec.FabricRef.Name
@@ -310,8 +327,19 @@ func (r *EventBuilderRunReconciler) publish(ctx context.Context, run *ebv1.Event
 	delete(cm.Annotations, annStopped)
 	if rec == nil {
 		delete(cm.Annotations, annLastFailover) // a new plan starts afresh
-	} else if rec.Outcome == ebv1.OutcomeStopped {
-		cm.Annotations[annStopped] = runplan.MovesSummary(rec.Moves)
+	} else {
+		done := time.Now()
+		raw, err := json.Marshal(ebv1.FailoverStatus{
+			ObservedTime: metav1.NewMicroTime(observed), CompletedTime: metav1.NewMicroTime(done),
+			Duration: metav1.Duration{Duration: done.Sub(observed)}, Epoch: t.Epoch, Outcome: rec.Outcome, Moves: rec.Moves,
+		})
+		if err != nil {
+			return nil, err
+		}
+		cm.Annotations[annLastFailover] = string(raw)
+		if rec.Outcome == ebv1.OutcomeStopped {
+			cm.Annotations[annStopped] = runplan.MovesSummary(rec.Moves)
+		}
 	}
 	cm.Data = map[string]string{ranktable.Key: data}
 	if cm.ResourceVersion == "" {
@@ -325,24 +353,16 @@ func (r *EventBuilderRunReconciler) publish(ctx context.Context, run *ebv1.Event
 	return cm, err
 }
 
-// recordFailover records a recovery once its table is published and the
-// replacement pods exist: in the ConfigMap (durable; the status mirrors
-// it), as an Event, and with the builders' control API, which today has
-// nothing to say (running builders keep their table until restarted).
-func (r *EventBuilderRunReconciler) recordFailover(ctx context.Context, run *ebv1.EventBuilderRun, cm *corev1.ConfigMap,
-	t planner.RankTable, rec *runplan.Recovery, pods map[int32]*corev1.Pod, observed time.Time) error {
-	done := time.Now()
-	fo := ebv1.FailoverStatus{
-		ObservedTime: metav1.NewMicroTime(observed), CompletedTime: metav1.NewMicroTime(done),
-		Duration: metav1.Duration{Duration: done.Sub(observed)}, Epoch: t.Epoch, Outcome: rec.Outcome, Moves: rec.Moves,
-	}
-	raw, err := json.Marshal(fo)
-	if err != nil {
-		return err
-	}
-	cm.Annotations[annLastFailover] = string(raw)
-	if err := r.Update(ctx, cm); err != nil {
-		return err
+// announceFailover tells of a recovery once its table (with its record)
+// is published and the replacement pods exist: as an Event, and with the
+// builders' control API. Today's builders have none: syncPods replaces
+// every live pod whose --dummies changed, so they restart on the new
+// table; buildercontrol.Configure will switch them in place instead.
+func (r *EventBuilderRunReconciler) announceFailover(ctx context.Context, run *ebv1.EventBuilderRun, cm *corev1.ConfigMap,
+	t planner.RankTable, rec *runplan.Recovery, pods map[int32]*corev1.Pod) error {
+	var fo ebv1.FailoverStatus
+	if err := json.Unmarshal([]byte(cm.Annotations[annLastFailover]), &fo); err != nil {
+		return fmt.Errorf("ConfigMap %s annotation %s: %w", cm.Name, annLastFailover, err)
 	}
 	kind := corev1.EventTypeWarning
 	r.Recorder.Eventf(run, nil, kind, "Failover", "Failover", "epoch %d, %s in %s: %s",
@@ -382,14 +402,27 @@ func (r *EventBuilderRunReconciler) listPods(ctx context.Context, run *ebv1.Even
 	return pods, nil
 }
 
+// podCreateError is the API server refusing a builder pod.
+type podCreateError struct {
+	pod string
+	err error
+}
+
+func (e *podCreateError) Error() string { return "creating pod " + e.pod + ": " + e.err.Error() }
+func (e *podCreateError) Unwrap() error { return e.err }
+
 // syncPods makes pods match the table: one pod per live rank (if run),
 // on its endpoint's node; it deletes the others, pods that ended (evicted
-// or refused at admission: they never restart in place) and pods on the
-// wrong node. pods is updated to what remains.
+// or refused at admission: they never restart in place), pods on the
+// wrong node and pods whose spec hash differs from what the run renders
+// now (image, resources, or the table: --peers, --dummies). With no
+// builder control API yet, that is how a new epoch reaches running
+// builders: they restart with it. pods is updated to what remains.
 func (r *EventBuilderRunReconciler) syncPods(ctx context.Context, run *ebv1.EventBuilderRun, t planner.RankTable,
 	endpoints map[string]planner.Endpoint, pods map[int32]*corev1.Pod, start bool) error {
 	log := logf.FromContext(ctx)
-	want := map[int32]*builderpod.Placement{}
+	want := map[int32]*corev1.Pod{}
+	dummies := builderpod.Dummies(t)
 	for _, rk := range t.Ranks {
 		if !start || rk.Role != planner.Live {
 			continue
@@ -398,18 +431,19 @@ func (r *EventBuilderRunReconciler) syncPods(ctx context.Context, run *ebv1.Even
 		if ep, ok := endpoints[rk.Endpoint]; ok {
 			place = &builderpod.Placement{Endpoint: ep.Name, Node: ep.Node, NUMA: ep.NUMA, RDMADevice: ep.RDMADevice, Netdev: ep.Netdev}
 		}
-		want[int32(rk.Rank)] = place
+		want[int32(rk.Rank)] = builderpod.Pod(run, int32(rk.Rank), int32(t.N()), dummies, place)
 	}
 
 	for rank, pod := range pods {
-		place, keep := want[rank]
+		next, keep := want[rank]
 		ended := pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
-		misplaced := place != nil && pod.Spec.NodeName != place.Node
-		if keep && !ended && !misplaced {
+		misplaced := keep && pod.Spec.NodeName != next.Spec.NodeName
+		stale := keep && pod.Annotations[builderpod.SpecHashAnnotation] != next.Annotations[builderpod.SpecHashAnnotation]
+		if keep && !ended && !misplaced && !stale {
 			continue
 		}
 		if pod.DeletionTimestamp.IsZero() {
-			log.Info("deleting pod", "pod", pod.Name, "rank", rank, "phase", pod.Status.Phase)
+			log.Info("deleting pod", "pod", pod.Name, "rank", rank, "phase", pod.Status.Phase, "stale", stale, "misplaced", misplaced)
 			if err := r.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
 				return err
 			}
@@ -419,16 +453,18 @@ func (r *EventBuilderRunReconciler) syncPods(ctx context.Context, run *ebv1.Even
 
 	var g errgroup.Group
 	g.SetLimit(maxConcurrentCreates)
-	for rank, place := range want {
+	for rank, pod := range want {
 		if pods[rank] != nil {
 			continue
 		}
-		pod := builderpod.Pod(run, rank, int32(t.N()), place)
 		g.Go(func() error {
 			log.V(1).Info("creating pod", "pod", pod.Name, "rank", rank, "node", pod.Spec.NodeName)
 			// AlreadyExists: our cache has not seen the pod yet, or its
 			// predecessor is still terminating; a later reconcile retries.
-			return client.IgnoreAlreadyExists(r.Create(ctx, pod))
+			if err := client.IgnoreAlreadyExists(r.Create(ctx, pod)); err != nil {
+				return &podCreateError{pod: pod.Name, err: err}
+			}
+			return nil
 		})
 	}
 	return g.Wait()

@@ -20,6 +20,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -232,15 +233,92 @@ func TestRunLifecycle(t *testing.T) {
 		}
 		return err
 	})
-	eventually(t, "status of 1 unit", func() error {
+	// The table changed (--peers): with no control API, the remaining
+	// builder restarts with it, so its pod is replaced.
+	var pod0 corev1.Pod
+	eventually(t, "demo-eb-0 replaced with the new peers", func() error {
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo-eb-0"}, &pod0); err != nil {
+			return err
+		}
+		if args := pod0.Spec.Containers[0].Args; !slices.Equal(args[:4], []string{"--rank", "0", "--peers", "demo-eb-0.demo-eb:7000"}) {
+			return fmt.Errorf("args %q", args)
+		}
+		return nil
+	})
+	eventually(t, "status of 1 unit, not yet Running", func() error {
 		if err := k8s.Get(ctx, key, run); err != nil {
 			return err
 		}
-		if st := run.Status; st.ObservedGeneration != run.Generation || len(st.Units) != 1 || st.Phase != ebv1.PhaseRunning {
+		if st := run.Status; st.ObservedGeneration != run.Generation || len(st.Units) != 1 || st.Phase != ebv1.PhasePending {
 			return fmt.Errorf("generation %d: %+v", run.Generation, st)
 		}
 		return nil
 	})
+	startPod(t, &pod0)
+	eventually(t, "status of 1 unit, Running", func() error {
+		if err := k8s.Get(ctx, key, run); err != nil {
+			return err
+		}
+		if st := run.Status; st.ObservedGeneration != run.Generation || len(st.Units) != 1 || st.Phase != ebv1.PhaseRunning || st.Epoch != 2 {
+			return fmt.Errorf("generation %d: %+v", run.Generation, st)
+		}
+		return nil
+	})
+
+	// Deleting the ConfigMap replans, at the next epoch, never back at 1;
+	// the same table renders the same pod, which is kept.
+	if err := k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-ranks"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "rank table epoch 3", func() error {
+		doc, err := rankTable(ctx, ns, "demo")
+		if err == nil && doc.Epoch != 3 {
+			err = fmt.Errorf("epoch %d", doc.Epoch)
+		}
+		return err
+	})
+	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+	var again corev1.Pod
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo-eb-0"}, &again); err != nil || again.UID != pod0.UID {
+		t.Errorf("pod demo-eb-0 replaced by a replan to the same table (%v)", err)
+	}
+}
+
+// A pod the API server refuses (here: a quota of no pods) shows in the
+// run's status; once the quota is lifted, the pods come.
+func TestPodCreateFailureIsReported(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "nopods", Namespace: ns},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}},
+	}
+	if err := k8s.Create(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	// No quota controller in envtest: play it.
+	quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}
+	if err := k8s.Status().Update(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	run := &ebv1.EventBuilderRun{
+		ObjectMeta: metav1.ObjectMeta{Name: "quota", Namespace: ns},
+		Spec:       ebv1.EventBuilderRunSpec{Units: 2, Builder: ebv1.BuilderSpec{Image: "eventbuilder/builder:test"}},
+	}
+	if err := k8s.Create(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	cond := waitPhase(t, client.ObjectKeyFromObject(run), ebv1.PhasePending, ebv1.ReasonPodCreateFailed)
+	if !strings.Contains(cond.Message, "quota") || !strings.Contains(cond.Message, "creating pod quota-eb-") {
+		t.Errorf("message %q does not quote the API server", cond.Message)
+	}
+	if err := k8s.Delete(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing the run watches changes: the error's backoff retries.
+	waitPods(t, ns, "quota", "quota-eb-0", "quota-eb-1")
+	waitPhase(t, client.ObjectKeyFromObject(run), ebv1.PhasePending, ebv1.ReasonUnitsPending)
 }
 
 func TestVerbsTransportFails(t *testing.T) {

@@ -29,7 +29,10 @@ import (
 // kube-apiserver and etcd. There is no kubelet: tests play it by writing pod
 // status, and serve builders' /status from local HTTP servers.
 
-const pollInterval = 200 * time.Millisecond
+const (
+	pollInterval  = 200 * time.Millisecond
+	notReadyGrace = time.Second
+)
 
 var (
 	k8s        client.Client // direct, uncached: what tests read is what the API server has
@@ -93,17 +96,14 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	err = errors.Join((&EventBuilderRunReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("eventbuilderrun-controller"),
-		Builders:  builderstatus.NewClient(time.Second),
-		Control:   buildercontrol.Unavailable{},
-		// The suite plays a builder that skips dummy ranks, to exercise
-		// spares and failover; runplan's TestBlocked covers the decision
-		// for today's builder.
-		DummyRanks:   true,
-		StatusURL:    builders.url,
-		PollInterval: pollInterval,
+		Client:            mgr.GetClient(),
+		APIReader:         mgr.GetAPIReader(),
+		Recorder:          mgr.GetEventRecorder("eventbuilderrun-controller"),
+		Builders:          builderstatus.NewClient(time.Second),
+		Control:           buildercontrol.Unavailable{},
+		StatusURL:         builders.url,
+		PollInterval:      pollInterval,
+		NodeNotReadyGrace: notReadyGrace,
 	}).SetupWithManager(mgr), (&FabricReconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("fabric-controller"),

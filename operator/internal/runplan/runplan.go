@@ -1,7 +1,6 @@
 // Package runplan holds the reconcilers' decisions as pure functions: it
 // maps Fabric and EventBuilderRun resources onto the planner's types,
-// finds failed units, applies failover and the failure policy, and says
-// whether the builder can run a table. No client calls: the reconcilers
+// finds failed units, and applies failover and the failure policy. No client calls: the reconcilers
 // fetch, call these, and write.
 package runplan
 
@@ -12,11 +11,14 @@ import (
 	"strconv"
 	"strings"
 
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/builderpod"
 	"daq.io/eventbuilder/operator/internal/planner"
 )
 
@@ -42,6 +44,41 @@ func NodeReady(n *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// NodeHealth says, for failure detection, which nodes still count as up at
+// now: Ready ones, and ones whose Ready condition has been False for less
+// than grace (a kubelet blip, or a short network partition, must not move
+// units). A node being deleted, with Ready Unknown (the node lifecycle
+// controller lost it) or no Ready condition fails at once; a missing node
+// is absent. wait is the shortest time left until a node in its grace
+// period would fail (0 if none is): the reconcile looks again then.
+func NodeHealth(list []corev1.Node, now time.Time, grace time.Duration) (nodes Nodes, wait time.Duration) {
+	nodes = make(Nodes, len(list))
+	for i := range list {
+		n := &list[i]
+		up := false
+		if n.DeletionTimestamp.IsZero() {
+			for _, c := range n.Status.Conditions {
+				if c.Type != corev1.NodeReady {
+					continue
+				}
+				switch c.Status {
+				case corev1.ConditionTrue:
+					up = true
+				case corev1.ConditionFalse:
+					if left := c.LastTransitionTime.Add(grace).Sub(now); left > 0 {
+						up = true
+						if wait == 0 || left < wait {
+							wait = left
+						}
+					}
+				}
+			}
+		}
+		nodes[n.Name] = up
+	}
+	return nodes, wait
 }
 
 // Fabric maps a Fabric's spec onto the planner's fabric; an endpoint is
@@ -164,7 +201,10 @@ type Failure struct {
 // node is gone or not Ready, or its pod failed (evicted, or refused by the
 // kubelet's admission, e.g. TopologyAffinityError when the Topology
 // Manager cannot align the unit on its NUMA node). A missing pod is not a
-// failure: it is recreated in place.
+// failure: it is recreated in place. Nor is a pod left from an earlier
+// table: one being deleted, or one on another endpoint than the rank's
+// (the rank's unit moved, its new pod is not created yet). nodes is
+// NodeHealth's view: a node NotReady for less than the grace period is up.
 func Failures(t planner.RankTable, endpoints map[string]planner.Endpoint, nodes Nodes, pods map[int32]*corev1.Pod) []Failure {
 	var out []Failure
 	for _, r := range t.Ranks {
@@ -178,7 +218,8 @@ func Failures(t planner.RankTable, endpoints map[string]planner.Endpoint, nodes 
 			out = append(out, Failure{r.Rank, ebv1.EndpointNodeNotFound})
 		case !ready:
 			out = append(out, Failure{r.Rank, ebv1.EndpointNodeNotReady})
-		case pod != nil && pod.Status.Phase == corev1.PodFailed:
+		case pod != nil && pod.Status.Phase == corev1.PodFailed &&
+			pod.DeletionTimestamp.IsZero() && pod.Labels[builderpod.LabelEndpoint] == r.Endpoint:
 			reason := pod.Status.Reason
 			if reason == "" {
 				reason = "PodFailed"
@@ -232,22 +273,6 @@ func drop(t planner.RankTable, rank int) planner.RankTable {
 	return t
 }
 
-// Blocked says why the builder cannot run table t, if it cannot: today's
-// builder (dummyRanks false) dials every peer of its --peers list and waits
-// for all of them, so a table with a dummy or spare rank would leave its
-// pods waiting forever. The operator then starts no pods.
-func Blocked(t planner.RankTable, dummyRanks bool) (reason, message string, blocked bool) {
-	dummies, spares := t.Count(planner.Dummy), t.Count(planner.Spare)
-	if dummyRanks || dummies+spares == 0 {
-		return "", "", false
-	}
-	return ebv1.ReasonBuilderLacksDummySupport, fmt.Sprintf(
-		"the rank table has %d ranks for %d live units (%d dummies, %d spares) and this builder cannot skip dummy ranks yet: "+
-			"its pods would wait for them forever, so none are started; fill every port of the leaves in use "+
-			"(spec.units = %d with spec.spares 0), or run the operator with --builder-dummy-ranks once the builder supports them",
-		t.N(), t.Count(planner.Live), dummies, spares, t.N()), true
-}
-
 // Ranks is the rank table as the run's status shows it.
 func Ranks(t planner.RankTable, endpoints map[string]planner.Endpoint) []ebv1.RankStatus {
 	out := make([]ebv1.RankStatus, len(t.Ranks))
@@ -271,15 +296,24 @@ func SparesLeft(t planner.RankTable, endpoints map[string]planner.Endpoint, node
 	return n
 }
 
-// MovesSummary says what a recovery did, for events and logs.
+// maxListed is how many items a summary names before "and N more":
+// events.k8s.io refuses notes over 1024 characters.
+const maxListed = 5
+
+// MovesSummary says what a recovery did, for events and logs; it names at
+// most maxListed moves.
 func MovesSummary(moves []ebv1.UnitMove) string {
-	parts := make([]string, len(moves))
+	parts := make([]string, 0, min(len(moves), maxListed+1))
 	for i, m := range moves {
+		if i == maxListed {
+			parts = append(parts, fmt.Sprintf("and %d more", len(moves)-i))
+			break
+		}
 		to := "no spare left"
 		if m.SpareRank != nil {
 			to = "moved to spare " + m.SpareEndpoint + " (rank " + strconv.Itoa(int(*m.SpareRank)) + ")"
 		}
-		parts[i] = fmt.Sprintf("unit %d on rank %d (%s) failed: %s; %s", m.Unit, m.FailedRank, m.FailedEndpoint, m.Reason, to)
+		parts = append(parts, fmt.Sprintf("unit %d on rank %d (%s) failed: %s; %s", m.Unit, m.FailedRank, m.FailedEndpoint, m.Reason, to))
 	}
 	return strings.Join(parts, "; ")
 }

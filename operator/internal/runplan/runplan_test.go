@@ -2,12 +2,16 @@ package runplan
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/builderpod"
 	"daq.io/eventbuilder/operator/internal/planner"
 )
 
@@ -88,8 +92,17 @@ func TestFailures(t *testing.T) {
 			map[int32]*corev1.Pod{6: pod(corev1.PodFailed, "TopologyAffinityError")}, "6:TopologyAffinityError"},
 		{"failed without a reason", Nodes{"s0": true, "s1": true, "s2": true, "s3": true},
 			map[int32]*corev1.Pod{1: pod(corev1.PodFailed, "")}, "1:PodFailed"},
+		{"failed pod of an earlier table, being deleted", Nodes{"s0": true, "s1": true, "s2": true, "s3": true},
+			map[int32]*corev1.Pod{1: deleting(pod(corev1.PodFailed, "Evicted"))}, ""},
+		{"failed pod of an earlier table, on another endpoint", Nodes{"s0": true, "s1": true, "s2": true, "s3": true},
+			map[int32]*corev1.Pod{1: onEndpoint(pod(corev1.PodFailed, "Evicted"), "s3-1")}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			for rank, p := range tc.pods {
+				if p.Labels == nil { // the operator's pods name their endpoint
+					onEndpoint(p, table.Ranks[rank].Endpoint)
+				}
+			}
 			var got []string
 			for _, fl := range Failures(table, Endpoints(f), tc.nodes, tc.pods) {
 				got = append(got, fmt.Sprintf("%d:%s", fl.Rank, fl.Reason))
@@ -104,6 +117,62 @@ func TestFailures(t *testing.T) {
 	trivial, _ := Plan(&ebv1.EventBuilderRunSpec{Units: 2}, nil, 0)
 	if got := Failures(trivial, nil, nil, map[int32]*corev1.Pod{0: pod(corev1.PodFailed, "Evicted")}); len(got) != 0 {
 		t.Errorf("failures without a fabric: %v", got)
+	}
+}
+
+func deleting(p *corev1.Pod) *corev1.Pod {
+	now := metav1.Now()
+	p.DeletionTimestamp = &now
+	return p
+}
+
+func onEndpoint(p *corev1.Pod, endpoint string) *corev1.Pod {
+	p.Labels = map[string]string{builderpod.LabelEndpoint: endpoint}
+	return p
+}
+
+func TestNodeHealth(t *testing.T) {
+	now := time.Now()
+	node := func(name string, status corev1.ConditionStatus, since time.Duration) corev1.Node {
+		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if status != "" {
+			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, LastTransitionTime: metav1.NewTime(now.Add(-since))}}
+		}
+		return n
+	}
+	gone := node("gone", corev1.ConditionTrue, time.Hour)
+	gone.DeletionTimestamp = &metav1.Time{Time: now}
+	nodes, wait := NodeHealth([]corev1.Node{
+		node("ready", corev1.ConditionTrue, time.Hour),
+		node("blip", corev1.ConditionFalse, 4*time.Second),
+		node("down", corev1.ConditionFalse, 11*time.Second),
+		node("lost", corev1.ConditionUnknown, time.Second),
+		node("new", "", 0),
+		gone,
+	}, now, 10*time.Second)
+	want := Nodes{"ready": true, "blip": true, "down": false, "lost": false, "new": false, "gone": false}
+	if !maps.Equal(nodes, want) {
+		t.Errorf("NodeHealth() = %v, want %v", nodes, want)
+	}
+	if wait != 6*time.Second {
+		t.Errorf("wait %v, want 6s (what is left of blip's grace)", wait)
+	}
+	if _, wait := NodeHealth([]corev1.Node{node("ready", corev1.ConditionTrue, 0)}, now, 10*time.Second); wait != 0 {
+		t.Errorf("wait %v with no node in its grace period", wait)
+	}
+}
+
+func TestMovesSummaryIsBounded(t *testing.T) {
+	moves := make([]ebv1.UnitMove, 40)
+	for i := range moves {
+		moves[i] = ebv1.UnitMove{Unit: int32(i), FailedRank: int32(i), FailedEndpoint: strings.Repeat("e", 40), Reason: ebv1.EndpointNodeNotReady}
+	}
+	s := MovesSummary(moves)
+	if len(s) > 800 || !strings.HasSuffix(s, "; and 35 more") || !strings.HasPrefix(s, "unit 0 on rank 0") {
+		t.Errorf("summary (%d chars): %s", len(s), s)
+	}
+	if s := MovesSummary(moves[:1]); strings.Contains(s, "more") {
+		t.Errorf("one move: %s", s)
 	}
 }
 
@@ -148,33 +217,6 @@ func TestRecover(t *testing.T) {
 			}
 			if roles(table) != before || table.Epoch != 1 {
 				t.Errorf("Recover changed its input table: %s at epoch %d, was %s at 1", roles(table), table.Epoch, before)
-			}
-		})
-	}
-}
-
-func TestBlocked(t *testing.T) {
-	_, full := plan(t, 4, 0, nil)    // LLLL: leaf 0 full
-	_, spares := plan(t, 4, 2, nil)  // spares are dummy ranks
-	_, partial := plan(t, 3, 0, nil) // an idle port
-	for _, tc := range []struct {
-		name       string
-		table      planner.RankTable
-		dummyRanks bool
-		want       bool
-	}{
-		{"every port live", full, false, false},
-		{"spares, builder cannot skip dummies", spares, false, true},
-		{"idle port, builder cannot skip dummies", partial, false, true},
-		{"spares, builder skips dummies", spares, true, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			reason, msg, blocked := Blocked(tc.table, tc.dummyRanks)
-			if blocked != tc.want {
-				t.Fatalf("blocked %v (%s), want %v", blocked, msg, tc.want)
-			}
-			if blocked && (reason != ebv1.ReasonBuilderLacksDummySupport || !strings.Contains(msg, "spec.units")) {
-				t.Errorf("reason %s message %q", reason, msg)
 			}
 		})
 	}
