@@ -437,7 +437,8 @@ func (r *EventBuilderRunReconciler) syncPods(ctx context.Context, run *ebv1.Even
 	for rank, pod := range pods {
 		next, keep := want[rank]
 		ended := pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
-		misplaced := keep && pod.Spec.NodeName != next.Spec.NodeName
+		// Only fabric pods are placed by the operator; others go where the scheduler binds them.
+		misplaced := keep && next.Spec.NodeName != "" && pod.Spec.NodeName != next.Spec.NodeName
 		stale := keep && pod.Annotations[builderpod.SpecHashAnnotation] != next.Annotations[builderpod.SpecHashAnnotation]
 		if keep && !ended && !misplaced && !stale {
 			continue
