@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/shortlist"
 )
 
 // Unit is what the reconciler observed of one rank in the cluster.
@@ -118,12 +118,8 @@ func delta(prev, cur int64) int64 {
 
 func formatGbps(gbps float64) string { return strconv.FormatFloat(gbps, 'f', 3, 64) }
 
-// maxListed is how many ranks a message names; maxErrorLen how much of a
-// builder's last error it quotes.
-const (
-	maxListed   = 5
-	maxErrorLen = 300
-)
+// maxErrorLen is how much of a builder's last error a message quotes.
+const maxErrorLen = 300
 
 // assess decides the phase: Failed if any builder is in ERROR, Running once
 // every unit is ready and RUNNING, Pending otherwise.
@@ -142,24 +138,14 @@ func assess(units []ebv1.UnitStatus, ready int32) (ebv1.RunPhase, string, string
 	switch {
 	case len(failed) > 0:
 		// Events carry this message, and events.k8s.io refuses notes over
-		// 1024 characters: name at most maxListed ranks, clip the error.
-		var ranks strings.Builder
-		for i, u := range failed {
-			if i == maxListed {
-				fmt.Fprintf(&ranks, " and %d more", len(failed)-i)
-				break
-			}
-			if i > 0 {
-				ranks.WriteString(", ")
-			}
-			fmt.Fprint(&ranks, u.Rank)
-		}
+		// 1024 characters: name a few ranks, clip the error.
+		ranks := shortlist.Join(failed, ", ", func(u ebv1.UnitStatus) string { return strconv.Itoa(int(u.Rank)) })
 		lastErr := failed[0].LastError
 		if len(lastErr) > maxErrorLen {
 			lastErr = lastErr[:maxErrorLen] + "..."
 		}
 		return ebv1.PhaseFailed, ebv1.ReasonBuilderError,
-			fmt.Sprintf("builders of ranks %s report %s; rank %d: %s", ranks.String(), StateError, failed[0].Rank, lastErr)
+			fmt.Sprintf("builders of ranks %s report %s; rank %d: %s", ranks, StateError, failed[0].Rank, lastErr)
 	case int(ready) == n && running == n:
 		return ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning, fmt.Sprintf("all %d units ready and %s", n, StateRunning)
 	default:

@@ -182,7 +182,7 @@ func TestBuilderErrorMessageIsBounded(t *testing.T) {
 		reports[r] = Report{State: StateError, LastError: strings.Repeat("x", 2000)}
 	}
 	s := Aggregate(&ebv1.EventBuilderRunStatus{}, units(300), &Poll{Time: t0, Reports: reports})
-	if s.Reason != ebv1.ReasonBuilderError || len(s.Message) > 600 || !strings.Contains(s.Message, "0, 1, 2, 3, 4 and 295 more") {
+	if s.Reason != ebv1.ReasonBuilderError || len(s.Message) > 600 || !strings.Contains(s.Message, "0, 1, 2, 3, 4, and 295 more") {
 		t.Errorf("message (%d chars): %.200s", len(s.Message), s.Message)
 	}
 }

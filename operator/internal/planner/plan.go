@@ -4,7 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strings"
+
+	"daq.io/eventbuilder/operator/internal/shortlist"
 )
 
 // Layout says how the two halves of an event-builder unit are placed.
@@ -213,17 +214,5 @@ func endpointNames(eps []Endpoint) []string {
 
 // names lists endpoint names for an error message, at most a handful.
 func names(eps []Endpoint) string {
-	const most = 5
-	var b strings.Builder
-	for i, ep := range eps {
-		if i == most {
-			fmt.Fprintf(&b, ", and %d more", len(eps)-most)
-			break
-		}
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(ep.Name)
-	}
-	return b.String()
+	return shortlist.Join(eps, ", ", func(ep Endpoint) string { return ep.Name })
 }

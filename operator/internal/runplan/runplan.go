@@ -20,6 +20,7 @@ import (
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 	"daq.io/eventbuilder/operator/internal/builderpod"
 	"daq.io/eventbuilder/operator/internal/planner"
+	"daq.io/eventbuilder/operator/internal/shortlist"
 )
 
 // Nodes says, for every node in the cluster, whether it can run pods:
@@ -138,19 +139,11 @@ func FabricStatus(fabric *ebv1.Fabric, nodes Nodes) ebv1.FabricStatus {
 	nodesReady := metav1.Condition{Type: ebv1.FabricNodesReady, Status: metav1.ConditionTrue, Reason: ebv1.ReasonAllNodesReady,
 		Message: fmt.Sprintf("all %d endpoints' nodes are Ready", st.Endpoints), ObservedGeneration: fabric.Generation}
 	if n := len(st.Unschedulable); n > 0 {
-		var b strings.Builder
-		for i, u := range st.Unschedulable {
-			if i == 5 {
-				fmt.Fprintf(&b, ", and %d more", n-i)
-				break
-			}
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "%s (node %s: %s)", u.Name, u.Node, u.Reason)
-		}
+		listed := shortlist.Join(st.Unschedulable, ", ", func(u ebv1.UnschedulableEndpoint) string {
+			return fmt.Sprintf("%s (node %s: %s)", u.Name, u.Node, u.Reason)
+		})
 		nodesReady.Status, nodesReady.Reason = metav1.ConditionFalse, ebv1.ReasonNodesUnavailable
-		nodesReady.Message = fmt.Sprintf("%d of %d endpoints cannot run units: %s", n, st.Endpoints, b.String())
+		nodesReady.Message = fmt.Sprintf("%d of %d endpoints cannot run units: %s", n, st.Endpoints, listed)
 	}
 	meta.SetStatusCondition(&st.Conditions, nodesReady)
 	return st
@@ -296,26 +289,16 @@ func SparesLeft(t planner.RankTable, endpoints map[string]planner.Endpoint, node
 	return n
 }
 
-// maxListed is how many items a summary names before "and N more":
-// events.k8s.io refuses notes over 1024 characters.
-const maxListed = 5
-
-// MovesSummary says what a recovery did, for events and logs; it names at
-// most maxListed moves.
+// MovesSummary says what a recovery did, for events and logs; it names a
+// few moves (shortlist).
 func MovesSummary(moves []ebv1.UnitMove) string {
-	parts := make([]string, 0, min(len(moves), maxListed+1))
-	for i, m := range moves {
-		if i == maxListed {
-			parts = append(parts, fmt.Sprintf("and %d more", len(moves)-i))
-			break
-		}
+	return shortlist.Join(moves, "; ", func(m ebv1.UnitMove) string {
 		to := "no spare left"
 		if m.SpareRank != nil {
 			to = "moved to spare " + m.SpareEndpoint + " (rank " + strconv.Itoa(int(*m.SpareRank)) + ")"
 		}
-		parts = append(parts, fmt.Sprintf("unit %d on rank %d (%s) failed: %s; %s", m.Unit, m.FailedRank, m.FailedEndpoint, m.Reason, to))
-	}
-	return strings.Join(parts, "; ")
+		return fmt.Sprintf("unit %d on rank %d (%s) failed: %s; %s", m.Unit, m.FailedRank, m.FailedEndpoint, m.Reason, to)
+	})
 }
 
 func ptrTo[T any](v T) *T { return &v }
