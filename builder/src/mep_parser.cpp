@@ -1,50 +1,38 @@
 #include "mep_parser.hpp"
 
 #include <optional>
-#include <sstream>
 
 #include "mep_layout.hpp"
 
 namespace eb {
-namespace {
-
-template <class... Parts>
-Parse_status fail(Parse_error error, const Parts&... parts) {
-    std::ostringstream text;
-    text << "MEP " << parse_error_name(error) << ": ";
-    (text << ... << parts);
-    return {error, text.str()};
-}
-
-}  // namespace
 
 Parse_status parse_mep_frame(std::span<const std::byte> bytes, Mep_view& view) {
     if (bytes.size() < sizeof(Mep_header))
-        return fail(Parse_error::truncated, bytes.size(), " bytes, shorter than the ", sizeof(Mep_header),
-                    "-byte header");
+        return parse_failure("MEP", Parse_error::truncated, bytes.size(), " bytes, shorter than the ", sizeof(Mep_header),
+                             "-byte header");
     const auto header = load<Mep_header>(bytes, 0);
     if (header.magic != mep_magic)
-        return fail(Parse_error::bad_magic, "magic 0x", std::hex, header.magic, ", expected 0x", mep_magic);
+        return parse_failure("MEP", Parse_error::bad_magic, "magic 0x", std::hex, header.magic, ", expected 0x", mep_magic);
     if (header.version != wire_version)
-        return fail(Parse_error::bad_version, "version ", header.version, ", this reader knows ", wire_version);
+        return parse_failure("MEP", Parse_error::bad_version, "version ", header.version, ", this reader knows ", wire_version);
     if (header.total_bytes != bytes.size())
-        return fail(Parse_error::size_mismatch, "header says ", header.total_bytes, " bytes, the packet has ",
-                    bytes.size());
+        return parse_failure("MEP", Parse_error::size_mismatch, "header says ", header.total_bytes, " bytes, the packet has ",
+                             bytes.size());
     const std::uint64_t table_end = mep_header_bytes(header.source_count);  // no overflow: count is a u32
     if (table_end > bytes.size())
-        return fail(Parse_error::truncated, header.source_count, " sources need a ", table_end,
-                    "-byte header and table, the packet has ", bytes.size());
+        return parse_failure("MEP", Parse_error::truncated, header.source_count, " sources need a ", table_end,
+                             "-byte header and table, the packet has ", bytes.size());
     const Mep_view candidate{header, bytes};
     std::uint64_t free_from = table_end;
     for (std::uint32_t i = 0; i < header.source_count; ++i) {
         const std::uint64_t offset = candidate.offset(i);
         if (offset < free_from || offset >= bytes.size())
-            return fail(Parse_error::bad_offset, "slot ", i, " at offset ", offset, ", outside ", free_from, "..",
-                        bytes.size());
+            return parse_failure("MEP", Parse_error::bad_offset, "slot ", i, " at offset ", offset, ", outside ", free_from, "..",
+                                 bytes.size());
         if (offset % wire_alignment != 0)
-            return fail(Parse_error::bad_alignment, "slot ", i, " at offset ", offset, ", not a multiple of ",
-                        wire_alignment);
-        free_from = offset + 1;
+            return parse_failure("MEP", Parse_error::bad_alignment, "slot ", i, " at offset ", offset, ", not a multiple of ",
+                                 wire_alignment);
+                                 free_from = offset + 1;
     }
     view = candidate;
     return {};
@@ -69,9 +57,9 @@ Parse_status parse_mep(std::span<const std::byte> bytes, Mep_view& view) {
             return status;
         }
         if (previous_source && mfp.header.source_id <= *previous_source)
-            return fail(Parse_error::wrong_source, "slot ", i, " holds source ", mfp.header.source_id,
-                        ", not after source ", *previous_source, " of the slot before");
-        previous_source = mfp.header.source_id;
+            return parse_failure("MEP", Parse_error::wrong_source, "slot ", i, " holds source ", mfp.header.source_id,
+                                 ", not after source ", *previous_source, " of the slot before");
+                                 previous_source = mfp.header.source_id;
     }
     view = candidate;
     return {};

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -37,6 +38,16 @@ struct Parse_status {
 
     bool ok() const { return error == Parse_error::none; }
 };
+
+// The rejection of a packet ("MFP", "MEP"): the error, and as detail its name
+// followed by the parts, streamed.
+template <class... Parts>
+Parse_status parse_failure(std::string_view packet, Parse_error error, const Parts&... parts) {
+    std::ostringstream text;
+    text << packet << ' ' << parse_error_name(error) << ": ";
+    (text << ... << parts);
+    return {error, text.str()};
+}
 
 // Rejections counted by kind; written by the data path, read by /metrics.
 class Parse_error_counts {
