@@ -2,18 +2,23 @@
 
 #include <cstdint>
 
+#include "control_api.hpp"
+#include "control_token.hpp"
 #include "fd.hpp"
 #include "stop_flag.hpp"
-#include "unit_status.hpp"
 
 namespace eb {
 
-// Serves /status, /metrics and /healthz on 0.0.0.0:port from one thread, one
-// request per connection. Enough for probes and Prometheus scrapes.
+// Serves the control API (docs/control-api.md) on 0.0.0.0:port from one
+// thread, one request per connection. Enough for the operator, probes and
+// Prometheus scrapes.
 class Http_server {
 public:
     // Binds at once, so a port clash fails at startup, not in the thread.
-    Http_server(std::uint16_t port, const Unit_status& status, const Stop_flag& stop);
+    // Port 0 takes a free one (tests); port() tells which.
+    Http_server(std::uint16_t port, Control_target& target, const Control_token& token, const Stop_flag& stop);
+
+    std::uint16_t port() const;
 
     // Answers requests until stop is requested.
     void serve();
@@ -22,7 +27,8 @@ private:
     void answer(Fd client);
 
     Fd listener_;
-    const Unit_status& status_;
+    Control_target& target_;
+    const Control_token& token_;
     const Stop_flag& stop_;
 };
 

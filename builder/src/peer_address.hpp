@@ -1,7 +1,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace eb {
 
@@ -14,5 +16,9 @@ struct Peer_address {
 
     friend bool operator==(const Peer_address&, const Peer_address&) = default;
 };
+
+// "host:port": the port follows the last colon and is in 1..65535, the host
+// is not empty. nullopt for anything else; callers name the field and the fix.
+std::optional<Peer_address> parse_peer_address(std::string_view text);
 
 }  // namespace eb

@@ -1,0 +1,43 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "peer_address.hpp"
+#include "rank.hpp"
+#include "rank_table.hpp"
+
+namespace eb {
+
+// The one version of the rank table document this builder reads.
+inline constexpr std::string_view rank_table_version = "eventbuilder.daq.io/ranktable/v1";
+// A rank table holds at most this many ranks (the schedule's N).
+inline constexpr std::size_t max_table_ranks = 65536;
+
+// The body of POST /control/configure, checked: {"rank": R, "table": {...}}
+// with the table as in operator/docs/rank-table.md. Only what the builder
+// uses is kept; other fields of the document are ignored.
+struct Configure_request {
+    Rank rank = 0;                   // this unit's rank in the table
+    std::uint64_t epoch = 0;         // >= 1
+    Layout layout = Layout::folded;
+    std::vector<Peer_address> peers; // every rank's data address, by rank, dummies included
+    std::vector<Rank> dummies;       // the ranks whose state is not "live", ascending
+    std::string run;                 // table.run, empty when absent
+
+    friend bool operator==(const Configure_request&, const Configure_request&) = default;
+};
+
+// Parses and checks a configure body. `required_rank` is the process's
+// --rank, when it was started with one: the body's rank must be that one.
+// Errors name the JSON path and the fix, e.g. "table.ranks[2].address 'x':
+// expected host:port, e.g. run-eb-2.run-eb:7000". Never throws for bad input.
+std::variant<Configure_request, std::string> parse_configure_request(std::string_view body,
+                                                                     std::optional<Rank> required_rank);
+
+}  // namespace eb
