@@ -29,6 +29,7 @@ func main() {
 		secureMetrics, enableHTTP2 bool
 		leaderElect                bool
 		pollInterval, pollTimeout  time.Duration
+		controlTimeout             time.Duration
 		notReadyGrace              time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0",
@@ -42,6 +43,8 @@ func main() {
 		"Elect a leader, so that only one of several replicas reconciles.")
 	flag.DurationVar(&pollInterval, "builder-poll-interval", 2*time.Second, "How often each run's builders are polled for status.")
 	flag.DurationVar(&pollTimeout, "builder-poll-timeout", time.Second, "Timeout of one builder status request.")
+	flag.DurationVar(&controlTimeout, "builder-control-timeout", 2*time.Second,
+		"Timeout of one builder control command (configure, start, pause, resume, stop).")
 	flag.DurationVar(&notReadyGrace, "node-not-ready-grace", 10*time.Second,
 		"How long a node's Ready condition may be False before the units on it fail over to spares. "+
 			"A node whose Ready is Unknown, that is being deleted or that is gone fails them at once.")
@@ -85,7 +88,7 @@ func main() {
 		APIReader:         mgr.GetAPIReader(),
 		Recorder:          mgr.GetEventRecorder("eventbuilderrun-controller"),
 		Builders:          builderstatus.NewClient(pollTimeout),
-		Control:           buildercontrol.Unavailable{},
+		Control:           buildercontrol.NewClient(controlTimeout),
 		StatusURL:         builderpod.StatusURL,
 		PollInterval:      pollInterval,
 		NodeNotReadyGrace: notReadyGrace,

@@ -42,6 +42,21 @@ const (
 	FailureStop FailurePolicy = "Stop"
 )
 
+// RunState is the state a run's builders are driven to.
+// +kubebuilder:validation:Enum=Running;Paused;Stopped
+type RunState string
+
+const (
+	// StateRunning: the builders are configured and started (resumed).
+	StateRunning RunState = "Running"
+	// StatePaused: running builders are paused at a common event; they
+	// keep their table and resume where they stopped.
+	StatePaused RunState = "Paused"
+	// StateStopped: the builders are stopped (READY, table kept); their
+	// pods stay. Starting again goes on with the next events.
+	StateStopped RunState = "Stopped"
+)
+
 // EventBuilderRunSpec is the desired state of an event-building run.
 // +kubebuilder:validation:XValidation:rule="!has(self.spares) || self.spares == 0 || has(self.fabricRef)",message="spec.spares: warm spares are endpoints of a Fabric; set spec.fabricRef, or spec.spares to 0"
 // +kubebuilder:validation:XValidation:rule="has(self.fabricRef) || !has(self.resources) || !((has(self.resources.rdma) && self.resources.rdma.contains('{numa}')) || (has(self.resources.network) && self.resources.network.contains('{numa}')) || (has(self.resources.readout) && self.resources.readout.resource.contains('{numa}')))",message="spec.resources: {numa} in rdma, readout.resource or network stands for the endpoint's NUMA node, which only a run on a Fabric has; set spec.fabricRef, or name one resource without {numa}"
@@ -80,6 +95,13 @@ type EventBuilderRunSpec struct {
 	// +kubebuilder:default=RunDegraded
 	// +optional
 	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`
+
+	// state the builders are driven to through their control API:
+	// Running (configure and start, or resume), Paused (pause) or
+	// Stopped (stop; the pods stay).
+	// +kubebuilder:default=Running
+	// +optional
+	State RunState `json:"state,omitempty"`
 
 	// builder configures the builder process of every unit.
 	// +required
@@ -221,7 +243,7 @@ type GeneratorSource struct {
 }
 
 // RunPhase is a coarse summary of a run's state.
-// +kubebuilder:validation:Enum=Pending;Running;Degraded;Failed
+// +kubebuilder:validation:Enum=Pending;Running;Paused;Stopped;Degraded;Failed
 type RunPhase string
 
 const (
@@ -229,6 +251,11 @@ const (
 	PhasePending RunPhase = "Pending"
 	// PhaseRunning: every unit is ready and its builder reports RUNNING.
 	PhaseRunning RunPhase = "Running"
+	// PhasePaused: spec.state is Paused and no live builder is RUNNING.
+	PhasePaused RunPhase = "Paused"
+	// PhaseStopped: spec.state is Stopped and no live builder is RUNNING
+	// or PAUSED.
+	PhaseStopped RunPhase = "Stopped"
 	// PhaseDegraded: every unit left is building, but units were lost
 	// with no spare to take over (failurePolicy RunDegraded).
 	PhaseDegraded RunPhase = "Degraded"
@@ -238,6 +265,11 @@ const (
 
 // ConditionReady is True when every unit is ready and building events.
 const ConditionReady = "Ready"
+
+// ConditionConfigured is True when every live builder has accepted the
+// rank table's epoch (configure), so that it runs, or is about to switch
+// to, the published table.
+const ConditionConfigured = "Configured"
 
 // Reasons of the Ready condition.
 const (
@@ -253,6 +285,19 @@ const (
 	// The API server refused a builder pod (quota, admission policy,
 	// invalid resource name); the message quotes it.
 	ReasonPodCreateFailed = "PodCreateFailed"
+	// spec.state Paused or Stopped reached.
+	ReasonRunPaused  = "RunPaused"
+	ReasonRunStopped = "RunStopped"
+	// Builders refused or did not answer a control command (configure,
+	// start, pause, resume, stop); the message names the ranks.
+	ReasonControlFailed = "ControlFailed"
+	// Builders refused the operator's bearer token (401), or run without
+	// one (403): only user action (the token Secret, the pods) helps.
+	ReasonControlUnauthorized = "ControlUnauthorized"
+
+	// Reasons of the Configured condition.
+	ReasonEpochConfigured = "EpochConfigured"
+	ReasonConfiguring     = "Configuring"
 )
 
 // RankRole is what a rank of the schedule does.
@@ -279,6 +324,13 @@ type RankStatus struct {
 	// unit this live rank runs; it stays with the unit across failovers.
 	// +optional
 	Unit *int32 `json:"unit,omitempty"`
+	// pod running this rank's builder (live and spare ranks).
+	// +optional
+	Pod string `json:"pod,omitempty"`
+	// state of that builder as of the last poll (a started spare reports
+	// RUNNING: it stands by as a dummy); empty when it did not answer.
+	// +optional
+	State string `json:"state,omitempty"`
 }
 
 // Failover outcomes.
@@ -311,6 +363,15 @@ type FailoverStatus struct {
 	CompletedTime metav1.MicroTime `json:"completedTime"`
 	// duration from observedTime to completedTime.
 	Duration metav1.Duration `json:"duration"`
+	// configuredTime is when every live builder of the new table had
+	// accepted it (configure): the running builders switch to it at their
+	// next common cycle boundary, without restarting. Unset until then.
+	// +optional
+	ConfiguredTime *metav1.MicroTime `json:"configuredTime,omitempty"`
+	// configuredDuration is from observedTime to configuredTime: how long
+	// the failover took, end to end.
+	// +optional
+	ConfiguredDuration *metav1.Duration `json:"configuredDuration,omitempty"`
 	// epoch of the rank table published.
 	Epoch int64 `json:"epoch"`
 	// outcome: MovedToSpare, Degraded (no spare, failurePolicy RunDegraded)
@@ -343,11 +404,30 @@ type UnitStatus struct {
 	// +optional
 	LastError string `json:"lastError,omitempty"`
 
+	// epoch of the rank table the builder runs, as last reported.
+	// +optional
+	Epoch int64 `json:"epoch,omitempty"`
+
+	// pendingEpoch is a table the builder accepted and switches to at
+	// the next common cycle boundary; 0 when none.
+	// +optional
+	PendingEpoch int64 `json:"pendingEpoch,omitempty"`
+
+	// lostPeers are the ranks this builder lost in its epoch.
+	// +listType=atomic
+	// +optional
+	LostPeers []int32 `json:"lostPeers,omitempty"`
+
 	// eventsBuilt by this unit, as last reported.
 	EventsBuilt int64 `json:"eventsBuilt"`
 
 	// eventsIncomplete by this unit, as last reported.
 	EventsIncomplete int64 `json:"eventsIncomplete"`
+
+	// eventsDropped by this unit (events missing a lost peer's data), as
+	// last reported.
+	// +optional
+	EventsDropped int64 `json:"eventsDropped,omitempty"`
 
 	// bytesBuilt by this unit, as last reported.
 	BytesBuilt int64 `json:"bytesBuilt"`
@@ -381,6 +461,11 @@ type EventBuilderRunStatus struct {
 	// fragments missing.
 	// +optional
 	EventsIncomplete int64 `json:"eventsIncomplete"`
+
+	// eventsDropped is the sum over units of events dropped because a
+	// peer was lost.
+	// +optional
+	EventsDropped int64 `json:"eventsDropped"`
 
 	// bytesBuilt is the sum over units of event bytes built.
 	// +optional
@@ -439,12 +524,12 @@ type EventBuilderRunStatus struct {
 // together assemble complete events from the fragments of every source.
 //
 // The name names the builder Service (<name>-eb) and pods (<name>-eb-<rank>),
-// which must be DNS labels; every builder gets the list of all units' names as
-// one argument, which Linux caps at 128 KiB: hence the rules on it.
+// which must be DNS labels: hence the rule on it.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=ebrun
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.spec.state`,priority=1,description="desired state"
 // +kubebuilder:printcolumn:name="Units",type=integer,JSONPath=`.spec.units`
 // +kubebuilder:printcolumn:name="Live",type=integer,JSONPath=`.status.liveUnits`,description="units on a live rank"
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyUnits`
@@ -455,7 +540,6 @@ type EventBuilderRunStatus struct {
 // +kubebuilder:printcolumn:name="Gb/s",type=string,JSONPath=`.status.throughputGbps`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 55 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be at most 55 characters of lowercase letters, digits and '-', starting with a letter and not ending with '-': it names the Service <name>-eb and the pods <name>-eb-<rank>"
-// +kubebuilder:validation:XValidation:rule="self.spec.units * (2 * self.metadata.name.size() + 18) < 131072",message="spec.units peers named after metadata.name make a --peers argument over Linux's 128 KiB limit; use a shorter metadata.name or fewer spec.units"
 type EventBuilderRun struct {
 	metav1.TypeMeta `json:",inline"`
 

@@ -7,17 +7,29 @@
 // The fabric: 18 leaves, 10 spines, 20 server ports per leaf, 2 links per
 // leaf-spine pair; the 163 LHCb servers plus 4 warm spare servers (on
 // leaves 11-14), two NUMA endpoints each: 334 endpoints on the 360 ports.
-// The run: 326 units and 8 spare endpoints (the 4 spare servers' worth).
-// Pods are bound by the operator itself: it sets spec.nodeName when it
-// creates them (there is no scheduler in envtest, and none is needed).
+// The run: 326 units and 8 spare endpoints (the 4 spare servers' worth),
+// one pod each (spares run standby builders). Pods are bound by the
+// operator itself: it sets spec.nodeName when it creates them (there is
+// no scheduler in envtest, and none is needed). The benchmark plays the
+// kubelets: it marks each pod running as soon as it is created and starts
+// an emulated builder for it (internal/builderemu: the control API's
+// state machine, tokens and epochs, no data), reading the token from the
+// run's Secret as the pod mounts it; a pod turns Ready once its builder
+// is configured (the readiness probe's /readyz).
 //
 // Figures:
-//   - run_create: from creating the run to all 326 pods created, bound;
+//   - pods_created_bound: from creating the run to all 334 pods created,
+//     bound (target < 10 s);
+//   - running: from creating the run to phase Running: every builder
+//     configured with the table and started, every live pod Ready;
 //   - failover_server (median and max over 4 server failures): from a
-//     node's Ready=False being written to the API server to the new rank
-//     table published and both replacement pods created;
-//   - failover_recorded: the operator's own status.lastFailover.duration,
-//     from its observing the failure to the replacement pods created.
+//     node's Ready=Unknown being written to the API server (its builders
+//     die at the same moment) to the new rank table's epoch accepted by
+//     configure on every live builder, survivors and spares that took
+//     units over, none of them restarted (target < 2 s);
+//   - failover_recorded: the operator's own status.lastFailover:
+//     configuredDuration (observing the failure to every live builder
+//     configured) and duration (to the table published).
 package main
 
 import (
@@ -27,12 +39,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -45,6 +61,7 @@ import (
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 	"daq.io/eventbuilder/operator/internal/buildercontrol"
+	"daq.io/eventbuilder/operator/internal/builderemu"
 	"daq.io/eventbuilder/operator/internal/builderpod"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/controller"
@@ -66,8 +83,21 @@ var serversPerLeaf = []int{10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 9, 9, 9, 
 
 func main() {
 	crds := flag.String("crds", filepath.Join("..", "config", "crd", "bases"), "directory of the CRDs")
+	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole benchmark (operator, API server client and emulated builders) here")
 	flag.Parse()
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if err := bench(*crds); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -97,10 +127,13 @@ func bench(crds string) error {
 	if err != nil {
 		return err
 	}
+	farm := builderemu.NewFarm()
+	defer farm.Close()
 	err = errors.Join((&controller.EventBuilderRunReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("eventbuilderrun-controller"),
-		Builders: builderstatus.NewClient(time.Second), Control: buildercontrol.Unavailable{},
-		StatusURL: builderpod.StatusURL, PollInterval: 2 * time.Second, NodeNotReadyGrace: 10 * time.Second,
+		Builders: builderstatus.NewClient(time.Second), Control: buildercontrol.NewClient(2 * time.Second),
+		StatusURL:    func(pod *corev1.Pod) string { return farm.URL(string(pod.UID)) },
+		PollInterval: 2 * time.Second, NodeNotReadyGrace: 10 * time.Second,
 	}).SetupWithManager(mgr), (&controller.FabricReconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("fabric-controller"),
 	}).SetupWithManager(mgr))
@@ -123,6 +156,7 @@ func bench(crds string) error {
 	if err != nil {
 		return err
 	}
+	k := newKubelet(ctx, c, farm)
 
 	run := &ebv1.EventBuilderRun{
 		ObjectMeta: metav1.ObjectMeta{Name: runName, Namespace: namespace},
@@ -135,7 +169,7 @@ func bench(crds string) error {
 	if err := c.Create(ctx, run); err != nil {
 		return err
 	}
-	created, err := w.pods(units, 2*time.Minute)
+	created, err := w.pods(units+spares, 2*time.Minute)
 	if err != nil {
 		var pods corev1.PodList
 		_ = c.List(ctx, &pods, client.InNamespace(namespace))
@@ -152,10 +186,18 @@ func bench(crds string) error {
 		}
 	}
 	fmt.Printf("BENCH name=operator_run_%d_units_pods_created_bound value=%.3f unit=s\n", units, created.Sub(start).Seconds())
+	running, err := waitRunning(ctx, c, 2*time.Minute)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("BENCH name=operator_run_%d_units_running value=%.3f unit=s\n", units, running.Sub(start).Seconds())
+	if err := k.err(); err != nil {
+		return err
+	}
 
 	// Fail a server hosting live units, one at a time, each once the
-	// previous failover is done.
-	var took, recorded []time.Duration
+	// previous failover is done and the run is Running again.
+	var took, recorded, published []time.Duration
 	for i := range failovers {
 		doc, err := w.table(int64(i+1), time.Minute)
 		if err != nil {
@@ -166,10 +208,12 @@ func bench(crds string) error {
 		if err != nil {
 			return err
 		}
-		if _, err := w.table(int64(i+2), time.Minute); err != nil {
+		k.killNode(node)
+		next, err := w.table(int64(i+2), time.Minute)
+		if err != nil {
 			return err
 		}
-		done, err := w.pods(2, time.Minute)
+		done, err := k.configured(next, time.Minute)
 		if err != nil {
 			return err
 		}
@@ -178,13 +222,224 @@ func bench(crds string) error {
 		if err != nil {
 			return err
 		}
-		recorded = append(recorded, fo.Duration.Duration)
-		fmt.Fprintf(os.Stderr, "failover %d: node %s, %s, %v after the failure (operator: %v)\n", i+1, node, fo.Outcome, done.Sub(failedAt), fo.Duration.Duration)
+		recorded = append(recorded, fo.ConfiguredDuration.Duration)
+		published = append(published, fo.Duration.Duration)
+		fmt.Fprintf(os.Stderr, "failover %d: node %s, %s, epoch %d on every live builder %v after the failure (operator: table %v, configured %v)\n",
+			i+1, node, fo.Outcome, next.Epoch, done.Sub(failedAt), fo.Duration.Duration, fo.ConfiguredDuration.Duration)
+		if _, err := waitRunning(ctx, c, time.Minute); err != nil {
+			return err
+		}
 	}
 	fmt.Printf("BENCH name=operator_failover_server_median value=%.3f unit=s\n", median(took).Seconds())
 	fmt.Printf("BENCH name=operator_failover_server_max value=%.3f unit=s\n", slices.Max(took).Seconds())
 	fmt.Printf("BENCH name=operator_failover_recorded_median value=%.1f unit=ms\n", float64(median(recorded).Microseconds())/1000)
-	return nil
+	fmt.Printf("BENCH name=operator_failover_table_published_median value=%.1f unit=ms\n", float64(median(published).Microseconds())/1000)
+	return k.err()
+}
+
+// waitRunning waits for the run's phase Running (or Degraded: units
+// lost with no spare) and returns when the benchmark saw it.
+func waitRunning(ctx context.Context, c client.Client, timeout time.Duration) (time.Time, error) {
+	deadline := time.Now().Add(timeout)
+	run := &ebv1.EventBuilderRun{}
+	for time.Now().Before(deadline) {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: runName}, run); err != nil {
+			return time.Time{}, err
+		}
+		if p := run.Status.Phase; (p == ebv1.PhaseRunning || p == ebv1.PhaseDegraded) && run.Status.ObservedGeneration == run.Generation &&
+			meta.IsStatusConditionTrue(run.Status.Conditions, ebv1.ConditionConfigured) {
+			return time.Now(), nil
+		}
+		time.Sleep(20 * time.Millisecond) // polling the API server, not synchronising with the operator
+	}
+	return time.Time{}, fmt.Errorf("run not Running after %v: phase %s, conditions %v", timeout, run.Status.Phase, run.Status.Conditions)
+}
+
+// kubelet plays the kubelets of the simulated nodes: it starts each
+// builder pod (status Running with an IP, and an emulated builder reading
+// the run's token as the pod mounts it), makes it Ready once its builder
+// is configured, and kills the builders of a node that fails.
+type kubelet struct {
+	ctx  context.Context
+	c    client.Client
+	farm *builderemu.Farm
+	work chan string // pod names to start or make Ready
+
+	mu       sync.Mutex
+	pods     map[string]*corev1.Pod // started, by UID
+	ready    map[string]bool
+	accepted map[int64]map[int32]time.Time // epoch -> rank -> when configure was accepted
+	changed  chan struct{}
+	failure  error
+}
+
+func newKubelet(ctx context.Context, c client.Client, farm *builderemu.Farm) *kubelet {
+	k := &kubelet{ctx: ctx, c: c, farm: farm, work: make(chan string, 4096), pods: map[string]*corev1.Pod{},
+		ready: map[string]bool{}, accepted: map[int64]map[int32]time.Time{}, changed: make(chan struct{}, 1)}
+	farm.OnAccept(func(b *builderemu.Builder, cmd string, epoch int64) {
+		if cmd != "configure" {
+			return
+		}
+		k.mu.Lock()
+		if k.accepted[epoch] == nil {
+			k.accepted[epoch] = map[int32]time.Time{}
+		}
+		k.accepted[epoch][b.Rank()] = time.Now()
+		first := !k.ready[b.Key()]
+		k.ready[b.Key()] = true
+		k.mu.Unlock()
+		select {
+		case k.changed <- struct{}{}:
+		default:
+		}
+		if first {
+			k.work <- "ready/" + b.Key()
+		}
+	})
+	for range 16 {
+		go k.worker()
+	}
+	go k.watch()
+	return k
+}
+
+func (k *kubelet) fail(err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.failure == nil {
+		k.failure = err
+	}
+}
+
+func (k *kubelet) err() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.failure
+}
+
+// watch queues every builder pod created.
+func (k *kubelet) watch() {
+	cw, ok := k.c.(client.WithWatch)
+	if !ok {
+		k.fail(errors.New("kubelet: client cannot watch"))
+		return
+	}
+	pods := &metav1.PartialObjectMetadataList{}
+	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	seen := map[string]bool{}
+	if err := follow(k.ctx, cw, pods, func(ev watch.Event) {
+		if m, ok := ev.Object.(*metav1.PartialObjectMetadata); ok && ev.Type == watch.Added && !seen[m.Name] {
+			seen[m.Name] = true
+			k.work <- "start/" + m.Name
+		}
+	}); err != nil {
+		k.fail(err)
+	}
+}
+
+func (k *kubelet) worker() {
+	for {
+		var item string
+		select {
+		case <-k.ctx.Done():
+			return
+		case item = <-k.work:
+		}
+		what, arg, _ := strings.Cut(item, "/")
+		var err error
+		if what == "start" {
+			err = k.start(arg)
+		} else {
+			err = k.markReady(arg)
+		}
+		if err != nil && k.ctx.Err() == nil {
+			k.fail(fmt.Errorf("kubelet: %s %s: %w", what, arg, err))
+		}
+	}
+}
+
+// start reports a pod running and starts its builder.
+func (k *kubelet) start(name string) error {
+	pod := &corev1.Pod{}
+	if err := k.c.Get(k.ctx, client.ObjectKey{Namespace: namespace, Name: name}, pod); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	secret := &corev1.Secret{}
+	if err := k.c.Get(k.ctx, client.ObjectKey{Namespace: namespace, Name: builderpod.ControlSecretName(runName)}, secret); err != nil {
+		return err
+	}
+	k.mu.Lock()
+	k.pods[string(pod.UID)] = pod
+	k.mu.Unlock()
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "127.0.0.1", PodIPs: []corev1.PodIP{{IP: "127.0.0.1"}},
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now()}}}
+	if _, err := k.farm.StartPod(string(pod.UID), pod, secret, builderpod.LabelRun); err != nil {
+		return err
+	}
+	return k.c.Status().Update(k.ctx, pod)
+}
+
+// markReady sets a started pod's Ready condition: its builder is configured.
+func (k *kubelet) markReady(uid string) error {
+	k.mu.Lock()
+	p := k.pods[uid]
+	k.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	for {
+		pod := &corev1.Pod{}
+		if err := k.c.Get(k.ctx, client.ObjectKeyFromObject(p), pod); err != nil || string(pod.UID) != uid {
+			return client.IgnoreNotFound(err)
+		}
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+		err := k.c.Status().Update(k.ctx, pod)
+		if !apierrors.IsConflict(err) {
+			return client.IgnoreNotFound(err)
+		}
+	}
+}
+
+// killNode ends the builders of the pods on a node, as its failure would.
+func (k *kubelet) killNode(node string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for uid, p := range k.pods {
+		if p.Spec.NodeName == node {
+			k.farm.Kill(uid)
+		}
+	}
+}
+
+// configured waits until every live rank of doc's table has accepted its
+// epoch by configure, and returns when the last one did.
+func (k *kubelet) configured(doc ranktable.Document, timeout time.Duration) (time.Time, error) {
+	deadline := time.After(timeout)
+	for {
+		k.mu.Lock()
+		var last time.Time
+		missing := 0
+		for _, r := range doc.Ranks {
+			if r.State != ranktable.Live {
+				continue
+			}
+			at, ok := k.accepted[doc.Epoch][int32(r.Rank)]
+			if !ok {
+				missing++
+			} else if at.After(last) {
+				last = at
+			}
+		}
+		k.mu.Unlock()
+		if missing == 0 {
+			return last, nil
+		}
+		select {
+		case <-k.changed:
+		case <-deadline:
+			return time.Time{}, fmt.Errorf("epoch %d: %d live builders not configured after %v", doc.Epoch, missing, timeout)
+		}
+	}
 }
 
 // lhcb is the benchmark's fabric and its simulated nodes.
@@ -264,12 +519,12 @@ func lastFailover(ctx context.Context, c client.Client, epoch int64) (*ebv1.Fail
 		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: runName}, run); err != nil {
 			return nil, err
 		}
-		if fo := run.Status.LastFailover; fo != nil && fo.Epoch == epoch {
+		if fo := run.Status.LastFailover; fo != nil && fo.Epoch == epoch && fo.ConfiguredDuration != nil {
 			return fo, nil
 		}
 		time.Sleep(50 * time.Millisecond) // polling the API server, not synchronising with the operator
 	}
-	return nil, fmt.Errorf("no lastFailover at epoch %d in the run's status", epoch)
+	return nil, fmt.Errorf("no lastFailover at epoch %d, configured, in the run's status", epoch)
 }
 
 func median(d []time.Duration) time.Duration {

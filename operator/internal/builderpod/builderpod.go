@@ -20,7 +20,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
-	"daq.io/eventbuilder/operator/internal/planner"
 	"daq.io/eventbuilder/operator/internal/ranktable"
 )
 
@@ -42,7 +41,8 @@ const (
 	LabelEndpoint = "eventbuilder.daq.io/endpoint"
 
 	// SpecHashAnnotation holds SpecHash of the pod as rendered: a pod
-	// whose hash differs from what the run now renders is replaced.
+	// whose hash differs from what the run now renders (its image,
+	// resources, placement...; never the rank table) is replaced.
 	SpecHashAnnotation = "eventbuilder.daq.io/spec-hash"
 
 	// NetworksAnnotation is Multus's list of extra networks of a pod.
@@ -121,61 +121,80 @@ func Service(run *ebv1.EventBuilderRun) *corev1.Service {
 	}
 }
 
-// Dummies lists the ranks of t that run no builder: dummies and spares.
-// eb-builder keeps them in the schedule but expects no process there.
-func Dummies(t planner.RankTable) []int32 {
-	var out []int32
-	for _, r := range t.Ranks {
-		if r.Role != planner.Live {
-			out = append(out, int32(r.Rank))
-		}
-	}
-	return out
-}
-
-// Args is the eb-builder command line of a rank of a schedule of n ranks,
-// of which dummies (dummy and spare ranks) run no builder. Everything else
-// the builder needs (its NUMA node, NIC) it gets from the environment:
-// today's eb-builder refuses flags it does not know, and does not read the
-// mounted rank table yet, so the table reaches it as --peers and --dummies.
-func Args(run *ebv1.EventBuilderRun, rank, n int32, dummies []int32) []string {
+// Args is the eb-builder command line of a rank: a builder in controlled
+// mode. It starts NOT_READY and gets its rank table from the operator's
+// configure call (builder/docs/control-api.md), so nothing here depends on
+// the table: a new epoch never changes a pod. Everything else the builder
+// needs (its NUMA node, NIC) it gets from the environment.
+func Args(run *ebv1.EventBuilderRun, rank int32) []string {
 	b := run.Spec.Builder
 	// The API server defaults the source; nil only in hand-made objects.
 	var fragmentSize int32
 	if b.Source != nil && b.Source.Generator != nil {
 		fragmentSize = b.Source.Generator.FragmentSize
 	}
-	args := []string{
+	return []string{
 		"--rank", strconv.Itoa(int(rank)),
-		"--peers", strings.Join(Peers(run.Name, n), ","),
 		"--http-port", strconv.Itoa(HTTPPort),
+		"--token-file", ControlTokenPath,
 		"--packing-factor", strconv.Itoa(int(b.PackingFactor)),
 		"--fragment-size", strconv.Itoa(int(fragmentSize)),
 	}
-	if len(dummies) > 0 {
-		d := make([]string, len(dummies))
-		for i, r := range dummies {
-			d[i] = strconv.Itoa(int(r))
-		}
-		args = append(args, "--dummies", strings.Join(d, ","))
-	}
-	return args
 }
 
-// SpecHash hashes what a builder pod runs: its node, Multus networks and
-// containers (image, pull policy, command, args with --peers and
-// --dummies, env, resources, security). A running builder cannot change
-// its table (there is no control API yet), so a pod whose hash differs
-// from the run's current rendering is replaced.
+// SpecHash hashes what a builder pod runs: its node, Multus networks, the
+// control Secret it was started with, and containers (image, pull policy,
+// command, args, env, resources, probes, security) and volumes. A pod
+// whose hash differs from the run's current rendering is replaced; the
+// rank table is not part of it (it comes by configure).
 func SpecHash(pod *corev1.Pod) string {
 	b, _ := json.Marshal(struct { // plain API types: cannot fail
-		Node       string
-		Networks   string
-		Containers []corev1.Container
-		Volumes    []corev1.Volume
-	}{pod.Spec.NodeName, pod.Annotations[NetworksAnnotation], pod.Spec.Containers, pod.Spec.Volumes})
+		Node          string
+		Networks      string
+		ControlSecret string
+		Security      *corev1.PodSecurityContext
+		Containers    []corev1.Container
+		Volumes       []corev1.Volume
+	}{pod.Spec.NodeName, pod.Annotations[NetworksAnnotation], pod.Annotations[ControlSecretAnnotation],
+		pod.Spec.SecurityContext, pod.Spec.Containers, pod.Spec.Volumes})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])
+}
+
+// The control token: a Secret per run, mounted read-only in every builder
+// pod, whose file eb-builder reads at start (--token-file) and whose value
+// the operator sends as its bearer token.
+const (
+	ControlTokenKey    = "token"
+	ControlTokenDir    = "/var/run/eventbuilder/control"
+	ControlTokenPath   = ControlTokenDir + "/" + ControlTokenKey
+	controlTokenVolume = "control-token"
+	// ControlSecretAnnotation on a pod holds the UID of the control
+	// Secret it was created with: a Secret deleted and created anew holds
+	// a new token, which running builders never read, so their pods are
+	// replaced.
+	ControlSecretAnnotation = "eventbuilder.daq.io/control-secret-uid"
+	// ControlTokenBytes is how many random bytes a token has.
+	ControlTokenBytes = 32
+)
+
+// ControlSecretName is the Secret holding a run's control token.
+func ControlSecretName(run string) string { return run + "-control" }
+
+// ControlSecret renders the control Secret of a run holding token. It is
+// immutable: a new token is a new Secret (and new pods).
+func ControlSecret(run *ebv1.EventBuilderRun, token string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            ControlSecretName(run.Name),
+			Namespace:       run.Namespace,
+			Labels:          Selector(run.Name),
+			OwnerReferences: OwnerRefs(run),
+		},
+		Type:      corev1.SecretTypeOpaque,
+		Immutable: ptr.To(true),
+		Data:      map[string][]byte{ControlTokenKey: []byte(token)},
+	}
 }
 
 // Placement is where a unit of a run on a Fabric runs: its endpoint.
@@ -243,14 +262,15 @@ func networks(network string, numa int) string {
 	return string(b)
 }
 
-// Pod renders the pod of one rank of a schedule of n ranks, dummies of
-// which run no builder. place is nil
-// for runs without a fabric: the scheduler puts those pods anywhere. On a
-// fabric the operator places the pod itself (spec.nodeName): the rank is
-// tied to the endpoint's switch port, so there is no choice to leave to
-// the scheduler, and the kubelet's admission still checks resources and
-// NUMA alignment.
-func Pod(run *ebv1.EventBuilderRun, rank, n int32, dummies []int32, place *Placement) *corev1.Pod {
+// Pod renders the pod of one rank: a live rank, or a warm spare (which
+// runs the same builder, standing by as a dummy until a configure makes
+// its rank live). place is nil for runs without a fabric: the scheduler
+// puts those pods anywhere. On a fabric the operator places the pod itself
+// (spec.nodeName): the rank is tied to the endpoint's switch port, so
+// there is no choice to leave to the scheduler, and the kubelet's
+// admission still checks resources and NUMA alignment. secretUID is the
+// UID of the run's control Secret, whose token the pod mounts.
+func Pod(run *ebv1.EventBuilderRun, rank int32, place *Placement, secretUID string) *corev1.Pod {
 	labels := Selector(run.Name)
 	labels[LabelRank] = strconv.Itoa(int(rank))
 	name := PodName(run.Name, rank)
@@ -258,7 +278,7 @@ func Pod(run *ebv1.EventBuilderRun, rank, n int32, dummies []int32, place *Place
 
 	numa := 0
 	env := []corev1.EnvVar{{Name: EnvRankTable, Value: ranktable.MountPath}}
-	annotations := map[string]string{}
+	annotations := map[string]string{ControlSecretAnnotation: secretUID}
 	var nodeName string
 	if place != nil {
 		numa, nodeName = place.NUMA, place.Node
@@ -289,12 +309,20 @@ func Pod(run *ebv1.EventBuilderRun, rank, n int32, dummies []int32, place *Place
 		// A directory mount, not subPath: the kubelet then refreshes the
 		// file when a failover publishes a new epoch.
 		{Name: "ranks", MountPath: ranktable.MountDir, ReadOnly: true},
+		// The control token, read once at start (--token-file).
+		{Name: controlTokenVolume, MountPath: ControlTokenDir, ReadOnly: true},
 	}
 	volumes := []corev1.Volume{
 		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "ranks", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: ranktable.ConfigMapName(run.Name)},
 			Items:                []corev1.KeyToPath{{Key: ranktable.Key, Path: ranktable.Key}},
+		}}},
+		// Readable by the builder's group only (fsGroup below).
+		{Name: controlTokenVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName:  ControlSecretName(run.Name),
+			Items:       []corev1.KeyToPath{{Key: ControlTokenKey, Path: ControlTokenKey}},
+			DefaultMode: ptr.To[int32](0o440),
 		}}},
 	}
 	if h := res.Hugepages; h != nil {
@@ -322,23 +350,38 @@ func Pod(run *ebv1.EventBuilderRun, rank, n int32, dummies []int32, place *Place
 			// full of services must not bloat its environment.
 			AutomountServiceAccountToken: ptr.To(false),
 			EnableServiceLinks:           ptr.To(false),
+			// Volumes (the control token) belong to the builder's group.
+			SecurityContext: &corev1.PodSecurityContext{FSGroup: ptr.To[int64](nonRootUID)},
 			Containers: []corev1.Container{{
 				Name:            ContainerName,
 				Image:           run.Spec.Builder.Image,
 				ImagePullPolicy: run.Spec.Builder.ImagePullPolicy,
 				Command:         []string{"eb-builder"},
-				Args:            Args(run, rank, n, dummies),
+				Args:            Args(run, rank),
 				Env:             env,
 				Ports: []corev1.ContainerPort{
 					{Name: DataPortName, ContainerPort: DataPort, Protocol: corev1.ProtocolTCP},
 					{Name: HTTPPortName, ContainerPort: HTTPPort, Protocol: corev1.ProtocolTCP},
 				},
 				Resources: Resources(res, numa),
+				// Ready once configured (READY, RUNNING, PAUSED); the
+				// Service publishes not-ready addresses, so peers find
+				// each other before.
 				ReadinessProbe: &corev1.Probe{
+					ProbeHandler: corev1.ProbeHandler{
+						HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString(HTTPPortName)},
+					},
+					PeriodSeconds: 2,
+				},
+				// Alive while it serves, ERROR included (a restart would
+				// lose the error).
+				LivenessProbe: &corev1.Probe{
 					ProbeHandler: corev1.ProbeHandler{
 						HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString(HTTPPortName)},
 					},
-					PeriodSeconds: 2,
+					PeriodSeconds:    10,
+					TimeoutSeconds:   3,
+					FailureThreshold: 3,
 				},
 				SecurityContext: &corev1.SecurityContext{
 					RunAsNonRoot:             ptr.To(true),

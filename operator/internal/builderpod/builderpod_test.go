@@ -3,15 +3,14 @@ package builderpod
 import (
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
-	"daq.io/eventbuilder/operator/internal/planner"
 )
 
 func testRun(name string, units int32) *ebv1.EventBuilderRun {
@@ -45,63 +44,19 @@ func TestPeers(t *testing.T) {
 	}
 }
 
-// The CRD admits a run only if units*(2*len(name)+18) < 131072 (Linux's
-// MAX_ARG_STRLEN, counting the NUL); that bound must cover the real --peers.
-func TestPeersArgumentFitsLinuxLimit(t *testing.T) {
-	const maxArgStrlen = 128 << 10
-	for _, n := range []int{1, 8, 20, 40, 55} {
-		name := strings.Repeat("r", n)
-		units := int32(min(1024, (maxArgStrlen-1)/(2*n+18)))
-		arg := strings.Join(Peers(name, units), ",")
-		if len(arg)+1 > maxArgStrlen {
-			t.Errorf("name of %d chars, %d units: --peers is %d bytes, over the limit the CRD rule promises", n, units, len(arg))
-		}
-	}
-}
-
 func TestArgs(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		run     *ebv1.EventBuilderRun
-		rank    int32
-		dummies []int32
-		want    []string
-	}{
-		{
-			name: "single unit",
-			run:  testRun("solo", 1),
-			rank: 0,
-			want: []string{"--rank", "0", "--peers", "solo-eb-0.solo-eb:7000", "--http-port", "8080",
-				"--packing-factor", "30000", "--fragment-size", "133"},
-		},
-		{
-			name: "last rank of two",
-			run:  testRun("demo", 2),
-			rank: 1,
-			want: []string{"--rank", "1", "--peers", "demo-eb-0.demo-eb:7000,demo-eb-1.demo-eb:7000", "--http-port", "8080",
-				"--packing-factor", "30000", "--fragment-size", "133"},
-		},
-		{
-			name:    "dummy and spare ranks",
-			run:     testRun("fab", 4),
-			rank:    0,
-			dummies: []int32{1, 3},
-			want: []string{"--rank", "0", "--peers", "fab-eb-0.fab-eb:7000,fab-eb-1.fab-eb:7000,fab-eb-2.fab-eb:7000,fab-eb-3.fab-eb:7000",
-				"--http-port", "8080", "--packing-factor", "30000", "--fragment-size", "133", "--dummies", "1,3"},
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Args(tc.run, tc.rank, tc.run.Spec.Units, tc.dummies); !slices.Equal(got, tc.want) {
-				t.Errorf("Args() =\n  %q\nwant\n  %q", got, tc.want)
-			}
-		})
+	// A controlled builder: no table on the command line.
+	want := []string{"--rank", "3", "--http-port", "8080", "--token-file", "/var/run/eventbuilder/control/token",
+		"--packing-factor", "30000", "--fragment-size", "133"}
+	if got := Args(testRun("demo", 4), 3); !slices.Equal(got, want) {
+		t.Errorf("Args() =\n  %q\nwant\n  %q", got, want)
 	}
 }
 
 func TestPod(t *testing.T) {
 	run := testRun("demo", 4)
 	run.Spec.Resources = ebv1.UnitResources{CPUs: 2}
-	pod := Pod(run, 3, 4, nil, nil)
+	pod := Pod(run, 3, nil, "secret-uid-1")
 
 	checks := []struct {
 		what      string
@@ -134,8 +89,16 @@ func TestPod(t *testing.T) {
 		{"data port", c.Ports[0], corev1.ContainerPort{Name: "data", ContainerPort: 7000, Protocol: corev1.ProtocolTCP}},
 		{"http port", c.Ports[1], corev1.ContainerPort{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
 		{"cpu request", c.Resources.Requests.Cpu().String(), "2"},
-		{"readiness path", c.ReadinessProbe.HTTPGet.Path, "/healthz"},
+		{"readiness path", c.ReadinessProbe.HTTPGet.Path, "/readyz"},
 		{"readiness port", c.ReadinessProbe.HTTPGet.Port.String(), "http"},
+		{"liveness path", c.LivenessProbe.HTTPGet.Path, "/healthz"},
+		{"liveness port", c.LivenessProbe.HTTPGet.Port.String(), "http"},
+		{"token file arg", c.Args[4:6], []string{"--token-file", "/var/run/eventbuilder/control/token"}},
+		{"token mount", c.VolumeMounts[2], corev1.VolumeMount{Name: "control-token", MountPath: "/var/run/eventbuilder/control", ReadOnly: true}},
+		{"token volume", *pod.Spec.Volumes[2].Secret, corev1.SecretVolumeSource{
+			SecretName: "demo-control", Items: []corev1.KeyToPath{{Key: "token", Path: "token"}}, DefaultMode: ptr.To[int32](0o440)}},
+		{"token readable by the builder's group", *pod.Spec.SecurityContext.FSGroup, int64(65532)},
+		{"control secret annotation", pod.Annotations[ControlSecretAnnotation], "secret-uid-1"},
 		{"runAsNonRoot", *sc.RunAsNonRoot, true},
 		{"runAsUser", *sc.RunAsUser, int64(65532)},
 		{"readOnlyRootFilesystem", *sc.ReadOnlyRootFilesystem, true},
@@ -224,7 +187,7 @@ func TestFabricPod(t *testing.T) {
 		CPUs: 8, Memory: &mem, Hugepages: &ebv1.Hugepages{PageSize: "1Gi", Size: huge},
 		RDMA: "rdma/hca_numa{numa}", Readout: &ebv1.ReadoutResource{Resource: "daq.io/tell40", Count: 3}, Network: "ib-numa{numa}",
 	}
-	pod := Pod(run, 5, 8, nil, &Placement{Endpoint: "eb007-numa1", Node: "eb007", NUMA: 1, RDMADevice: "mlx5_1", Netdev: "ib1"})
+	pod := Pod(run, 5, &Placement{Endpoint: "eb007-numa1", Node: "eb007", NUMA: 1, RDMADevice: "mlx5_1", Netdev: "ib1"}, "uid")
 	c := pod.Spec.Containers[0]
 	want := map[string]string{"cpu": "8", "memory": "16Gi", "hugepages-1Gi": "2Gi", "rdma/hca_numa1": "1", "daq.io/tell40": "3"}
 	env := map[string]string{}
@@ -245,9 +208,9 @@ func TestFabricPod(t *testing.T) {
 		{"netdev env", env[EnvNetdev], "ib1"},
 		{"capabilities added", c.SecurityContext.Capabilities.Add, []corev1.Capability{"IPC_LOCK"}},
 		{"capabilities dropped", c.SecurityContext.Capabilities.Drop, []corev1.Capability{"ALL"}},
-		{"hugepages medium", pod.Spec.Volumes[2].EmptyDir.Medium, corev1.StorageMedium("HugePages-1Gi")},
-		{"hugepages mount", c.VolumeMounts[2].MountPath, "/dev/hugepages"},
-		{"peers count", strings.Count(c.Args[3], ",") + 1, 8},
+		{"hugepages medium", pod.Spec.Volumes[3].EmptyDir.Medium, corev1.StorageMedium("HugePages-1Gi")},
+		{"hugepages mount", c.VolumeMounts[3].MountPath, "/dev/hugepages"},
+		{"args", c.Args[:2], []string{"--rank", "5"}},
 	}
 	for _, ch := range checks {
 		if !reflect.DeepEqual(ch.got, ch.want) {
@@ -270,29 +233,34 @@ func quantities(l corev1.ResourceList) map[string]string {
 	return m
 }
 
-func TestDummies(t *testing.T) {
-	tab := planner.RankTable{Ranks: []planner.Rank{
-		{Rank: 0, Role: planner.Live}, {Rank: 1, Role: planner.Spare}, {Rank: 2, Role: planner.Live}, {Rank: 3, Role: planner.Dummy},
-	}}
-	if got := Dummies(tab); !slices.Equal(got, []int32{1, 3}) {
-		t.Errorf("Dummies() = %v, want [1 3]", got)
+func TestControlSecret(t *testing.T) {
+	run := testRun("demo", 2)
+	sec := ControlSecret(run, "t0k3n")
+	if sec.Name != "demo-control" || sec.Namespace != "daq" || string(sec.Data["token"]) != "t0k3n" || !*sec.Immutable ||
+		!metav1.IsControlledBy(sec, run) || sec.Labels[LabelRun] != "demo" || sec.Labels[LabelName] != "eventbuilder" {
+		t.Errorf("secret %+v", sec)
 	}
 }
 
-// The spec hash changes with anything the builder runs with: a new table
-// (other dummies), image or resources; not with the rendering alone.
+// The spec hash changes with what the builder runs with (image, control
+// Secret, node), not with the rendering alone, and never with the table.
 func TestSpecHash(t *testing.T) {
 	run := testRun("demo", 4)
-	base := Pod(run, 0, 4, []int32{3}, nil)
-	if got := base.Annotations[SpecHashAnnotation]; got == "" || got != SpecHash(Pod(run, 0, 4, []int32{3}, nil)) {
+	base := Pod(run, 0, nil, "uid-a")
+	if got := base.Annotations[SpecHashAnnotation]; got == "" || got != SpecHash(Pod(run, 0, nil, "uid-a")) {
 		t.Fatalf("hash %q not stable", got)
+	}
+	scaled := run.DeepCopy()
+	scaled.Spec.Units = 7
+	if Pod(scaled, 0, nil, "uid-a").Annotations[SpecHashAnnotation] != base.Annotations[SpecHashAnnotation] {
+		t.Errorf("a different number of units changed rank 0's pod")
 	}
 	other := run.DeepCopy()
 	other.Spec.Builder.Image = "other:1"
 	for name, pod := range map[string]*corev1.Pod{
-		"dummies": Pod(run, 0, 4, []int32{2}, nil),
-		"ranks":   Pod(run, 0, 5, []int32{3}, nil),
-		"image":   Pod(other, 0, 4, []int32{3}, nil),
+		"image":          Pod(other, 0, nil, "uid-a"),
+		"control secret": Pod(run, 0, nil, "uid-b"),
+		"node":           Pod(run, 0, &Placement{Node: "n1"}, "uid-a"),
 	} {
 		if pod.Annotations[SpecHashAnnotation] == base.Annotations[SpecHashAnnotation] {
 			t.Errorf("%s changed but the spec hash did not", name)

@@ -3,6 +3,7 @@ package builderstatus
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -32,6 +33,7 @@ type Summary struct {
 	ReadyUnits       int32
 	EventsBuilt      int64
 	EventsIncomplete int64
+	EventsDropped    int64
 	BytesBuilt       int64
 	EventRate        int64
 	ThroughputGbps   string
@@ -43,12 +45,14 @@ type Summary struct {
 	Message string
 }
 
-// Aggregate folds the observed units, one per rank in rank order, and the
-// builders' reports into a Summary. prev is the run's current status: it
-// holds every rank's last known state and counters and the time they were
-// sampled, from which rates are computed. A nil poll means the builders were
-// not polled this time: states, counters and rates carry over.
-func Aggregate(prev *ebv1.EventBuilderRunStatus, units []Unit, poll *Poll) Summary {
+// Aggregate folds the observed units, one per live rank in rank order, and
+// the builders' reports into a Summary. prev is the run's current status:
+// it holds every rank's last known state and counters and the time they
+// were sampled, from which rates are computed. A nil poll means the
+// builders were not polled this time: states, counters and rates carry
+// over. desired is the run's spec.state, which decides what phase the
+// builders' states make.
+func Aggregate(prev *ebv1.EventBuilderRunStatus, units []Unit, poll *Poll, desired ebv1.RunState) Summary {
 	last := make(map[int32]ebv1.UnitStatus, len(prev.Units))
 	for _, u := range prev.Units {
 		last[u.Rank] = u
@@ -75,6 +79,11 @@ func Aggregate(prev *ebv1.EventBuilderRunStatus, units []Unit, poll *Poll) Summa
 			if ok {
 				st.State, st.LastError = rep.State, rep.LastError
 				st.EventsBuilt, st.EventsIncomplete, st.BytesBuilt = rep.EventsBuilt, rep.EventsIncomplete, rep.BytesBuilt
+				st.EventsDropped, st.Epoch, st.PendingEpoch = rep.EventsDropped, rep.Epoch, rep.PendingEpoch
+				st.LostPeers = nil
+				if len(rep.LostPeers) > 0 {
+					st.LostPeers = slices.Clone(rep.LostPeers)
+				}
 			} else {
 				// Unknown now; the last counters stay as the best total.
 				st.State = ""
@@ -86,6 +95,7 @@ func Aggregate(prev *ebv1.EventBuilderRunStatus, units []Unit, poll *Poll) Summa
 		}
 		s.EventsBuilt += st.EventsBuilt
 		s.EventsIncomplete += st.EventsIncomplete
+		s.EventsDropped += st.EventsDropped
 		s.BytesBuilt += st.BytesBuilt
 	}
 
@@ -103,7 +113,7 @@ func Aggregate(prev *ebv1.EventBuilderRunStatus, units []Unit, poll *Poll) Summa
 		}
 	}
 
-	s.Phase, s.Reason, s.Message = assess(s.Units, s.ReadyUnits)
+	s.Phase, s.Reason, s.Message = assess(s.Units, s.ReadyUnits, desired)
 	return s
 }
 
@@ -121,20 +131,35 @@ func formatGbps(gbps float64) string { return strconv.FormatFloat(gbps, 'f', 3, 
 // maxErrorLen is how much of a builder's last error a message quotes.
 const maxErrorLen = 300
 
-// assess decides the phase: Failed if any builder is in ERROR, Running once
-// every unit is ready and RUNNING, Pending otherwise.
-func assess(units []ebv1.UnitStatus, ready int32) (ebv1.RunPhase, string, string) {
+// assess decides the phase: Failed if any builder is in ERROR; else, by
+// the desired state, Running once every unit is ready and RUNNING, Paused
+// once every builder answers and none is RUNNING or NOT_READY, Stopped
+// once every builder answers READY or NOT_READY; Pending otherwise.
+func assess(units []ebv1.UnitStatus, ready int32, desired ebv1.RunState) (ebv1.RunPhase, string, string) {
 	var failed []ebv1.UnitStatus
-	var running int
+	count := map[string]int{}
 	for _, u := range units {
-		switch u.State {
-		case StateError:
+		count[u.State]++
+		if u.State == StateError {
 			failed = append(failed, u)
-		case StateRunning:
-			running++
 		}
 	}
+	running := count[StateRunning]
 	n := len(units)
+	if len(failed) == 0 && n > 0 {
+		switch desired {
+		case ebv1.StatePaused:
+			if count[StatePaused]+count[StateReady] == n {
+				return ebv1.PhasePaused, ebv1.ReasonRunPaused, fmt.Sprintf("spec.state is Paused: %d builders PAUSED, %d READY (never started)", count[StatePaused], count[StateReady])
+			}
+			return ebv1.PhasePending, ebv1.ReasonUnitsPending, fmt.Sprintf("pausing: %d/%d builders PAUSED, %d RUNNING, %d did not answer", count[StatePaused], n, running, count[""])
+		case ebv1.StateStopped:
+			if count[StateReady]+count[StateNotReady] == n {
+				return ebv1.PhaseStopped, ebv1.ReasonRunStopped, fmt.Sprintf("spec.state is Stopped: %d builders READY, %d NOT_READY; their pods stay", count[StateReady], count[StateNotReady])
+			}
+			return ebv1.PhasePending, ebv1.ReasonUnitsPending, fmt.Sprintf("stopping: %d/%d builders READY, %d RUNNING, %d PAUSED, %d did not answer", count[StateReady], n, running, count[StatePaused], count[""])
+		}
+	}
 	switch {
 	case len(failed) > 0:
 		// Events carry this message, and events.k8s.io refuses notes over

@@ -146,7 +146,7 @@ func TestAggregate(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := Aggregate(&tc.prev, tc.units, tc.poll)
+			s := Aggregate(&tc.prev, tc.units, tc.poll, ebv1.StateRunning)
 			var states []string
 			for i, u := range s.Units {
 				if u.Rank != int32(i) {
@@ -168,7 +168,7 @@ func TestAggregate(t *testing.T) {
 func TestAggregateDoesNotModifyPrev(t *testing.T) {
 	prev := ebv1.EventBuilderRunStatus{Units: []ebv1.UnitStatus{{Rank: 0, State: StateRunning, EventsBuilt: 1}}}
 	before := prev.DeepCopy()
-	Aggregate(&prev, units(1), &Poll{Time: t0, Reports: map[int32]Report{0: running(5, 5)}})
+	Aggregate(&prev, units(1), &Poll{Time: t0, Reports: map[int32]Report{0: running(5, 5)}}, ebv1.StateRunning)
 	if !reflect.DeepEqual(&prev, before) {
 		t.Errorf("prev changed: %+v, was %+v", prev, *before)
 	}
@@ -181,8 +181,58 @@ func TestBuilderErrorMessageIsBounded(t *testing.T) {
 	for r := range int32(300) {
 		reports[r] = Report{State: StateError, LastError: strings.Repeat("x", 2000)}
 	}
-	s := Aggregate(&ebv1.EventBuilderRunStatus{}, units(300), &Poll{Time: t0, Reports: reports})
+	s := Aggregate(&ebv1.EventBuilderRunStatus{}, units(300), &Poll{Time: t0, Reports: reports}, ebv1.StateRunning)
 	if s.Reason != ebv1.ReasonBuilderError || len(s.Message) > 600 || !strings.Contains(s.Message, "0, 1, 2, 3, 4, and 295 more") {
 		t.Errorf("message (%d chars): %.200s", len(s.Message), s.Message)
+	}
+}
+
+// spec.state decides which builder states make the phase.
+func TestAggregateDesiredState(t *testing.T) {
+	poll := func(states ...string) *Poll {
+		p := &Poll{Time: t0, Reports: map[int32]Report{}}
+		for i, s := range states {
+			if s != "" {
+				p.Reports[int32(i)] = Report{State: s}
+			}
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name    string
+		desired ebv1.RunState
+		poll    *Poll
+		phase   ebv1.RunPhase
+		reason  string
+	}{
+		{"running", ebv1.StateRunning, poll(StateRunning, StateRunning), ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning},
+		{"running asked, one PAUSED", ebv1.StateRunning, poll(StateRunning, StatePaused), ebv1.PhasePending, ebv1.ReasonUnitsPending},
+		{"paused", ebv1.StatePaused, poll(StatePaused, StatePaused), ebv1.PhasePaused, ebv1.ReasonRunPaused},
+		{"paused, one never started", ebv1.StatePaused, poll(StatePaused, StateReady), ebv1.PhasePaused, ebv1.ReasonRunPaused},
+		{"pausing", ebv1.StatePaused, poll(StatePaused, StateRunning), ebv1.PhasePending, ebv1.ReasonUnitsPending},
+		{"paused asked, one silent", ebv1.StatePaused, poll(StatePaused, ""), ebv1.PhasePending, ebv1.ReasonUnitsPending},
+		{"stopped", ebv1.StateStopped, poll(StateReady, StateNotReady), ebv1.PhaseStopped, ebv1.ReasonRunStopped},
+		{"stopping", ebv1.StateStopped, poll(StateReady, StatePaused), ebv1.PhasePending, ebv1.ReasonUnitsPending},
+		{"ERROR fails whatever is asked", ebv1.StateStopped, poll(StateReady, StateError), ebv1.PhaseFailed, ebv1.ReasonBuilderError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Aggregate(&ebv1.EventBuilderRunStatus{}, units(2), tc.poll, tc.desired)
+			if s.Phase != tc.phase || s.Reason != tc.reason {
+				t.Errorf("phase %s reason %s (%s), want %s %s", s.Phase, s.Reason, s.Message, tc.phase, tc.reason)
+			}
+		})
+	}
+}
+
+// Epochs, lost peers and dropped events reach the unit rows and totals.
+func TestAggregateControlFields(t *testing.T) {
+	s := Aggregate(&ebv1.EventBuilderRunStatus{}, units(2), &Poll{Time: t0, Reports: map[int32]Report{
+		0: {State: StateRunning, Epoch: 2, PendingEpoch: 3, EventsDropped: 5, LostPeers: []int32{1}},
+		1: {State: StateRunning, Epoch: 3, EventsDropped: 7},
+	}}, ebv1.StateRunning)
+	u := s.Units
+	if u[0].Epoch != 2 || u[0].PendingEpoch != 3 || !reflect.DeepEqual(u[0].LostPeers, []int32{1}) || u[1].LostPeers != nil ||
+		u[1].Epoch != 3 || s.EventsDropped != 12 {
+		t.Errorf("units %+v, dropped %d", u, s.EventsDropped)
 	}
 }

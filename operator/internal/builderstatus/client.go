@@ -11,21 +11,63 @@ import (
 	"time"
 )
 
-// StateRunning and StateError are the builder states that decide the phase.
+// The builder's state machine states (builder/docs/control-api.md).
 const (
-	StateRunning = "RUNNING"
-	StateError   = "ERROR"
+	StateNotReady = "NOT_READY"
+	StateReady    = "READY"
+	StateRunning  = "RUNNING"
+	StatePaused   = "PAUSED"
+	StateError    = "ERROR"
 )
 
-// Report is the JSON document a builder serves at GET /status. Counters are
-// totals since the builder process started.
+// Roles a builder reports: the state of its own rank in its table.
+const (
+	RoleLive  = "live"
+	RoleDummy = "dummy"
+)
+
+// Report is the JSON document a builder serves at GET /status (and answers
+// control commands with). Counters are totals since the builder process
+// started.
 type Report struct {
-	State            string `json:"state"`
-	EventsBuilt      int64  `json:"events_built"`
-	EventsIncomplete int64  `json:"events_incomplete"`
-	BytesBuilt       int64  `json:"bytes_built"`
-	LastError        string `json:"last_error"`
+	// Rank is the builder's rank (its --rank, or its configured rank).
+	Rank  int32  `json:"rank"`
+	Units int32  `json:"units"`
+	State string `json:"state"`
+	// Role is live or dummy (a started dummy stands by).
+	Role string `json:"role"`
+	// Epoch is the epoch of the table the builder runs; 0 before the
+	// first configure. PendingEpoch is a table accepted by configure and
+	// not switched to yet (0 when none).
+	Epoch            int64   `json:"epoch"`
+	PendingEpoch     int64   `json:"pending_epoch"`
+	EventsBuilt      int64   `json:"events_built"`
+	EventsIncomplete int64   `json:"events_incomplete"`
+	EventsDropped    int64   `json:"events_dropped"`
+	MEPsBuilt        int64   `json:"meps_built"`
+	BytesBuilt       int64   `json:"bytes_built"`
+	EventsPerSecond  float64 `json:"events_per_second"`
+	BytesPerSecond   float64 `json:"bytes_per_second"`
+	Peers            []Peer  `json:"peers,omitempty"`
+	// LostPeers are the ranks this builder lost in its epoch.
+	LostPeers []int32 `json:"lost_peers,omitempty"`
+	// Allowed are the commands the state machine accepts now.
+	Allowed   []string `json:"allowed,omitempty"`
+	LastError string   `json:"last_error"`
 }
+
+// Peer is a builder's view of one rank: self, up, connecting, lost or dummy.
+type Peer struct {
+	Rank  int32  `json:"rank"`
+	State string `json:"state"`
+}
+
+// Peer states.
+const PeerLost = "lost"
+
+// HeldEpoch is the newest table the builder has accepted: its pending
+// epoch if it has one, else the epoch it runs.
+func (r Report) HeldEpoch() int64 { return max(r.Epoch, r.PendingEpoch) }
 
 // maxReportSize bounds what is read from a builder.
 const maxReportSize = 1 << 20

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,24 @@ func TestClientGet(t *testing.T) {
 				}
 				_, _ = w.Write([]byte(`{"state":"RUNNING","events_built":42,"events_incomplete":1,"bytes_built":5376,"rank":3,"units":4,"meps_built":7,"last_error":"slow peer"}`))
 			},
-			want: Report{State: StateRunning, EventsBuilt: 42, EventsIncomplete: 1, BytesBuilt: 5376, LastError: "slow peer"},
+			want: Report{Rank: 3, Units: 4, State: StateRunning, EventsBuilt: 42, EventsIncomplete: 1, MEPsBuilt: 7, BytesBuilt: 5376, LastError: "slow peer"},
+		},
+		{
+			// The example of builder/docs/control-api.md, verbatim.
+			name: "control API status",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				_, _ = w.Write([]byte(`{"rank":3,"units":8,"state":"RUNNING","role":"live","epoch":2,"pending_epoch":0,
+   "events_built":123000,"events_incomplete":0,"events_dropped":0,"meps_built":123,
+   "bytes_built":17000000,"events_per_second":3.1e6,"bytes_per_second":4.2e8,
+   "peers":[{"rank":0,"state":"up"},{"rank":1,"state":"lost"},{"rank":2,"state":"dummy"},{"rank":3,"state":"self"}],
+   "lost_peers":[1],
+   "numa":{"requested":"0","node":0,"pinned":true,"cpus_local":true,"memory_local":true,"device_local":null,"warning":""},
+   "allowed":["configure","pause","stop","reset"],"last_error":""}`))
+			},
+			want: Report{Rank: 3, Units: 8, State: StateRunning, Role: RoleLive, Epoch: 2, EventsBuilt: 123000, MEPsBuilt: 123,
+				BytesBuilt: 17000000, EventsPerSecond: 3.1e6, BytesPerSecond: 4.2e8,
+				Peers:     []Peer{{0, "up"}, {1, "lost"}, {2, "dummy"}, {3, "self"}},
+				LostPeers: []int32{1}, Allowed: []string{"configure", "pause", "stop", "reset"}},
 		},
 		{
 			name:    "HTTP error",
@@ -52,7 +70,7 @@ func TestClientGet(t *testing.T) {
 				t.Fatalf("Get() error = %v, want one containing %q", err, tc.wantErr)
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("Get() error = %v", err)
-			case got != tc.want:
+			case !reflect.DeepEqual(got, tc.want):
 				t.Errorf("Get() = %+v, want %+v", got, tc.want)
 			}
 		})

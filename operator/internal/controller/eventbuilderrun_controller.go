@@ -5,9 +5,14 @@ package controller
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -33,9 +38,11 @@ import (
 	"daq.io/eventbuilder/operator/internal/buildercontrol"
 	"daq.io/eventbuilder/operator/internal/builderpod"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
+	"daq.io/eventbuilder/operator/internal/lifecycle"
 	"daq.io/eventbuilder/operator/internal/planner"
 	"daq.io/eventbuilder/operator/internal/ranktable"
 	"daq.io/eventbuilder/operator/internal/runplan"
+	"daq.io/eventbuilder/operator/internal/shortlist"
 )
 
 // maxConcurrentPolls bounds the builders polled at once per run.
@@ -55,9 +62,12 @@ const (
 )
 
 // EventBuilderRunReconciler plans a run's ranks (on its Fabric, if any),
-// publishes the rank table, keeps one builder pod per live rank and the
-// run's headless Service, moves failed units to warm spares, and folds the
-// builders' reports into the run's status.
+// publishes the rank table, keeps one builder pod per live and spare rank,
+// the run's headless Service and its control-token Secret, drives the
+// builders through their control API (configure with the table's epoch,
+// then start, pause, resume or stop as spec.state asks), moves failed
+// units to warm spares by publishing and configuring a new epoch, and
+// folds the builders' reports into the run's status.
 type EventBuilderRunReconciler struct {
 	client.Client
 	// APIReader reads the rank-table ConfigMap uncached: a failover must
@@ -72,7 +82,7 @@ type EventBuilderRunReconciler struct {
 	// deleted, or gone fails them at once.
 	NodeNotReadyGrace time.Duration
 	// StatusURL gives the base URL of a builder pod's HTTP API; tests
-	// point it at local servers.
+	// point it at emulated builders.
 	StatusURL func(*corev1.Pod) string
 	// PollInterval is how often the builders of a run are polled.
 	PollInterval time.Duration
@@ -87,6 +97,7 @@ type EventBuilderRunReconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -104,7 +115,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !run.DeletionTimestamp.IsZero() {
-		// Pods, Service and ConfigMap carry owner references: the garbage collector removes them.
+		// Pods, Service, ConfigMap and Secret carry owner references: the garbage collector removes them.
 		return ctrl.Result{}, nil
 	}
 	orig := run.DeepCopy()
@@ -142,12 +153,12 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		f := runplan.Fabric(&fab.Spec, nodes)
 		fabric = &f
 	}
-	var endpoints map[string]planner.Endpoint
-	if fabric != nil {
-		endpoints = runplan.Endpoints(*fabric)
-	}
 
 	if err := r.ensureService(ctx, run); err != nil {
+		return ctrl.Result{}, err
+	}
+	secret, err := r.ensureSecret(ctx, run)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	pods, err := r.listPods(ctx, run)
@@ -158,8 +169,22 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	var endpoints map[string]planner.Endpoint
+	if fabric != nil {
+		// A spare whose pod the kubelet refused cannot take a unit over.
+		f := runplan.WithoutEndpoints(*fabric, runplan.FailedSpares(table, pods))
+		fabric = &f
+		endpoints = runplan.Endpoints(f)
+	}
+
+	// Pod events also trigger reconciles; a steady run is polled at most
+	// about once per interval, which keeps rates averaged over comparable
+	// windows; one converging is polled every time.
+	var poll *builderstatus.Poll
+	pollDue := run.Status.LastSampleTime == nil || now.Sub(run.Status.LastSampleTime.Time) >= r.PollInterval/2 || converging(run)
 
 	var rec *runplan.Recovery
+	published := false
 	switch {
 	case cm == nil || cm.Annotations[annRequest] != runplan.RequestKey(&run.Spec):
 		// Epochs never go back, even when the ConfigMap was deleted:
@@ -173,12 +198,19 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		if cm, err = r.publish(ctx, run, cm, next, endpoints, nil, now); err != nil {
 			return ctrl.Result{}, err
 		}
-		table = next
+		table, published = next, true
 		r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, "RankTablePublished", "Plan",
 			"rank table epoch %d: %d ranks, %d live, %d spare, %d dummy", table.Epoch, table.N(),
 			table.Count(planner.Live), table.Count(planner.Spare), table.Count(planner.Dummy))
 	case fabric != nil && cm.Annotations[annStopped] == "":
-		if failures := runplan.Failures(table, endpoints, health, pods); len(failures) > 0 {
+		// Nodes and pods first: a failure there fails over without
+		// waiting for a poll. Then lost peers, from the builders' reports.
+		failures := runplan.Failures(table, endpoints, health, pods, nil)
+		if len(failures) == 0 && pollDue {
+			poll = r.poll(ctx, pods, now)
+			failures = runplan.Failures(table, endpoints, health, pods, poll.Reports)
+		}
+		if len(failures) > 0 {
 			next, err := runplan.Recover(*fabric, table, failures, run.Spec.FailurePolicy)
 			if err != nil {
 				return ctrl.Result{}, err
@@ -186,12 +218,12 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, now); err != nil {
 				return ctrl.Result{}, err
 			}
-			table, rec = next.Table, &next
+			table, rec, published = next.Table, &next, true
 		}
 	}
 	stopped := cm.Annotations[annStopped] != ""
 
-	if err := r.syncPods(ctx, run, table, endpoints, pods, !stopped); err != nil {
+	if err := r.syncPods(ctx, run, table, endpoints, pods, !stopped, string(secret.UID)); err != nil {
 		var create *podCreateError
 		if errors.As(err, &create) {
 			// Quota, admission policy or an invalid resource name: say so
@@ -204,16 +236,37 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{}, err
 	}
 	if rec != nil {
-		if err := r.announceFailover(ctx, run, cm, table, rec, pods); err != nil {
-			return ctrl.Result{}, err
-		}
+		r.announceFailover(run, cm, table, rec)
 	}
 
-	// Pod events also trigger reconciles; polling at most about once per
-	// interval keeps rates averaged over comparable windows.
-	var poll *builderstatus.Poll
-	if last := run.Status.LastSampleTime; last == nil || now.Sub(last.Time) >= r.PollInterval/2 {
-		poll = r.poll(ctx, pods, now)
+	// Drive the builders: configure those behind the table's epoch, then
+	// take them to spec.state. A new table is sent at once, so a failover
+	// reaches the running builders in the reconcile that published it.
+	var controlErr error
+	if !stopped {
+		blind := false
+		switch {
+		case poll == nil && published:
+			// A new table goes to every running builder at once, without
+			// polling first: their answers to configure are the poll.
+			poll, blind = &builderstatus.Poll{Time: now, Reports: map[int32]builderstatus.Report{}}, true
+		case poll == nil && pollDue:
+			poll = r.poll(ctx, pods, now)
+		}
+		if poll != nil {
+			doc, err := ranktable.Parse(cm.Data[ranktable.Key])
+			if err != nil {
+				return ctrl.Result{}, fmt.Errorf("ConfigMap %s: %w", cm.Name, err)
+			}
+			configured, missing, err := r.drive(ctx, run, table, doc, pods, poll, blind, string(secret.Data[builderpod.ControlTokenKey]))
+			controlErr = err
+			setConfigured(run, table.Epoch, configured, missing)
+			if configured {
+				if err := r.recordConfigured(ctx, run, cm, table.Epoch); err != nil {
+					return ctrl.Result{}, err
+				}
+			}
+		}
 	}
 
 	var units []builderstatus.Unit
@@ -227,26 +280,34 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		}
 		units = append(units, u)
 	}
-	s := builderstatus.Aggregate(&run.Status, units, poll)
+	s := builderstatus.Aggregate(&run.Status, units, poll, run.Spec.State)
 	st := &run.Status
 	st.Units, st.ReadyUnits = s.Units, s.ReadyUnits
-	st.EventsBuilt, st.EventsIncomplete, st.BytesBuilt = s.EventsBuilt, s.EventsIncomplete, s.BytesBuilt
+	st.EventsBuilt, st.EventsIncomplete, st.EventsDropped, st.BytesBuilt = s.EventsBuilt, s.EventsIncomplete, s.EventsDropped, s.BytesBuilt
 	st.EventRate, st.ThroughputGbps, st.LastSampleTime = s.EventRate, s.ThroughputGbps, s.LastSampleTime
 	st.Epoch, st.RankCount, st.LiveUnits = table.Epoch, int32(table.N()), int32(len(units))
-	st.SparesLeft = runplan.SparesLeft(table, endpoints, nodes)
-	st.Ranks = runplan.Ranks(table, endpoints)
+	st.SparesLeft = runplan.SparesLeft(table, endpoints)
+	st.Ranks = rankStatus(table, endpoints, pods, poll, orig.Status.Ranks)
+	st.LastFailover = nil
 	if raw := cm.Annotations[annLastFailover]; raw != "" {
 		st.LastFailover = &ebv1.FailoverStatus{}
 		if err := json.Unmarshal([]byte(raw), st.LastFailover); err != nil {
 			return ctrl.Result{}, fmt.Errorf("ConfigMap %s annotation %s: %w", cm.Name, annLastFailover, err)
 		}
 	}
+	var berrs *buildercontrol.Errors
 	switch {
 	case stopped:
 		setPhase(run, ebv1.PhaseFailed, ebv1.ReasonNoSpareLeft, fmt.Sprintf(
 			"units failed with no spare left and spec.failurePolicy is Stop, so the run is stopped (%s); "+
 				"bring nodes back or add spares, then delete ConfigMap %s or change spec.units or spec.spares to replan",
 			cm.Annotations[annStopped], cm.Name))
+	case controlErr != nil && s.Phase != ebv1.PhaseFailed && errors.As(controlErr, &berrs) && berrs.Unauthorized():
+		setPhase(run, ebv1.PhaseFailed, ebv1.ReasonControlUnauthorized, clip(controlErr.Error())+fmt.Sprintf(
+			"; the builders must run with the token of Secret %s (--token-file %s): delete their pods to restart them with it",
+			builderpod.ControlSecretName(run.Name), builderpod.ControlTokenPath))
+	case controlErr != nil && s.Phase != ebv1.PhaseFailed:
+		setPhase(run, ebv1.PhasePending, ebv1.ReasonControlFailed, clip(controlErr.Error()))
 	case s.Phase == ebv1.PhaseRunning && st.LiveUnits < run.Spec.Units:
 		setPhase(run, ebv1.PhaseDegraded, ebv1.ReasonUnitsLost, fmt.Sprintf(
 			"%d of spec.units %d units are building; the others failed with no spare left (spec.failurePolicy RunDegraded)",
@@ -263,6 +324,221 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		requeue = graceLeft
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// converging: the run is not (yet) where its spec asks, so every
+// reconcile polls its builders and drives them.
+func converging(run *ebv1.EventBuilderRun) bool {
+	st := &run.Status
+	if st.ObservedGeneration != run.Generation || !meta.IsStatusConditionTrue(st.Conditions, ebv1.ConditionConfigured) {
+		return true
+	}
+	switch st.Phase {
+	case ebv1.PhaseRunning, ebv1.PhaseDegraded, ebv1.PhasePaused, ebv1.PhaseStopped:
+		return false
+	}
+	return true
+}
+
+// clip bounds a message that an Event will carry (events.k8s.io refuses
+// notes over 1024 characters).
+func clip(msg string) string {
+	const most = 700
+	if len(msg) > most {
+		return msg[:most] + "..."
+	}
+	return msg
+}
+
+// ensureSecret returns the run's control-token Secret, creating it with
+// a fresh random token if it is missing. The builders read the token from
+// it at start; the operator sends it as its bearer token.
+func (r *EventBuilderRunReconciler) ensureSecret(ctx context.Context, run *ebv1.EventBuilderRun) (*corev1.Secret, error) {
+	key := client.ObjectKey{Namespace: run.Namespace, Name: builderpod.ControlSecretName(run.Name)}
+	sec := &corev1.Secret{}
+	err := r.Get(ctx, key, sec) // the cache holds the builders' Secrets only
+	if apierrors.IsNotFound(err) {
+		raw := make([]byte, builderpod.ControlTokenBytes)
+		if _, err := rand.Read(raw); err != nil {
+			return nil, err
+		}
+		sec = builderpod.ControlSecret(run, hex.EncodeToString(raw))
+		err = r.Create(ctx, sec)
+		switch {
+		case err == nil:
+			logf.FromContext(ctx).Info("created control token", "secret", sec.Name)
+			r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, "ControlSecretCreated", "CreateSecret",
+				"Secret %s holds the builders' control token", sec.Name)
+		case apierrors.IsAlreadyExists(err):
+			// Not in the cache yet, or not labelled as the run's.
+			sec = &corev1.Secret{}
+			err = r.APIReader.Get(ctx, key, sec)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !metav1.IsControlledBy(sec, run) {
+		return nil, fmt.Errorf("Secret %s exists and does not belong to run %s; delete or rename it", key.Name, run.Name)
+	}
+	if len(sec.Data[builderpod.ControlTokenKey]) == 0 {
+		return nil, fmt.Errorf("Secret %s has no %q: delete it and the operator creates a new one", key.Name, builderpod.ControlTokenKey)
+	}
+	return sec, nil
+}
+
+// drive sends the control commands the builders of table need (pure
+// decisions in internal/lifecycle): configure to those behind its epoch
+// (blind: to every running builder, whose state is not known), then what
+// takes them to spec.state. The builders' answers update poll's reports.
+// It says whether every live builder now holds the epoch, which live
+// ranks do not, and which builders refused or did not answer.
+func (r *EventBuilderRunReconciler) drive(ctx context.Context, run *ebv1.EventBuilderRun, table planner.RankTable,
+	doc ranktable.Document, pods map[int32]*corev1.Pod, poll *builderstatus.Poll, blind bool, token string) (bool, []int32, error) {
+	var builders []lifecycle.Builder
+	var live []int32
+	urls := map[int32]string{}
+	for _, rk := range table.Ranks {
+		rank := int32(rk.Rank)
+		if rk.Role == planner.Live {
+			live = append(live, rank)
+		}
+		pod := pods[rank]
+		if rk.Role == planner.Dummy || pod == nil || pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" || !pod.DeletionTimestamp.IsZero() {
+			continue
+		}
+		b := lifecycle.Builder{Rank: rank, Live: rk.Role == planner.Live}
+		if rep, ok := poll.Reports[rank]; ok {
+			b.Report = &rep
+		}
+		builders = append(builders, b)
+		urls[rank] = r.StatusURL(pod)
+	}
+	targets := func(ranks []int32) []buildercontrol.Builder {
+		out := make([]buildercontrol.Builder, len(ranks))
+		for i, rank := range ranks {
+			out[i] = buildercontrol.Builder{Rank: rank, URL: urls[rank]}
+		}
+		return out
+	}
+	// merge takes the builders' answers as their latest reports.
+	merge := func(reps buildercontrol.Reports) {
+		for i := range builders {
+			if rep, ok := reps[builders[i].Rank]; ok {
+				builders[i].Report = &rep
+				poll.Reports[builders[i].Rank] = rep
+			}
+		}
+	}
+	var errs []error
+	announce := func(cmd buildercontrol.Command, reps buildercontrol.Reports, what string) {
+		if len(reps) == 0 {
+			return
+		}
+		ranks := slices.Sorted(maps.Keys(reps))
+		r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, commandReason[cmd], string(cmd), "%s%s to %d builders (ranks %s)",
+			cmd, what, len(reps), shortlist.Join(ranks, ", ", func(r int32) string { return strconv.Itoa(int(r)) }))
+	}
+
+	ranks := lifecycle.ToConfigure(table.Epoch, builders)
+	if blind {
+		ranks = ranks[:0]
+		for _, b := range builders {
+			ranks = append(ranks, b.Rank)
+		}
+	}
+	if len(ranks) > 0 {
+		reps, err := r.Control.Configure(ctx, token, targets(ranks), doc)
+		merge(reps)
+		announce(buildercontrol.Configure, reps, fmt.Sprintf(" epoch %d", table.Epoch))
+		errs = append(errs, err)
+	}
+	for _, step := range lifecycle.Drive(run.Spec.State, table.Epoch, builders, live) {
+		reps, err := r.Control.Send(ctx, token, step.Command, targets(step.Ranks))
+		merge(reps)
+		announce(step.Command, reps, "")
+		errs = append(errs, err)
+	}
+	configured, missing := lifecycle.Configured(table.Epoch, builders, live)
+	return configured, missing, errors.Join(errs...)
+}
+
+// commandReason is the Event reason of a command sent.
+var commandReason = map[buildercontrol.Command]string{
+	buildercontrol.Configure: "BuildersConfigured",
+	buildercontrol.Start:     "BuildersStarted",
+	buildercontrol.Pause:     "BuildersPaused",
+	buildercontrol.Resume:    "BuildersResumed",
+	buildercontrol.Stop:      "BuildersStopped",
+	buildercontrol.Reset:     "BuildersReset",
+}
+
+// setConfigured records whether every live builder holds the epoch.
+func setConfigured(run *ebv1.EventBuilderRun, epoch int64, ok bool, missing []int32) {
+	c := metav1.Condition{Type: ebv1.ConditionConfigured, Status: metav1.ConditionTrue, Reason: ebv1.ReasonEpochConfigured,
+		Message: fmt.Sprintf("every live builder holds rank table epoch %d", epoch), ObservedGeneration: run.Generation}
+	if !ok {
+		c.Status, c.Reason = metav1.ConditionFalse, ebv1.ReasonConfiguring
+		c.Message = fmt.Sprintf("builders of live ranks %s do not hold rank table epoch %d yet",
+			shortlist.Join(missing, ", ", func(r int32) string { return strconv.Itoa(int(r)) }), epoch)
+	}
+	meta.SetStatusCondition(&run.Status.Conditions, c)
+}
+
+// recordConfigured completes the last failover's record, if it is of
+// epoch and not complete yet, with when every live builder had accepted
+// the new table: the failover's end to end duration.
+func (r *EventBuilderRunReconciler) recordConfigured(ctx context.Context, run *ebv1.EventBuilderRun, cm *corev1.ConfigMap, epoch int64) error {
+	raw := cm.Annotations[annLastFailover]
+	if raw == "" {
+		return nil
+	}
+	var fo ebv1.FailoverStatus
+	if err := json.Unmarshal([]byte(raw), &fo); err != nil {
+		return fmt.Errorf("ConfigMap %s annotation %s: %w", cm.Name, annLastFailover, err)
+	}
+	if fo.Epoch != epoch || fo.ConfiguredTime != nil || fo.Outcome == ebv1.OutcomeStopped {
+		return nil
+	}
+	done := time.Now()
+	t := metav1.NewMicroTime(done)
+	fo.ConfiguredTime, fo.ConfiguredDuration = &t, &metav1.Duration{Duration: done.Sub(fo.ObservedTime.Time)}
+	b, err := json.Marshal(fo)
+	if err != nil {
+		return err
+	}
+	cm.Annotations[annLastFailover] = string(b)
+	if err := r.Update(ctx, cm); err != nil {
+		return err
+	}
+	r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, "FailoverConfigured", "Failover",
+		"epoch %d configured on every live builder %s after the failure was observed; running builders switch to it without restarting",
+		epoch, fo.ConfiguredDuration.Duration.Round(time.Millisecond))
+	return nil
+}
+
+// rankStatus is the rank table as the status shows it, with the pod and
+// builder state of every live and spare rank (carried over from prev
+// when the builders were not polled).
+func rankStatus(t planner.RankTable, endpoints map[string]planner.Endpoint, pods map[int32]*corev1.Pod,
+	poll *builderstatus.Poll, prev []ebv1.RankStatus) []ebv1.RankStatus {
+	last := map[int32]string{}
+	for _, p := range prev {
+		last[p.Rank] = p.State
+	}
+	out := runplan.Ranks(t, endpoints)
+	for i := range out {
+		rk := &out[i]
+		pod := pods[rk.Rank]
+		if rk.Role == ebv1.RoleDummy || pod == nil {
+			continue
+		}
+		rk.Pod, rk.State = pod.Name, last[rk.Rank]
+		if poll != nil {
+			rk.State = poll.Reports[rk.Rank].State
+		}
+	}
+	return out
 }
 
 // ensureService creates the run's headless Service if it is missing.
@@ -354,36 +630,14 @@ func (r *EventBuilderRunReconciler) publish(ctx context.Context, run *ebv1.Event
 }
 
 // announceFailover tells of a recovery once its table (with its record)
-// is published and the replacement pods exist: as an Event, and with the
-// builders' control API. Today's builders have none: syncPods replaces
-// every live pod whose --dummies changed, so they restart on the new
-// table; buildercontrol.Configure will switch them in place instead.
-func (r *EventBuilderRunReconciler) announceFailover(ctx context.Context, run *ebv1.EventBuilderRun, cm *corev1.ConfigMap,
-	t planner.RankTable, rec *runplan.Recovery, pods map[int32]*corev1.Pod) error {
+// is published and the pods are in place, as an Event. The new epoch
+// reaches the running builders by configure (drive), without restarting
+// them; recordConfigured completes the record when it has.
+func (r *EventBuilderRunReconciler) announceFailover(run *ebv1.EventBuilderRun, cm *corev1.ConfigMap, t planner.RankTable, rec *runplan.Recovery) {
 	var fo ebv1.FailoverStatus
-	if err := json.Unmarshal([]byte(cm.Annotations[annLastFailover]), &fo); err != nil {
-		return fmt.Errorf("ConfigMap %s annotation %s: %w", cm.Name, annLastFailover, err)
-	}
-	kind := corev1.EventTypeWarning
-	r.Recorder.Eventf(run, nil, kind, "Failover", "Failover", "epoch %d, %s in %s: %s",
+	_ = json.Unmarshal([]byte(cm.Annotations[annLastFailover]), &fo) // written by publish just now
+	r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, "Failover", "Failover", "epoch %d, %s in %s: %s",
 		t.Epoch, rec.Outcome, fo.Duration.Duration.Round(time.Millisecond), runplan.MovesSummary(rec.Moves))
-
-	doc, err := ranktable.Parse(cm.Data[ranktable.Key])
-	if err != nil {
-		return err
-	}
-	var live []buildercontrol.Builder
-	for _, rk := range t.Ranks {
-		if pod := pods[int32(rk.Rank)]; rk.Role == planner.Live && pod != nil && pod.Status.PodIP != "" {
-			live = append(live, buildercontrol.Builder{Rank: int32(rk.Rank), URL: r.StatusURL(pod)})
-		}
-	}
-	if err := r.Control.Configure(ctx, live, doc); errors.Is(err, buildercontrol.ErrUnsupported) {
-		logf.FromContext(ctx).V(1).Info("builders cannot switch tables in place yet", "epoch", t.Epoch)
-	} else if err != nil {
-		return err
-	}
-	return nil
 }
 
 // listPods returns the run's pods by rank.
@@ -411,36 +665,39 @@ type podCreateError struct {
 func (e *podCreateError) Error() string { return "creating pod " + e.pod + ": " + e.err.Error() }
 func (e *podCreateError) Unwrap() error { return e.err }
 
-// syncPods makes pods match the table: one pod per live rank (if run),
-// on its endpoint's node; it deletes the others, pods that ended (evicted
-// or refused at admission: they never restart in place), pods on the
-// wrong node and pods whose spec hash differs from what the run renders
-// now (image, resources, or the table: --peers, --dummies). With no
-// builder control API yet, that is how a new epoch reaches running
-// builders: they restart with it. pods is updated to what remains.
+// syncPods makes pods match the table: one pod per live and spare rank
+// (if start), on its endpoint's node; it deletes the others, pods that
+// ended (evicted or refused at admission: they never restart in place),
+// pods on the wrong node and pods whose spec hash differs from what the
+// run renders now (image, resources, control Secret: never the table,
+// which reaches running builders by configure). A spare's failed pod is
+// kept: the spare is not used (runplan.FailedSpares) and the pod shows
+// why, until someone deletes it. pods is updated to what remains.
 func (r *EventBuilderRunReconciler) syncPods(ctx context.Context, run *ebv1.EventBuilderRun, t planner.RankTable,
-	endpoints map[string]planner.Endpoint, pods map[int32]*corev1.Pod, start bool) error {
+	endpoints map[string]planner.Endpoint, pods map[int32]*corev1.Pod, start bool, secretUID string) error {
 	log := logf.FromContext(ctx)
 	want := map[int32]*corev1.Pod{}
-	dummies := builderpod.Dummies(t)
+	spare := map[int32]bool{}
 	for _, rk := range t.Ranks {
-		if !start || rk.Role != planner.Live {
+		if !start || (rk.Role != planner.Live && rk.Role != planner.Spare) {
 			continue
 		}
 		var place *builderpod.Placement
 		if ep, ok := endpoints[rk.Endpoint]; ok {
 			place = &builderpod.Placement{Endpoint: ep.Name, Node: ep.Node, NUMA: ep.NUMA, RDMADevice: ep.RDMADevice, Netdev: ep.Netdev}
 		}
-		want[int32(rk.Rank)] = builderpod.Pod(run, int32(rk.Rank), int32(t.N()), dummies, place)
+		want[int32(rk.Rank)] = builderpod.Pod(run, int32(rk.Rank), place, secretUID)
+		spare[int32(rk.Rank)] = rk.Role == planner.Spare
 	}
 
 	for rank, pod := range pods {
 		next, keep := want[rank]
 		ended := pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
+		failedSpare := keep && spare[rank] && pod.Status.Phase == corev1.PodFailed
 		// Only fabric pods are placed by the operator; others go where the scheduler binds them.
 		misplaced := keep && next.Spec.NodeName != "" && pod.Spec.NodeName != next.Spec.NodeName
 		stale := keep && pod.Annotations[builderpod.SpecHashAnnotation] != next.Annotations[builderpod.SpecHashAnnotation]
-		if keep && !ended && !misplaced && !stale {
+		if keep && (!ended || failedSpare) && !misplaced && !stale {
 			continue
 		}
 		if pod.DeletionTimestamp.IsZero() {
@@ -555,15 +812,17 @@ func podReady(pod *corev1.Pod) bool {
 	return false
 }
 
-// CacheOptions limits the manager's pod, service and configmap caches to
-// builder objects, so the operator does not hold every pod of the cluster
-// in memory. Nodes are cached whole: runs on a fabric watch their health.
+// CacheOptions limits the manager's pod, service, configmap and secret
+// caches to builder objects, so the operator does not hold every pod (or
+// read every Secret) of the cluster. Nodes are cached whole: runs on a
+// fabric watch their health.
 func CacheOptions() cache.Options {
 	builders := labels.SelectorFromSet(labels.Set{builderpod.LabelName: builderpod.AppName})
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}:       {Label: builders},
 		&corev1.Service{}:   {Label: builders},
 		&corev1.ConfigMap{}: {Label: builders},
+		&corev1.Secret{}:    {Label: builders},
 	}}
 }
 
@@ -599,6 +858,7 @@ func (r *EventBuilderRunReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.Secret{}).
 		Watches(&ebv1.Fabric{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return r.runs(ctx, client.MatchingFields{fabricRefField: o.GetName()})
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).

@@ -3,16 +3,14 @@ package controller
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,49 +25,18 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/builderemu"
 	"daq.io/eventbuilder/operator/internal/builderpod"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 )
 
-// fakeBuilder serves /status like eb-builder, building 10 000 events of
-// 1 kB per second from the moment it starts.
-type fakeBuilder struct {
-	*httptest.Server
-	start time.Time
-
-	mu    sync.Mutex
-	state string
-}
-
-func newFakeBuilder(t *testing.T) *fakeBuilder {
-	b := &fakeBuilder{start: time.Now(), state: builderstatus.StateRunning}
-	b.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/status" {
-			http.NotFound(w, r)
-			return
-		}
-		b.mu.Lock()
-		state := b.state
-		b.mu.Unlock()
-		events := time.Since(b.start).Milliseconds() * 10
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"state": state, "events_built": events, "events_incomplete": 0, "bytes_built": events * 1000,
-		})
-	}))
-	t.Cleanup(b.Close)
-	return b
-}
-
-func (b *fakeBuilder) setState(s string) {
-	b.mu.Lock()
-	b.state = s
-	b.mu.Unlock()
-}
-
-// startPod plays kubelet: the pod runs, is Ready and has an IP.
-// startPod plays scheduler and kubelet: binds a pod the operator did not place
-// to a node, then reports it running and ready.
-func startPod(t *testing.T, pod *corev1.Pod) {
+// startPod plays scheduler and kubelet: binds a pod the operator did not
+// place to a node, reports it running with an IP, and starts its builder:
+// an emulated eb-builder (builderemu) started from the pod's command line,
+// reading its token from the Secret the pod mounts (edit, if given,
+// changes what the kubelet finds in that Secret). The readiness prober
+// then keeps the pod's Ready condition from GET /readyz.
+func startPod(t *testing.T, pod *corev1.Pod, edit ...func(*corev1.Secret)) *builderemu.Builder {
 	t.Helper()
 	ctx := context.Background()
 	if pod.Spec.NodeName == "" {
@@ -81,18 +48,28 @@ func startPod(t *testing.T, pod *corev1.Pod) {
 			t.Fatalf("get pod %s: %v", pod.Name, err)
 		}
 	}
-	now := metav1.Now()
+	secret := &corev1.Secret{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: builderpod.ControlSecretName(pod.Labels[builderpod.LabelRun])}, secret); err != nil {
+		t.Fatalf("control secret of pod %s: %v", pod.Name, err)
+	}
+	for _, e := range edit {
+		e(secret)
+	}
+	b, err := farm.StartPod(string(pod.UID), pod, secret, builderpod.LabelRun)
+	if err != nil {
+		t.Fatalf("starting the builder of pod %s: %v", pod.Name, err)
+	}
+	prober.add(pod)
 	pod.Status = corev1.PodStatus{
-		Phase:  corev1.PodRunning,
-		PodIP:  "127.0.0.1",
-		PodIPs: []corev1.PodIP{{IP: "127.0.0.1"}},
-		Conditions: []corev1.PodCondition{
-			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-		},
+		Phase:      corev1.PodRunning,
+		PodIP:      "127.0.0.1",
+		PodIPs:     []corev1.PodIP{{IP: "127.0.0.1"}},
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now()}},
 	}
 	if err := k8s.Status().Update(ctx, pod); err != nil {
 		t.Fatalf("mark pod %s running: %v", pod.Name, err)
 	}
+	return b
 }
 
 func runPods(ctx context.Context, ns, run string) ([]corev1.Pod, error) {
@@ -102,12 +79,49 @@ func runPods(ctx context.Context, ns, run string) ([]corev1.Pod, error) {
 	return pods.Items, err
 }
 
+// commands spells what a builder was sent: "configure@1 start", with
+// "!" after a command refused.
+func commands(b *builderemu.Builder) string {
+	var out []string
+	for _, r := range b.Requests() {
+		c := r.Command
+		if r.Command == "configure" {
+			c += fmt.Sprintf("@%d", r.Epoch)
+		}
+		if r.Status != http.StatusOK {
+			c += "!"
+		}
+		out = append(out, c)
+	}
+	return strings.Join(out, " ")
+}
+
+// waitCommands waits for a builder to have been sent want.
+func waitCommands(t *testing.T, what string, b *builderemu.Builder, want string) {
+	t.Helper()
+	eventually(t, what+" sent "+want, func() error {
+		if got := commands(b); got != want {
+			return fmt.Errorf("sent %q", got)
+		}
+		return nil
+	})
+}
+
+func getRun(t *testing.T, key client.ObjectKey) *ebv1.EventBuilderRun {
+	t.Helper()
+	run := &ebv1.EventBuilderRun{}
+	if err := k8s.Get(context.Background(), key, run); err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
 func TestRunLifecycle(t *testing.T) {
 	requireEnvtest(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
 
-	// Packing factor, fragment size, transport and pull policy left to the defaults.
+	// Packing factor, fragment size, transport, pull policy and state left to the defaults.
 	run := &ebv1.EventBuilderRun{
 		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: ns},
 		Spec: ebv1.EventBuilderRunSpec{
@@ -120,8 +134,8 @@ func TestRunLifecycle(t *testing.T) {
 	}
 	b := run.Spec.Builder
 	if b.ImagePullPolicy != corev1.PullIfNotPresent || b.Transport != ebv1.TransportTCP || b.PackingFactor != 1000 ||
-		b.Source == nil || b.Source.Generator == nil || b.Source.Generator.FragmentSize != 128 {
-		t.Errorf("defaults not applied: %+v (source %+v)", b, b.Source)
+		b.Source == nil || b.Source.Generator == nil || b.Source.Generator.FragmentSize != 128 || run.Spec.State != ebv1.StateRunning {
+		t.Errorf("defaults not applied: %+v (source %+v) state %q", b, b.Source, run.Spec.State)
 	}
 	key := client.ObjectKeyFromObject(run)
 
@@ -135,6 +149,15 @@ func TestRunLifecycle(t *testing.T) {
 	if !metav1.IsControlledBy(svc, run) {
 		t.Errorf("service owner references %v, want the run as controller", svc.OwnerReferences)
 	}
+	secret := &corev1.Secret{}
+	eventually(t, "secret demo-control", func() error {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo-control"}, secret)
+	})
+	if tok := secret.Data["token"]; len(tok) != 64 || !metav1.IsControlledBy(secret, run) || secret.Immutable == nil || !*secret.Immutable {
+		t.Errorf("secret: token of %d characters, owners %v, immutable %v; want 32 random bytes in hex, the run as controller, immutable",
+			len(tok), secret.OwnerReferences, secret.Immutable)
+	}
+	expectEvent(t, ns, "demo", "ControlSecretCreated")
 
 	var pods []corev1.Pod
 	eventually(t, "3 pods", func() (err error) {
@@ -143,11 +166,10 @@ func TestRunLifecycle(t *testing.T) {
 		}
 		return err
 	})
-	peers := "demo-eb-0.demo-eb:7000,demo-eb-1.demo-eb:7000,demo-eb-2.demo-eb:7000"
 	for rank, pod := range pods {
 		name := fmt.Sprintf("demo-eb-%d", rank)
 		c := pod.Spec.Containers[0]
-		wantArgs := []string{"--rank", strconv.Itoa(rank), "--peers", peers, "--http-port", "8080",
+		wantArgs := []string{"--rank", strconv.Itoa(rank), "--http-port", "8080", "--token-file", "/var/run/eventbuilder/control/token",
 			"--packing-factor", "1000", "--fragment-size", "128"}
 		sc := c.SecurityContext
 		switch {
@@ -164,8 +186,10 @@ func TestRunLifecycle(t *testing.T) {
 		case !*sc.RunAsNonRoot || *sc.RunAsUser != 65532 || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation ||
 			!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault:
 			t.Errorf("pod %s security context %+v", pod.Name, sc)
-		case c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/healthz":
-			t.Errorf("pod %s readiness probe %+v", pod.Name, c.ReadinessProbe)
+		case c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe == nil || c.LivenessProbe.HTTPGet.Path != "/healthz":
+			t.Errorf("pod %s probes: readiness %+v liveness %+v", pod.Name, c.ReadinessProbe, c.LivenessProbe)
+		case pod.Annotations[builderpod.ControlSecretAnnotation] != string(secret.UID):
+			t.Errorf("pod %s annotations %v, want the control secret's UID", pod.Name, pod.Annotations)
 		}
 	}
 
@@ -179,12 +203,23 @@ func TestRunLifecycle(t *testing.T) {
 		return nil
 	})
 
-	fakes := make([]*fakeBuilder, len(pods))
+	// The kubelet starts the builders; the operator configures them with
+	// the table of epoch 1 and their ranks, then starts them, with the
+	// Secret's token.
+	emu := make([]*builderemu.Builder, len(pods))
 	for i := range pods {
-		fakes[i] = newFakeBuilder(t)
-		builders.set(&pods[i], fakes[i].URL)
-		startPod(t, &pods[i])
+		emu[i] = startPod(t, &pods[i])
 	}
+	for i, b := range emu {
+		waitCommands(t, pods[i].Name, b, "configure@1 start")
+		for _, r := range b.Requests() {
+			if !r.Authorized || (r.Command == "configure" && r.Rank != int32(i)) {
+				t.Errorf("%s got %+v", pods[i].Name, r)
+			}
+		}
+	}
+	expectEvent(t, ns, "demo", "BuildersConfigured")
+	expectEvent(t, ns, "demo", "BuildersStarted")
 
 	eventually(t, "phase Running with events and rates", func() error {
 		if err := k8s.Get(ctx, key, run); err != nil {
@@ -192,11 +227,14 @@ func TestRunLifecycle(t *testing.T) {
 		}
 		st := run.Status
 		ready := meta.FindStatusCondition(st.Conditions, ebv1.ConditionReady)
+		configured := meta.FindStatusCondition(st.Conditions, ebv1.ConditionConfigured)
 		switch {
 		case st.Phase != ebv1.PhaseRunning || st.ReadyUnits != 3:
 			return fmt.Errorf("phase %s, %d ready", st.Phase, st.ReadyUnits)
 		case ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != run.Generation:
 			return fmt.Errorf("Ready condition %+v at generation %d", ready, run.Generation)
+		case configured == nil || configured.Status != metav1.ConditionTrue:
+			return fmt.Errorf("Configured condition %+v", configured)
 		// Three builders at 10 000 events/s of 1 kB each: 30 000 events/s,
 		// 0.24 Gb/s, once all three have a baseline from an earlier poll.
 		case st.EventsBuilt <= 0 || st.BytesBuilt != st.EventsBuilt*1000 || st.EventRate < 20000 || st.ThroughputGbps == "0.000":
@@ -206,7 +244,7 @@ func TestRunLifecycle(t *testing.T) {
 		}
 		var sum int64
 		for i, u := range st.Units {
-			if u.Rank != int32(i) || u.Pod != pods[i].Name || !u.Ready || u.State != builderstatus.StateRunning {
+			if u.Rank != int32(i) || u.Pod != pods[i].Name || !u.Ready || u.State != builderstatus.StateRunning || u.Epoch != 1 {
 				return fmt.Errorf("unit row %d: %+v", i, u)
 			}
 			sum += u.EventsBuilt
@@ -225,14 +263,34 @@ func TestRunLifecycle(t *testing.T) {
 	}
 	expectEvent(t, ns, "demo", ebv1.ReasonAllUnitsRunning)
 
-	// A builder in ERROR fails the run; back in RUNNING, the run recovers.
-	fakes[1].setState(builderstatus.StateError)
-	waitPhase(t, key, ebv1.PhaseFailed, ebv1.ReasonBuilderError)
+	// A builder in ERROR fails the run; the operator leaves it so (the
+	// error stays readable). Its pod deleted, a new one is configured and
+	// started, and the run recovers.
+	emu[1].Fail("peer 0 sent a corrupt MFP")
+	cond := waitPhase(t, key, ebv1.PhaseFailed, ebv1.ReasonBuilderError)
+	if !strings.Contains(cond.Message, "corrupt MFP") {
+		t.Errorf("message %q does not quote the builder's error", cond.Message)
+	}
 	expectEvent(t, ns, "demo", ebv1.ReasonBuilderError)
-	fakes[1].setState(builderstatus.StateRunning)
+	if err := k8s.Delete(ctx, &pods[1]); err != nil {
+		t.Fatal(err)
+	}
+	var pod1 corev1.Pod
+	eventually(t, "demo-eb-1 recreated", func() error {
+		live, err := livePods(ctx, ns, "demo")
+		if p, ok := live["demo-eb-1"]; err == nil && (!ok || p.UID == pods[1].UID) {
+			err = errors.New("not yet")
+		}
+		pod1 = live["demo-eb-1"]
+		return err
+	})
+	farm.Kill(string(pods[1].UID))
+	b1 := startPod(t, &pod1)
+	waitCommands(t, "the new demo-eb-1", b1, "configure@1 start")
 	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
 
-	// Scale down: the pods of ranks 1 and 2 go, the rank table shrinks.
+	// Scale down: the pods of ranks 1 and 2 go, the rank table shrinks,
+	// and the builder of rank 0 switches to it without a restart.
 	patch := client.MergeFrom(run.DeepCopy())
 	run.Spec.Units = 1
 	if err := k8s.Patch(ctx, run, patch); err != nil {
@@ -246,45 +304,24 @@ func TestRunLifecycle(t *testing.T) {
 		}
 		return err
 	})
-	// The table changed (--peers): with no control API, the remaining
-	// builder restarts with it, so its pod is replaced.
-	var pod0 corev1.Pod
-	eventually(t, "demo-eb-0 replaced with the new peers", func() error {
-		pods, err := livePods(ctx, ns, "demo")
-		if err != nil {
-			return err
-		}
-		var ok bool
-		if pod0, ok = pods["demo-eb-0"]; !ok {
-			return fmt.Errorf("no live demo-eb-0")
-		}
-		if args := pod0.Spec.Containers[0].Args; !slices.Equal(args[:4], []string{"--rank", "0", "--peers", "demo-eb-0.demo-eb:7000"}) {
-			return fmt.Errorf("args %q", args)
-		}
-		return nil
-	})
-	eventually(t, "status of 1 unit, not yet Running", func() error {
+	waitCommands(t, "demo-eb-0", emu[0], "configure@1 start configure@2")
+	eventually(t, "status of 1 unit, Running at epoch 2", func() error {
 		if err := k8s.Get(ctx, key, run); err != nil {
 			return err
 		}
-		if st := run.Status; st.ObservedGeneration != run.Generation || len(st.Units) != 1 || st.Phase != ebv1.PhasePending {
+		if st := run.Status; st.ObservedGeneration != run.Generation || len(st.Units) != 1 || st.Phase != ebv1.PhaseRunning ||
+			st.Epoch != 2 || st.Units[0].Epoch != 2 {
 			return fmt.Errorf("generation %d: %+v", run.Generation, st)
 		}
 		return nil
 	})
-	startPod(t, &pod0)
-	eventually(t, "status of 1 unit, Running", func() error {
-		if err := k8s.Get(ctx, key, run); err != nil {
-			return err
-		}
-		if st := run.Status; st.ObservedGeneration != run.Generation || len(st.Units) != 1 || st.Phase != ebv1.PhaseRunning || st.Epoch != 2 {
-			return fmt.Errorf("generation %d: %+v", run.Generation, st)
-		}
-		return nil
-	})
+	var again corev1.Pod
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo-eb-0"}, &again); err != nil || again.UID != pods[0].UID {
+		t.Errorf("pod demo-eb-0 replaced by a new table (%v)", err)
+	}
 
 	// Deleting the ConfigMap replans, at the next epoch, never back at 1;
-	// the same table renders the same pod, which is kept.
+	// the pod is kept and configured with it.
 	if err := k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-ranks"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -295,11 +332,156 @@ func TestRunLifecycle(t *testing.T) {
 		}
 		return err
 	})
+	waitCommands(t, "demo-eb-0", emu[0], "configure@1 start configure@2 configure@3")
 	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
-	var again corev1.Pod
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo-eb-0"}, &again); err != nil || again.UID != pod0.UID {
-		t.Errorf("pod demo-eb-0 replaced by a replan to the same table (%v)", err)
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo-eb-0"}, &again); err != nil || again.UID != pods[0].UID {
+		t.Errorf("pod demo-eb-0 replaced by a replan (%v)", err)
 	}
+}
+
+// spec.state drives the builders: Paused pauses them, Running resumes
+// them, Stopped stops them (pods stay), Running starts them again.
+func TestRunStateDrivesBuilders(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	run := &ebv1.EventBuilderRun{
+		ObjectMeta: metav1.ObjectMeta{Name: "states", Namespace: ns},
+		Spec:       ebv1.EventBuilderRunSpec{Units: 2, Builder: ebv1.BuilderSpec{Image: "eventbuilder/builder:test"}},
+	}
+	if err := k8s.Create(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(run)
+	pods := waitPods(t, ns, "states", "states-eb-0", "states-eb-1")
+	var emu []*builderemu.Builder
+	for _, name := range []string{"states-eb-0", "states-eb-1"} {
+		p := pods[name]
+		emu = append(emu, startPod(t, &p))
+	}
+	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+
+	setState := func(s ebv1.RunState) {
+		t.Helper()
+		run := getRun(t, key)
+		patch := client.MergeFrom(run.DeepCopy())
+		run.Spec.State = s
+		if err := k8s.Patch(ctx, run, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Pause acts on the whole running set: the builder that the operator
+	// reaches second may already be PAUSED, which is no error.
+	setState(ebv1.StatePaused)
+	cond := waitPhase(t, key, ebv1.PhasePaused, ebv1.ReasonRunPaused)
+	for _, b := range emu {
+		if b.State() != builderemu.Paused || !strings.HasSuffix(commands(b), "pause") && !strings.HasSuffix(commands(b), "pause!") {
+			t.Errorf("builder %s: %s, sent %q", b.Key(), b.State(), commands(b))
+		}
+	}
+	if !strings.Contains(cond.Message, "2 builders PAUSED") {
+		t.Errorf("message %q", cond.Message)
+	}
+	expectEvent(t, ns, "states", "BuildersPaused")
+	// Paused builders build nothing: the counters stand still.
+	before := getRun(t, key).Status.EventsBuilt
+	time.Sleep(3 * pollInterval)
+	if after := getRun(t, key).Status.EventsBuilt; after != before {
+		t.Errorf("events built while paused: %d -> %d", before, after)
+	}
+
+	setState(ebv1.StateRunning)
+	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+	expectEvent(t, ns, "states", "BuildersResumed")
+
+	setState(ebv1.StateStopped)
+	waitPhase(t, key, ebv1.PhaseStopped, ebv1.ReasonRunStopped)
+	expectEvent(t, ns, "states", "BuildersStopped")
+	if now := waitPods(t, ns, "states", "states-eb-0", "states-eb-1"); now["states-eb-0"].UID != pods["states-eb-0"].UID {
+		t.Errorf("a stopped run's pod was replaced")
+	}
+
+	setState(ebv1.StateRunning)
+	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+	for _, b := range emu {
+		cmds := strings.ReplaceAll(commands(b), "!", "") // pause and stop may reach a builder the set already took there
+		if cmds != "configure@1 start pause resume stop start" {
+			t.Errorf("builder %s was sent %q", b.Key(), commands(b))
+		}
+	}
+}
+
+// Builders that refuse the operator's token (401), or have none (403),
+// fail the run with a message naming them; builders started with the
+// Secret's token are driven as usual.
+func TestControlTokenRefusalIsReported(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	run := &ebv1.EventBuilderRun{
+		ObjectMeta: metav1.ObjectMeta{Name: "tokens", Namespace: ns},
+		Spec:       ebv1.EventBuilderRunSpec{Units: 3, Builder: ebv1.BuilderSpec{Image: "eventbuilder/builder:test"}},
+	}
+	if err := k8s.Create(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(run)
+	pods := waitPods(t, ns, "tokens", "tokens-eb-0", "tokens-eb-1", "tokens-eb-2")
+	p0, p1, p2 := pods["tokens-eb-0"], pods["tokens-eb-1"], pods["tokens-eb-2"]
+	startPod(t, &p0)
+	wrong := startPod(t, &p1, func(s *corev1.Secret) { s.Data["token"] = []byte("not-the-token\n") })
+	none := startPod(t, &p2, func(s *corev1.Secret) { s.Data["token"] = []byte("  \n") })
+
+	waitPhase(t, key, ebv1.PhaseFailed, ebv1.ReasonControlUnauthorized)
+	// Rank 0 is configured; every reconcile tries the two others again.
+	eventually(t, "both refusals in the message", func() error {
+		cond := meta.FindStatusCondition(getRun(t, key).Status.Conditions, ebv1.ConditionReady)
+		for _, want := range []string{"configure failed on 2 of 2 builders", "rank 1: configure: 401 wrong bearer token",
+			"rank 2: configure: 403 the control API is disabled", "Secret tokens-control"} {
+			if !strings.Contains(cond.Message, want) {
+				return fmt.Errorf("message %q does not say %q", cond.Message, want)
+			}
+		}
+		return nil
+	})
+	expectEvent(t, ns, "tokens", ebv1.ReasonControlUnauthorized)
+	if got := commands(wrong); !strings.HasPrefix(got, "configure@1!") {
+		t.Errorf("builder with the wrong token was sent %q", got)
+	}
+	for _, r := range wrong.Requests() {
+		if r.Authorized {
+			t.Errorf("the emulation took a wrong token: %+v", r)
+		}
+	}
+	if run := getRun(t, key); meta.IsStatusConditionTrue(run.Status.Conditions, ebv1.ConditionConfigured) {
+		t.Errorf("Configured is True with two builders refusing")
+	}
+
+	// Restarted with the right token (the pods recreated), they run.
+	for _, p := range []corev1.Pod{p1, p2} {
+		if err := k8s.Delete(ctx, &p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	farm.Kill(string(p1.UID))
+	farm.Kill(string(p2.UID))
+	_ = none
+	eventually(t, "pods recreated", func() error {
+		live, err := livePods(ctx, ns, "tokens")
+		if err != nil {
+			return err
+		}
+		for _, old := range []corev1.Pod{p1, p2} {
+			if p, ok := live[old.Name]; !ok || p.UID == old.UID {
+				return fmt.Errorf("%s not recreated", old.Name)
+			}
+		}
+		p1, p2 = live[p1.Name], live[p2.Name]
+		return nil
+	})
+	startPod(t, &p1)
+	startPod(t, &p2)
+	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
 }
 
 // A pod the API server refuses (here: a quota of no pods) shows in the
@@ -392,7 +574,7 @@ func TestInvalidRunsAreRejected(t *testing.T) {
 		{"no data source", "", func(s map[string]any) { s["builder"].(map[string]any)["source"] = map[string]any{} }, "spec.builder.source"},
 		{"name too long for pod hostnames", strings.Repeat("a", 56), func(map[string]any) {}, "metadata.name"},
 		{"name not a DNS label", "run.1", func(map[string]any) {}, "metadata.name"},
-		{"peer list over the argument limit", strings.Repeat("a", 55), func(s map[string]any) { s["units"] = int64(1024) }, "metadata.name"},
+		{"bogus state", "", func(s map[string]any) { s["state"] = "Sleeping" }, "spec.state"},
 		{"spares without a fabric", "", func(s map[string]any) { s["spares"] = int64(2) }, "set spec.fabricRef"},
 		{"{numa} without a fabric", "", func(s map[string]any) {
 			s["resources"] = map[string]any{"cpus": int64(2), "memory": "1Gi", "rdma": "rdma/hca_numa{numa}"}

@@ -18,7 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/builderemu"
 	"daq.io/eventbuilder/operator/internal/builderpod"
+	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/ranktable"
 )
 
@@ -255,13 +257,11 @@ func TestFabricRunPlacesUnitsAndFailsOver(t *testing.T) {
 		t.Errorf("rank 7 (idle endpoint): %+v", r7)
 	}
 
-	pods := waitPods(t, ns, "fo", "fo-eb-0", "fo-eb-1", "fo-eb-4", "fo-eb-5", "fo-eb-6")
-	peers := make([]string, 8)
-	for i := range peers {
-		peers[i] = fmt.Sprintf("fo-eb-%d.fo-eb:7000", i)
-	}
+	// Live ranks and warm spares (2, 3) get a pod each.
+	pods := waitPods(t, ns, "fo", "fo-eb-0", "fo-eb-1", "fo-eb-2", "fo-eb-3", "fo-eb-4", "fo-eb-5", "fo-eb-6")
 	for name, at := range map[string]struct{ node, numa string }{
-		"fo-eb-0": {"fo-srv0", "0"}, "fo-eb-1": {"fo-srv0", "1"}, "fo-eb-4": {"fo-srv2", "0"}, "fo-eb-5": {"fo-srv2", "1"}, "fo-eb-6": {"fo-srv3", "0"},
+		"fo-eb-0": {"fo-srv0", "0"}, "fo-eb-1": {"fo-srv0", "1"}, "fo-eb-2": {"fo-srv1", "0"}, "fo-eb-3": {"fo-srv1", "1"},
+		"fo-eb-4": {"fo-srv2", "0"}, "fo-eb-5": {"fo-srv2", "1"}, "fo-eb-6": {"fo-srv3", "0"},
 	} {
 		pod := pods[name]
 		c := pod.Spec.Containers[0]
@@ -290,25 +290,15 @@ func TestFabricRunPlacesUnitsAndFailsOver(t *testing.T) {
 			t.Errorf("%s capabilities %+v, want IPC_LOCK only", name, sc.Capabilities)
 		case !*sc.RunAsNonRoot || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation:
 			t.Errorf("%s security context %+v", name, sc)
-		case !slices.Equal(c.Args[:4], []string{"--rank", name[len("fo-eb-"):], "--peers", strings.Join(peers, ",")}) ||
-			!slices.Equal(c.Args[len(c.Args)-2:], []string{"--dummies", "2,3,7"}):
-			t.Errorf("%s args %q, want --dummies 2,3,7 (the spares and the idle port)", name, c.Args)
+		case !slices.Equal(c.Args[:2], []string{"--rank", name[len("fo-eb-"):]}) || slices.Contains(c.Args, "--peers") || slices.Contains(c.Args, "--dummies"):
+			t.Errorf("%s args %q, want a controlled builder: its rank, no table", name, c.Args)
 		}
 	}
 
-	fakes := map[string]*fakeBuilder{}
-	start := func(pods map[string]corev1.Pod) {
-		for name, pod := range pods {
-			if fakes[name] == nil {
-				fakes[name] = newFakeBuilder(t)
-				builders.set(&pod, fakes[name].URL)
-			}
-			if pod.Status.Phase != corev1.PodRunning {
-				startPod(t, &pod)
-			}
-		}
+	emu := map[string]*builderemu.Builder{}
+	for name, pod := range pods {
+		emu[name] = startPod(t, &pod)
 	}
-	start(pods)
 	eventually(t, "Running with the rank table in status", func() error {
 		if err := k8s.Get(ctx, key, run); err != nil {
 			return err
@@ -317,16 +307,26 @@ func TestFabricRunPlacesUnitsAndFailsOver(t *testing.T) {
 		if st.Phase != ebv1.PhaseRunning || st.LiveUnits != 5 || st.SparesLeft != 2 || st.RankCount != 8 || st.Epoch != 1 || len(st.Ranks) != 8 || len(st.Units) != 5 {
 			return fmt.Errorf("phase %s (%v) live %d spares %d ranks %d epoch %d", st.Phase, st.Conditions, st.LiveUnits, st.SparesLeft, st.RankCount, st.Epoch)
 		}
+		if r := st.Ranks[2]; r.Pod != "fo-eb-2" || r.State != builderstatus.StateRunning {
+			return fmt.Errorf("spare rank 2: %+v, want its pod and a standby builder RUNNING", r)
+		}
 		return nil
 	})
 	if r := run.Status.Ranks[2]; r.Role != ebv1.RoleSpare || r.Endpoint != "fo-srv1-numa0" || r.Node != "fo-srv1" || r.Unit != nil {
 		t.Errorf("status rank 2 %+v, want spare fo-srv1-numa0", r)
+	}
+	// Spares are configured and started like the others: standby dummies.
+	for _, name := range []string{"fo-eb-2", "fo-eb-3"} {
+		if got := commands(emu[name]); got != "configure@1 start" {
+			t.Errorf("spare %s was sent %q", name, got)
+		}
 	}
 
 	// The kubelet's Topology Manager refuses unit 2's pod (rank 4, leaf 1):
 	// no spare on leaf 1, so the lowest-ranked spare (rank 2) takes it.
 	failPod(t, ns, "fo-eb-4", "TopologyAffinityError")
 	fo := waitFailover(t, key, 2)
+	farm.Kill(string(pods["fo-eb-4"].UID)) // the refused pod ran nothing
 	if fo.Outcome != ebv1.OutcomeMovedToSpare || len(fo.Moves) != 1 || !reflect.DeepEqual(fo.Moves[0], ebv1.UnitMove{
 		Unit: 2, FailedRank: 4, FailedEndpoint: "fo-srv2-numa0", Reason: "TopologyAffinityError", SpareRank: ptr(int32(2)), SpareEndpoint: "fo-srv1-numa0",
 	}) {
@@ -335,35 +335,33 @@ func TestFabricRunPlacesUnitsAndFailsOver(t *testing.T) {
 	if fo.Duration.Duration <= 0 || fo.CompletedTime.Before(&fo.ObservedTime) {
 		t.Errorf("failover times: observed %v completed %v duration %v", fo.ObservedTime, fo.CompletedTime, fo.Duration)
 	}
-	// No control API yet: the builders that stay restart with the new
-	// table (--dummies), so every pod is a new one.
-	eventually(t, "every pod on the epoch 2 table", func() error {
-		pods, err := livePods(ctx, ns, "fo")
-		if err != nil {
-			return err
+	// The new epoch reaches the running builders by configure: no pod
+	// but the failed one is replaced, and the spare on rank 2 goes live.
+	fo = waitFailoverConfigured(t, key, 2)
+	survivors := waitPods(t, ns, "fo", "fo-eb-0", "fo-eb-1", "fo-eb-2", "fo-eb-3", "fo-eb-5", "fo-eb-6")
+	for name, p := range survivors {
+		if p.UID != pods[name].UID {
+			t.Errorf("pod %s replaced by the failover", name)
 		}
-		for name, p := range pods {
-			if args := p.Spec.Containers[0].Args; !slices.Equal(args[len(args)-2:], []string{"--dummies", "3,4,7"}) {
-				return fmt.Errorf("%s args %q", name, args)
-			}
-		}
-		return nil
-	})
-	pods = waitPods(t, ns, "fo", "fo-eb-0", "fo-eb-1", "fo-eb-2", "fo-eb-5", "fo-eb-6")
-	if p := pods["fo-eb-2"]; p.Spec.NodeName != "fo-srv1" || p.Spec.Containers[0].Resources.Limits.Name("rdma/hca_numa0", resource.DecimalSI).Value() != 1 {
-		t.Errorf("replacement pod on %s with %v", p.Spec.NodeName, p.Spec.Containers[0].Resources.Limits)
+		waitCommands(t, name, emu[name], "configure@1 start configure@2")
+	}
+	if fo.ConfiguredDuration.Duration < fo.Duration.Duration || fo.ConfiguredTime.Before(&fo.CompletedTime) {
+		t.Errorf("failover configured at %v (%v), table published at %v (%v)", fo.ConfiguredTime, fo.ConfiguredDuration, fo.CompletedTime, fo.Duration)
 	}
 	if doc, _ = rankTable(ctx, ns, "fo"); roles(doc) != "LLLS.LL." || doc.Epoch != 2 || *doc.Ranks[2].Unit != 2 {
 		t.Errorf("rank table epoch %d roles %s, want epoch 2 LLLS.LL. with unit 2 on rank 2", doc.Epoch, roles(doc))
 	}
 	expectEvent(t, ns, "fo", "Failover")
-
-	// Server srv0 goes NotReady: its two units need two spares, one is
-	// left (rank 3). Unit 0 moves there; unit 1 is lost and, by the
-	// default policy, the run carries on degraded.
-	// It fails over once NotReady for the grace period, not before.
-	start(pods)
+	expectEvent(t, ns, "fo", "FailoverConfigured")
 	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+	if e, p := emu["fo-eb-2"].Epoch(); e != 2 || p != 0 {
+		t.Errorf("the spare that took unit 2 over runs epoch %d (pending %d), want 2", e, p)
+	}
+
+	// Server srv0 goes NotReady (its builders keep running): its two units
+	// need two spares, one is left (rank 3). Unit 0 moves there; unit 1 is
+	// lost and, by the default policy, the run carries on degraded.
+	// It fails over once NotReady for the grace period, not before.
 	notReadyAt := time.Now().Truncate(time.Second) // LastTransitionTime's precision
 	setNodeReady(t, "fo-srv0", corev1.ConditionFalse)
 	fo = waitFailover(t, key, 3)
@@ -375,14 +373,102 @@ func TestFabricRunPlacesUnitsAndFailsOver(t *testing.T) {
 		fo.Moves[1].SpareRank != nil || fo.Moves[1].Unit != 1 {
 		t.Errorf("lastFailover %+v", fo)
 	}
-	pods = waitPods(t, ns, "fo", "fo-eb-2", "fo-eb-3", "fo-eb-5", "fo-eb-6")
-	start(pods)
+	waitPods(t, ns, "fo", "fo-eb-2", "fo-eb-3", "fo-eb-5", "fo-eb-6")
+	waitFailoverConfigured(t, key, 3)
 	waitPhase(t, key, ebv1.PhaseDegraded, ebv1.ReasonUnitsLost)
 	if err := k8s.Get(ctx, key, run); err != nil {
 		t.Fatal(err)
 	}
 	if st := run.Status; st.LiveUnits != 4 || st.SparesLeft != 0 {
 		t.Errorf("degraded run: live %d spares %d", st.LiveUnits, st.SparesLeft)
+	}
+}
+
+// A builder that its peers report lost (here: its process died, and its
+// pod still looks Running) fails its unit over: the new epoch is
+// configured on the running survivors and on the spare that takes the
+// unit over, and no survivor's pod is touched.
+func TestLostPeerFailsOver(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	smallFabric(t, "lost")
+	run := fabricRun(ns, "lost", "lost", 5, 2)
+	if err := k8s.Create(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(run)
+	pods := waitPods(t, ns, "lost", "lost-eb-0", "lost-eb-1", "lost-eb-2", "lost-eb-3", "lost-eb-4", "lost-eb-5", "lost-eb-6")
+	emu := map[string]*builderemu.Builder{}
+	for name, pod := range pods {
+		emu[name] = startPod(t, &pod)
+	}
+	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+
+	// Rank 4's builder dies; every live peer marks it lost.
+	farm.Kill(string(pods["lost-eb-4"].UID))
+	fo := waitFailover(t, key, 2)
+	if fo.Outcome != ebv1.OutcomeMovedToSpare || len(fo.Moves) != 1 || fo.Moves[0].FailedRank != 4 || fo.Moves[0].Reason != "PeerLost" ||
+		fo.Moves[0].SpareRank == nil || *fo.Moves[0].SpareRank != 2 {
+		t.Errorf("lastFailover %+v", fo)
+	}
+	fo = waitFailoverConfigured(t, key, 2)
+	t.Logf("failover: table published %v, configured %v after the failure was observed", fo.Duration.Duration, fo.ConfiguredDuration.Duration)
+	now := waitPods(t, ns, "lost", "lost-eb-0", "lost-eb-1", "lost-eb-2", "lost-eb-3", "lost-eb-5", "lost-eb-6")
+	for name, p := range now {
+		if p.UID != pods[name].UID {
+			t.Errorf("pod %s replaced", name)
+		}
+		waitCommands(t, name, emu[name], "configure@1 start configure@2")
+	}
+	// The set switches to epoch 2 together, the spare goes live, the lost
+	// list resets, and the run is Running again with unit 2 on rank 2.
+	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+	var st ebv1.EventBuilderRunStatus
+	eventually(t, "every unit on epoch 2", func() error {
+		st = getRun(t, key).Status
+		for _, u := range st.Units {
+			if u.Epoch != 2 || u.PendingEpoch != 0 || len(u.LostPeers) != 0 {
+				return fmt.Errorf("unit row %+v, want epoch 2 and no lost peers", u)
+			}
+		}
+		return nil
+	})
+	if r := st.Ranks[2]; r.Role != ebv1.RoleLive || r.Unit == nil || *r.Unit != 2 {
+		t.Errorf("rank 2 %+v, want unit 2 live", r)
+	}
+	expectEvent(t, ns, "lost", "FailoverConfigured")
+}
+
+// A warm spare whose pod the kubelet refuses is not used: it does not
+// count as left, and its pod is kept (not recreated in a loop) to show why.
+func TestFailedSpareIsNotUsed(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	smallFabric(t, "spf")
+	run := fabricRun(ns, "spf", "spf", 5, 2)
+	if err := k8s.Create(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(run)
+	pods := waitPods(t, ns, "spf", "spf-eb-0", "spf-eb-1", "spf-eb-2", "spf-eb-3", "spf-eb-4", "spf-eb-5", "spf-eb-6")
+	failPod(t, ns, "spf-eb-2", "TopologyAffinityError")
+	eventually(t, "one spare left", func() error {
+		if st := getRun(t, key).Status; st.SparesLeft != 1 {
+			return fmt.Errorf("spares left %d", st.SparesLeft)
+		}
+		return nil
+	})
+	// Unit 2 (rank 4) fails: it goes to rank 3, not to the refused spare.
+	failPod(t, ns, "spf-eb-4", "Evicted")
+	fo := waitFailover(t, key, 2)
+	if len(fo.Moves) != 1 || fo.Moves[0].SpareRank == nil || *fo.Moves[0].SpareRank != 3 {
+		t.Errorf("lastFailover %+v", fo)
+	}
+	now := waitPods(t, ns, "spf", "spf-eb-0", "spf-eb-1", "spf-eb-2", "spf-eb-3", "spf-eb-5", "spf-eb-6")
+	if p := now["spf-eb-2"]; p.UID != pods["spf-eb-2"].UID || p.Status.Phase != corev1.PodFailed {
+		t.Errorf("the refused spare's pod was replaced")
 	}
 }
 
@@ -438,6 +524,24 @@ func failPod(t *testing.T, ns, name, reason string) {
 	if err := k8s.Status().Update(context.Background(), pod); err != nil {
 		t.Fatalf("fail pod %s: %v", name, err)
 	}
+}
+
+// waitFailoverConfigured waits for the failover of an epoch to reach every
+// live builder (status.lastFailover.configuredTime).
+func waitFailoverConfigured(t *testing.T, key client.ObjectKey, epoch int64) *ebv1.FailoverStatus {
+	t.Helper()
+	run := &ebv1.EventBuilderRun{}
+	eventually(t, fmt.Sprintf("failover to epoch %d configured", epoch), func() error {
+		if err := k8s.Get(context.Background(), key, run); err != nil {
+			return err
+		}
+		if fo := run.Status.LastFailover; fo == nil || fo.Epoch != epoch || fo.ConfiguredTime == nil || fo.ConfiguredDuration == nil {
+			b, _ := json.Marshal(fo)
+			return fmt.Errorf("lastFailover %s", b)
+		}
+		return nil
+	})
+	return run.Status.LastFailover
 }
 
 // waitFailover waits for status.lastFailover at an epoch.

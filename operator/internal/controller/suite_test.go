@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,12 +25,16 @@ import (
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 	"daq.io/eventbuilder/operator/internal/buildercontrol"
+	"daq.io/eventbuilder/operator/internal/builderemu"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 )
 
 // The envtest suite runs the reconciler in a manager against a real
 // kube-apiserver and etcd. There is no kubelet: tests play it by writing pod
-// status, and serve builders' /status from local HTTP servers.
+// status (startPod), which starts an emulated builder (internal/builderemu:
+// the control API's state machine, tokens and epochs, no data) from the
+// pod's command line and mounted token, and the kubelet's readiness probe
+// (GET /readyz) keeps the pod's Ready condition.
 
 const (
 	pollInterval  = 200 * time.Millisecond
@@ -37,7 +44,10 @@ const (
 var (
 	k8s        client.Client // direct, uncached: what tests read is what the API server has
 	skipReason string        // why the envtest suite cannot run, if it cannot
-	builders   builderURLs
+	// farm runs the emulated builders, one per started pod (by UID).
+	farm    *builderemu.Farm
+	prober  = &readinessProber{pods: map[types.UID]client.ObjectKey{}, ready: map[types.UID]bool{}}
+	control = buildercontrol.NewClient(time.Second)
 )
 
 // repoRoot is the repository root, relative to this package.
@@ -61,6 +71,8 @@ func runSuite(m *testing.M) int {
 	}
 
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
+	farm = builderemu.NewFarm()
+	defer farm.Close()
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(repoRoot, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
@@ -100,8 +112,8 @@ func runSuite(m *testing.M) int {
 		APIReader:         mgr.GetAPIReader(),
 		Recorder:          mgr.GetEventRecorder("eventbuilderrun-controller"),
 		Builders:          builderstatus.NewClient(time.Second),
-		Control:           buildercontrol.Unavailable{},
-		StatusURL:         builders.url,
+		Control:           control,
+		StatusURL:         builderURL,
 		PollInterval:      pollInterval,
 		NodeNotReadyGrace: notReadyGrace,
 	}).SetupWithManager(mgr), (&FabricReconciler{
@@ -116,6 +128,7 @@ func runSuite(m *testing.M) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- mgr.Start(ctx) }()
+	go prober.run(ctx)
 	code := m.Run()
 	cancel()
 	if err := <-done; err != nil {
@@ -133,18 +146,63 @@ func requireEnvtest(t *testing.T) {
 	}
 }
 
-// builderURLs maps builder pods to the local servers that play them.
-type builderURLs struct{ m sync.Map }
+// builderURL is where the emulated builder of a pod answers (nothing
+// answers until startPod starts it).
+func builderURL(pod *corev1.Pod) string { return farm.URL(string(pod.UID)) }
 
-func (b *builderURLs) set(pod *corev1.Pod, url string) {
-	b.m.Store(client.ObjectKeyFromObject(pod), url)
+// readinessProber plays the kubelet's readiness probe of started pods:
+// GET /readyz, and the pod's Ready condition follows.
+type readinessProber struct {
+	mu    sync.Mutex
+	pods  map[types.UID]client.ObjectKey
+	ready map[types.UID]bool
 }
 
-func (b *builderURLs) url(pod *corev1.Pod) string {
-	if u, ok := b.m.Load(client.ObjectKeyFromObject(pod)); ok {
-		return u.(string)
+func (p *readinessProber) add(pod *corev1.Pod) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pods[pod.UID] = client.ObjectKeyFromObject(pod)
+	p.ready[pod.UID] = false
+}
+
+func (p *readinessProber) run(ctx context.Context) {
+	probe := &http.Client{Timeout: time.Second}
+	for ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+		p.mu.Lock()
+		pods := maps.Clone(p.pods)
+		p.mu.Unlock()
+		for uid, key := range pods {
+			ready := false
+			if resp, err := probe.Get(farm.URL(string(uid)) + "/readyz"); err == nil {
+				ready = resp.StatusCode == http.StatusOK
+				resp.Body.Close()
+			}
+			p.mu.Lock()
+			changed := p.ready[uid] != ready
+			p.mu.Unlock()
+			if !changed {
+				continue
+			}
+			pod := &corev1.Pod{}
+			if err := k8s.Get(ctx, key, pod); err != nil || pod.UID != uid {
+				p.mu.Lock()
+				delete(p.pods, uid) // gone
+				p.mu.Unlock()
+				continue
+			}
+			status := corev1.ConditionFalse
+			if ready {
+				status = corev1.ConditionTrue
+			}
+			pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
+			if err := k8s.Status().Update(ctx, pod); err == nil {
+				p.mu.Lock()
+				p.ready[uid] = ready
+				p.mu.Unlock()
+			}
+		}
 	}
-	return "http://127.0.0.1:1" // nothing listens: the builder does not answer
 }
 
 // newNamespace gives each test its own namespace.

@@ -19,6 +19,7 @@ import (
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 	"daq.io/eventbuilder/operator/internal/builderpod"
+	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/planner"
 	"daq.io/eventbuilder/operator/internal/shortlist"
 )
@@ -190,15 +191,22 @@ type Failure struct {
 	Reason string
 }
 
+// ReasonPeerLost is the failure reason of a unit its peers report lost.
+const ReasonPeerLost = "PeerLost"
+
 // Failures finds the live ranks of t whose unit failed: its endpoint's
-// node is gone or not Ready, or its pod failed (evicted, or refused by the
+// node is gone or not Ready, its pod failed (evicted, or refused by the
 // kubelet's admission, e.g. TopologyAffinityError when the Topology
-// Manager cannot align the unit on its NUMA node). A missing pod is not a
-// failure: it is recreated in place. Nor is a pod left from an earlier
-// table: one being deleted, or one on another endpoint than the rank's
-// (the rank's unit moved, its new pod is not created yet). nodes is
-// NodeHealth's view: a node NotReady for less than the grace period is up.
-func Failures(t planner.RankTable, endpoints map[string]planner.Endpoint, nodes Nodes, pods map[int32]*corev1.Pod) []Failure {
+// Manager cannot align the unit on its NUMA node), or its peers report it
+// lost (LostPeers; reports are the builders' last answers, nil when not
+// polled). A missing pod is not a failure: it is recreated in place. Nor
+// is a pod left from an earlier table: one being deleted, or one on
+// another endpoint than the rank's (the rank's unit moved, its new pod is
+// not created yet). nodes is NodeHealth's view: a node NotReady for less
+// than the grace period is up.
+func Failures(t planner.RankTable, endpoints map[string]planner.Endpoint, nodes Nodes, pods map[int32]*corev1.Pod,
+	reports map[int32]builderstatus.Report) []Failure {
+	lost := LostPeers(t, reports)
 	var out []Failure
 	for _, r := range t.Ranks {
 		if r.Role != planner.Live || r.Endpoint == "" {
@@ -218,9 +226,85 @@ func Failures(t planner.RankTable, endpoints map[string]planner.Endpoint, nodes 
 				reason = "PodFailed"
 			}
 			out = append(out, Failure{r.Rank, reason})
+		case lost[r.Rank]:
+			out = append(out, Failure{r.Rank, ReasonPeerLost})
 		}
 	}
 	return out
+}
+
+// LostPeers finds the live ranks of t that their peers report lost: rank X
+// is lost when a strict majority of the live builders (other than X) that
+// answered while running t's epoch list X in lost_peers. Reports of other
+// epochs do not count: a builder's list is of its epoch's peers, and a
+// new epoch resets it. The majority keeps one builder that lost its own
+// network, and so reports every peer lost, from failing them all; its
+// peers report it, and it is the one that fails.
+func LostPeers(t planner.RankTable, reports map[int32]builderstatus.Report) map[int]bool {
+	var reporters []builderstatus.Report
+	votes := map[int]int{}
+	for _, r := range t.Ranks {
+		rep, ok := reports[int32(r.Rank)]
+		if r.Role != planner.Live || !ok || rep.Epoch != t.Epoch || rep.State == builderstatus.StateNotReady {
+			continue
+		}
+		reporters = append(reporters, rep)
+		for _, x := range rep.LostPeers {
+			if x != int32(r.Rank) {
+				votes[int(x)]++
+			}
+		}
+	}
+	lost := map[int]bool{}
+	for x, n := range votes {
+		if x < 0 || x >= len(t.Ranks) || t.Ranks[x].Role != planner.Live {
+			continue
+		}
+		others := len(reporters)
+		if rep, ok := reports[int32(x)]; ok && rep.Epoch == t.Epoch && rep.State != builderstatus.StateNotReady {
+			others-- // X's own report is no vote about X
+		}
+		if 2*n > others {
+			lost[x] = true
+		}
+	}
+	return lost
+}
+
+// FailedSpares finds the spare ranks of t whose pod failed on the spare's
+// endpoint (refused by the kubelet's admission, or evicted), by endpoint,
+// with the pod's reason: such a spare cannot take a unit over. Its pod is
+// kept (so the reason stays visible) until someone deletes it.
+func FailedSpares(t planner.RankTable, pods map[int32]*corev1.Pod) map[string]string {
+	out := map[string]string{}
+	for _, r := range t.Ranks {
+		pod := pods[int32(r.Rank)]
+		if r.Role != planner.Spare || pod == nil || pod.Status.Phase != corev1.PodFailed ||
+			!pod.DeletionTimestamp.IsZero() || pod.Labels[builderpod.LabelEndpoint] != r.Endpoint {
+			continue
+		}
+		reason := pod.Status.Reason
+		if reason == "" {
+			reason = "PodFailed"
+		}
+		out[r.Endpoint] = reason
+	}
+	return out
+}
+
+// WithoutEndpoints returns f with the named endpoints unschedulable: the
+// planner then neither plans on them nor fails units over to them.
+func WithoutEndpoints(f planner.Fabric, names map[string]string) planner.Fabric {
+	if len(names) == 0 {
+		return f
+	}
+	f.Endpoints = slices.Clone(f.Endpoints)
+	for i := range f.Endpoints {
+		if _, ok := names[f.Endpoints[i].Name]; ok {
+			f.Endpoints[i].Schedulable = false
+		}
+	}
+	return f
 }
 
 // Recovery is the table after failures were handled, and what was done.
@@ -278,11 +362,12 @@ func Ranks(t planner.RankTable, endpoints map[string]planner.Endpoint) []ebv1.Ra
 	return out
 }
 
-// SparesLeft counts the spares whose endpoint can still take a unit over.
-func SparesLeft(t planner.RankTable, endpoints map[string]planner.Endpoint, nodes Nodes) int32 {
+// SparesLeft counts the spares whose endpoint can still take a unit over:
+// schedulable (its node Ready, its pod not failed).
+func SparesLeft(t planner.RankTable, endpoints map[string]planner.Endpoint) int32 {
 	var n int32
 	for _, r := range t.Ranks {
-		if r.Role == planner.Spare && nodes[endpoints[r.Endpoint].Node] {
+		if r.Role == planner.Spare && endpoints[r.Endpoint].Schedulable {
 			n++
 		}
 	}

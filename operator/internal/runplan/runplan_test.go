@@ -12,6 +12,7 @@ import (
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 	"daq.io/eventbuilder/operator/internal/builderpod"
+	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/planner"
 )
 
@@ -104,7 +105,7 @@ func TestFailures(t *testing.T) {
 				}
 			}
 			var got []string
-			for _, fl := range Failures(table, Endpoints(f), tc.nodes, tc.pods) {
+			for _, fl := range Failures(table, Endpoints(f), tc.nodes, tc.pods, nil) {
 				got = append(got, fmt.Sprintf("%d:%s", fl.Rank, fl.Reason))
 			}
 			if s := strings.Join(got, " "); s != tc.want {
@@ -115,8 +116,76 @@ func TestFailures(t *testing.T) {
 
 	// Without a fabric, ranks have no endpoint: only pods fail, and they are recreated.
 	trivial, _ := Plan(&ebv1.EventBuilderRunSpec{Units: 2}, nil, 0)
-	if got := Failures(trivial, nil, nil, map[int32]*corev1.Pod{0: pod(corev1.PodFailed, "Evicted")}); len(got) != 0 {
+	if got := Failures(trivial, nil, nil, map[int32]*corev1.Pod{0: pod(corev1.PodFailed, "Evicted")}, nil); len(got) != 0 {
 		t.Errorf("failures without a fabric: %v", got)
+	}
+}
+
+// A live rank its peers report lost fails; one builder reporting every
+// peer lost fails itself, not them.
+func TestLostPeers(t *testing.T) {
+	f, table := plan(t, 5, 2, nil) // LLSSLLL. (live 0 1 4 5 6)
+	table.Epoch = 3
+	at := func(epoch int64, lost ...int32) builderstatus.Report {
+		return builderstatus.Report{State: builderstatus.StateRunning, Epoch: epoch, LostPeers: lost}
+	}
+	for _, tc := range []struct {
+		name    string
+		reports map[int32]builderstatus.Report
+		want    string
+	}{
+		{"nobody lost", map[int32]builderstatus.Report{0: at(3), 1: at(3), 4: at(3), 5: at(3), 6: at(3)}, ""},
+		{"every survivor reports rank 4, which does not answer",
+			map[int32]builderstatus.Report{0: at(3, 4), 1: at(3, 4), 5: at(3, 4), 6: at(3, 4)}, "4"},
+		{"rank 4 answers, but its peers lost it",
+			map[int32]builderstatus.Report{0: at(3, 4), 1: at(3, 4), 4: at(3), 5: at(3, 4), 6: at(3)}, "4"},
+		{"one of four: no majority", map[int32]builderstatus.Report{0: at(3, 4), 1: at(3), 5: at(3), 6: at(3)}, ""},
+		{"rank 0 lost its network and reports everyone; they report it",
+			map[int32]builderstatus.Report{0: at(3, 1, 4, 5, 6), 1: at(3, 0), 4: at(3, 0), 5: at(3, 0), 6: at(3, 0)}, "0"},
+		{"reports of an older epoch do not count (a failover is switching)",
+			map[int32]builderstatus.Report{0: at(2, 4), 1: at(2, 4), 5: at(2, 4), 6: at(2, 4)}, ""},
+		{"a spare or dummy rank reported lost is no unit failure",
+			map[int32]builderstatus.Report{0: at(3, 2, 7), 1: at(3, 2, 7), 5: at(3, 2, 7), 6: at(3, 2, 7)}, ""},
+		{"the only other reporter counts", map[int32]builderstatus.Report{0: at(3, 4)}, "4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, fl := range Failures(table, Endpoints(f), Nodes{"s0": true, "s1": true, "s2": true, "s3": true}, nil, tc.reports) {
+				if fl.Reason != ReasonPeerLost {
+					t.Errorf("rank %d reason %s", fl.Rank, fl.Reason)
+				}
+				got = append(got, fmt.Sprint(fl.Rank))
+			}
+			if s := strings.Join(got, " "); s != tc.want {
+				t.Errorf("lost %q, want %q", s, tc.want)
+			}
+		})
+	}
+}
+
+// A spare whose pod failed is not used, and does not count as left.
+func TestFailedSpares(t *testing.T) {
+	f, table := plan(t, 5, 2, nil) // LLSSLLL., spares on s1 (ranks 2, 3)
+	pods := map[int32]*corev1.Pod{
+		2: onEndpoint(&corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "TopologyAffinityError"}}, "s1-0"),
+		3: onEndpoint(&corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning}}, "s1-1"),
+	}
+	failed := FailedSpares(table, pods)
+	if len(failed) != 1 || failed["s1-0"] != "TopologyAffinityError" {
+		t.Fatalf("FailedSpares = %v", failed)
+	}
+	g := WithoutEndpoints(f, failed)
+	if n := SparesLeft(table, Endpoints(g)); n != 1 {
+		t.Errorf("spares left %d, want 1", n)
+	}
+	if n := SparesLeft(table, Endpoints(f)); n != 2 {
+		t.Errorf("the fabric given was changed: spares left %d, want 2", n)
+	}
+	// Rank 4 fails: it would go to the lowest spare, s1-0 (rank 2), which
+	// is passed over.
+	rec, err := Recover(g, table, []Failure{{4, "PodFailed"}}, ebv1.FailureRunDegraded)
+	if err != nil || len(rec.Moves) != 1 || rec.Moves[0].SpareEndpoint != "s1-1" {
+		t.Errorf("Recover: %+v, %v; want unit 2 on s1-1", rec.Moves, err)
 	}
 }
 
@@ -197,7 +266,7 @@ func TestRecover(t *testing.T) {
 			before := roles(table)
 			nodes[tc.down] = false
 			f = Fabric(spec, nodes)
-			rec, err := Recover(f, table, Failures(table, Endpoints(f), nodes, nil), tc.policy)
+			rec, err := Recover(f, table, Failures(table, Endpoints(f), nodes, nil, nil), tc.policy)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,800 @@
+// Package builderemu is an EMULATION of eb-builder's HTTP control API, for
+// the operator's envtest suite and scale benchmark, where there are no
+// kubelets and so no builder processes. It is not the builder: it moves
+// no data. It implements the contract of builder/docs/control-api.md as
+// faithfully as a test needs: bearer tokens (401/403), the state machine
+// (NOT_READY, READY, RUNNING, PAUSED, ERROR) with 409 and the allowed
+// commands, configure's validation of the rank table (400 naming the
+// field), epochs that only go forward (same epoch and table idempotent,
+// same epoch with another table 409), a pending epoch in RUNNING/PAUSED
+// that the running set switches to together once every unit live in both
+// tables holds it, pause and stop acting on the whole running set, a
+// dummy's standby start, lost peers (reset by a new epoch), /status,
+// /healthz and /readyz. Live RUNNING builders count events at a fixed rate.
+//
+// A Farm serves any number of emulated builders from one local HTTP
+// server, each under its own path (Farm.URL); builders of one run share a
+// mesh, which is what makes epoch switches, set-wide pause and stop, and
+// lost peers work across them. StartPod plays the kubelet and eb-builder's
+// start: it reads the builder's command line and finds the token file
+// through the pod's volumes and the Secret it mounts.
+package builderemu
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Builder states, as the builder names them.
+const (
+	NotReady = "NOT_READY"
+	Ready    = "READY"
+	Running  = "RUNNING"
+	Paused   = "PAUSED"
+	Error    = "ERROR"
+)
+
+// tableVersion is the only rank-table version the builder knows.
+const tableVersion = "eventbuilder.daq.io/ranktable/v1"
+
+// maxConfigure is the largest configure body the builder reads.
+const maxConfigure = 4 << 20
+
+// Options are what an emulated builder was started with.
+type Options struct {
+	// Token is the bearer token (--token-file's content, trimmed, or
+	// EB_CONTROL_TOKEN); empty disables the control API (403).
+	Token string
+	// Rank is --rank; -1 when not given.
+	Rank int32
+	// Mesh names the set of builders that run together (one run).
+	Mesh string
+	// EventRate is the events per second a live RUNNING builder counts
+	// (default 10 000), EventSize their bytes (default 1000).
+	EventRate float64
+	EventSize int64
+}
+
+// Request is one control command a builder received.
+type Request struct {
+	Command string
+	// Epoch of the table sent, for configure.
+	Epoch int64
+	// Rank sent, for configure.
+	Rank int32
+	// Status is the HTTP status answered.
+	Status int
+	// Authorized: the bearer token was right.
+	Authorized bool
+}
+
+// Farm serves emulated builders.
+type Farm struct {
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	builders map[string]*Builder
+	meshes   map[string]*mesh
+	// onAccept, if set, is called (without the lock) after a command
+	// was accepted.
+	onAccept func(b *Builder, cmd string, epoch int64)
+}
+
+// NewFarm starts the farm's HTTP server; Close stops it.
+func NewFarm() *Farm {
+	f := &Farm{builders: map[string]*Builder{}, meshes: map[string]*mesh{}}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	return f
+}
+
+// Close stops the server.
+func (f *Farm) Close() { f.srv.Close() }
+
+// URL is the base URL of the builder started under key (whether or not it
+// is started yet: until then, and once killed, nothing answers there).
+func (f *Farm) URL(key string) string { return f.srv.URL + "/b/" + key }
+
+// OnAccept sets a function called after every accepted command, with the
+// epoch of the table the builder then holds (its pending epoch if any).
+func (f *Farm) OnAccept(fn func(b *Builder, cmd string, epoch int64)) {
+	f.mu.Lock()
+	f.onAccept = fn
+	f.mu.Unlock()
+}
+
+// Start starts an emulated builder under key, replacing any builder there
+// (a restarted process: it starts NOT_READY with zero counters).
+func (f *Farm) Start(key string, o Options) *Builder {
+	if o.EventRate == 0 {
+		o.EventRate = 10000
+	}
+	if o.EventSize == 0 {
+		o.EventSize = 1000
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if old := f.builders[key]; old != nil {
+		old.dead = true
+	}
+	m := f.meshes[o.Mesh]
+	if m == nil {
+		m = &mesh{byRank: map[int32]*Builder{}}
+		f.meshes[o.Mesh] = m
+	}
+	b := &Builder{farm: f, key: key, opts: o, mesh: m, state: NotReady, rank: o.Rank, lost: map[int32]bool{}, last: time.Now()}
+	f.builders[key] = b
+	if o.Rank >= 0 {
+		m.byRank[o.Rank] = b
+	}
+	return b
+}
+
+// Builder returns the builder started under key, or nil.
+func (f *Farm) Builder(key string) *Builder {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.builders[key]
+}
+
+// Kill ends the builder under key as a crash or a dead node would: nothing
+// answers at its URL any more, and every live peer running with it marks
+// its rank lost (as after --peer-timeout-ms).
+func (f *Farm) Kill(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := f.builders[key]
+	if b == nil || b.dead {
+		return
+	}
+	b.dead = true
+	now := time.Now()
+	for _, p := range b.mesh.byRank {
+		if p != b && !p.dead && p.active() && p.table.live(b.rank) && p.table.live(p.rank) {
+			p.advance(now)
+			p.lost[b.rank] = true
+		}
+	}
+}
+
+// Builder is one emulated eb-builder process.
+type Builder struct {
+	farm *Farm
+	key  string
+	opts Options
+	mesh *mesh
+
+	// Guarded by farm.mu.
+	dead      bool
+	state     string
+	rank      int32 // configured rank; opts.Rank or -1 before configure
+	table     *table
+	pending   *table
+	lost      map[int32]bool
+	lastError string
+	requests  []Request
+	last      time.Time // counters advanced to
+	events    float64
+	dropped   float64
+}
+
+// mesh is the builders of one run, by rank (the latest process per rank).
+type mesh struct {
+	byRank map[int32]*Builder
+}
+
+// table is what the builder reads of a rank table.
+type table struct {
+	Version string      `json:"version"`
+	Epoch   int64       `json:"epoch"`
+	Layout  string      `json:"layout"`
+	Ranks   []tableRank `json:"ranks"`
+}
+
+type tableRank struct {
+	Rank    int    `json:"rank"`
+	Address string `json:"address"`
+	State   string `json:"state"`
+}
+
+func (t *table) live(rank int32) bool {
+	return t != nil && rank >= 0 && int(rank) < len(t.Ranks) && t.Ranks[rank].State == "live"
+}
+
+func (t *table) liveCount() int {
+	n := 0
+	for _, r := range t.Ranks {
+		if r.State == "live" {
+			n++
+		}
+	}
+	return n
+}
+
+// Key is the key the builder was started under.
+func (b *Builder) Key() string { return b.key }
+
+// Rank is the builder's rank.
+func (b *Builder) Rank() int32 {
+	b.farm.mu.Lock()
+	defer b.farm.mu.Unlock()
+	return b.rank
+}
+
+// State is the builder's state.
+func (b *Builder) State() string {
+	b.farm.mu.Lock()
+	defer b.farm.mu.Unlock()
+	return b.state
+}
+
+// Epoch is the epoch of the table the builder runs, and its pending one.
+func (b *Builder) Epoch() (epoch, pending int64) {
+	b.farm.mu.Lock()
+	defer b.farm.mu.Unlock()
+	return b.table.epoch(), b.pending.epoch()
+}
+
+func (t *table) epoch() int64 {
+	if t == nil {
+		return 0
+	}
+	return t.Epoch
+}
+
+// Requests are the control commands the builder received, in order.
+func (b *Builder) Requests() []Request {
+	b.farm.mu.Lock()
+	defer b.farm.mu.Unlock()
+	return slices.Clone(b.requests)
+}
+
+// SetToken changes the token the builder expects, as if it had been
+// started with another token file.
+func (b *Builder) SetToken(token string) {
+	b.farm.mu.Lock()
+	defer b.farm.mu.Unlock()
+	b.opts.Token = token
+}
+
+// Fail puts the builder in ERROR with msg as last_error.
+func (b *Builder) Fail(msg string) {
+	b.farm.mu.Lock()
+	defer b.farm.mu.Unlock()
+	b.advance(time.Now())
+	b.state, b.lastError = Error, msg
+}
+
+// LosePeer makes the builder report rank lost, as when its connections to
+// that peer reset or time out.
+func (b *Builder) LosePeer(rank int32) {
+	b.farm.mu.Lock()
+	defer b.farm.mu.Unlock()
+	b.advance(time.Now())
+	b.lost[rank] = true
+}
+
+// active: the builder runs a table in a running set.
+func (b *Builder) active() bool { return b.state == Running || b.state == Paused }
+
+// role is live or dummy, as the builder's own rank is in its table.
+func (b *Builder) role() string {
+	switch {
+	case b.table == nil:
+		return ""
+	case b.table.live(b.rank):
+		return "live"
+	}
+	return "dummy"
+}
+
+// advance counts the events built since the last advance: a live builder
+// builds while RUNNING; events missing a lost peer's data are dropped.
+func (b *Builder) advance(now time.Time) {
+	dt := now.Sub(b.last).Seconds()
+	b.last = now
+	if b.state != Running || b.role() != "live" || dt <= 0 {
+		return
+	}
+	n := b.opts.EventRate * dt
+	if len(b.lost) > 0 {
+		share := float64(len(b.lost)) / float64(max(1, b.table.liveCount()))
+		b.dropped += n * share
+		n -= n * share
+	}
+	b.events += n
+}
+
+// statusDoc is the builder's GET /status document.
+type statusDoc struct {
+	Rank             int32          `json:"rank"`
+	Units            int            `json:"units"`
+	State            string         `json:"state"`
+	Role             string         `json:"role"`
+	Epoch            int64          `json:"epoch"`
+	PendingEpoch     int64          `json:"pending_epoch"`
+	EventsBuilt      int64          `json:"events_built"`
+	EventsIncomplete int64          `json:"events_incomplete"`
+	EventsDropped    int64          `json:"events_dropped"`
+	MEPsBuilt        int64          `json:"meps_built"`
+	BytesBuilt       int64          `json:"bytes_built"`
+	EventsPerSecond  float64        `json:"events_per_second"`
+	BytesPerSecond   float64        `json:"bytes_per_second"`
+	Peers            []peer         `json:"peers"`
+	LostPeers        []int32        `json:"lost_peers"`
+	NUMA             map[string]any `json:"numa"`
+	Allowed          []string       `json:"allowed"`
+	LastError        string         `json:"last_error"`
+}
+
+type peer struct {
+	Rank  int    `json:"rank"`
+	State string `json:"state"`
+}
+
+var numaDoc = map[string]any{"requested": "", "node": nil, "pinned": false, "warning": "emulated builder"}
+
+// status is the builder's GET /status document, taken under the lock
+// (encoded outside it).
+func (b *Builder) status() *statusDoc {
+	b.advance(time.Now())
+	d := &statusDoc{Rank: b.rank, State: b.state, Role: b.role(), Epoch: b.table.epoch(), PendingEpoch: b.pending.epoch(),
+		LostPeers: []int32{}, NUMA: numaDoc, Allowed: allowed(b.state), LastError: b.lastError}
+	if t := b.table; t != nil {
+		d.Units = t.liveCount()
+		d.Peers = make([]peer, len(t.Ranks))
+		for i, r := range t.Ranks {
+			st := "connecting"
+			switch {
+			case int32(r.Rank) == b.rank:
+				st = "self"
+			case r.State != "live":
+				st = "dummy"
+			case b.lost[int32(r.Rank)]:
+				st = "lost"
+			case b.active() && b.role() == "live":
+				st = "up"
+			}
+			d.Peers[i] = peer{r.Rank, st}
+		}
+	}
+	for r := range b.lost {
+		d.LostPeers = append(d.LostPeers, r)
+	}
+	slices.Sort(d.LostPeers)
+	d.EventsBuilt, d.EventsDropped = int64(b.events), int64(b.dropped)
+	d.MEPsBuilt, d.BytesBuilt = d.EventsBuilt/1000, d.EventsBuilt*b.opts.EventSize
+	if b.state == Running && b.role() == "live" {
+		d.EventsPerSecond = b.opts.EventRate
+		d.BytesPerSecond = b.opts.EventRate * float64(b.opts.EventSize)
+	}
+	return d
+}
+
+// allowed are the commands the state machine accepts in a state.
+func allowed(state string) []string {
+	switch state {
+	case NotReady:
+		return []string{"configure", "reset"}
+	case Ready:
+		return []string{"configure", "start", "reset"}
+	case Running:
+		return []string{"configure", "pause", "stop", "reset"}
+	case Paused:
+		return []string{"configure", "resume", "stop", "reset"}
+	}
+	return []string{"reset"}
+}
+
+// serve routes /b/<key>/<path> to the builder under key. Where no builder
+// runs, the connection is closed unanswered, as a dead address would.
+func (f *Farm) serve(w http.ResponseWriter, r *http.Request) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/b/")
+	key, path, _ := strings.Cut(rest, "/")
+	f.mu.Lock()
+	b := f.builders[key]
+	f.mu.Unlock()
+	if !ok || b == nil || b.isDead() {
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				_ = conn.Close()
+				return
+			}
+		}
+		http.Error(w, "no builder", http.StatusBadGateway)
+		return
+	}
+	b.serve(w, r, "/"+path)
+}
+
+func (b *Builder) isDead() bool {
+	b.farm.mu.Lock()
+	defer b.farm.mu.Unlock()
+	return b.dead
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (b *Builder) serve(w http.ResponseWriter, r *http.Request, path string) {
+	f := b.farm
+	switch path {
+	case "/healthz":
+		_, _ = io.WriteString(w, "ok\n")
+		return
+	case "/readyz":
+		f.mu.Lock()
+		state := b.state
+		f.mu.Unlock()
+		if state == NotReady || state == Error {
+			http.Error(w, state, http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ok\n")
+		return
+	case "/status":
+		f.mu.Lock()
+		st := b.status()
+		f.mu.Unlock()
+		writeJSON(w, http.StatusOK, st)
+		return
+	}
+	cmd, ok := strings.CutPrefix(path, "/control/")
+	if !ok || !slices.Contains([]string{"configure", "start", "pause", "resume", "stop", "reset"}, cmd) {
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": "use POST"})
+		return
+	}
+
+	// Read the body before taking the lock: a table can be large.
+	var body []byte
+	if cmd == "configure" {
+		var err error
+		if body, err = io.ReadAll(io.LimitReader(r.Body, maxConfigure+1)); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "reading the body: " + err.Error()})
+			return
+		}
+	}
+	req, tbl, perr := parseConfigure(cmd, body)
+
+	f.mu.Lock()
+	code, answer := b.command(cmd, r.Header.Get("Authorization"), req, tbl, perr)
+	var epoch int64
+	if b.pending != nil {
+		epoch = b.pending.Epoch
+	} else {
+		epoch = b.table.epoch()
+	}
+	hook := f.onAccept
+	f.mu.Unlock()
+	if code == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+	}
+	writeJSON(w, code, answer)
+	if code == http.StatusOK && hook != nil {
+		hook(b, cmd, epoch)
+	}
+}
+
+// configureBody is what the builder reads of a configure request.
+type configureBody struct {
+	Rank  *int32 `json:"rank"`
+	Table *table `json:"table"`
+}
+
+// parseConfigure decodes and checks a configure body; a non-nil error is
+// the 400 (or 413) to answer once the token is checked.
+func parseConfigure(cmd string, body []byte) (*configureBody, *table, *httpError) {
+	if cmd != "configure" {
+		return nil, nil, nil
+	}
+	if len(body) > maxConfigure {
+		return nil, nil, &httpError{http.StatusRequestEntityTooLarge, "body over 4 MiB"}
+	}
+	var c configureBody
+	if err := json.Unmarshal(body, &c); err != nil {
+		return nil, nil, &httpError{http.StatusBadRequest, "body: " + err.Error()}
+	}
+	bad := func(format string, a ...any) (*configureBody, *table, *httpError) {
+		return nil, nil, &httpError{http.StatusBadRequest, fmt.Sprintf(format, a...)}
+	}
+	t := c.Table
+	switch {
+	case c.Rank == nil:
+		return bad("rank: missing")
+	case t == nil:
+		return bad("table: missing")
+	case t.Version != tableVersion:
+		return bad("table.version '%s': expected %s", t.Version, tableVersion)
+	case t.Epoch < 1:
+		return bad("table.epoch %d: must be at least 1", t.Epoch)
+	case t.Layout != "Folded" && t.Layout != "Unfolded":
+		return bad("table.layout '%s': expected Folded or Unfolded", t.Layout)
+	case len(t.Ranks) == 0:
+		return bad("table.ranks: empty")
+	}
+	for i, r := range t.Ranks {
+		host, port, err := net.SplitHostPort(r.Address)
+		_, perr := strconv.ParseUint(port, 10, 16)
+		switch {
+		case r.Rank != i:
+			return bad("table.ranks[%d].rank %d: must equal its index", i, r.Rank)
+		case err != nil || host == "" || perr != nil:
+			return bad("table.ranks[%d].address '%s': expected host:port, e.g. run-eb-%d.run-eb:7000", i, r.Address, i)
+		case r.State != "live" && r.State != "dummy":
+			return bad("table.ranks[%d].state '%s': expected live or dummy", i, r.State)
+		}
+	}
+	if *c.Rank < 0 || int(*c.Rank) >= len(t.Ranks) {
+		return bad("rank %d: not in the table (ranks 0..%d)", *c.Rank, len(t.Ranks)-1)
+	}
+	return &c, t, nil
+}
+
+type httpError struct {
+	code int
+	msg  string
+}
+
+// command runs one command under the farm's lock; the answer is the
+// status document on success, else an error document.
+func (b *Builder) command(cmd, auth string, c *configureBody, t *table, perr *httpError) (int, any) {
+	now := time.Now()
+	b.advance(now)
+	req := Request{Command: cmd, Rank: -1}
+	if t != nil {
+		req.Epoch, req.Rank = t.Epoch, *c.Rank
+	}
+	answer := func(code int, msg string) (int, any) {
+		req.Status = code
+		b.requests = append(b.requests, req)
+		if code == http.StatusOK {
+			return code, b.status()
+		}
+		out := map[string]any{"error": msg}
+		if code == http.StatusConflict {
+			out["state"], out["allowed"] = b.state, allowed(b.state)
+		}
+		return code, out
+	}
+
+	token, ok := strings.CutPrefix(auth, "Bearer ")
+	switch {
+	case b.opts.Token == "":
+		return answer(http.StatusForbidden, "the control API is disabled: start eb-builder with --token-file or EB_CONTROL_TOKEN")
+	case !ok || auth == "":
+		return answer(http.StatusUnauthorized, "missing Authorization: Bearer <token>")
+	case subtle.ConstantTimeCompare([]byte(token), []byte(b.opts.Token)) != 1:
+		return answer(http.StatusUnauthorized, "wrong bearer token")
+	}
+	req.Authorized = true
+	if perr != nil {
+		return answer(perr.code, perr.msg)
+	}
+	if !slices.Contains(allowed(b.state), cmd) {
+		return answer(http.StatusConflict, fmt.Sprintf("cannot %s in state %s; allowed: %s", cmd, b.state, strings.Join(allowed(b.state), ", ")))
+	}
+
+	m := b.mesh
+	switch cmd {
+	case "configure":
+		if b.opts.Rank >= 0 && *c.Rank != b.opts.Rank {
+			return answer(http.StatusBadRequest, fmt.Sprintf("rank %d: this builder was started with --rank %d", *c.Rank, b.opts.Rank))
+		}
+		held := b.table
+		if b.pending != nil {
+			held = b.pending
+		}
+		switch {
+		case held != nil && t.Epoch < held.Epoch:
+			return answer(http.StatusConflict, fmt.Sprintf("table.epoch %d: older than epoch %d, which this builder holds; epochs only go forward", t.Epoch, held.Epoch))
+		case held != nil && t.Epoch == held.Epoch && !sameTable(t, held):
+			return answer(http.StatusConflict, fmt.Sprintf("table.epoch %d: this builder holds another table of that epoch", t.Epoch))
+		case held != nil && t.Epoch == held.Epoch:
+			return answer(http.StatusOK, "") // the same table again
+		}
+		if b.rank != *c.Rank && m.byRank[b.rank] == b {
+			delete(m.byRank, b.rank)
+		}
+		b.rank = *c.Rank
+		m.byRank[b.rank] = b
+		if b.active() {
+			b.pending = t
+			m.switchEpochs(now)
+		} else {
+			b.table, b.pending, b.lost, b.state = t, nil, map[int32]bool{}, Ready
+		}
+	case "start":
+		b.state = Running
+		m.switchEpochs(now)
+	case "pause", "stop":
+		// The whole running set stops at the same event.
+		to := Paused
+		if cmd == "stop" {
+			to = Ready
+		}
+		for _, p := range m.byRank {
+			if !p.dead && p.table.epoch() == b.table.epoch() && (p.state == Running || (cmd == "stop" && p.state == Paused)) {
+				p.advance(now)
+				p.state = to
+			}
+		}
+		b.state = to
+	case "resume":
+		b.state = Running
+		m.switchEpochs(now)
+	case "reset":
+		b.state, b.table, b.pending, b.lost, b.lastError = NotReady, nil, nil, map[int32]bool{}, ""
+	}
+	return answer(http.StatusOK, "")
+}
+
+// sameTable compares what the builder reads of two tables.
+func sameTable(a, b *table) bool {
+	return a.Version == b.Version && a.Epoch == b.Epoch && a.Layout == b.Layout && slices.Equal(a.Ranks, b.Ranks)
+}
+
+// switchEpochs switches every RUNNING builder holding a pending table to
+// it, once every unit live in both its tables holds that table and runs
+// (the end of the first cycle in which they all hold it). Units that
+// become dummies stand by; units that become live join; lost peers reset.
+func (m *mesh) switchEpochs(now time.Time) {
+	type pair struct{ from, to *table }
+	for changed := true; changed; {
+		changed = false
+		holds := map[pair]bool{} // allHold is the same for every builder switching between two tables
+		for _, b := range m.byRank {
+			if b.dead || b.pending == nil || b.state != Running {
+				continue
+			}
+			p := pair{b.table, b.pending}
+			ok, known := holds[p]
+			if !known {
+				ok = m.allHold(b.table, b.pending)
+				holds[p] = ok
+			}
+			if !ok {
+				continue
+			}
+			b.advance(now)
+			b.table, b.pending, b.lost = b.pending, nil, map[int32]bool{}
+			changed = true
+		}
+	}
+}
+
+// allHold: every unit live in both from and to holds to (pending, or
+// already switched) and is RUNNING.
+func (m *mesh) allHold(from, to *table) bool {
+	for _, r := range to.Ranks {
+		rank := int32(r.Rank)
+		if !to.live(rank) || !from.live(rank) {
+			continue
+		}
+		p := m.byRank[rank]
+		if p == nil || p.dead || p.state != Running {
+			return false
+		}
+		if p.table.epoch() < to.Epoch && p.pending.epoch() != to.Epoch {
+			return false
+		}
+	}
+	return true
+}
+
+// StartPod plays the kubelet starting a builder pod's container and
+// eb-builder starting in it: the command line must be a controlled one
+// (eb-builder with --rank, --http-port and --token-file, no --peers), and
+// --token-file must name a file of the Secret volume mounted there, which
+// must be secret. The builder is started under key (e.g. the pod's UID) in
+// the mesh of the pod's namespace and run label.
+func (f *Farm) StartPod(key string, pod *corev1.Pod, secret *corev1.Secret, runLabel string) (*Builder, error) {
+	if len(pod.Spec.Containers) == 0 {
+		return nil, errors.New("pod has no container")
+	}
+	c := pod.Spec.Containers[0]
+	if !slices.Equal(c.Command, []string{"eb-builder"}) {
+		return nil, fmt.Errorf("command %q, want eb-builder", c.Command)
+	}
+	o := Options{Rank: -1, Mesh: pod.Namespace + "/" + pod.Labels[runLabel]}
+	var tokenFile string
+	for i := 0; i < len(c.Args); i++ {
+		flag := c.Args[i]
+		if !strings.HasPrefix(flag, "--") {
+			return nil, fmt.Errorf("argument %q is not a flag", flag)
+		}
+		if i+1 >= len(c.Args) {
+			return nil, fmt.Errorf("flag %s has no value", flag)
+		}
+		val := c.Args[i+1]
+		i++
+		switch flag {
+		case "--rank":
+			r, err := strconv.ParseInt(val, 10, 32)
+			if err != nil || r < 0 {
+				return nil, fmt.Errorf("--rank %q", val)
+			}
+			o.Rank = int32(r)
+		case "--token-file":
+			tokenFile = val
+		case "--peers", "--dummies":
+			return nil, fmt.Errorf("%s: a self-configured builder; the emulation only runs controlled ones", flag)
+		}
+	}
+	switch {
+	case tokenFile != "":
+		tok, err := readMounted(pod, c, secret, tokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--token-file %s: %w", tokenFile, err)
+		}
+		o.Token = tok
+	default:
+		for _, e := range c.Env {
+			if e.Name == "EB_CONTROL_TOKEN" {
+				o.Token = strings.TrimSpace(e.Value)
+			}
+		}
+	}
+	return f.Start(key, o), nil
+}
+
+// readMounted reads path in the container as the kubelet lays out a Secret
+// volume: the mount's directory holds one file per item (or per key).
+func readMounted(pod *corev1.Pod, c corev1.Container, secret *corev1.Secret, path string) (string, error) {
+	for _, m := range c.VolumeMounts {
+		rel, ok := strings.CutPrefix(path, strings.TrimSuffix(m.MountPath, "/")+"/")
+		if !ok {
+			continue
+		}
+		for _, v := range pod.Spec.Volumes {
+			if v.Name != m.Name {
+				continue
+			}
+			s := v.Secret
+			switch {
+			case s == nil:
+				return "", fmt.Errorf("volume %s is not a Secret", v.Name)
+			case secret == nil || s.SecretName != secret.Name:
+				return "", fmt.Errorf("volume %s mounts Secret %q, which does not exist", v.Name, s.SecretName)
+			case !m.ReadOnly:
+				return "", fmt.Errorf("mount %s is not read-only", m.MountPath)
+			}
+			key := rel
+			if len(s.Items) > 0 {
+				key = ""
+				for _, it := range s.Items {
+					if it.Path == rel {
+						key = it.Key
+					}
+				}
+			}
+			data, ok := secret.Data[key]
+			if !ok || key == "" {
+				return "", fmt.Errorf("no file %s in Secret %s (keys %v)", rel, secret.Name, slices.Sorted(maps.Keys(secret.Data)))
+			}
+			return strings.TrimSpace(string(data)), nil
+		}
+		return "", fmt.Errorf("mount %s names no volume of the pod", m.MountPath)
+	}
+	return "", errors.New("no volume is mounted there")
+}
