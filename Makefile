@@ -39,7 +39,7 @@ OFFLINE_NODE_IMAGE := eventbuilder/kind-node:$(K8S_VERSION)-$(NODE_HASH)
 NODE_IMAGE_FILE := $(BUILD)/node-image
 
 DEMO_CLUSTER := eventbuilder-demo
-PACKAGES := build-essential cmake ninja-build libgtest-dev debootstrap clang libclang-rt-14-dev iperf3
+PACKAGES := build-essential cmake ninja-build libgtest-dev debootstrap clang libclang-rt-14-dev iperf3 nlohmann-json3-dev prometheus
 
 export PATH := $(K8S_BIN):$(PATH)
 

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     for (std::uint32_t source = 0; source < 3; ++source) mfp_sizes.push_back(eb::mfp_bytes(sizes_of(source)));
     const eb::Mep_layout layout = eb::mep_layout(mfp_sizes);
     std::vector<std::byte> mep(layout.total_bytes);
-    eb::write_mep_header(mep, layout, 8, 4);
+    eb::write_mep_header(mep, layout, 8, 4, 1);
     for (std::uint32_t source = 0; source < 3; ++source)
         eb::write_mfp(std::span(mep).subspan(layout.offsets[source], mfp_sizes[source]),
                       {source, 8, eb::fragment_type(source)}, sizes_of(source));

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 
 namespace eb {
@@ -19,6 +20,11 @@ public:
 
     // Gives the oldest held element back to the buffer.
     virtual void release() = 0;
+
+    // Moves on so that the next element starts at event `first_event_id`,
+    // when a unit joins a running set. Only a source that can seek (the
+    // generator) supports it; with none held.
+    virtual void skip_to(std::uint64_t first_event_id);
 };
 
 // Hands out room for elements and publishes them when complete.
@@ -31,6 +37,13 @@ public:
 
     // Publishes the oldest allocated element to the reading side.
     virtual void commit() = 0;
+
+    // Publishes the oldest allocated element, which lacks data (a lost
+    // source): a writer that counts events counts its events incomplete.
+    virtual void commit_incomplete() { commit(); }
+
+    // Takes back the newest allocated, uncommitted element: it is never published.
+    virtual void discard() = 0;
 };
 
 }  // namespace eb

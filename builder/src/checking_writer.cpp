@@ -22,6 +22,11 @@ std::span<std::byte> Checking_writer::allocate(std::size_t bytes) {
     return mep_;
 }
 
+void Checking_writer::discard() {
+    if (!allocated_) throw std::logic_error("Checking_writer: discard without allocate");
+    allocated_ = false;
+}
+
 void Checking_writer::commit() {
     if (!allocated_) throw std::logic_error("Checking_writer: commit without allocate");
     allocated_ = false;

@@ -17,6 +17,9 @@ public:
 
     std::span<std::byte> allocate(std::size_t bytes) override;
     void commit() override;
+    void discard() override;
+
+    Mep_checker& checker() { return checker_; }
 
 private:
     Mep_checker checker_;

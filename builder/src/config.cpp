@@ -15,7 +15,8 @@ namespace {
 constexpr std::string_view known_flags[] = {
     "--rank",   "--peers",       "--http-port", "--packing-factor", "--fragment-size", "--events",
     "--size-model", "--rate",   "--source",    "--source-file",    "--output",        "--run",
-    "--ring-mib",   "--layout", "--dummies",   "--barrier",        "--barrier-every"};
+    "--ring-mib",   "--layout", "--dummies",   "--barrier",        "--barrier-every", "--token-file",
+    "--peer-timeout-ms", "--incomplete", "--numa-node", "--rdma-device"};
 
 std::optional<std::uint64_t> parse_number(std::string_view text, std::uint64_t max) {
     std::uint64_t value = 0;
@@ -102,6 +103,7 @@ constexpr std::string_view source_kinds[] = {"generator", "shm", "file"};
 constexpr std::string_view output_kinds[] = {"check", "shm"};
 constexpr std::string_view layouts[] = {"folded", "unfolded"};
 constexpr std::string_view barrier_kinds[] = {"none", "centralized", "tournament"};
+constexpr std::string_view incomplete_policies[] = {"drop", "flag"};
 
 // Shared-memory names are /eb-<run>-<rank>-...: keep them short and portable.
 std::optional<Usage_error> parse_run_name(std::string_view value, std::string& run_name) {
@@ -137,14 +139,38 @@ std::optional<Usage_error> parse_flag(std::string_view flag, std::string_view va
     if (flag == "--dummies") return parse_dummies(value, config.dummies);
     if (flag == "--barrier") return parse_choice(config.barrier, flag, value, barrier_kinds);
     if (flag == "--barrier-every") return parse_into(config.barrier_every, flag, value, 1);
+    if (flag == "--token-file") {
+        if (value.empty()) return Usage_error{"--token-file needs a path, e.g. /var/run/eventbuilder/control/token"};
+        config.token_file = value;
+        return std::nullopt;
+    }
+    if (flag == "--peer-timeout-ms") return parse_into(config.peer_timeout_ms, flag, value, 100, 600'000);
+    if (flag == "--incomplete") return parse_choice(config.incomplete, flag, value, incomplete_policies);
+    if (flag == "--numa-node") {
+        std::uint32_t node = 0;
+        if (auto error = parse_into(node, flag, value, 0, 1023)) return error;
+        if (!config.numa.empty()) return Usage_error{"--numa-node and --rdma-device exclude each other; give one"};
+        config.numa = value;
+        return std::nullopt;
+    }
+    if (flag == "--rdma-device") {
+        if (value.empty() || value.find('/') != std::string_view::npos || value.starts_with("."))
+            return Usage_error{"--rdma-device " + quoted(value) + ": expected a device name such as mlx5_0"};
+        if (!config.numa.empty()) return Usage_error{"--numa-node and --rdma-device exclude each other; give one"};
+        config.numa = value;
+        return std::nullopt;
+    }
     return Usage_error{"unknown flag " + std::string(flag) + "; see --help for the flags"};
 }
 
 // Checks that need several flags at once.
 std::optional<Usage_error> check_consistency(const Config& config, std::optional<Rank> rank) {
-    if (config.peers.empty())
-        return Usage_error{"--peers is required: list every unit's data address in rank order, "
-                           "e.g. --peers eb-0.eb-builder:9000,eb-1.eb-builder:9000"};
+    if (config.peers.empty()) {
+        // Controlled: the table comes with configure; table flags make no sense.
+        if (!config.dummies.empty())
+            return Usage_error{"--dummies needs --peers; a controlled builder gets its dummies with configure"};
+        return std::nullopt;
+    }
     if (!rank) return Usage_error{"--rank is required: the 0-based position of this unit in --peers"};
     if (*rank >= config.peers.size())
         return Usage_error{"--rank " + std::to_string(*rank) + " is out of range: --peers lists " +
@@ -219,20 +245,29 @@ Command_line parse_command_line(std::span<const std::string_view> args) {
     }
 
     if (auto error = check_consistency(config, rank)) return *error;
-    config.rank = *rank;
+    config.rank = rank.value_or(0);
+    config.rank_given = rank.has_value();
     return config;
 }
 
 std::string usage() {
-    return R"(Usage: eb-builder --rank R --peers HOST:PORT,HOST:PORT,... [options]
+    return R"(Usage: eb-builder [--rank R] [options]                  (controlled)
+       eb-builder --rank R --peers HOST:PORT,... [options]  (self-configured)
 
 One event-builder unit: readout unit (RU) and builder unit (BU) folded in one
 process. Units exchange MFPs by linear shifting over TCP and assemble MEPs.
+Controlled, the unit waits for its rank table from the control API
+(docs/control-api.md) and runs until SIGTERM; with --peers it configures and
+starts itself.
 
-  --rank R               0-based rank of this unit (its position in --peers)
+  --rank R               0-based rank of this unit (its position in --peers,
+                         or, controlled, the rank configure must name)
   --peers H:P,...        data-plane address of every unit, in rank order; this
                          unit listens on 0.0.0.0:<port of its own entry>
-  --http-port P          HTTP status port on 0.0.0.0 (default 8080)
+  --http-port P          HTTP control, status and metrics port on 0.0.0.0
+                         (default 8080)
+  --token-file PATH      bearer token for commands (default: the environment
+                         variable EB_CONTROL_TOKEN; none: commands refused)
   --packing-factor F     events per MFP and per MEP (default 1000)
   --fragment-size B      payload bytes per generated fragment (default 128)
   --events E             stop after building E events, rounded up to whole
@@ -255,9 +290,17 @@ process. Units exchange MFPs by linear shifting over TCP and assemble MEPs.
   --dummies R,R,...      ranks with no unit: they keep the schedule, move no data
   --barrier B            tournament (default), centralized or none
   --barrier-every K      phases between barriers (default 1)
+  --peer-timeout-ms T    a peer whose data goes unacknowledged this long is
+                         lost (default 1000)
+  --incomplete P         drop (default) or flag MEPs missing a lost source
+  --numa-node N          pin threads and memory to NUMA node N (default: the
+                         environment variable EB_NUMA_NODE, if set)
+  --rdma-device D        pin to the NUMA node of RDMA device D (default:
+                         EB_RDMA_DEVICE, if set and no node is given)
   --help                 show this text
 
-Endpoints: GET /status (JSON), /metrics (Prometheus), /healthz.
+Endpoints: POST /control/{configure,start,pause,resume,stop,reset}; GET
+/status (JSON), /metrics (Prometheus), /healthz, /readyz.
 Exit codes: 0 done or stopped by signal, 1 startup failure, 2 bad usage.
 )";
 }

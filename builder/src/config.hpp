@@ -18,11 +18,14 @@ namespace eb {
 // Where the RU's MFPs come from and where the BU's MEPs go.
 enum class Source_kind { generator, shm, file };
 enum class Output_kind { check, shm };
+// What a BU does with a MEP that misses a lost source's MFP.
+enum class Incomplete_policy { drop, flag };
 
 // Settings of one eb-builder process, from its command line.
 struct Config {
     Rank rank = 0;
-    std::vector<Peer_address> peers;  // every unit's data address, in rank order
+    bool rank_given = false;          // --rank given; required with --peers
+    std::vector<Peer_address> peers;  // every unit's data address, in rank order; empty: controlled
     std::uint16_t http_port = 8080;
     std::uint32_t packing_factor = 1000;
     std::uint32_t fragment_size = 128;
@@ -38,6 +41,14 @@ struct Config {
     std::vector<Rank> dummies;  // ascending
     Barrier_kind barrier = Barrier_kind::tournament;
     std::uint32_t barrier_every = 1;  // phases between barriers
+    std::string token_file;           // --token-file; empty: EB_CONTROL_TOKEN
+    std::uint32_t peer_timeout_ms = 1000;
+    Incomplete_policy incomplete = Incomplete_policy::drop;
+    std::string numa;  // --numa-node N or --rdma-device NAME; empty: unpinned
+
+    // With --peers the process configures and starts itself; without, it
+    // waits for the control API (docs/control-api.md).
+    bool self_configured() const { return !peers.empty(); }
 
     Event_model event_model() const { return {size_model, fragment_size}; }
     Rank_table rank_table() const { return Rank_table(units(), layout, dummies); }

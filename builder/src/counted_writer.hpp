@@ -26,6 +26,15 @@ public:
         status_.add_mep(events_per_mep_, 0, sizes_.front());
         sizes_.pop_front();
     }
+    void commit_incomplete() override {
+        inner_.commit();
+        status_.add_mep(0, events_per_mep_, sizes_.front());
+        sizes_.pop_front();
+    }
+    void discard() override {
+        inner_.discard();
+        sizes_.pop_back();
+    }
 
 private:
     Buffer_writer& inner_;

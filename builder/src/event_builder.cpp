@@ -1,6 +1,7 @@
 #include "event_builder.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 #include <string>
 
@@ -14,6 +15,11 @@ namespace eb {
 namespace {
 // Beyond this many rejected source MFPs only the counters keep track.
 constexpr std::uint64_t rejected_mfps_logged = 10;
+
+using Clock = std::chrono::steady_clock;
+double seconds_between(Clock::time_point from, Clock::time_point to) {
+    return std::chrono::duration<double>(to - from).count();
+}
 }  // namespace
 
 Event_builder::Event_builder(Settings settings, const Rank_table& table, Transport& transport, Unit unit)
@@ -23,26 +29,36 @@ Event_builder::Event_builder(Settings settings, const Rank_table& table, Transpo
       unit_(unit),
       rank_(transport.rank()),
       mfps_(table.units()),
-      announced_(table.units()),
+      sent_(table.units()),
       received_(table.units()),
       stand_ins_(table.units()) {
     if ((unit.source != nullptr) != table.runs_ru(rank_) || (unit.output != nullptr) != table.runs_bu(rank_) ||
-        (unit.source != nullptr && unit.errors == nullptr) || settings.barrier_every == 0)
+        (unit.source != nullptr && unit.errors == nullptr) || unit.events_dropped == nullptr ||
+        settings.barrier_every == 0 || !table.live(rank_))
         throw std::logic_error("Event_builder: the unit's buffers do not match its roles");
-    if (table.runs_ru(rank_))
-        for (const Rank bu : table.bus())
-            announce_sends_.push_back({bu, std::as_bytes(std::span(&announced_[bu], 1))});
-    if (table.runs_bu(rank_)) {
-        for (const Rank ru : table.rus())
-            announce_receives_.push_back({ru, std::as_writable_bytes(std::span(&received_[ru], 1))});
-        mfp_sizes_.resize(table.rus().size());
+    for (const Rank peer : table.live_ranks()) {
+        header_sends_.push_back({peer, std::as_bytes(std::span(&sent_[peer], 1))});
+        header_receives_.push_back({peer, std::as_writable_bytes(std::span(&received_[peer], 1))});
     }
+    if (table.runs_bu(rank_)) {
+        mfp_sizes_.resize(table.rus().size());
+        slot_missing_.resize(table.rus().size());
+    }
+    const std::vector<std::uint16_t> no_fragments(settings.packing_factor, 0);
+    missing_mfp_.resize(mfp_bytes(no_fragments));
 }
 
-bool Event_builder::run() {
-    for (std::uint64_t cycle = 0; settings_.cycles == 0 || cycle < settings_.cycles; ++cycle)
-        if (!run_cycle(cycle)) return false;
-    return true;
+std::optional<Cycle_decision> Event_builder::run_cycle(std::uint64_t cycle_chunk, const Vote& vote) {
+    // RU: fetch the whole cycle up front, so every BU can learn its MFP's size
+    // before the data moves (reference design, section III-B).
+    if (unit_.source != nullptr)
+        for (std::size_t index = 0; index < table_.bus().size(); ++index)
+            mfps_[table_.bus()[index]] = next_mfp(cycle_chunk + index, table_.bus()[index]);
+    if (!exchange_headers(cycle_chunk, vote)) return std::nullopt;
+    if (unit_.output != nullptr) lay_out_mep(cycle_chunk);
+    if (!run_phases()) return std::nullopt;
+    finish_cycle();
+    return decide(votes_, settings_.epoch);
 }
 
 std::span<const std::byte> Event_builder::next_mfp(std::uint64_t chunk, Rank bu) {
@@ -68,38 +84,64 @@ std::span<const std::byte> Event_builder::next_mfp(std::uint64_t chunk, Rank bu)
     return stand_in;
 }
 
-bool Event_builder::run_cycle(std::uint64_t cycle) {
-    const std::size_t bu_count = table_.bus().size();
-    // RU: fetch the whole cycle up front, so every BU can learn its MFP's size
-    // before the data moves (reference design, section III-B).
-    if (unit_.source != nullptr) {
-        for (std::size_t index = 0; index < bu_count; ++index) {
-            const Rank bu = table_.bus()[index];
-            const std::uint64_t chunk = chunk_for(cycle, index, bu_count);
-            mfps_[bu] = next_mfp(chunk, bu);
-            announced_[bu] = {chunk, settings_.packing_factor, 0, mfps_[bu].size()};
-        }
+bool Event_builder::exchange_headers(std::uint64_t cycle_chunk, const Vote& vote) {
+    const std::uint32_t votes = (vote.pause ? vote_pause : 0u) | (vote.stop ? vote_stop : 0u);
+    for (const Rank peer : table_.live_ranks()) {
+        const bool has_mfp = unit_.source != nullptr && table_.runs_bu(peer);
+        sent_[peer] = {cycle_chunk, has_mfp ? mfps_[peer].size() : 0, settings_.packing_factor, settings_.epoch,
+                       vote.pending_epoch, votes};
     }
-    if (!transport_.transfer(announce_sends_, announce_receives_)) return false;
-
-    // BU: place every source's MFP before any arrives.
-    if (unit_.output != nullptr) {
-        const std::uint64_t chunk = chunk_for(cycle, table_.bu_index(rank_), bu_count);
-        check_announcements(chunk);
-        for (std::size_t slot = 0; slot < table_.rus().size(); ++slot)
-            mfp_sizes_[slot] = received_[table_.rus()[slot]].bytes;
-        Mep_layout layout = mep_layout(mfp_sizes_);
-        mep_ = unit_.output->allocate(layout.total_bytes);
-        write_mep_header(mep_, layout, chunk * settings_.packing_factor, settings_.packing_factor);
-        offsets_ = std::move(layout.offsets);
+    if (!transport_.transfer(header_sends_, header_receives_)) return false;
+    // The votes of every unit not lost; every unit of the set sees the same.
+    votes_.clear();
+    for (const Rank peer : table_.live_ranks()) {
+        if (transport_.lost(peer)) continue;
+        check_header(peer, cycle_chunk);
+        const Cycle_header& header = received_[peer];
+        votes_.push_back({header.pending_epoch, (header.votes & vote_pause) != 0, (header.votes & vote_stop) != 0});
     }
-
-    if (!run_phases()) return false;
-
-    if (unit_.source != nullptr)
-        for (std::size_t index = 0; index < bu_count; ++index) unit_.source->release();
-    if (unit_.output != nullptr) unit_.output->commit();
     return true;
+}
+
+void Event_builder::check_header(Rank from, std::uint64_t cycle_chunk) const {
+    const Cycle_header& header = received_[from];
+    const std::string who = "rank " + std::to_string(from);
+    if (header.epoch != settings_.epoch)
+        throw Transport_error(who + " runs rank table epoch " + std::to_string(header.epoch) + ", this unit epoch " +
+                              std::to_string(settings_.epoch) + ": the units switched tables at different cycles");
+    if (header.cycle_chunk != cycle_chunk)
+        throw Transport_error(who + " is at chunk " + std::to_string(header.cycle_chunk) + ", this unit at " +
+                              std::to_string(cycle_chunk) + ": the units are out of step");
+    if (header.event_count != settings_.packing_factor)
+        throw Transport_error(who + " packs " + std::to_string(header.event_count) + " events per MFP, this unit " +
+                              std::to_string(settings_.packing_factor) + ": every unit needs the same --packing-factor");
+    const bool expects_mfp = table_.runs_ru(from) && unit_.output != nullptr;
+    if (header.bytes > max_mfp_bytes || (header.bytes != 0) != expects_mfp)
+        throw Transport_error(who + " announced an MFP of " + std::to_string(header.bytes) + " bytes; expected " +
+                              (expects_mfp ? "1.." + std::to_string(max_mfp_bytes) : std::string("none")));
+}
+
+void Event_builder::lay_out_mep(std::uint64_t cycle_chunk) {
+    const std::uint64_t chunk = cycle_chunk + table_.bu_index(rank_);
+    bool missing = false;
+    for (std::size_t slot = 0; slot < table_.rus().size(); ++slot) {
+        const Rank ru = table_.rus()[slot];
+        slot_missing_[slot] = transport_.lost(ru);
+        missing = missing || slot_missing_[slot];
+        mfp_sizes_[slot] = slot_missing_[slot] ? missing_mfp_.size() : received_[ru].bytes;
+    }
+    Mep_layout layout = mep_layout(mfp_sizes_);
+    mep_ = unit_.output->allocate(layout.total_bytes);
+    write_mep_header(mep_, layout, chunk * settings_.packing_factor, settings_.packing_factor, settings_.epoch);
+    offsets_ = std::move(layout.offsets);
+    mep_damaged_ = false;
+    if (!missing || settings_.drop_incomplete) return;
+    // Flagged delivery: a lost source's slot holds an MFP of missing fragments.
+    const std::vector<std::uint16_t> sizes(settings_.packing_factor, 0);
+    for (std::size_t slot = 0; slot < slot_missing_.size(); ++slot)
+        if (slot_missing_[slot])
+            write_mfp(mep_.subspan(offsets_[slot], missing_mfp_.size()),
+                      {table_.rus()[slot], chunk * settings_.packing_factor, fragment_type_missing}, sizes);
 }
 
 bool Event_builder::run_phases() {
@@ -108,37 +150,54 @@ bool Event_builder::run_phases() {
         const Rank bu = send_target(rank_, phase, units);
         const Rank ru = receive_source(rank_, phase, units);
         const bool sends = unit_.source != nullptr && table_.runs_bu(bu);
-        const bool receives = unit_.output != nullptr && table_.runs_ru(ru);
+        bool receives = unit_.output != nullptr && table_.runs_ru(ru);
         Send send{bu, sends ? mfps_[bu] : std::span<const std::byte>{}};
         Receive receive{ru, {}};
         if (receives) {
             const std::size_t slot = static_cast<std::size_t>(
                 std::lower_bound(table_.rus().begin(), table_.rus().end(), ru) - table_.rus().begin());
+            receives = !slot_missing_[slot];
             receive.into = mep_.subspan(offsets_[slot], mfp_sizes_[slot]);
         }
+        const auto phase_start = Clock::now();
         if ((sends || receives) &&
             !transport_.transfer({&send, sends ? 1u : 0u}, {&receive, receives ? 1u : 0u}))
             return false;
-        if (unit_.barrier != nullptr && ++phases_run_ % settings_.barrier_every == 0 && !unit_.barrier->wait())
-            return false;
+        // Lost while its MFP was on the way: the slot is part-written.
+        if (receives && transport_.lost(ru)) mep_damaged_ = true;
+        const auto phase_end = Clock::now();
+        if (unit_.phase_time != nullptr) unit_.phase_time->observe(seconds_between(phase_start, phase_end));
+        if (unit_.barrier != nullptr && ++phases_run_ % settings_.barrier_every == 0) {
+            if (!unit_.barrier->wait()) return false;
+            if (unit_.barrier_wait != nullptr) unit_.barrier_wait->observe(seconds_between(phase_end, Clock::now()));
+        }
     }
     return true;
 }
 
-void Event_builder::check_announcements(std::uint64_t chunk) const {
-    for (const Rank ru : table_.rus()) {
-        const Mfp_announcement& announced = received_[ru];
-        const std::string from = "rank " + std::to_string(ru);
-        if (announced.chunk != chunk)
-            throw Transport_error(from + " announced MFP chunk " + std::to_string(announced.chunk) + ", expected " +
-                                  std::to_string(chunk) + ": the units are out of step");
-        if (announced.event_count != settings_.packing_factor)
-            throw Transport_error(from + " packs " + std::to_string(announced.event_count) + " events per MFP, this unit " +
-                                  std::to_string(settings_.packing_factor) +
-                                  ": every unit needs the same --packing-factor");
-        if (announced.bytes > max_mfp_bytes)
-            throw Transport_error(from + " announced an MFP of " + std::to_string(announced.bytes) +
-                                  " bytes, more than the limit of " + std::to_string(max_mfp_bytes));
+bool Event_builder::first_live_ru_left() const {
+    for (const Rank ru : table_.rus())
+        if (!transport_.lost(ru)) return ru == rank_;
+    return false;
+}
+
+void Event_builder::finish_cycle() {
+    if (unit_.source != nullptr) {
+        for (std::size_t index = 0; index < table_.bus().size(); ++index) unit_.source->release();
+        // The chunks of lost BUs are built nowhere; one RU counts them.
+        if (first_live_ru_left())
+            for (const Rank bu : table_.bus())
+                if (transport_.lost(bu)) unit_.events_dropped->fetch_add(settings_.packing_factor);
+    }
+    if (unit_.output == nullptr) return;
+    const bool missing = std::find(slot_missing_.begin(), slot_missing_.end(), true) != slot_missing_.end();
+    if (mep_damaged_ || (missing && settings_.drop_incomplete)) {
+        unit_.output->discard();
+        unit_.events_dropped->fetch_add(settings_.packing_factor);
+    } else if (missing) {
+        unit_.output->commit_incomplete();
+    } else {
+        unit_.output->commit();
     }
 }
 

@@ -1,10 +1,14 @@
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "barrier.hpp"
 #include "buffer.hpp"
+#include "cycle_vote.hpp"
+#include "histogram.hpp"
 #include "parse_error.hpp"
 #include "rank_table.hpp"
 #include "transport.hpp"
@@ -12,42 +16,56 @@
 
 namespace eb {
 
-// An EB unit's run loop: its RU (if it runs one) feeds MFPs from `source`
-// into the linear-shifting schedule, its BU (if any) assembles the MEPs it is
-// assigned and hands them to `output`. One cycle moves one MFP chunk per
-// live BU:
-//   1. RU: take the cycle's MFPs (one per live BU), check each, announce the
-//      sizes; BU: take one announcement per live RU, lay out the MEP, write
-//      its header.
+// An EB unit's run loop under one rank table (one epoch): its RU (if it runs
+// one) feeds MFPs from `source` into the linear-shifting schedule, its BU (if
+// any) assembles the MEPs it is assigned and hands them to `output`. One
+// cycle moves one MFP chunk per live BU:
+//   1. RU: take the cycle's MFPs (one per live BU), check each. Every live
+//      unit sends every other a cycle header: the MFP size for it, if any,
+//      and its votes. BU: lay out the MEP, write its header.
 //   2. N phases: in phase n the RU sends to BU (rank + n) mod N and the BU
 //      receives from RU (rank - n) mod N straight into its place in the MEP;
 //      pairs with a dummy or a missing role idle. A barrier every k phases.
-//   3. Release the MFPs, commit the MEP.
+//   3. Release the MFPs, commit the MEP; return what the votes decided.
+// A lost peer is built around: its MFPs are missing from the MEPs (dropped,
+// or delivered flagged incomplete) and the chunks it would have built are
+// dropped, all counted in `events_dropped`.
 class Event_builder {
 public:
     struct Settings {
         std::uint32_t packing_factor = 0;
-        std::uint64_t cycles = 0;  // 0: until stopped
         std::uint32_t barrier_every = 1;
+        std::uint32_t epoch = 1;
+        bool drop_incomplete = true;  // false: deliver MEPs missing a lost source, flagged
     };
     struct Unit {
         Buffer_reader* source = nullptr;  // set iff the rank runs an RU; must let B MFPs be held
         Buffer_writer* output = nullptr;  // set iff the rank runs a BU
         Barrier* barrier = nullptr;       // none: no barrier
         Parse_error_counts* errors = nullptr;  // counts rejected source MFPs; required with a source
+        std::atomic<std::uint64_t>* events_dropped = nullptr;  // required
+        Histogram* phase_time = nullptr;    // optional
+        Histogram* barrier_wait = nullptr;  // optional
     };
 
     Event_builder(Settings settings, const Rank_table& table, Transport& transport, Unit unit);
 
-    // Returns true after the last cycle, false if stopped. Throws
-    // Transport_error on a failed peer or a protocol violation.
-    bool run();
+    // Runs the cycle whose BU of index 0 builds chunk `cycle_chunk`, with this
+    // unit's `vote`. Returns the set's decision, or nullopt if stopped.
+    // Throws Transport_error on a protocol violation by a peer.
+    std::optional<Cycle_decision> run_cycle(std::uint64_t cycle_chunk, const Vote& vote);
+
+    // Chunks per cycle: the number of live BUs.
+    std::uint64_t chunks_per_cycle() const { return table_.bus().size(); }
 
 private:
-    bool run_cycle(std::uint64_t cycle);
+    bool exchange_headers(std::uint64_t cycle_chunk, const Vote& vote);
+    void lay_out_mep(std::uint64_t cycle_chunk);
     bool run_phases();
+    void finish_cycle();
     std::span<const std::byte> next_mfp(std::uint64_t chunk, Rank bu);
-    void check_announcements(std::uint64_t chunk) const;
+    void check_header(Rank from, std::uint64_t cycle_chunk) const;
+    bool first_live_ru_left() const;  // the lowest-ranked RU not lost is this unit's
 
     Settings settings_;
     const Rank_table& table_;
@@ -58,14 +76,18 @@ private:
     std::uint64_t rejected_mfps_ = 0;
     // Per-cycle scratch, sized once, indexed by rank.
     std::vector<std::span<const std::byte>> mfps_;  // by destination BU
-    std::vector<Mfp_announcement> announced_;       // by destination BU
-    std::vector<Mfp_announcement> received_;        // by source RU
-    std::vector<Send> announce_sends_;
-    std::vector<Receive> announce_receives_;
+    std::vector<Cycle_header> sent_;                // by destination
+    std::vector<Cycle_header> received_;            // by sender
+    std::vector<Send> header_sends_;
+    std::vector<Receive> header_receives_;
+    std::vector<Vote> votes_;
     std::vector<std::uint64_t> mfp_sizes_;          // by slot (index in table.rus())
+    std::vector<bool> slot_missing_;                // by slot: the RU was lost
     std::vector<std::vector<std::byte>> stand_ins_;  // per destination BU: MFP of missing fragments
+    std::vector<std::byte> missing_mfp_;  // a lost source's slot in flagged MEPs
     std::span<std::byte> mep_;
     std::vector<std::uint64_t> offsets_;  // by slot
+    bool mep_damaged_ = false;            // a source was lost while its MFP was arriving
 };
 
 }  // namespace eb

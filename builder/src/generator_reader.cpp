@@ -1,10 +1,22 @@
 #include "generator_reader.hpp"
 
 #include <stdexcept>
+#include <string>
 
 #include "mfp.hpp"
 
 namespace eb {
+
+void Buffer_reader::skip_to(std::uint64_t first_event_id) {
+    throw std::runtime_error("this MFP source cannot start at event " + std::to_string(first_event_id) +
+                             ": only --source generator can join a running set; restart the run instead");
+}
+
+void Generator_reader::skip_to(std::uint64_t first_event_id) {
+    if (held_ != 0 || first_event_id % packing_factor_ != 0)
+        throw std::logic_error("Generator_reader: skip_to with MFPs held or inside an MFP");
+    next_mfp_ = first_event_id / packing_factor_;
+}
 
 Generator_reader::Generator_reader(std::uint32_t source_id, std::uint32_t packing_factor, const Event_model& model,
                                    std::size_t depth)

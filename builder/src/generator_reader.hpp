@@ -21,6 +21,7 @@ public:
 
     std::span<const std::byte> next() override;
     void release() override;
+    void skip_to(std::uint64_t first_event_id) override;
 
 private:
     std::uint32_t source_id_;

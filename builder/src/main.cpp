@@ -1,108 +1,71 @@
-// eb-builder: one folded EB unit (RU + BU) per process.
+// eb-builder: one EB unit (RU + BU, folded) per process.
 
-#include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
-#include <optional>
 #include <string_view>
 #include <thread>
+#include <variant>
 #include <vector>
 
-#include "barrier.hpp"
 #include "config.hpp"
-#include "event_builder.hpp"
+#include "control_token.hpp"
 #include "http_server.hpp"
 #include "log.hpp"
+#include "numa.hpp"
 #include "progress.hpp"
-#include "schedule.hpp"
-#include "shm_ring.hpp"
 #include "stop_flag.hpp"
-#include "tcp_mesh.hpp"
-#include "tcp_transport.hpp"
-#include "unit_buffers.hpp"
+#include "unit.hpp"
 #include "unit_status.hpp"
 
 namespace {
 
-// Connects the data mesh and builds events until done or stopped. Never
-// throws: a failure is logged, shown as ERROR in the status, and held there
-// until the unit is told to stop, so the operator can read it.
-// `started` is set when the mesh is up and building starts.
-void build_events(const eb::Config& config, const eb::Rank_table& table, eb::Unit_buffers& buffers, eb::Fd listener,
-                  eb::Unit_status& status, const eb::Stop_flag& stop, std::chrono::steady_clock::time_point& started) {
-    try {
-        std::vector<bool> live(table.units());
-        for (eb::Rank rank = 0; rank < table.units(); ++rank) live[rank] = table.live(rank);
-        auto mesh = eb::connect_mesh(std::move(listener), config.rank, config.peers, std::move(live), stop);
-        if (!mesh) {
-            buffers.stop_output();
-            return;
-        }
-        eb::Tcp_transport transport(config.rank, std::move(*mesh), stop);
-        std::optional<eb::Barrier> barrier;
-        if (config.barrier != eb::Barrier_kind::none) barrier.emplace(config.barrier, transport, table.live_ranks());
-        eb::Event_builder builder(
-            {config.packing_factor, eb::cycles_for_events(config.events, config.packing_factor), config.barrier_every},
-            table, transport,
-            {buffers.source(), buffers.output(), barrier ? &*barrier : nullptr, &status.parse_errors()});
-        status.set_state(eb::Unit_state::running);
-        eb::log_info("running");
-        started = std::chrono::steady_clock::now();
-        if (builder.run()) {
-            eb::log_info("built the requested ", config.events, " events");
-            buffers.finish_output();
-        } else {
-            buffers.stop_output();
-        }
-    } catch (const eb::Stopped&) {
-        // Asked to stop while waiting on a shared-memory ring: a normal stop.
-        buffers.stop_output();
-    } catch (const std::exception& error) {
-        buffers.fail_output();  // the consumer must not take this for a complete run
-        status.fail(error.what());
-        eb::log_error(error.what(), "; holding ERROR until stopped");
-        stop.wait();
-    }
+// --numa-node / --rdma-device, else the operator's environment.
+std::string numa_request(const eb::Config& config) {
+    if (!config.numa.empty()) return config.numa;
+    for (const char* name : {"EB_NUMA_NODE", "EB_RDMA_DEVICE"})
+        if (const char* value = std::getenv(name); value != nullptr && *value != '\0') return value;
+    return "";
 }
 
 int run_unit(const eb::Config& config) {
-    eb::set_log_rank(config.rank);
+    if (config.rank_given) eb::set_log_rank(config.rank);
+    // Before any thread starts: threads inherit the CPU and memory binding.
+    const eb::Numa_plan numa = eb::plan_numa(numa_request(config));
+    const eb::Numa_report placement = eb::apply_numa_plan(numa);
+    if (!placement.warning.empty()) eb::log_warning(placement.warning);
+    else if (placement.node) eb::log_info("pinned to NUMA node ", *placement.node);
+
+    const auto token = eb::Control_token::load(
+        config.token_file.empty() ? std::nullopt : std::optional<std::string>(config.token_file),
+        std::getenv("EB_CONTROL_TOKEN"));
+    if (const auto* error = std::get_if<std::string>(&token)) throw std::runtime_error(*error);
+    if (!std::get<eb::Control_token>(token).configured())
+        eb::log_warning("no control token (--token-file or EB_CONTROL_TOKEN): the control API refuses commands");
+
     eb::Stop_flag stop;
     eb::stop_on_signals(stop);
-    eb::Unit_status status(config.rank, config.units());
-    // Bind both ports before anything runs, so a clash fails the start.
-    eb::Http_server http(config.http_port, status, stop);
-    eb::Fd listener = eb::listen_for_peers(config.peers[config.rank].port);
-    eb::log_info("starting: rank ", config.rank, " of ", config.units(), " ranks (", config.dummies.size(),
-                 " dummies, ", eb::layout_name(config.layout), "), data port ", config.peers[config.rank].port,
-                 ", status port ", config.http_port, ", packing factor ", config.packing_factor, ", fragment size ",
+    eb::Unit_status status(config.rank);
+    status.set_numa_json(eb::numa_report_json(placement));
+    eb::Unit unit(config, status, stop);
+    // Bind the control port (and, self-configured, the data port) before
+    // anything runs, so a clash fails the start.
+    eb::Http_server http(config.http_port, unit, std::get<eb::Control_token>(token), stop);
+    if (config.self_configured()) unit.configure_from_flags();
+    eb::log_info("started ", config.self_configured() ? "self-configured" : "controlled, waiting for configure",
+                 ": control port ", config.http_port, ", packing factor ", config.packing_factor, ", fragment size ",
                  config.fragment_size, " B, barrier ", eb::barrier_name(config.barrier), " every ",
                  config.barrier_every, " phases");
 
     std::jthread http_thread([&] { http.serve(); });
     std::jthread progress_thread([&] { eb::report_progress(status, stop); });
-    // Open the source and output before the mesh: a bad --source-file, a ring
-    // held by a live writer or a full /dev/shm fails the start (exit 1), not
-    // the run. Waiting for a source ring's writer may take a while.
-    const eb::Rank_table table = config.rank_table();
-    std::optional<eb::Unit_buffers> buffers;
-    try {
-        buffers.emplace(config, table, status, stop);
-    } catch (const eb::Stopped&) {
-        // Stopped while waiting for the MFP ring: a normal stop.
-    } catch (...) {
-        stop.request();  // ends both threads, joined on the way out
-        throw;
-    }
-    auto started = std::chrono::steady_clock::now();
-    if (buffers) build_events(config, table, *buffers, std::move(listener), status, stop, started);
-    const double building_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    status.set_state(eb::Unit_state::stopped);
+    const bool completed = unit.run();
     stop.request();  // ends both threads, joined on scope exit
 
     const eb::Status_snapshot last = status.snapshot();
     eb::log_info("stopped: ", last.events_built, " events built, ", last.events_incomplete, " incomplete, ",
-                 last.meps_built, " MEPs, ", last.bytes_built, " bytes in ", building_seconds, " s of building");
+                 last.meps_built, " MEPs, ", last.bytes_built, " bytes, ", last.events_dropped, " dropped",
+                 completed ? " (the requested events are built)" : "");
     return 0;
 }
 

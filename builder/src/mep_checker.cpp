@@ -23,8 +23,14 @@ void note(std::string& problem, const Parts&... parts) {
 
 Mep_checker::Mep_checker(std::vector<std::uint32_t> sources, std::uint32_t events_per_mep, const Event_model& model,
                          Parse_error_counts& errors)
-    : sources_(std::move(sources)), events_per_mep_(events_per_mep), errors_(errors) {
-    for (const std::uint32_t source : sources_) sizes_.emplace_back(model, source);
+    : model_(model), events_per_mep_(events_per_mep), errors_(errors) {
+    expect_sources(std::move(sources));
+}
+
+void Mep_checker::expect_sources(std::vector<std::uint32_t> sources) {
+    sources_ = std::move(sources);
+    sizes_.clear();
+    for (const std::uint32_t source : sources_) sizes_.emplace_back(model_, source);
 }
 
 Mep_verdict Mep_checker::check(std::span<const std::byte> mep) {

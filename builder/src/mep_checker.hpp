@@ -32,6 +32,9 @@ public:
 
     Mep_verdict check(std::span<const std::byte> mep);
 
+    // A new rank table: other sources fill the slots from the next MEP on.
+    void expect_sources(std::vector<std::uint32_t> sources);
+
     // Also checks that MEPs come in sequence: the first starts at event
     // `first`, each next one `stride` events later. A gap is counted as
     // wrong_event_range and reported; checking goes on from the MEP received.
@@ -44,6 +47,7 @@ private:
     void check_mfp(std::span<const std::byte> slot, std::size_t index, std::uint64_t first_event_id,
                    std::string& problem);
 
+    Event_model model_;
     std::vector<std::uint32_t> sources_;
     std::vector<Fragment_sizes> sizes_;  // per slot
     std::uint32_t events_per_mep_;

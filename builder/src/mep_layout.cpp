@@ -23,7 +23,7 @@ Mep_layout mep_layout(std::span<const std::uint64_t> mfp_bytes) {
 }
 
 void write_mep_header(std::span<std::byte> mep, const Mep_layout& layout,
-                      std::uint64_t first_event_id, std::uint32_t event_count) {
+                      std::uint64_t first_event_id, std::uint32_t event_count, std::uint32_t epoch) {
     if (mep.size() != layout.total_bytes)
         throw std::invalid_argument("write_mep_header: buffer size differs from the layout");
     store(mep, 0,
@@ -31,7 +31,7 @@ void write_mep_header(std::span<std::byte> mep, const Mep_layout& layout,
                      .version = wire_version,
                      .source_count = static_cast<std::uint32_t>(layout.offsets.size()),
                      .event_count = event_count,
-                     .reserved = 0,
+                     .epoch = epoch,
                      .first_event_id = first_event_id,
                      .total_bytes = layout.total_bytes});
     std::size_t at = sizeof(Mep_header);

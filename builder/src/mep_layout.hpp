@@ -24,7 +24,7 @@ Mep_layout mep_layout(std::span<const std::uint64_t> mfp_bytes);
 
 // Writes the header and offsets table into the first mep_header_bytes() of
 // `mep`, which must be layout.total_bytes long.
-void write_mep_header(std::span<std::byte> mep, const Mep_layout& layout,
-                      std::uint64_t first_event_id, std::uint32_t event_count);
+void write_mep_header(std::span<std::byte> mep, const Mep_layout& layout, std::uint64_t first_event_id,
+                      std::uint32_t event_count, std::uint32_t epoch);
 
 }  // namespace eb

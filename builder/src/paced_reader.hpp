@@ -19,6 +19,10 @@ public:
 
     std::span<const std::byte> next() override;
     void release() override { inner_.release(); }
+    void skip_to(std::uint64_t first_event_id) override {
+        inner_.skip_to(first_event_id);
+        due_ = {};  // pace from now, not from the events skipped
+    }
 
 private:
     Buffer_reader& inner_;

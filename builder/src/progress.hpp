@@ -9,7 +9,7 @@ namespace eb {
 
 // Logs a progress line every `interval` until stop: state, events built and
 // the rates since the previous line.
-void report_progress(const Unit_status& status, const Stop_flag& stop,
+void report_progress(Unit_status& status, const Stop_flag& stop,
                      std::chrono::milliseconds interval = std::chrono::seconds(5));
 
 }  // namespace eb

@@ -221,6 +221,24 @@ void Shm_ring_writer::commit() {
     pending_.pop_front();
 }
 
+double Shm_ring_writer::fill() const {
+    const std::uint64_t tail = map_.control().tail.load(std::memory_order_relaxed);
+    return static_cast<double>(reserved_ - tail) / static_cast<double>(capacity_);
+}
+
+double Shm_ring_reader::fill() const {
+    if (!map_) return 0;
+    const Ring_control& control = map_.control();
+    return static_cast<double>(control.head.load(std::memory_order_relaxed) - control.tail.load(std::memory_order_relaxed)) /
+           static_cast<double>(capacity_);
+}
+
+void Shm_ring_writer::discard() {
+    if (pending_.empty()) throw std::logic_error("Shm_ring_writer: discard without allocate");
+    pending_.pop_back();
+    reserved_ = pending_.empty() ? map_.control().head.load(std::memory_order_relaxed) : pending_.back();
+}
+
 Shm_ring_reader::Shm_ring_reader(std::string name, const Stop_flag& stop) : name_(std::move(name)), stop_(stop) {
     Fd fd;
     struct stat info {};

@@ -78,6 +78,9 @@ public:
 
     // Waits for room; throws Stopped, or Ring_error if the reader died.
     std::span<std::byte> allocate(std::size_t bytes) override;
+    void discard() override;
+    // Fraction of the ring published or allocated and not yet released.
+    double fill() const;
     void commit() override;
 
     // Largest element that fits.
@@ -119,6 +122,8 @@ public:
     // Stopped, or Ring_error if the writer died or failed, or an element
     // header is out of bounds.
     std::span<const std::byte> next() override;
+    // Fraction of the ring published and not yet released.
+    double fill() const;
     // How the writer closed the ring, once next() returned empty.
     Ring_end end() const { return end_; }
     void release() override;

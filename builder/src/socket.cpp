@@ -58,17 +58,17 @@ void bind_and_listen(int fd, std::uint16_t port, const std::string& role) {
         throw std::system_error(errno, std::generic_category(), "cannot listen on " + where);
 }
 
-void tune_data_socket(int fd) {
+void tune_data_socket(int fd, int peer_timeout_ms) {
     set_option(fd, IPPROTO_TCP, TCP_NODELAY, 1, "setsockopt(TCP_NODELAY)");
     // A peer host that vanishes (power, network) sends no FIN or RST: without
-    // these, poll() on its socket would wait forever. Probes after 5 s idle,
-    // every 1 s, 5 unanswered ones, and unacknowledged data for 10 s, end the
-    // connection with ETIMEDOUT, which surfaces as a Transport_error.
+    // these, poll() on its socket would wait forever. Unacknowledged data or
+    // probes for peer_timeout_ms end the connection with ETIMEDOUT, and the
+    // transport marks the peer lost.
     set_option(fd, SOL_SOCKET, SO_KEEPALIVE, 1, "setsockopt(SO_KEEPALIVE)");
     set_option(fd, IPPROTO_TCP, TCP_KEEPIDLE, keepalive_idle_s, "setsockopt(TCP_KEEPIDLE)");
     set_option(fd, IPPROTO_TCP, TCP_KEEPINTVL, keepalive_interval_s, "setsockopt(TCP_KEEPINTVL)");
     set_option(fd, IPPROTO_TCP, TCP_KEEPCNT, keepalive_probes, "setsockopt(TCP_KEEPCNT)");
-    set_option(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, user_timeout_ms, "setsockopt(TCP_USER_TIMEOUT)");
+    set_option(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, peer_timeout_ms, "setsockopt(TCP_USER_TIMEOUT)");
     if (!explicit_buffers_pay_off()) return;
     set_option(fd, SOL_SOCKET, SO_SNDBUF, wanted_buffer_bytes, "setsockopt(SO_SNDBUF)");
     set_option(fd, SOL_SOCKET, SO_RCVBUF, wanted_buffer_bytes, "setsockopt(SO_RCVBUF)");

@@ -2,70 +2,106 @@
 
 #include <cstdio>
 
+#include "json_text.hpp"
+
 namespace eb {
 namespace {
 
-std::string json_string(std::string_view text) {
-    std::string quoted = "\"";
-    for (const char c : text) {
-        switch (c) {
-            case '"': quoted += "\\\""; break;
-            case '\\': quoted += "\\\\"; break;
-            case '\n': quoted += "\\n"; break;
-            case '\r': quoted += "\\r"; break;
-            case '\t': quoted += "\\t"; break;
-            default:
-                if (static_cast<unsigned char>(c) < 0x20) {
-                    char escaped[8];
-                    std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
-                    quoted += escaped;
-                } else {
-                    quoted += c;
-                }
-        }
-    }
-    return quoted + "\"";
+std::string number(double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.6g", value);
+    return text;
+}
+
+void add_help(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
+    out.append("# HELP ").append(name).append(" ").append(help).append("\n");
+    out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
 }
 
 void add_metric(std::string& out, std::string_view name, std::string_view type, std::string_view help,
-                std::uint64_t value) {
-    out.append("# HELP ").append(name).append(" ").append(help).append("\n");
-    out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
-    out.append(name).append(" ").append(std::to_string(value)).append("\n");
+                const std::string& value) {
+    add_help(out, name, type, help);
+    out.append(name).append(" ").append(value).append("\n");
+}
+
+void add_sample(std::string& out, std::string_view name, std::string_view label, std::string_view label_value,
+                const std::string& value) {
+    out.append(name).append("{").append(label).append("=\"").append(label_value).append("\"} ").append(value).append(
+        "\n");
 }
 
 }  // namespace
 
 std::string status_json(const Status_snapshot& status) {
+    std::string peers = "[", lost = "[";
+    for (Rank peer = 0; peer < status.peers.size(); ++peer) {
+        peers += (peer == 0 ? "" : ",") + std::string("{\"rank\":") + std::to_string(peer) +
+                 ",\"state\":" + json_string(link_state_name(status.peers[peer])) + "}";
+        if (status.peers[peer] == Link_state::lost) lost += (lost.size() == 1 ? "" : ",") + std::to_string(peer);
+    }
+    std::string allowed = "[";
+    for (const Command command : allowed_commands(status.state))
+        allowed += (allowed.size() == 1 ? "" : ",") + json_string(command_name(command));
     return "{\"rank\":" + std::to_string(status.rank) + ",\"units\":" + std::to_string(status.units) +
-           ",\"state\":" + json_string(state_name(status.state)) +
+           ",\"state\":" + json_string(control_state_name(status.state)) +
+           ",\"activity\":" + json_string(status.activity) +
+           ",\"role\":" + json_string(status.epoch == 0 ? "unconfigured" : status.live ? "live" : "dummy") +
+           ",\"epoch\":" + std::to_string(status.epoch) + ",\"pending_epoch\":" + std::to_string(status.pending_epoch) +
            ",\"events_built\":" + std::to_string(status.events_built) +
            ",\"events_incomplete\":" + std::to_string(status.events_incomplete) +
+           ",\"events_dropped\":" + std::to_string(status.events_dropped) +
            ",\"meps_built\":" + std::to_string(status.meps_built) +
            ",\"bytes_built\":" + std::to_string(status.bytes_built) +
-           ",\"last_error\":" + json_string(status.last_error) + "}";
+           ",\"events_per_second\":" + number(status.events_per_second) +
+           ",\"bytes_per_second\":" + number(status.bytes_per_second) + ",\"peers\":" + peers +
+           "],\"lost_peers\":" + lost + "],\"numa\":" + status.numa_json + ",\"allowed\":" + allowed +
+           "],\"last_error\":" + json_string(status.last_error) + "}";
 }
 
 std::string prometheus_metrics(const Status_snapshot& status) {
     std::string out;
     add_metric(out, "eb_events_built_total", "counter", "Events built complete and verified.",
-               status.events_built);
+               std::to_string(status.events_built));
     add_metric(out, "eb_events_incomplete_total", "counter",
-               "Events that failed a check (missing source, wrong id, payload mismatch).",
-               status.events_incomplete);
+               "Events delivered flagged incomplete or that failed a check (missing source, wrong id, payload).",
+               std::to_string(status.events_incomplete));
+    add_metric(out, "eb_events_dropped_total", "counter",
+               "Events not delivered because a source or the builder unit was lost.",
+               std::to_string(status.events_dropped));
     add_metric(out, "eb_meps_built_total", "counter", "MEPs assembled and handed to the consumer.",
-               status.meps_built);
-    add_metric(out, "eb_bytes_built_total", "counter", "Bytes of the MEPs assembled.", status.bytes_built);
-    out.append("# HELP eb_parse_errors_total MFPs and MEPs rejected as malformed, by reason.\n"
-               "# TYPE eb_parse_errors_total counter\n");
+               std::to_string(status.meps_built));
+    add_metric(out, "eb_bytes_built_total", "counter", "Bytes of the MEPs assembled.",
+               std::to_string(status.bytes_built));
+    add_help(out, "eb_parse_errors_total", "counter", "MFPs and MEPs rejected as malformed, by reason.");
     for (std::size_t kind = 1; kind < parse_error_kinds; ++kind)
-        out.append("eb_parse_errors_total{error=\"")
-            .append(parse_error_name(static_cast<Parse_error>(kind)))
-            .append("\"} ")
-            .append(std::to_string(status.parse_errors[kind]))
-            .append("\n");
-    add_metric(out, "eb_up", "gauge", "1 while the unit is RUNNING (building events), else 0.",
-               status.state == Unit_state::running ? 1 : 0);
+        add_sample(out, "eb_parse_errors_total", "error", parse_error_name(static_cast<Parse_error>(kind)),
+                   std::to_string(status.parse_errors[kind]));
+    add_help(out, "eb_transport_errors_total", "counter", "Peer connections given up on, by kind.");
+    for (std::size_t kind = 0; kind < link_failure_kinds; ++kind)
+        add_sample(out, "eb_transport_errors_total", "kind", link_failure_name(static_cast<Link_failure>(kind)),
+                   std::to_string(status.link_failures[kind]));
+    add_metric(out, "eb_peers_lost_total", "counter", "Peers this unit lost (closed, reset or timed out).",
+               std::to_string(status.peers_lost));
+    add_help(out, "eb_peer_up", "gauge", "1 while the connection to a live peer is up, else 0.");
+    for (Rank peer = 0; peer < status.peers.size(); ++peer)
+        if (status.peers[peer] != Link_state::dummy && status.peers[peer] != Link_state::self)
+            add_sample(out, "eb_peer_up", "peer", std::to_string(peer),
+                       status.peers[peer] == Link_state::up ? "1" : "0");
+    add_help(out, "eb_state", "gauge", "1 for the unit's control state, 0 for the others.");
+    for (const Control_state state : {Control_state::not_ready, Control_state::ready, Control_state::running,
+                                      Control_state::paused, Control_state::error})
+        add_sample(out, "eb_state", "state", control_state_name(state), status.state == state ? "1" : "0");
+    add_metric(out, "eb_epoch", "gauge", "Epoch of the rank table the unit runs under (0: none yet).",
+               std::to_string(status.epoch));
+    add_help(out, "eb_ring_fill_ratio", "gauge", "Fraction of a shared-memory ring in use.");
+    if (status.mfp_ring_fill >= 0) add_sample(out, "eb_ring_fill_ratio", "ring", "mfp", number(status.mfp_ring_fill));
+    if (status.mep_ring_fill >= 0) add_sample(out, "eb_ring_fill_ratio", "ring", "mep", number(status.mep_ring_fill));
+    append_prometheus_histogram(out, "eb_phase_duration_seconds", "Time of one linear-shifting phase.",
+                                status.phase_time);
+    append_prometheus_histogram(out, "eb_barrier_wait_seconds", "Time spent waiting in a barrier.",
+                                status.barrier_wait);
+    add_metric(out, "eb_up", "gauge", "1 while the unit is RUNNING, else 0.",
+               status.state == Control_state::running ? "1" : "0");
     return out;
 }
 

@@ -33,16 +33,23 @@ constexpr auto hello_timeout = 2s;
 constexpr auto report_interval = 3s;
 constexpr std::size_t peers_listed_per_report = 4;
 
-// First bytes on every data connection: who dials, and in which mesh.
+// First bytes on every data connection: who dials, in which mesh, and where
+// it stands in the event stream.
 constexpr std::uint32_t hello_magic = 0x4C484245;  // "EBHL"
+constexpr std::uint16_t mesh_protocol_version = 3;
+constexpr std::uint16_t hello_in_session = 1;
 struct Hello {
     std::uint32_t magic;
     std::uint16_t version;
-    std::uint16_t reserved;
+    std::uint16_t flags;  // hello_in_session
     std::uint32_t rank;
     std::uint32_t units;
+    std::uint32_t epoch;
+    std::uint32_t reserved;
+    std::uint64_t next_chunk;
+    std::uint64_t cycles_done;
 };
-static_assert(sizeof(Hello) == 16);
+static_assert(sizeof(Hello) == 40);
 
 // Whether the other end of a connected socket closed or reset it, without
 // consuming anything.
@@ -52,6 +59,15 @@ bool peer_closed(int fd) {
     return got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
+// Sent on a dial from another epoch just before closing it, so the dialler
+// knows to dial again rather than take the close for a departure.
+constexpr std::byte epoch_refusal{'R'};
+
+bool refused_epoch(int fd) {
+    std::byte first{};
+    return ::recv(fd, &first, 1, MSG_PEEK | MSG_DONTWAIT) == 1 && first == epoch_refusal;
+}
+
 // This unit's connection to one peer's BU.
 struct Dial {
     Fd fd;  // set from the start of a connect attempt
@@ -59,6 +75,7 @@ struct Dial {
     Clock::time_point retry_at{};
     Clock::time_point give_up_at{};
     Clock::duration backoff = first_retry_delay;
+    bool settled = false;  // up, and nothing more to watch for
     std::string last_failure = "not tried yet";
 };
 
@@ -83,27 +100,31 @@ bool connected_to_itself(int fd) {
 
 class Mesh_builder {
 public:
-    Mesh_builder(Fd listener, Rank rank, std::span<const Peer_address> peers, std::vector<bool> live,
-                 const Stop_flag& stop)
-        : listener_(std::move(listener)),
+    Mesh_builder(const Fd& listener, Rank rank, std::span<const Peer_address> peers, std::vector<bool> wanted,
+                 const Mesh_position& position, int peer_timeout_ms, const Stop_flag& stop)
+        : listener_(listener),
           rank_(rank),
           peers_(peers),
-          live_(std::move(live)),
+          wanted_(std::move(wanted)),
+          position_(position),
+          peer_timeout_ms_(peer_timeout_ms),
           stop_(stop),
           dials_(peers.size()),
-          accepted_(peers.size()) {}
+          accepted_(peers.size()),
+          hellos_(peers.size()) {
+        wanted_[rank] = false;
+    }
 
-    std::optional<Tcp_mesh> run();
+    std::optional<Mesh_connections> run();
 
 private:
     Rank units() const { return static_cast<Rank>(peers_.size()); }
     std::size_t dials_up() const;
     std::size_t accepted() const;
-    // Live peers: the others with a unit; dummy ranks have none.
     std::size_t live_peers() const {
-        return static_cast<std::size_t>(std::count(live_.begin(), live_.end(), true)) - 1;
+        return static_cast<std::size_t>(std::count(wanted_.begin(), wanted_.end(), true));
     }
-    bool wanted(Rank peer) const { return peer != rank_ && live_[peer]; }
+    bool wanted(Rank peer) const { return wanted_[peer]; }
     bool complete() const { return dials_up() == live_peers() && accepted() == live_peers(); }
 
     void start_due_dials(Clock::time_point now);
@@ -116,19 +137,22 @@ private:
     Clock::time_point next_deadline() const;
     void report() const;
 
-    Fd listener_;
+    const Fd& listener_;
     Rank rank_;
     std::span<const Peer_address> peers_;
-    std::vector<bool> live_;
+    std::vector<bool> wanted_;
+    Mesh_position position_;
+    int peer_timeout_ms_;
     const Stop_flag& stop_;
     std::vector<Dial> dials_;   // by rank
     std::vector<Fd> accepted_;  // by rank
+    std::vector<std::optional<Mesh_position>> hellos_;  // by rank
     std::vector<Greeting> greetings_;
     Clock::time_point started_ = Clock::now();
     Clock::time_point next_report_ = started_ + report_interval;
 };
 
-std::optional<Tcp_mesh> Mesh_builder::run() {
+std::optional<Mesh_connections> Mesh_builder::run() {
     std::vector<pollfd> watch;
     std::vector<Rank> watched_dials;
     while (!complete()) {
@@ -142,9 +166,11 @@ std::optional<Tcp_mesh> Mesh_builder::run() {
 
         watch.assign({{stop_.fd(), POLLIN, 0}, {listener_.get(), POLLIN, 0}});
         watched_dials.clear();
+        // Dials in progress wait for POLLOUT; finished ones are watched for a
+        // peer that refused our dial as from another epoch.
         for (Rank peer = 0; peer < units(); ++peer) {
-            if (dials_[peer].fd && !dials_[peer].up) {
-                watch.push_back({dials_[peer].fd.get(), POLLOUT, 0});
+            if (dials_[peer].fd && !(dials_[peer].up && dials_[peer].settled)) {
+                watch.push_back({dials_[peer].fd.get(), static_cast<short>(dials_[peer].up ? POLLIN : POLLOUT), 0});
                 watched_dials.push_back(peer);
             }
         }
@@ -157,8 +183,18 @@ std::optional<Tcp_mesh> Mesh_builder::run() {
         if (watch[0].revents != 0) return std::nullopt;
 
         const auto woke = Clock::now();
-        for (std::size_t i = 0; i < watched_dials.size(); ++i)
-            if (watch[2 + i].revents != 0) finish_dial(watched_dials[i], woke);
+        for (std::size_t i = 0; i < watched_dials.size(); ++i) {
+            if (watch[2 + i].revents == 0) continue;
+            Dial& dial = dials_[watched_dials[i]];
+            if (!dial.up) {
+                finish_dial(watched_dials[i], woke);
+            } else if (refused_epoch(dial.fd.get())) {
+                dial.up = false;
+                fail_dial(watched_dials[i], "it is on another rank table epoch; dialling again", woke);
+            } else {
+                dial.settled = true;  // closed: the peer went away; the transport will find it lost
+            }
+        }
         for (std::size_t i = 0; i < greetings_.size(); ++i)
             if (watch[2 + watched_dials.size() + i].revents != 0) read_hello(greetings_[i]);
         std::erase_if(greetings_, [](const Greeting& greeting) { return !greeting.fd; });
@@ -166,11 +202,12 @@ std::optional<Tcp_mesh> Mesh_builder::run() {
     }
 
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_);
-    log_info("data mesh up: connected to all ", live_peers(), " live peers in ", took.count(), " ms");
-    Tcp_mesh mesh;
-    for (Dial& dial : dials_) mesh.to.push_back(std::move(dial.fd));
-    mesh.from = std::move(accepted_);
-    return mesh;
+    log_info("data mesh up: connected to ", live_peers(), " peers in ", took.count(), " ms");
+    Mesh_connections connections;
+    for (Dial& dial : dials_) connections.mesh.to.push_back(std::move(dial.fd));
+    connections.mesh.from = std::move(accepted_);
+    connections.hellos = std::move(hellos_);
+    return connections;
 }
 
 std::size_t Mesh_builder::dials_up() const {
@@ -198,7 +235,7 @@ void Mesh_builder::start_dial(Rank peer, Clock::time_point now) {
     const std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owned(found, &::freeaddrinfo);
 
     Fd fd = tcp_socket();
-    tune_data_socket(fd.get());
+    tune_data_socket(fd.get(), peer_timeout_ms_);
     if (::connect(fd.get(), found->ai_addr, found->ai_addrlen) != 0 && errno != EINPROGRESS)
         return fail_dial(peer, error_text(errno), now);
     // Completion, immediate or not, is seen as POLLOUT in the main loop.
@@ -214,7 +251,11 @@ void Mesh_builder::finish_dial(Rank peer, Clock::time_point now) {
     if (error != 0) return fail_dial(peer, error_text(error), now);
     if (connected_to_itself(dial.fd.get())) return fail_dial(peer, "connected to itself, nobody listens yet", now);
 
-    const Hello hello{hello_magic, wire_version, 0, rank_, units()};
+    const Hello hello{hello_magic,         mesh_protocol_version,
+                      static_cast<std::uint16_t>(position_.in_session ? hello_in_session : 0),
+                      rank_,               units(),
+                      position_.epoch,     0,
+                      position_.next_chunk, position_.cycles_done};
     // A fresh connection's send buffer is empty: the hello goes out whole or
     // the connection is broken.
     if (::send(dial.fd.get(), &hello, sizeof hello, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof hello))
@@ -225,6 +266,7 @@ void Mesh_builder::finish_dial(Rank peer, Clock::time_point now) {
 void Mesh_builder::fail_dial(Rank peer, std::string why, Clock::time_point now) {
     Dial& dial = dials_[peer];
     dial.fd.reset();
+    dial.settled = false;
     dial.last_failure = std::move(why);
     dial.retry_at = now + dial.backoff;
     dial.backoff = std::min<Clock::duration>(dial.backoff * 2, max_retry_delay);
@@ -242,7 +284,7 @@ void Mesh_builder::accept_waiting(Clock::time_point now) {
     while (true) {
         Fd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
         if (!fd) return;  // EAGAIN: none left; other errors concern only that dialler, who retries
-        tune_data_socket(fd.get());
+        tune_data_socket(fd.get(), peer_timeout_ms_);
         greetings_.push_back(Greeting{std::move(fd), {}, 0, now + hello_timeout});
     }
 }
@@ -259,9 +301,18 @@ void Mesh_builder::read_hello(Greeting& greeting) {
     if (greeting.received < greeting.hello.size()) return;
 
     const auto hello = load<Hello>(greeting.hello, 0);
-    if (hello.magic != hello_magic || hello.version != wire_version) {
+    if (hello.magic != hello_magic || hello.version != mesh_protocol_version) {
         log_warning("dropped a data connection that did not open with an eb-builder hello of version ",
-                    wire_version);
+                    mesh_protocol_version);
+        greeting.fd.reset();
+        return;
+    }
+    if (hello.epoch != position_.epoch) {
+        // A unit on another rank table (switching before or after this one):
+        // it dials again until both agree.
+        log_warning("dropped a dial from rank ", hello.rank, " at rank table epoch ", hello.epoch,
+                    "; this unit is at epoch ", position_.epoch);
+        (void)::send(greeting.fd.get(), &epoch_refusal, 1, MSG_NOSIGNAL);
         greeting.fd.reset();
         return;
     }
@@ -282,12 +333,15 @@ void Mesh_builder::read_hello(Greeting& greeting) {
             log_warning("rank ", hello.rank, " closed our earlier connection: it restarted; dialling it again");
             dial.fd.reset();
             dial.up = false;
+            dial.settled = false;
             dial.retry_at = Clock::now();
             dial.backoff = first_retry_delay;
             dial.last_failure = "restarted; dialling it again";
         }
     }
     accepted_[hello.rank] = std::move(greeting.fd);
+    hellos_[hello.rank] =
+        Mesh_position{hello.epoch, (hello.flags & hello_in_session) != 0, hello.next_chunk, hello.cycles_done};
 }
 
 Clock::time_point Mesh_builder::next_deadline() const {
@@ -330,10 +384,18 @@ Fd listen_for_peers(std::uint16_t port) {
     return listener;
 }
 
+std::optional<Mesh_connections> connect_peers(const Fd& listener, Rank rank, std::span<const Peer_address> peers,
+                                              std::vector<bool> wanted, const Mesh_position& position,
+                                              int peer_timeout_ms, const Stop_flag& stop) {
+    return Mesh_builder(listener, rank, peers, std::move(wanted), position, peer_timeout_ms, stop).run();
+}
+
 std::optional<Tcp_mesh> connect_mesh(Fd listener, Rank rank, std::span<const Peer_address> peers,
                                      std::vector<bool> live, const Stop_flag& stop) {
     if (live.empty()) live.assign(peers.size(), true);
-    return Mesh_builder(std::move(listener), rank, peers, std::move(live), stop).run();
+    auto connections = connect_peers(listener, rank, peers, std::move(live), {}, default_peer_timeout_ms, stop);
+    if (!connections) return std::nullopt;
+    return std::move(connections->mesh);
 }
 
 }  // namespace eb

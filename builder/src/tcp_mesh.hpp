@@ -24,11 +24,32 @@ struct Tcp_mesh {
 // Opens the data-plane listener on 0.0.0.0:port now, so a clash fails at startup.
 Fd listen_for_peers(std::uint16_t port);
 
-// Dials every other live unit (live[r]; empty: all are) and accepts a dial from each, retrying resolution and
-// connection with backoff forever (in Kubernetes, peers' names resolve and
-// their ports open at different times) and logging progress every few
-// seconds. Returns nullopt if stop comes first; throws Transport_error if a
-// peer disagrees about the mesh (e.g. a different --peers list).
+// Where a unit stands when it connects: sent in the hello on every
+// connection it dials, so a unit joining a running set learns the set's
+// place in the event stream from the hellos of the units already running.
+struct Mesh_position {
+    std::uint32_t epoch = 1;
+    bool in_session = false;  // already building with the others (a mesh that grows)
+    std::uint64_t next_chunk = 0;
+    std::uint64_t cycles_done = 0;
+};
+
+struct Mesh_connections {
+    Tcp_mesh mesh;                                   // entries of the wanted peers set
+    std::vector<std::optional<Mesh_position>> hellos;  // by rank, of the wanted peers
+};
+
+// Dials every wanted peer (wanted[r]) and accepts a dial from each, retrying
+// resolution and connection with backoff (in Kubernetes, peers' names
+// resolve and their ports open at different times) and logging progress
+// every few seconds. Dials from peers of another epoch are dropped (they
+// dial again). Returns nullopt if stop comes first; throws Transport_error if
+// a peer disagrees about the mesh (e.g. a different --peers list).
+std::optional<Mesh_connections> connect_peers(const Fd& listener, Rank rank, std::span<const Peer_address> peers,
+                                              std::vector<bool> wanted, const Mesh_position& position,
+                                              int peer_timeout_ms, const Stop_flag& stop);
+
+// The full mesh of every other live unit (live[r]; empty: all are), at epoch 1.
 std::optional<Tcp_mesh> connect_mesh(Fd listener, Rank rank, std::span<const Peer_address> peers,
                                      std::vector<bool> live, const Stop_flag& stop);
 

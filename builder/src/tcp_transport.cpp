@@ -8,12 +8,48 @@
 #include <string>
 #include <utility>
 
+#include "log.hpp"
 #include "socket.hpp"
 
 namespace eb {
 
-Tcp_transport::Tcp_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop)
-    : rank_(rank), mesh_(std::move(mesh)), stop_(stop) {}
+std::string_view link_failure_name(Link_failure failure) {
+    switch (failure) {
+        case Link_failure::closed: return "closed";
+        case Link_failure::reset: return "reset";
+        case Link_failure::timeout: return "timeout";
+        case Link_failure::error: return "error";
+    }
+    return "error";
+}
+
+Tcp_transport::Tcp_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop, Loss_observer on_loss)
+    : rank_(rank), mesh_(std::move(mesh)), stop_(stop), on_loss_(std::move(on_loss)), lost_(mesh_.to.size()) {}
+
+void Tcp_transport::connect(Tcp_mesh joined) {
+    for (Rank peer = 0; peer < units(); ++peer) {
+        if (joined.to[peer]) mesh_.to[peer] = std::move(joined.to[peer]);
+        if (joined.from[peer]) mesh_.from[peer] = std::move(joined.from[peer]);
+        if (mesh_.to[peer] && mesh_.from[peer]) lost_[peer] = false;
+    }
+}
+
+void Tcp_transport::disconnect(Rank peer) {
+    mesh_.to[peer].reset();
+    mesh_.from[peer].reset();
+    lost_[peer] = false;
+}
+
+void Tcp_transport::lose(Rank peer, Link_failure failure, const std::string& detail) {
+    if (lost_[peer]) return;
+    lost_[peer] = true;
+    // Closing both directions tells a peer that is still alive at once.
+    mesh_.to[peer].reset();
+    mesh_.from[peer].reset();
+    log_warning("lost rank ", peer, " (", link_failure_name(failure), "): ", detail,
+                "; building on without it");
+    if (on_loss_) on_loss_(peer, failure, detail);
+}
 
 void Tcp_transport::post(std::span<const Send> sends, std::span<const Receive> receives) {
     operations_.clear();
@@ -22,15 +58,20 @@ void Tcp_transport::post(std::span<const Send> sends, std::span<const Receive> r
     for (const Send& send : sends) {
         if (send.peer >= units()) throw std::out_of_range("Tcp_transport: send to rank " + std::to_string(send.peer));
         if (send.peer == rank_) to_self = &send;
-        else operations_.push_back({mesh_.to[send.peer].get(), send.peer, send.data.data(), nullptr, send.data.size()});
+        else if (!lost_[send.peer])
+            operations_.push_back({mesh_.to[send.peer].get(), send.peer, send.data.data(), nullptr, send.data.size()});
     }
     for (const Receive& receive : receives) {
         if (receive.peer >= units())
             throw std::out_of_range("Tcp_transport: receive from rank " + std::to_string(receive.peer));
         if (receive.peer == rank_) from_self = &receive;
-        else operations_.push_back(
-            {mesh_.from[receive.peer].get(), receive.peer, nullptr, receive.into.data(), receive.into.size()});
+        else if (!lost_[receive.peer])
+            operations_.push_back(
+                {mesh_.from[receive.peer].get(), receive.peer, nullptr, receive.into.data(), receive.into.size()});
     }
+    for (const Operation& operation : operations_)
+        if (operation.fd < 0)
+            throw std::logic_error("Tcp_transport: no connection to rank " + std::to_string(operation.peer));
     // The unit's own MFP takes the local shortcut: one copy, no socket.
     if ((to_self == nullptr) != (from_self == nullptr) ||
         (to_self != nullptr && to_self->data.size() != from_self->into.size()))
@@ -47,6 +88,7 @@ bool Tcp_transport::transfer(std::span<const Send> sends, std::span<const Receiv
         poll_set_.clear();
         poll_set_.push_back({stop_.fd(), POLLIN, 0});
         for (Operation& operation : operations_) {
+            if (operation.left != 0 && lost_[operation.peer]) operation.left = 0;  // lost in this transfer
             if (operation.left != 0) progress(operation);
             if (operation.left != 0)
                 poll_set_.push_back({operation.fd, static_cast<short>(operation.out ? POLLOUT : POLLIN), 0});
@@ -70,9 +112,16 @@ void Tcp_transport::progress(Operation& operation) {
         }
         if (moved < 0 && (errno == EAGAIN || errno == EINTR)) return;
         if (stop_.requested()) return;  // peers closing while everyone stops is no failure
-        const std::string peer = "rank " + std::to_string(operation.peer);
-        if (moved == 0) throw Transport_error(peer + " closed its data connection");
-        throw Transport_error((operation.out ? "sending to " : "receiving from ") + peer + ": " + error_text(errno));
+        const int error = moved == 0 ? 0 : errno;
+        const Link_failure failure = error == 0                                ? Link_failure::closed
+                                     : error == ECONNRESET || error == EPIPE   ? Link_failure::reset
+                                     : error == ETIMEDOUT                      ? Link_failure::timeout
+                                                                               : Link_failure::error;
+        operation.left = 0;
+        lose(operation.peer, failure,
+             error == 0 ? "it closed its data connection"
+                        : std::string(operation.out ? "sending: " : "receiving: ") + error_text(error));
+        return;
     }
 }
 

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <span>
 #include <stdexcept>
+#include <string_view>
 
 #include "rank.hpp"
 
@@ -18,11 +19,17 @@ struct Receive {
     std::span<std::byte> into;
 };
 
-// A peer went away or broke the protocol. The unit cannot go on with this mesh.
+// A peer broke the protocol (or the local system failed). The unit cannot go
+// on with this mesh.
 class Transport_error : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
 };
+
+// Why a peer was given up on.
+enum class Link_failure { closed, reset, timeout, error };
+inline constexpr std::size_t link_failure_kinds = 4;
+std::string_view link_failure_name(Link_failure failure);
 
 // Moves exact-size messages between the units of a run (the role of
 // Parallel_comm in the reference design). Implementations: TCP now, verbs RC
@@ -39,9 +46,14 @@ public:
     // pattern in which every send meets a receive posted by its peer completes.
     // Each peer appears at most once per direction; a send to this unit's own
     // rank is matched with the receive from it, which must have the same size.
-    // Returns false if a stop was requested before completion; throws
-    // Transport_error if a peer fails.
+    // A peer whose connection fails (closed, reset, timed out) is marked lost:
+    // its operations are dropped (a receive's buffer may be partly written) and
+    // the others complete. Operations with a peer already lost are skipped.
+    // Returns false if a stop was requested before completion.
     virtual bool transfer(std::span<const Send> sends, std::span<const Receive> receives) = 0;
+
+    // Whether `peer` was lost (since it was connected).
+    virtual bool lost(Rank peer) const = 0;
 };
 
 }  // namespace eb

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "buffer.hpp"
+#include "checking_writer.hpp"
 #include "config.hpp"
 #include "rank_table.hpp"
 #include "shm_ring.hpp"
@@ -15,10 +16,19 @@ namespace eb {
 // as the command line picks them.
 class Unit_buffers {
 public:
-    Unit_buffers(const Config& config, const Rank_table& table, Unit_status& status, const Stop_flag& stop);
+    // The unit's roles at `rank` (RU, BU or both) do not change across rank
+    // tables, only whether it is live; sizes fit tables of table.units() ranks.
+    Unit_buffers(const Config& config, Rank rank, const Rank_table& table, Unit_status& status, const Stop_flag& stop);
 
     Buffer_reader* source() const { return paced_ ? paced_.get() : source_.get(); }
     Buffer_writer* output() const { return counted_ ? counted_.get() : output_.get(); }
+
+    // Under a (new) table, from chunk `cycle_chunk` on: the checking output
+    // expects the table's sources and this BU's chunks.
+    void expect(const Rank_table& table, std::uint64_t cycle_chunk);
+    // Fractions of the rings in use; < 0 where there is no ring.
+    double mfp_ring_fill() const;
+    double mep_ring_fill() const;
 
     // At the end of a complete run: waits until a consumer process has taken
     // every MEP, when the output is a ring, then marks the ring complete.
@@ -34,6 +44,10 @@ private:
     std::unique_ptr<Buffer_writer> output_;
     std::unique_ptr<Buffer_writer> counted_;
     Shm_ring_writer* ring_output_ = nullptr;
+    Shm_ring_reader* ring_source_ = nullptr;
+    Checking_writer* checking_output_ = nullptr;
+    Rank rank_;
+    std::uint32_t packing_factor_;
 };
 
 }  // namespace eb

@@ -4,54 +4,118 @@
 
 namespace eb {
 
-std::string_view state_name(Unit_state state) {
+std::string_view link_state_name(Link_state state) {
     switch (state) {
-        case Unit_state::connecting: return "CONNECTING";
-        case Unit_state::running: return "RUNNING";
-        case Unit_state::stopped: return "STOPPED";
-        case Unit_state::error: return "ERROR";
+        case Link_state::self: return "self";
+        case Link_state::up: return "up";
+        case Link_state::connecting: return "connecting";
+        case Link_state::lost: return "lost";
+        case Link_state::dummy: return "dummy";
     }
-    return "UNKNOWN";
+    return "unknown";
 }
 
-void Unit_status::set_state(Unit_state state) {
-    Unit_state current = state_.load();
-    while (current != Unit_state::error && !state_.compare_exchange_weak(current, state)) {
+// Phases take microseconds (small MFPs) to tens of milliseconds (large ones
+// on a loaded host); barriers the same range.
+Unit_status::Unit_status(Rank rank)
+    : rank_(rank), phase_time_(exponential_bounds(1e-6, 4, 12)), barrier_wait_(exponential_bounds(1e-6, 4, 12)) {}
+
+void Unit_status::set_state(Control_state state) {
+    Control_state current = state_.load();
+    while (current != Control_state::error && !state_.compare_exchange_weak(current, state)) {
     }
 }
 
 void Unit_status::fail(std::string error) {
     note_problem(std::move(error));
-    state_.store(Unit_state::error);
+    state_.store(Control_state::error);
+}
+
+void Unit_status::reset() { state_.store(Control_state::not_ready); }
+
+void Unit_status::set_activity(std::string_view activity) {
+    std::lock_guard lock(mutex_);
+    activity_ = activity;
 }
 
 void Unit_status::note_problem(std::string problem) {
-    std::lock_guard lock(last_error_mutex_);
+    std::lock_guard lock(mutex_);
     last_error_ = std::move(problem);
 }
 
-void Unit_status::add_mep(std::uint64_t events_complete, std::uint64_t events_incomplete,
-                          std::uint64_t bytes) {
+void Unit_status::set_table(std::uint32_t epoch, const std::vector<bool>& live) {
+    std::lock_guard lock(mutex_);
+    epoch_ = epoch;
+    live_ = rank_ < live.size() && live[rank_];
+    peers_.assign(live.size(), Link_state::dummy);
+    for (Rank peer = 0; peer < live.size(); ++peer)
+        if (live[peer]) peers_[peer] = peer == rank_ ? Link_state::self : Link_state::connecting;
+}
+
+void Unit_status::set_peer(Rank peer, Link_state state) {
+    std::lock_guard lock(mutex_);
+    if (peer < peers_.size()) peers_[peer] = state;
+}
+
+void Unit_status::peer_lost(Rank peer, Link_failure failure) {
+    std::lock_guard lock(mutex_);
+    if (peer < peers_.size()) peers_[peer] = Link_state::lost;
+    ++peers_lost_;
+    ++link_failures_[static_cast<std::size_t>(failure)];
+}
+
+void Unit_status::add_mep(std::uint64_t events_complete, std::uint64_t events_incomplete, std::uint64_t bytes) {
     events_built_.fetch_add(events_complete, std::memory_order_relaxed);
     events_incomplete_.fetch_add(events_incomplete, std::memory_order_relaxed);
     meps_built_.fetch_add(1, std::memory_order_relaxed);
     bytes_built_.fetch_add(bytes, std::memory_order_relaxed);
 }
 
+void Unit_status::set_rates(double events_per_second, double bytes_per_second) {
+    std::lock_guard lock(mutex_);
+    events_per_second_ = events_per_second;
+    bytes_per_second_ = bytes_per_second;
+}
+
+void Unit_status::set_ring_fill(double mfp, double mep) {
+    std::lock_guard lock(mutex_);
+    mfp_ring_fill_ = mfp;
+    mep_ring_fill_ = mep;
+}
+
+void Unit_status::set_numa_json(std::string json) {
+    std::lock_guard lock(mutex_);
+    numa_json_ = std::move(json);
+}
+
 Status_snapshot Unit_status::snapshot() const {
-    Status_snapshot snapshot{.rank = rank_,
-                             .units = units_,
-                             .state = state_.load(),
-                             .events_built = events_built_.load(std::memory_order_relaxed),
-                             .events_incomplete = events_incomplete_.load(std::memory_order_relaxed),
-                             .meps_built = meps_built_.load(std::memory_order_relaxed),
-                             .bytes_built = bytes_built_.load(std::memory_order_relaxed),
-                             .last_error = {},
-                             .parse_errors = {}};
+    Status_snapshot snapshot;
+    snapshot.rank = rank_;
+    snapshot.state = state_.load();
+    snapshot.pending_epoch = pending_epoch_.load();
+    snapshot.events_built = events_built_.load(std::memory_order_relaxed);
+    snapshot.events_incomplete = events_incomplete_.load(std::memory_order_relaxed);
+    snapshot.events_dropped = events_dropped_.load(std::memory_order_relaxed);
+    snapshot.meps_built = meps_built_.load(std::memory_order_relaxed);
+    snapshot.bytes_built = bytes_built_.load(std::memory_order_relaxed);
     for (std::size_t kind = 0; kind < parse_error_kinds; ++kind)
         snapshot.parse_errors[kind] = parse_errors_.get(static_cast<Parse_error>(kind));
-    std::lock_guard lock(last_error_mutex_);
+    snapshot.phase_time = phase_time_.snapshot();
+    snapshot.barrier_wait = barrier_wait_.snapshot();
+    std::lock_guard lock(mutex_);
+    snapshot.units = static_cast<Rank>(peers_.size());
+    snapshot.activity = activity_;
+    snapshot.live = live_;
+    snapshot.epoch = epoch_;
+    snapshot.peers = peers_;
+    snapshot.peers_lost = peers_lost_;
+    snapshot.link_failures = link_failures_;
     snapshot.last_error = last_error_;
+    snapshot.events_per_second = events_per_second_;
+    snapshot.bytes_per_second = bytes_per_second_;
+    snapshot.mfp_ring_fill = mfp_ring_fill_;
+    snapshot.mep_ring_fill = mep_ring_fill_;
+    snapshot.numa_json = numa_json_;
     return snapshot;
 }
 

@@ -4,62 +4,109 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "control_state.hpp"
+#include "histogram.hpp"
 #include "parse_error.hpp"
 #include "rank.hpp"
+#include "transport.hpp"
 
 namespace eb {
 
-enum class Unit_state { connecting, running, stopped, error };
-
-// Upper-case name, as reported in /status.
-std::string_view state_name(Unit_state state);
+// How this unit sees each rank of its table.
+enum class Link_state { self, up, connecting, lost, dummy };
+std::string_view link_state_name(Link_state state);
 
 // A consistent-enough copy of the unit's status for reporting.
 struct Status_snapshot {
     Rank rank = 0;
     Rank units = 0;
-    Unit_state state = Unit_state::connecting;
+    Control_state state = Control_state::not_ready;
+    std::string activity;  // what the data path does now: idle, connecting, building, paused, standby
+    bool live = false;     // live or dummy in its table
+    std::uint32_t epoch = 0;
+    std::uint32_t pending_epoch = 0;
     std::uint64_t events_built = 0;       // complete and verified
-    std::uint64_t events_incomplete = 0;  // failed a check; never counted as built
+    std::uint64_t events_incomplete = 0;  // delivered flagged, or failed a check; never counted as built
+    std::uint64_t events_dropped = 0;     // not delivered: a source or the BU was lost
     std::uint64_t meps_built = 0;         // MEPs assembled and handed to the consumer
     std::uint64_t bytes_built = 0;        // bytes of those MEPs
+    double events_per_second = 0;
+    double bytes_per_second = 0;
+    std::vector<Link_state> peers;  // by rank
+    std::uint64_t peers_lost = 0;
+    std::array<std::uint64_t, link_failure_kinds> link_failures{};  // by Link_failure
     std::string last_error;
     std::array<std::uint64_t, parse_error_kinds> parse_errors{};  // by Parse_error
+    double mfp_ring_fill = -1;  // fraction; < 0: no such ring
+    double mep_ring_fill = -1;
+    std::string numa_json = "null";
+    Histogram_snapshot phase_time;
+    Histogram_snapshot barrier_wait;
 };
 
-// The unit's state and counters, written by the data path and read by the
-// HTTP and progress threads. Counters are relaxed atomics: each is exact, the
-// set of them is not read as one transaction.
+// The unit's state and counters, written by the data path and the control
+// API and read by the HTTP and progress threads. Counters are relaxed
+// atomics: each is exact, the set of them is not read as one transaction.
 class Unit_status {
 public:
-    Unit_status(Rank rank, Rank units) : rank_(rank), units_(units) {}
+    explicit Unit_status(Rank rank);
 
-    // ERROR is sticky: leaving it will take a reset from the control API.
-    void set_state(Unit_state state);
+    // ERROR is left only by reset(); set_state() does not leave it.
+    void set_state(Control_state state);
+    Control_state state() const { return state_.load(); }
     void fail(std::string error);
+    void reset();  // ERROR or not: NOT_READY, error kept in last_error
+    void set_activity(std::string_view activity);
     // Remembers a problem that did not stop the unit (e.g. incomplete events).
     void note_problem(std::string problem);
+
+    // A new table: every rank starts as dummy or connecting.
+    void set_table(std::uint32_t epoch, const std::vector<bool>& live);
+    void set_pending_epoch(std::uint32_t epoch) { pending_epoch_.store(epoch); }
+    void set_peer(Rank peer, Link_state state);
+    void peer_lost(Rank peer, Link_failure failure);
+
     void add_mep(std::uint64_t events_complete, std::uint64_t events_incomplete, std::uint64_t bytes);
+    std::atomic<std::uint64_t>& events_dropped() { return events_dropped_; }
+    void set_rates(double events_per_second, double bytes_per_second);
+    void set_ring_fill(double mfp, double mep);
+    void set_numa_json(std::string json);
 
-    Status_snapshot snapshot() const;
-
+    Histogram& phase_time() { return phase_time_; }
+    Histogram& barrier_wait() { return barrier_wait_; }
     // Rejected MFPs and MEPs, by kind.
     Parse_error_counts& parse_errors() { return parse_errors_; }
 
+    Status_snapshot snapshot() const;
+
 private:
     const Rank rank_;
-    const Rank units_;
-    std::atomic<Unit_state> state_{Unit_state::connecting};
+    std::atomic<Control_state> state_{Control_state::not_ready};
+    std::atomic<std::uint32_t> pending_epoch_{0};
     std::atomic<std::uint64_t> events_built_{0};
     std::atomic<std::uint64_t> events_incomplete_{0};
+    std::atomic<std::uint64_t> events_dropped_{0};
     std::atomic<std::uint64_t> meps_built_{0};
     std::atomic<std::uint64_t> bytes_built_{0};
     Parse_error_counts parse_errors_;
-    mutable std::mutex last_error_mutex_;
+    Histogram phase_time_;
+    Histogram barrier_wait_;
+    mutable std::mutex mutex_;  // guards the rest
+    std::string activity_ = "idle";
+    std::uint32_t epoch_ = 0;
+    bool live_ = false;
+    std::vector<Link_state> peers_;
+    std::uint64_t peers_lost_ = 0;
+    std::array<std::uint64_t, link_failure_kinds> link_failures_{};
     std::string last_error_;
+    double events_per_second_ = 0, bytes_per_second_ = 0;
+    double mfp_ring_fill_ = -1, mep_ring_fill_ = -1;
+    std::string numa_json_ = "null";
 };
 
 }  // namespace eb

@@ -63,23 +63,30 @@ struct Mep_header {
     std::uint16_t version;
     std::uint32_t source_count;
     std::uint32_t event_count;
-    std::uint32_t reserved;
+    std::uint32_t epoch;  // of the rank table the MEP was built under
     std::uint64_t first_event_id;
     std::uint64_t total_bytes;  // header, offsets table and MFPs
 };
 
-// What an RU tells a BU before sending it an MFP, so the BU can place the MFP
-// in the MEP before any of it arrives (reference design, section III-B).
-struct Mfp_announcement {
-    std::uint64_t chunk;
-    std::uint32_t event_count;
-    std::uint32_t reserved;
-    std::uint64_t bytes;
+// What every live unit tells every other at the start of a cycle: the RU's
+// MFP size for that BU, so the BU can place it in the MEP before any of it
+// arrives (reference design, section III-B), and the sender's votes, from
+// which every unit takes the same decision at the end of the cycle
+// (docs/control-api.md).
+inline constexpr std::uint32_t vote_pause = 1u << 0;
+inline constexpr std::uint32_t vote_stop = 1u << 1;
+struct Cycle_header {
+    std::uint64_t cycle_chunk;  // chunk of the BU of index 0 in this cycle
+    std::uint64_t bytes;        // the MFP for the receiver; 0 when there is none
+    std::uint32_t event_count;  // per MFP: the packing factor
+    std::uint32_t epoch;        // the table this cycle runs under
+    std::uint32_t pending_epoch;  // newest table the sender holds (== epoch if none newer)
+    std::uint32_t votes;          // vote_pause | vote_stop
 };
 
 static_assert(sizeof(Mfp_header) == 32);
 static_assert(sizeof(Mep_header) == 32);
-static_assert(sizeof(Mfp_announcement) == 24);
+static_assert(sizeof(Cycle_header) == 32);
 
 // Reads a T at `offset`; the caller has checked that it lies within `bytes`.
 template <class T>

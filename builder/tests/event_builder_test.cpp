@@ -61,9 +61,12 @@ bool run_unit(const Run_shape& shape, const Rank_table& table, Transport& transp
     }
     std::optional<Barrier> barrier;
     if (shape.barrier != Barrier_kind::none) barrier.emplace(shape.barrier, transport, table.live_ranks());
-    Event_builder builder({unit_packing_factor, cycles, shape.barrier_every}, table, transport,
-                          {source, output ? &*output : nullptr, barrier ? &*barrier : nullptr, &status.parse_errors()});
-    return builder.run();
+    Event_builder builder({unit_packing_factor, shape.barrier_every, 1, true}, table, transport,
+                          {source, output ? &*output : nullptr, barrier ? &*barrier : nullptr, &status.parse_errors(),
+                           &status.events_dropped()});
+    for (std::uint64_t cycle = 0; cycle < cycles; ++cycle)
+        if (!builder.run_cycle(cycle * builder.chunks_per_cycle(), {1, false, false})) return false;
+    return true;
 }
 
 // Runs every live unit of `shape` in its own thread over real loopback TCP.
@@ -77,7 +80,7 @@ std::vector<Status_snapshot> run_all(const Run_shape& shape, std::uint64_t cycle
     {
         std::vector<std::jthread> threads;
         for (const Rank rank : table.live_ranks()) {
-            statuses.push_back(std::make_unique<Unit_status>(rank, shape.units));
+            statuses.push_back(std::make_unique<Unit_status>(rank));
             threads.emplace_back([&, rank, status = statuses.back().get()] {
                 Tcp_transport transport(rank, std::move(meshes[rank]), stop);
                 try {
@@ -119,7 +122,7 @@ TEST(EventBuilder, RejectedSourceMfpsAreCountedAndTheirEventsIncomplete) {
     const Rank_table table(1, Layout::folded, {});
     Stop_flag stop;
     Tcp_transport transport(0, Tcp_mesh{std::vector<Fd>(1), std::vector<Fd>(1)}, stop);
-    Unit_status status(0, 1);
+    Unit_status status(0);
     EXPECT_TRUE(run_unit({}, table, transport, status, 3, packing_factor, /*corrupt_source=*/true));
     const auto counts = status.snapshot();
     EXPECT_EQ(counts.events_built, 0u);
@@ -139,7 +142,7 @@ TEST(EventBuilder, UnitsWithDifferentPackingFactorsStopWithAClearError) {
         for (Rank rank = 0; rank < 2; ++rank) {
             threads.emplace_back([&, rank] {
                 Tcp_transport transport(rank, std::move(meshes[rank]), stop);
-                Unit_status status(rank, 2);
+                Unit_status status(rank);
                 try {
                     run_unit({2, Layout::folded, {}, Barrier_kind::none}, table, transport, status, 1, rank == 0 ? 50 : 60);
                 } catch (const Transport_error& error) {
@@ -156,7 +159,7 @@ TEST(EventBuilder, StopsWhenAskedAndReportsIt) {
     const Rank_table table(1, Layout::folded, {});
     Stop_flag stop;
     Tcp_transport transport(0, Tcp_mesh{std::vector<Fd>(1), std::vector<Fd>(1)}, stop);
-    Unit_status status(0, 1);
+    Unit_status status(0);
     stop.request();
     EXPECT_FALSE(run_unit({}, table, transport, status, 0));
     EXPECT_EQ(status.snapshot().meps_built, 0u);

@@ -27,7 +27,7 @@ std::vector<std::byte> intact_mep(std::uint64_t first = first_event) {
     const std::vector<std::uint64_t> sizes(sources, mfp_bytes(fragment_sizes));
     const Mep_layout layout = mep_layout(sizes);
     std::vector<std::byte> mep(layout.total_bytes);
-    write_mep_header(mep, layout, first, events);
+    write_mep_header(mep, layout, first, events, 1);
     for (std::uint32_t s = 0; s < sources; ++s)
         write_mfp(std::span(mep).subspan(layout.offsets[s], sizes[s]),
                   {.source_id = s, .first_event_id = first, .type = fragment_type(s)}, fragment_sizes);

@@ -33,13 +33,14 @@ TEST(MepLayout, HeaderRecordsEventsSourcesAndOffsets) {
     const std::uint64_t sizes[] = {100, 60, 8};
     const Mep_layout layout = mep_layout(sizes);
     std::vector<std::byte> mep(layout.total_bytes);
-    write_mep_header(mep, layout, 42000, 1000);
+    write_mep_header(mep, layout, 42000, 1000, 7);
 
     const auto header = load<Mep_header>(mep, 0);
     EXPECT_EQ(header.magic, mep_magic);
     EXPECT_EQ(header.version, wire_version);
     EXPECT_EQ(header.source_count, 3u);
     EXPECT_EQ(header.event_count, 1000u);
+    EXPECT_EQ(header.epoch, 7u);
     EXPECT_EQ(header.first_event_id, 42000u);
     EXPECT_EQ(header.total_bytes, mep.size());
     for (std::size_t s = 0; s < 3; ++s)
@@ -50,7 +51,7 @@ TEST(MepLayout, HeaderRefusesABufferOfTheWrongSize) {
     const std::uint64_t sizes[] = {100};
     const Mep_layout layout = mep_layout(sizes);
     std::vector<std::byte> mep(layout.total_bytes - 1);
-    EXPECT_THROW(write_mep_header(mep, layout, 0, 1), std::invalid_argument);
+    EXPECT_THROW(write_mep_header(mep, layout, 0, 1, 1), std::invalid_argument);
 }
 
 }  // namespace

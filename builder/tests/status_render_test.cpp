@@ -2,69 +2,93 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
 namespace eb {
 namespace {
 
-Status_snapshot sample(Unit_state state) {
-    return {.rank = 2,
-            .units = 4,
-            .state = state,
-            .events_built = 123000,
-            .events_incomplete = 7,
-            .meps_built = 123,
-            .bytes_built = 70849536,
-            .last_error = "rank 1 said \"bye\"\n\tand left\x01",
-            .parse_errors = {0, 0, 5}};  // 5 bad_magic
+Status_snapshot sample(Control_state state) {
+    Status_snapshot status;
+    status.rank = 2;
+    status.units = 4;
+    status.state = state;
+    status.activity = "building";
+    status.live = true;
+    status.epoch = 3;
+    status.pending_epoch = 4;
+    status.events_built = 123000;
+    status.events_incomplete = 7;
+    status.events_dropped = 2000;
+    status.meps_built = 123;
+    status.bytes_built = 70849536;
+    status.events_per_second = 1.5e6;
+    status.bytes_per_second = 2.5e8;
+    status.peers = {Link_state::up, Link_state::lost, Link_state::self, Link_state::dummy};
+    status.peers_lost = 1;
+    status.link_failures = {0, 1, 0, 0};
+    status.last_error = "rank 1 said \"bye\"\n\tand left\x01";
+    status.parse_errors = {0, 0, 5};  // 5 bad_magic
+    status.mep_ring_fill = 0.25;
+    status.phase_time = Histogram(exponential_bounds(1e-6, 10, 3)).snapshot();
+    status.barrier_wait = Histogram(exponential_bounds(1e-6, 10, 3)).snapshot();
+    return status;
 }
 
 TEST(StatusRender, StatusJsonHasEveryFieldWithEscapedError) {
-    EXPECT_EQ(status_json(sample(Unit_state::running)),
-              R"({"rank":2,"units":4,"state":"RUNNING","events_built":123000,"events_incomplete":7,)"
-              R"("meps_built":123,"bytes_built":70849536,"last_error":"rank 1 said \"bye\"\n\tand left\u0001"})");
+    EXPECT_EQ(status_json(sample(Control_state::running)),
+              R"({"rank":2,"units":4,"state":"RUNNING","activity":"building","role":"live","epoch":3,"pending_epoch":4,)"
+              R"("events_built":123000,"events_incomplete":7,"events_dropped":2000,"meps_built":123,)"
+              R"("bytes_built":70849536,"events_per_second":1.5e+06,"bytes_per_second":2.5e+08,)"
+              R"("peers":[{"rank":0,"state":"up"},{"rank":1,"state":"lost"},{"rank":2,"state":"self"},)"
+              R"({"rank":3,"state":"dummy"}],"lost_peers":[1],"numa":null,)"
+              R"("allowed":["configure","pause","stop","reset"],)"
+              R"("last_error":"rank 1 said \"bye\"\n\tand left\u0001"})");
 }
 
-TEST(StatusRender, StatusJsonNamesEveryState) {
-    const std::pair<Unit_state, const char*> cases[] = {{Unit_state::connecting, "\"state\":\"CONNECTING\""},
-                                                        {Unit_state::running, "\"state\":\"RUNNING\""},
-                                                        {Unit_state::stopped, "\"state\":\"STOPPED\""},
-                                                        {Unit_state::error, "\"state\":\"ERROR\""}};
-    for (const auto& [state, text] : cases)
-        EXPECT_NE(status_json(sample(state)).find(text), std::string::npos) << text;
+TEST(StatusRender, StatusJsonNamesEveryStateAndItsCommands) {
+    const std::pair<Control_state, const char*> cases[] = {
+        {Control_state::not_ready, R"("state":"NOT_READY")"}, {Control_state::ready, R"("state":"READY")"},
+        {Control_state::running, R"("state":"RUNNING")"},     {Control_state::paused, R"("state":"PAUSED")"},
+        {Control_state::error, R"("state":"ERROR")"}};
+    for (const auto& [state, text] : cases) EXPECT_NE(status_json(sample(state)).find(text), std::string::npos) << text;
+    EXPECT_NE(status_json(sample(Control_state::error)).find(R"("allowed":["reset"])"), std::string::npos);
 }
 
-TEST(StatusRender, MetricsAreCountersAndAnUpGauge) {
-    EXPECT_EQ(prometheus_metrics(sample(Unit_state::running)),
-              "# HELP eb_events_built_total Events built complete and verified.\n"
-              "# TYPE eb_events_built_total counter\n"
-              "eb_events_built_total 123000\n"
-              "# HELP eb_events_incomplete_total Events that failed a check (missing source, wrong id, payload mismatch).\n"
-              "# TYPE eb_events_incomplete_total counter\n"
-              "eb_events_incomplete_total 7\n"
-              "# HELP eb_meps_built_total MEPs assembled and handed to the consumer.\n"
-              "# TYPE eb_meps_built_total counter\n"
-              "eb_meps_built_total 123\n"
-              "# HELP eb_bytes_built_total Bytes of the MEPs assembled.\n"
-              "# TYPE eb_bytes_built_total counter\n"
-              "eb_bytes_built_total 70849536\n"
-              "# HELP eb_parse_errors_total MFPs and MEPs rejected as malformed, by reason.\n"
-              "# TYPE eb_parse_errors_total counter\n"
-              "eb_parse_errors_total{error=\"truncated\"} 0\n"
-              "eb_parse_errors_total{error=\"bad_magic\"} 5\n"
-              "eb_parse_errors_total{error=\"bad_version\"} 0\n"
-              "eb_parse_errors_total{error=\"bad_alignment\"} 0\n"
-              "eb_parse_errors_total{error=\"size_mismatch\"} 0\n"
-              "eb_parse_errors_total{error=\"fragment_overflow\"} 0\n"
-              "eb_parse_errors_total{error=\"trailing_bytes\"} 0\n"
-              "eb_parse_errors_total{error=\"wrong_source\"} 0\n"
-              "eb_parse_errors_total{error=\"wrong_event_range\"} 0\n"
-              "eb_parse_errors_total{error=\"wrong_fragment_count\"} 0\n"
-              "eb_parse_errors_total{error=\"bad_offset\"} 0\n"
-              "eb_parse_errors_total{error=\"wrong_source_count\"} 0\n"
-              "# HELP eb_up 1 while the unit is RUNNING (building events), else 0.\n"
-              "# TYPE eb_up gauge\n"
-              "eb_up 1\n");
-    for (const Unit_state state : {Unit_state::connecting, Unit_state::stopped, Unit_state::error})
+TEST(StatusRender, MetricsCarryCountersGaugesAndHistograms) {
+    const std::string metrics = prometheus_metrics(sample(Control_state::running));
+    for (const char* line :
+         {"eb_events_built_total 123000\n", "eb_events_dropped_total 2000\n", "eb_parse_errors_total{error=\"bad_magic\"} 5\n",
+          "eb_transport_errors_total{kind=\"reset\"} 1\n", "eb_peers_lost_total 1\n", "eb_peer_up{peer=\"0\"} 1\n",
+          "eb_peer_up{peer=\"1\"} 0\n", "eb_state{state=\"RUNNING\"} 1\n", "eb_state{state=\"PAUSED\"} 0\n",
+          "eb_epoch 3\n", "eb_ring_fill_ratio{ring=\"mep\"} 0.25\n", "eb_phase_duration_seconds_bucket{le=\"+Inf\"} 0\n",
+          "eb_barrier_wait_seconds_count 0\n", "eb_up 1\n"})
+        EXPECT_NE(metrics.find(line), std::string::npos) << line;
+    EXPECT_EQ(metrics.find("eb_peer_up{peer=\"2\"}"), std::string::npos) << "no link to itself";
+    EXPECT_EQ(metrics.find("ring=\"mfp\""), std::string::npos) << "no MFP ring";
+    for (const Control_state state : {Control_state::not_ready, Control_state::paused, Control_state::error})
         EXPECT_NE(prometheus_metrics(sample(state)).find("\neb_up 0\n"), std::string::npos);
+}
+
+// The exposition format as Prometheus itself reads it.
+TEST(StatusRender, PromtoolAcceptsTheMetrics) {
+    const char* promtool = "/usr/bin/promtool";
+    if (!std::filesystem::exists(promtool))
+        GTEST_SKIP() << promtool << " is missing: install Debian's prometheus package (make test does)";
+    for (const Control_state state : {Control_state::not_ready, Control_state::running, Control_state::error}) {
+        const auto path = std::filesystem::temp_directory_path() / ("eb-metrics-" + std::to_string(::getpid()));
+        std::ofstream(path) << prometheus_metrics(sample(state));
+        const std::string command = std::string(promtool) + " check metrics < " + path.string() + " 2>&1";
+        FILE* pipe = ::popen(command.c_str(), "r");
+        ASSERT_NE(pipe, nullptr);
+        std::string output;
+        char buffer[256];
+        while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
+        const int status = ::pclose(pipe);
+        std::filesystem::remove(path);
+        EXPECT_EQ(status, 0) << output;
+    }
 }
 
 }  // namespace

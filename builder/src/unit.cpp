@@ -1,0 +1,358 @@
+#include "unit.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <thread>
+
+#include "barrier.hpp"
+#include "event_builder.hpp"
+#include "log.hpp"
+#include "schedule.hpp"
+#include "shm_ring.hpp"
+#include "socket.hpp"
+#include "status_render.hpp"
+#include "tcp_mesh.hpp"
+
+namespace eb {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Idle waits poll the process stop flag this often (a signal cannot notify a
+// condition variable).
+constexpr auto idle_poll = 200ms;
+
+std::vector<bool> live_ranks(const Rank_table& table) {
+    std::vector<bool> live(table.units());
+    for (Rank rank = 0; rank < table.units(); ++rank) live[rank] = table.live(rank);
+    return live;
+}
+
+Command_outcome refused(std::string error) { return {Command_outcome::Kind::refused, std::move(error)}; }
+
+Rank_table request_table(const Configure_request& request) {
+    return Rank_table(static_cast<Rank>(request.peers.size()), request.layout, request.dummies);
+}
+
+}  // namespace
+
+Unit::Unit(const Config& config, Unit_status& status, const Stop_flag& process_stop)
+    : config_(config), status_(status), process_stop_(process_stop) {}
+
+std::optional<Rank> Unit::fixed_rank() const {
+    return config_.rank_given ? std::optional<Rank>(config_.rank) : std::nullopt;
+}
+
+std::string Unit::status_json() const { return eb::status_json(status_.snapshot()); }
+
+std::string Unit::metrics_text() const { return prometheus_metrics(status_.snapshot()); }
+
+void Unit::configure_from_flags() {
+    Configure_request request{config_.rank, 1, config_.layout, config_.peers, config_.dummies, config_.run_name};
+    const Command_outcome configured = command(Command::configure, &request);
+    if (configured.kind != Command_outcome::Kind::done) throw std::runtime_error(configured.error);
+    // Open the source and output now: a bad --source-file, a ring held by a
+    // live writer or a full /dev/shm fails the start (exit 1), not the run.
+    buffers_.emplace(config_, config_.rank, request_table(request), status_, process_stop_);
+    command(Command::start, nullptr);
+}
+
+Command_outcome Unit::command(Command command, const Configure_request* request) {
+    std::lock_guard lock(mutex_);
+    const Transition transition = eb::transition(status_.state(), command);
+    if (!transition.allowed) return refused(transition.refusal);
+    switch (command) {
+        case Command::configure: {
+            Command_outcome outcome = configure(*request);
+            if (outcome.kind != Command_outcome::Kind::done) return outcome;
+            break;
+        }
+        case Command::start: stop_vote_ = false; break;
+        case Command::pause:
+        case Command::resume: break;  // the votes and the data path read the state
+        case Command::stop:
+            // Building: the set stops together at the end of a cycle. Paused
+            // (the set is at a common boundary), connecting or standby: at once.
+            stop_vote_ = true;
+            if (phase_ != Session_phase::building && session_stop_ != nullptr) session_stop_->request();
+            break;
+        case Command::reset:
+            current_.reset();
+            pending_.clear();
+            status_.set_pending_epoch(0);
+            if (session_stop_ != nullptr) session_stop_->request();
+            status_.reset();
+            break;
+    }
+    if (command != Command::reset) status_.set_state(transition.next);
+    log_info(command_name(command), ": now ", control_state_name(status_.state()));
+    changed_.notify_all();
+    return {};
+}
+
+Command_outcome Unit::configure(const Configure_request& request) {
+    const Configure_request* newest = !pending_.empty() ? &pending_.rbegin()->second : current_ ? &*current_ : nullptr;
+    if (newest != nullptr) {
+        if (request.epoch < newest->epoch)
+            return refused("epoch " + std::to_string(request.epoch) + " is older than epoch " +
+                           std::to_string(newest->epoch) + ", which this unit holds; epochs only go forward");
+        if (request.epoch == newest->epoch)
+            return request == *newest ? Command_outcome{}
+                                      : refused("epoch " + std::to_string(request.epoch) +
+                                                " was configured with another table; publish the change as a new epoch");
+    }
+    if (request.rank >= request.peers.size())
+        return {Command_outcome::Kind::invalid, "rank " + std::to_string(request.rank) + " is not in the table"};
+    const bool in_session = phase_ == Session_phase::building || phase_ == Session_phase::paused;
+    if (in_session && request.peers.size() != current_->peers.size())
+        return refused("the table has " + std::to_string(request.peers.size()) + " ranks, the running one " +
+                       std::to_string(current_->peers.size()) + "; the number of ranks cannot change while running: "
+                       "stop the set first");
+    const std::uint16_t port = request.peers[request.rank].port;
+    if (!listener_ || port != listener_port_) {
+        if (in_session) return refused("this rank's data port cannot change while running; stop the set first");
+        try {
+            listener_ = listen_for_peers(port);
+            listener_port_ = port;
+        } catch (const std::exception& error) {
+            return {Command_outcome::Kind::invalid, "cannot listen on data port " + std::to_string(port) +
+                                                        " (table.ranks[" + std::to_string(request.rank) +
+                                                        "].address): " + error.what()};
+        }
+    }
+    if (in_session) {
+        // The running set switches when every unit holds the table.
+        pending_.emplace(request.epoch, request);
+        status_.set_pending_epoch(static_cast<std::uint32_t>(request.epoch));
+    } else {
+        adopt(request);
+        // A session still connecting starts over on the new table.
+        if (session_stop_ != nullptr) session_stop_->request();
+    }
+    return {};
+}
+
+void Unit::adopt(const Configure_request& request) {
+    current_ = request;
+    pending_.clear();
+    status_.set_pending_epoch(0);
+    status_.set_table(static_cast<std::uint32_t>(request.epoch), live_ranks(request_table(request)));
+    set_log_rank(request.rank);
+}
+
+bool Unit::run() {
+    // Stops the session in progress when the process is told to stop.
+    std::atomic<bool> returned{false};
+    std::jthread relay([this, &returned] {
+        while (!process_stop_.wait_for(idle_poll))
+            if (returned) return;
+        std::lock_guard lock(mutex_);
+        if (session_stop_ != nullptr) session_stop_->request();
+        changed_.notify_all();
+    });
+    struct Mark_returned {
+        std::atomic<bool>& flag;
+        ~Mark_returned() { flag = true; }
+    } mark_returned{returned};
+    while (true) {
+        const std::optional<Configure_request> table = wait_for_work();
+        if (!table) {
+            if (buffers_) buffers_->stop_output();  // a consumer tells a stop from a complete run
+            return false;
+        }
+        Stop_flag session_stop;
+        {
+            std::lock_guard lock(mutex_);
+            session_stop_ = &session_stop;
+            if (process_stop_.requested()) session_stop.request();
+        }
+        Session_end end = Session_end::stopped;
+        try {
+            end = run_session(*table, session_stop);
+        } catch (const Stopped&) {
+            // Asked to stop while waiting on a shared-memory ring.
+        } catch (const std::exception& error) {
+            hold_error(error.what());
+        }
+        {
+            std::lock_guard lock(mutex_);
+            session_stop_ = nullptr;
+            phase_ = Session_phase::none;
+        }
+        if (end == Session_end::completed && config_.self_configured()) return true;
+    }
+}
+
+std::optional<Configure_request> Unit::wait_for_work() {
+    std::unique_lock lock(mutex_);
+    while (!process_stop_.requested()) {
+        const bool running = status_.state() == Control_state::running;
+        const bool live = current_ && request_table(*current_).live(current_->rank);
+        status_.set_activity(running && current_ ? (live ? "connecting" : "standby") : "idle");
+        if (running && live) return current_;
+        changed_.wait_for(lock, idle_poll);
+    }
+    return std::nullopt;
+}
+
+void Unit::hold_error(const std::string& error) {
+    if (buffers_) buffers_->fail_output();  // the consumer must not take this for a complete run
+    status_.fail(error);
+    status_.set_activity("idle");
+    log_error(error, "; holding ERROR until reset");
+    std::unique_lock lock(mutex_);
+    phase_ = Session_phase::none;
+    while (status_.state() == Control_state::error && !process_stop_.requested()) changed_.wait_for(lock, idle_poll);
+}
+
+void Unit::set_phase(Session_phase phase) {
+    std::lock_guard lock(mutex_);
+    phase_ = phase;
+    status_.set_activity(phase == Session_phase::connecting ? "connecting"
+                         : phase == Session_phase::paused   ? "paused"
+                                                            : "building");
+}
+
+Vote Unit::vote() const {
+    std::lock_guard lock(mutex_);
+    const std::uint64_t newest = !pending_.empty() ? pending_.rbegin()->first : current_->epoch;
+    return {static_cast<std::uint32_t>(newest), status_.state() == Control_state::paused, stop_vote_};
+}
+
+Unit::Session_end Unit::run_session(Configure_request table, Stop_flag& session_stop) {
+    const Rank rank = table.rank;
+    Rank_table ranks = request_table(table);
+    set_phase(Session_phase::connecting);
+    if (!buffers_) buffers_.emplace(config_, rank, ranks, status_, session_stop);
+
+    const Mesh_position position{static_cast<std::uint32_t>(table.epoch), false, next_chunk_, cycles_done_};
+    auto connections = connect_peers(listener_, rank, table.peers, live_ranks(ranks), position,
+                                     static_cast<int>(config_.peer_timeout_ms), session_stop);
+    if (!connections) return Session_end::stopped;
+    // Join the set where it is: units already building say so in their hello;
+    // units starting together go on from the furthest of them.
+    bool joining = false;
+    for (const auto& hello : connections->hellos) {
+        if (!hello) continue;
+        if (hello->in_session && !joining) {
+            joining = true;
+            next_chunk_ = hello->next_chunk;
+            cycles_done_ = hello->cycles_done;
+        } else if (!joining) {
+            next_chunk_ = std::max(next_chunk_, hello->next_chunk);
+            cycles_done_ = std::max(cycles_done_, hello->cycles_done);
+        }
+    }
+    Tcp_transport transport(rank, std::move(connections->mesh), session_stop,
+                            [this](Rank peer, Link_failure failure, const std::string&) { status_.peer_lost(peer, failure); });
+    for (Rank peer = 0; peer < ranks.units(); ++peer)
+        if (peer != rank && ranks.live(peer)) status_.set_peer(peer, Link_state::up);
+
+    const std::uint64_t target_cycles = cycles_for_events(config_.events, config_.packing_factor);
+    while (true) {  // one table (epoch) per turn
+        std::optional<Barrier> barrier;
+        if (config_.barrier != Barrier_kind::none) barrier.emplace(config_.barrier, transport, ranks.live_ranks());
+        if (ranks.runs_ru(rank) && source_chunk_ != next_chunk_) {
+            buffers_->source()->skip_to(next_chunk_ * config_.packing_factor);
+            source_chunk_ = next_chunk_;
+        }
+        buffers_->expect(ranks, next_chunk_);
+        Event_builder builder({config_.packing_factor, config_.barrier_every, static_cast<std::uint32_t>(table.epoch),
+                               config_.incomplete == Incomplete_policy::drop},
+                              ranks, transport,
+                              {ranks.runs_ru(rank) ? buffers_->source() : nullptr,
+                               ranks.runs_bu(rank) ? buffers_->output() : nullptr, barrier ? &*barrier : nullptr,
+                               &status_.parse_errors(), &status_.events_dropped(), &status_.phase_time(),
+                               &status_.barrier_wait()});
+        set_phase(Session_phase::building);
+        log_info("building under rank table epoch ", table.epoch, " from chunk ", next_chunk_);
+        std::optional<Configure_request> next;
+        while (!next) {
+            if (target_cycles != 0 && cycles_done_ >= target_cycles) {
+                log_info("built the requested ", config_.events, " events");
+                if (config_.self_configured()) buffers_->finish_output();
+                status_.set_state(Control_state::ready);
+                return Session_end::completed;
+            }
+            const std::optional<Cycle_decision> decision = builder.run_cycle(next_chunk_, vote());
+            if (!decision) return Session_end::stopped;
+            next_chunk_ += builder.chunks_per_cycle();
+            if (ranks.runs_ru(rank)) source_chunk_ = next_chunk_;
+            ++cycles_done_;
+            status_.set_ring_fill(buffers_->mfp_ring_fill(), buffers_->mep_ring_fill());
+            if (decision->switch_to != 0) {
+                std::lock_guard lock(mutex_);
+                const auto found = pending_.find(decision->switch_to);
+                if (found == pending_.end())
+                    throw std::runtime_error("the set switched to rank table epoch " +
+                                             std::to_string(decision->switch_to) +
+                                             ", which this unit was never given; configure every unit with every epoch");
+                next = found->second;
+                pending_.erase(pending_.begin(), std::next(found));
+                status_.set_pending_epoch(pending_.empty() ? 0 : static_cast<std::uint32_t>(pending_.rbegin()->first));
+            }
+            if (decision->stop) {
+                std::lock_guard lock(mutex_);
+                stop_vote_ = false;
+                if (next) current_ = *next;
+                status_.set_state(Control_state::ready);
+                log_info("the set stopped at chunk ", next_chunk_);
+                return Session_end::stopped;
+            }
+            if (decision->pause && !wait_while_paused(session_stop)) return Session_end::stopped;
+        }
+        if (!switch_table(table, *next, transport, session_stop)) return Session_end::left;
+        ranks = request_table(table);
+    }
+}
+
+bool Unit::wait_while_paused(Stop_flag& session_stop) {
+    status_.set_state(Control_state::paused);
+    set_phase(Session_phase::paused);
+    log_info("paused at chunk ", next_chunk_);
+    std::unique_lock lock(mutex_);
+    while (status_.state() == Control_state::paused && !session_stop.requested())
+        changed_.wait_for(lock, idle_poll);
+    if (session_stop.requested() || status_.state() != Control_state::running) return false;
+    phase_ = Session_phase::building;
+    status_.set_activity("building");
+    return true;
+}
+
+bool Unit::switch_table(Configure_request& table, const Configure_request& next, Tcp_transport& transport,
+                        Stop_flag& session_stop) {
+    const Rank_table before = request_table(table);
+    const Rank_table after = request_table(next);
+    {
+        std::lock_guard lock(mutex_);
+        current_ = next;
+        status_.set_table(static_cast<std::uint32_t>(next.epoch), live_ranks(after));
+    }
+    table = next;
+    log_info("switched to rank table epoch ", next.epoch, " at chunk ", next_chunk_);
+    if (!after.live(table.rank)) return false;  // now a dummy: standby; the transport closes on return
+    std::vector<bool> joining(after.units());
+    bool any_joining = false;
+    for (Rank peer = 0; peer < after.units(); ++peer) {
+        if (peer == table.rank) continue;
+        if (before.live(peer) && !after.live(peer)) transport.disconnect(peer);
+        joining[peer] = after.live(peer) && !before.live(peer);
+        any_joining = any_joining || joining[peer];
+    }
+    if (any_joining) {
+        set_phase(Session_phase::connecting);
+        const Mesh_position position{static_cast<std::uint32_t>(next.epoch), true, next_chunk_, cycles_done_};
+        auto connections = connect_peers(listener_, table.rank, table.peers, joining, position,
+                                         static_cast<int>(config_.peer_timeout_ms), session_stop);
+        if (!connections) throw Stopped();
+        transport.connect(std::move(connections->mesh));
+    }
+    for (Rank peer = 0; peer < after.units(); ++peer)
+        if (peer != table.rank && after.live(peer))
+            status_.set_peer(peer, transport.lost(peer) ? Link_state::lost : Link_state::up);
+    return true;
+}
+
+}  // namespace eb

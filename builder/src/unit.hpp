@@ -1,0 +1,81 @@
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "config.hpp"
+#include "configure_request.hpp"
+#include "control_api.hpp"
+#include "cycle_vote.hpp"
+#include "fd.hpp"
+#include "rank_table.hpp"
+#include "stop_flag.hpp"
+#include "tcp_transport.hpp"
+#include "unit_buffers.hpp"
+#include "unit_status.hpp"
+
+namespace eb {
+
+// One eb-builder process: the control state machine (commands arrive on the
+// HTTP thread) and the data path (run() on the main thread). The data path
+// runs sessions: a session connects the live units of a table and builds
+// cycles until the set stops, this unit leaves it, or it is reset; within a
+// session the set switches tables at a cycle boundary the votes agree on.
+class Unit final : public Control_target {
+public:
+    Unit(const Config& config, Unit_status& status, const Stop_flag& process_stop);
+
+    // Control_target
+    Command_outcome command(Command command, const Configure_request* configure) override;
+    std::string status_json() const override;
+    std::string metrics_text() const override;
+    Control_state state() const override { return status_.state(); }
+    std::optional<Rank> fixed_rank() const override;
+
+    // Self-configured (--peers): configure from the flags at epoch 1 and start.
+    void configure_from_flags();
+
+    // The data path, until the process is stopped or, self-configured, the
+    // --events are built. Returns true if they were.
+    bool run();
+
+private:
+    enum class Session_end { stopped, completed, left };
+    enum class Session_phase { none, connecting, building, paused };
+
+    Command_outcome configure(const Configure_request& request);
+    void adopt(const Configure_request& request);  // as the table in force; mutex held
+    std::optional<Configure_request> wait_for_work();
+    Session_end run_session(Configure_request table, Stop_flag& session_stop);
+    bool switch_table(Configure_request& table, const Configure_request& next, Tcp_transport& transport,
+                      Stop_flag& session_stop);
+    Vote vote() const;
+    bool wait_while_paused(Stop_flag& session_stop);
+    void set_phase(Session_phase phase);
+    void hold_error(const std::string& error);
+
+    const Config& config_;
+    Unit_status& status_;
+    const Stop_flag& process_stop_;
+    std::optional<Unit_buffers> buffers_;
+    Fd listener_;
+    std::uint16_t listener_port_ = 0;
+    // Where the unit is in the event stream, carried across sessions.
+    std::uint64_t next_chunk_ = 0;
+    std::uint64_t cycles_done_ = 0;
+    std::uint64_t source_chunk_ = 0;  // next chunk the source hands out
+
+    mutable std::mutex mutex_;  // guards what follows
+    std::condition_variable changed_;
+    std::optional<Configure_request> current_;        // the table in force
+    std::map<std::uint64_t, Configure_request> pending_;  // newer tables, by epoch
+    bool stop_vote_ = false;
+    Session_phase phase_ = Session_phase::none;
+    Stop_flag* session_stop_ = nullptr;  // while a session runs
+};
+
+}  // namespace eb
