@@ -47,6 +47,7 @@ std::string status_json(const Status_snapshot& status) {
            ",\"activity\":" + json_string(status.activity) +
            ",\"role\":" + json_string(status.epoch == 0 ? "unconfigured" : status.live ? "live" : "dummy") +
            ",\"epoch\":" + std::to_string(status.epoch) + ",\"pending_epoch\":" + std::to_string(status.pending_epoch) +
+           ",\"next_event\":" + std::to_string(status.next_event) +
            ",\"events_built\":" + std::to_string(status.events_built) +
            ",\"events_incomplete\":" + std::to_string(status.events_incomplete) +
            ",\"events_dropped\":" + std::to_string(status.events_dropped) +

@@ -245,6 +245,7 @@ Unit::Session_end Unit::run_session(Configure_request table, Stop_flag& session_
             cycles_done_ = std::max(cycles_done_, hello->cycles_done);
         }
     }
+    status_.set_next_event(next_chunk_ * config_.packing_factor);
     Tcp_transport transport(rank, std::move(connections->mesh), session_stop,
                             [this](Rank peer, Link_failure failure, const std::string&) { status_.peer_lost(peer, failure); });
     for (Rank peer = 0; peer < ranks.units(); ++peer)
@@ -281,6 +282,7 @@ Unit::Session_end Unit::run_session(Configure_request table, Stop_flag& session_
             next_chunk_ += builder.chunks_per_cycle();
             if (ranks.runs_ru(rank)) source_chunk_ = next_chunk_;
             ++cycles_done_;
+            status_.set_next_event(next_chunk_ * config_.packing_factor);
             status_.set_ring_fill(buffers_->mfp_ring_fill(), buffers_->mep_ring_fill());
             if (decision->switch_to != 0) {
                 std::lock_guard lock(mutex_);

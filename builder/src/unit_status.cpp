@@ -93,6 +93,7 @@ Status_snapshot Unit_status::snapshot() const {
     snapshot.rank = rank_;
     snapshot.state = state_.load();
     snapshot.pending_epoch = pending_epoch_.load();
+    snapshot.next_event = next_event_.load(std::memory_order_relaxed);
     snapshot.events_built = events_built_.load(std::memory_order_relaxed);
     snapshot.events_incomplete = events_incomplete_.load(std::memory_order_relaxed);
     snapshot.events_dropped = events_dropped_.load(std::memory_order_relaxed);

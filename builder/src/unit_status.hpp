@@ -30,6 +30,7 @@ struct Status_snapshot {
     bool live = false;     // live or dummy in its table
     std::uint32_t epoch = 0;
     std::uint32_t pending_epoch = 0;
+    std::uint64_t next_event = 0;  // the first event of the set's next cycle
     std::uint64_t events_built = 0;       // complete and verified
     std::uint64_t events_incomplete = 0;  // delivered flagged, or failed a check; never counted as built
     std::uint64_t events_dropped = 0;     // not delivered: a source or the BU was lost
@@ -68,6 +69,7 @@ public:
     // A new table: every rank starts as dummy or connecting.
     void set_table(std::uint32_t epoch, const std::vector<bool>& live);
     void set_pending_epoch(std::uint32_t epoch) { pending_epoch_.store(epoch); }
+    void set_next_event(std::uint64_t event) { next_event_.store(event, std::memory_order_relaxed); }
     void set_peer(Rank peer, Link_state state);
     void peer_lost(Rank peer, Link_failure failure);
 
@@ -88,6 +90,7 @@ private:
     const Rank rank_;
     std::atomic<Control_state> state_{Control_state::not_ready};
     std::atomic<std::uint32_t> pending_epoch_{0};
+    std::atomic<std::uint64_t> next_event_{0};
     std::atomic<std::uint64_t> events_built_{0};
     std::atomic<std::uint64_t> events_incomplete_{0};
     std::atomic<std::uint64_t> events_dropped_{0};

@@ -1,0 +1,262 @@
+// eb-builder processes driven through the control API, as the operator
+// drives them: tokens and illegal commands, a live table switch that moves a
+// unit to a spare without restarting anyone or losing an event, and a killed
+// unit that the others report and build around.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <fstream>
+#include <memory>
+#include <numeric>
+#include <set>
+
+#include "fd.hpp"
+#include "rank.hpp"
+#include "test_support.hpp"
+
+namespace eb {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr const char* token = "s3cret-token";
+constexpr std::uint64_t packing_factor = 100;
+
+// One HTTP request over a real socket: "METHOD path" with an optional bearer
+// token and JSON body. Returns the status code and body (0 if nobody answered).
+test::Http_reply request(std::uint16_t port, std::string_view method, std::string_view path,
+                         std::optional<std::string_view> bearer, std::string_view body = {}) {
+    Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) return {};
+    std::string out = std::string(method) + " " + std::string(path) + " HTTP/1.1\r\nHost: test\r\n";
+    if (bearer) out += "Authorization: Bearer " + std::string(*bearer) + "\r\n";
+    out += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+    out += body;
+    for (std::size_t sent = 0; sent < out.size();) {
+        const ssize_t n = ::send(fd.get(), out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
+        if (n <= 0) return {};
+        sent += static_cast<std::size_t>(n);
+    }
+    std::string reply;
+    char chunk[4096];
+    for (ssize_t n; (n = ::recv(fd.get(), chunk, sizeof chunk, 0)) > 0;) reply.append(chunk, static_cast<std::size_t>(n));
+    const std::size_t head_end = reply.find("\r\n\r\n");
+    if (reply.size() < 12 || head_end == std::string::npos) return {};
+    return {std::stoi(reply.substr(9, 3)), reply.substr(head_end + 4)};
+}
+
+// N controlled eb-builder processes (no --peers), one per rank, all started
+// at once; the test plays the operator.
+class Controlled_set {
+public:
+    explicit Controlled_set(Rank units) : units_(units), ports_(test::free_ports(2 * units)), dir_(test::make_temp_dir()) {
+        std::ofstream(dir_ + "/token") << token << "\n";
+        for (Rank rank = 0; rank < units; ++rank) start(rank);
+    }
+
+    void start(Rank rank) {
+        processes_.resize(units_);
+        processes_[rank] = std::make_unique<test::Child>(
+            EB_BUILDER_EXE,
+            std::vector<std::string>{"--rank", std::to_string(rank), "--http-port", std::to_string(http_port(rank)),
+                                     "--token-file", dir_ + "/token", "--packing-factor", std::to_string(packing_factor),
+                                     "--fragment-size", "64", "--rate", "200000", "--barrier", "tournament"},
+            dir_ + "/builder-" + std::to_string(rank) + ".log");
+    }
+
+    std::uint16_t http_port(Rank rank) const { return ports_[units_ + rank]; }
+    test::Child& process(Rank rank) { return *processes_[rank]; }
+
+    // The rank table document the operator publishes (operator/docs/rank-table.md).
+    std::string configure_body(Rank rank, std::uint64_t epoch, const std::set<Rank>& live) const {
+        std::string ranks;
+        for (Rank r = 0; r < units_; ++r)
+            ranks += (r == 0 ? "" : ",") + std::string("{\"rank\":") + std::to_string(r) +
+                     ",\"address\":\"127.0.0.1:" + std::to_string(ports_[r]) + "\",\"state\":\"" +
+                     (live.contains(r) ? "live" : "dummy") + "\"}";
+        return "{\"rank\":" + std::to_string(rank) + ",\"table\":{\"version\":\"eventbuilder.daq.io/ranktable/v1\"," +
+               "\"run\":\"test\",\"epoch\":" + std::to_string(epoch) + ",\"layout\":\"Folded\",\"ranks\":[" + ranks + "]}}";
+    }
+
+    test::Http_reply command(Rank rank, std::string_view name, std::string_view body = {}) {
+        return request(http_port(rank), "POST", "/control/" + std::string(name), token, body);
+    }
+    void configure_all(std::uint64_t epoch, const std::set<Rank>& live) {
+        for (Rank rank = 0; rank < units_; ++rank) {
+            const auto reply = command(rank, "configure", configure_body(rank, epoch, live));
+            ASSERT_EQ(reply.status, 200) << "rank " << rank << ": " << reply.body;
+        }
+    }
+    void command_all(std::string_view name) {
+        for (Rank rank = 0; rank < units_; ++rank) ASSERT_EQ(command(rank, name).status, 200) << name << " " << rank;
+    }
+
+    std::string status(Rank rank) const { return test::http_get(http_port(rank), "/status").value_or(test::Http_reply{}).body; }
+    std::uint64_t number(Rank rank, std::string_view key) const { return test::json_number(status(rank), key).value_or(0); }
+    std::string text(Rank rank, std::string_view key) const { return test::json_string(status(rank), key).value_or("?"); }
+
+    // Waits until every rank's /status answers (the processes are up).
+    bool all_answer() const {
+        return test::eventually([&] {
+            for (Rank rank = 0; rank < units_; ++rank)
+                if (!test::http_get(http_port(rank), "/healthz")) return false;
+            return true;
+        }, 10s);
+    }
+
+    std::string logs() const {
+        std::string all;
+        for (Rank rank = 0; rank < units_; ++rank)
+            if (processes_[rank]) all += "--- rank " + std::to_string(rank) + " ---\n" + processes_[rank]->log();
+        return all;
+    }
+
+private:
+    Rank units_;
+    std::vector<std::uint16_t> ports_;  // data ports, then HTTP ports
+    std::string dir_;
+    std::vector<std::unique_ptr<test::Child>> processes_;
+};
+
+TEST(ControlProcess, CommandsNeedTheTokenAndALegalState) {
+    Controlled_set set(1);
+    ASSERT_TRUE(set.all_answer()) << set.logs();
+    const std::uint16_t port = set.http_port(0);
+    EXPECT_EQ(request(port, "POST", "/control/start", std::nullopt).status, 401);
+    EXPECT_EQ(request(port, "POST", "/control/start", "wrong-token").status, 401);
+    EXPECT_EQ(set.text(0, "state"), "NOT_READY") << "a refused command changes nothing";
+
+    const auto illegal = set.command(0, "start");
+    EXPECT_EQ(illegal.status, 409);
+    EXPECT_NE(illegal.body.find("cannot start in state NOT_READY; allowed: configure, reset"), std::string::npos)
+        << illegal.body;
+    EXPECT_EQ(request(port, "GET", "/readyz", std::nullopt).status, 503);
+
+    const auto bad = set.command(0, "configure", R"({"rank":0,"table":{"version":"v0"}})");
+    EXPECT_EQ(bad.status, 400);
+    EXPECT_NE(bad.body.find("table.version"), std::string::npos) << bad.body;
+    const auto wrong_rank = set.command(0, "configure", set.configure_body(1, 1, {0}));
+    EXPECT_EQ(wrong_rank.status, 400) << wrong_rank.body;
+
+    ASSERT_EQ(set.command(0, "configure", set.configure_body(0, 2, {0})).status, 200);
+    EXPECT_EQ(set.text(0, "state"), "READY");
+    EXPECT_EQ(request(port, "GET", "/readyz", std::nullopt).status, 200);
+    const auto older = set.command(0, "configure", set.configure_body(0, 1, {0}));
+    EXPECT_EQ(older.status, 409);
+    EXPECT_NE(older.body.find("epochs only go forward"), std::string::npos) << older.body;
+    EXPECT_EQ(set.command(0, "resume").status, 409);
+    ASSERT_EQ(set.command(0, "reset").status, 200);
+    EXPECT_EQ(set.text(0, "state"), "NOT_READY");
+    EXPECT_EQ(set.number(0, "epoch"), 2u) << "reset forgets the table, not what was reported last";
+}
+
+TEST(ControlProcess, ARunningSetMovesAUnitToASpareWithoutRestartOrLoss) {
+    // Ranks 0-3 live, rank 4 a warm spare; then rank 2 fails over to rank 4.
+    Controlled_set set(5);
+    ASSERT_TRUE(set.all_answer()) << set.logs();
+    set.configure_all(1, {0, 1, 2, 3});
+    set.command_all("start");
+    ASSERT_TRUE(test::eventually([&] { return set.number(3, "events_built") > 0; }, 20s)) << set.logs();
+    EXPECT_EQ(set.text(4, "activity"), "standby");
+    EXPECT_EQ(set.text(4, "role"), "dummy");
+
+    set.configure_all(2, {0, 1, 3, 4});
+    ASSERT_TRUE(test::eventually([&] { return set.number(4, "events_built") > 0; }, 20s)) << set.logs();
+    for (const Rank rank : {0, 1, 3, 4}) {
+        EXPECT_EQ(set.number(rank, "epoch"), 2u) << rank;
+        EXPECT_EQ(set.text(rank, "state"), "RUNNING") << rank;
+    }
+    EXPECT_EQ(set.text(2, "role"), "dummy");
+    EXPECT_EQ(set.text(2, "activity"), "standby");
+    const std::uint64_t built_by_2 = set.number(2, "events_built");
+    EXPECT_GT(built_by_2, 0u);
+
+    // One stop stops the whole set at one cycle boundary.
+    ASSERT_EQ(set.command(0, "stop").status, 200);
+    ASSERT_TRUE(test::eventually([&] {
+        for (const Rank rank : {0, 1, 3, 4})
+            if (set.text(rank, "state") != "READY") return false;
+        return true;
+    }, 10s)) << set.logs();
+    const std::uint64_t next_event = set.number(0, "next_event");
+    std::uint64_t built = 0;
+    for (Rank rank = 0; rank < 5; ++rank) {
+        const std::string status = set.status(rank);
+        EXPECT_EQ(test::json_number(status, "events_incomplete"), 0u) << status;
+        EXPECT_EQ(test::json_number(status, "events_dropped"), 0u) << status;
+        if (rank != 2) {
+            EXPECT_EQ(test::json_number(status, "next_event"), next_event) << status;
+        }
+        built += test::json_number(status, "events_built").value_or(0);
+    }
+    // Every event id below next_event built exactly once (the BUs check each
+    // MEP's event range against their sequence): no event lost in the switch.
+    EXPECT_EQ(built, next_event) << set.logs();
+    const std::string metrics = test::http_get(set.http_port(0), "/metrics")->body;
+    EXPECT_NE(metrics.find("eb_parse_errors_total{error=\"wrong_event_range\"} 0"), std::string::npos);
+    EXPECT_NE(set.process(0).log().find("switched to rank table epoch 2"), std::string::npos);
+    for (Rank rank = 0; rank < 5; ++rank) EXPECT_FALSE(set.process(rank).wait_exit(0ms)) << "nobody restarted";
+}
+
+TEST(ControlProcess, AKilledUnitIsReportedWithinASecondAndTheCountsAddUp) {
+    Controlled_set set(4);
+    ASSERT_TRUE(set.all_answer()) << set.logs();
+    set.configure_all(1, {0, 1, 2, 3});
+    set.command_all("start");
+    ASSERT_TRUE(test::eventually([&] { return set.number(3, "events_built") > 0; }, 20s)) << set.logs();
+
+    // Pause the set so the victim's last count is known, then kill it.
+    ASSERT_EQ(set.command(0, "pause").status, 200);
+    ASSERT_TRUE(test::eventually([&] {
+        for (Rank rank = 0; rank < 4; ++rank)
+            if (set.text(rank, "activity") != "paused") return false;
+        return true;
+    }, 10s)) << set.logs();
+    const std::uint64_t built_by_victim = set.number(3, "events_built");
+    set.process(3).signal(SIGKILL);
+    ASSERT_TRUE(set.process(3).wait_exit(5s));
+
+    for (const Rank rank : {0, 1, 2}) ASSERT_EQ(set.command(rank, "resume").status, 200);
+    const auto resumed = std::chrono::steady_clock::now();
+    ASSERT_TRUE(test::eventually([&] {
+        for (const Rank rank : {0, 1, 2})
+            if (set.status(rank).find("\"lost_peers\":[3]") == std::string::npos) return false;
+        return true;
+    }, 2s)) << set.logs();
+    EXPECT_LT(std::chrono::steady_clock::now() - resumed, 1s) << "the loss is reported within a second";
+    const std::string metrics = test::http_get(set.http_port(1), "/metrics")->body;
+    EXPECT_NE(metrics.find("eb_peer_up{peer=\"3\"} 0"), std::string::npos) << metrics;
+    EXPECT_NE(metrics.find("eb_peers_lost_total 1"), std::string::npos);
+
+    // The others build on: their own MEPs miss source 3 and are dropped; rank
+    // 3's chunks are built nowhere and dropped.
+    const std::uint64_t built_before = set.number(0, "events_built");
+    ASSERT_TRUE(test::eventually([&] { return set.number(0, "events_dropped") > 0; }, 10s)) << set.logs();
+    ASSERT_EQ(set.command(1, "stop").status, 200);
+    ASSERT_TRUE(test::eventually([&] {
+        for (const Rank rank : {0, 1, 2})
+            if (set.text(rank, "state") != "READY") return false;
+        return true;
+    }, 10s)) << set.logs();
+    EXPECT_EQ(set.number(0, "events_built"), built_before) << "nothing missing a source counts as built";
+    std::uint64_t delivered = built_by_victim, dropped = 0;
+    for (const Rank rank : {0, 1, 2}) {
+        EXPECT_EQ(set.number(rank, "events_incomplete"), 0u);
+        delivered += set.number(rank, "events_built");
+        dropped += set.number(rank, "events_dropped");
+    }
+    EXPECT_EQ(delivered + dropped, set.number(0, "next_event")) << set.logs();
+}
+
+}  // namespace
+}  // namespace eb
