@@ -1,0 +1,245 @@
+package buildercontrol
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"daq.io/eventbuilder/operator/internal/builderemu"
+	"daq.io/eventbuilder/operator/internal/builderstatus"
+	"daq.io/eventbuilder/operator/internal/ranktable"
+)
+
+func table(epoch int64, states ...string) ranktable.Document {
+	d := ranktable.Document{Version: ranktable.Version, Run: "r", Epoch: epoch, Layout: "Folded"}
+	for i, s := range states {
+		d.Ranks = append(d.Ranks, ranktable.Rank{Rank: i, Address: fmt.Sprintf("r-eb-%d.r-eb:7000", i), State: s})
+	}
+	return d
+}
+
+// The client drives emulated builders: configure with each one's rank,
+// then start, with the token; the answers are the builders' status.
+func TestClientDrivesBuilders(t *testing.T) {
+	farm := builderemu.NewFarm()
+	defer farm.Close()
+	var builders []Builder
+	var emu []*builderemu.Builder
+	for r := range int32(3) {
+		key := fmt.Sprint(r)
+		emu = append(emu, farm.Start(key, builderemu.Options{Token: "s3cret", Rank: r, Mesh: "r"}))
+		builders = append(builders, Builder{Rank: r, URL: farm.URL(key)})
+	}
+	c := NewClient(time.Second)
+	ctx := context.Background()
+
+	reps, err := c.Configure(ctx, "s3cret", builders, table(1, "live", "live", "dummy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r, rep := range reps {
+		if rep.State != builderstatus.StateReady || rep.Epoch != 1 || rep.Rank != r {
+			t.Errorf("rank %d answered %+v", r, rep)
+		}
+	}
+	if reps[2].Role != builderstatus.RoleDummy || reps[0].Role != builderstatus.RoleLive {
+		t.Errorf("roles %q %q", reps[0].Role, reps[2].Role)
+	}
+	if reps, err = c.Send(ctx, "s3cret", Start, builders); err != nil || len(reps) != 3 || reps[1].State != builderstatus.StateRunning {
+		t.Fatalf("start: %v %+v", err, reps)
+	}
+	// A new epoch while running: accepted as pending, switched together.
+	reps, err = c.Configure(ctx, "s3cret", builders, table(2, "live", "dummy", "live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range emu {
+		if e, p := b.Epoch(); e != 2 || p != 0 {
+			t.Errorf("builder %s at epoch %d pending %d, want 2", b.Key(), e, p)
+		}
+	}
+	// Pause reaches the whole set through the first builder; the others
+	// answer 409 in PAUSED, which is done, not an error.
+	reps, err = c.Send(ctx, "s3cret", Pause, builders)
+	if err != nil {
+		t.Fatalf("pause: %v", err)
+	}
+	for _, b := range emu {
+		if b.State() != builderemu.Paused {
+			t.Errorf("builder %s %s", b.Key(), b.State())
+		}
+	}
+	if len(reps) == 0 || len(reps) > 3 {
+		t.Errorf("pause reports %v", reps)
+	}
+	if _, err := c.Send(ctx, "s3cret", Configure, builders); err == nil {
+		t.Errorf("Send(configure) without a table succeeded")
+	}
+}
+
+// Every builder that refuses, or does not answer, is named with its rank
+// and why; the others' reports come back.
+func TestClientErrors(t *testing.T) {
+	farm := builderemu.NewFarm()
+	defer farm.Close()
+	farm.Start("ok", builderemu.Options{Token: "s3cret", Rank: 0})
+	farm.Start("other-token", builderemu.Options{Token: "other", Rank: 1})
+	farm.Start("no-token", builderemu.Options{Rank: 2})
+	failing := farm.Start("error", builderemu.Options{Token: "s3cret", Rank: 4})
+	failing.Fail("ring broken")
+	hung := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // then the server notices the client going
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	}))
+	defer hung.Close()
+	builders := []Builder{
+		{0, farm.URL("ok")}, {1, farm.URL("other-token")}, {2, farm.URL("no-token")},
+		{3, farm.URL("nobody")}, {4, farm.URL("error")}, {5, hung.URL},
+	}
+	reps, err := NewClient(300*time.Millisecond).Configure(context.Background(), "s3cret", builders, table(1, "live", "live", "live", "live", "live", "live"))
+	var errs *Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("error %v, want *Errors", err)
+	}
+	if len(reps) != 1 || reps[0].State != builderstatus.StateReady {
+		t.Errorf("reports %+v, want rank 0 READY", reps)
+	}
+	want := []struct {
+		rank   int32
+		status int
+		msg    string
+	}{
+		{1, 401, "wrong bearer token"},
+		{2, 403, "the control API is disabled"},
+		{3, 0, "EOF"},
+		{4, 409, "cannot configure in state ERROR"},
+		{5, 0, "Timeout"},
+	}
+	if len(errs.Builders) != len(want) || errs.Of != 6 || errs.Command != Configure {
+		t.Fatalf("errors %v", errs)
+	}
+	for i, w := range want {
+		b := errs.Builders[i]
+		if b.Rank != w.rank || b.Status != w.status || !strings.Contains(b.Message, w.msg) {
+			t.Errorf("error %d: %+v, want rank %d status %d containing %q", i, b, w.rank, w.status, w.msg)
+		}
+	}
+	if errs.Builders[3].State != builderstatus.StateError {
+		t.Errorf("a 409 should carry the state: %+v", errs.Builders[3])
+	}
+	if !errs.Unauthorized() || errs.Builders[2].Unauthorized() {
+		t.Errorf("Unauthorized: set %v, rank 3 %v", errs.Unauthorized(), errs.Builders[2].Unauthorized())
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "configure failed on 5 of 6 builders: rank 1: configure: 401 wrong bearer token; rank 2: configure: 403") ||
+		strings.Count(msg, "; rank ") != 4 {
+		t.Errorf("message %q", msg)
+	}
+	var one *BuilderError
+	if !errors.As(err, &one) || one.Rank != 1 {
+		t.Errorf("errors.As finds %+v", one)
+	}
+}
+
+// What goes on the wire: the configure body and headers of the contract.
+func TestClientRequests(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]string{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		seen[r.Method+" "+r.URL.Path] = r.Header.Get("Authorization") + "|" + r.Header.Get("Content-Type") + "|" + string(body)
+		mu.Unlock()
+		_, _ = w.Write([]byte(`{"state":"READY","epoch":7}`))
+	}))
+	defer srv.Close()
+	c := NewClient(time.Second)
+	doc := table(7, "live")
+	if _, err := c.Configure(context.Background(), "tok", []Builder{{0, srv.URL}}, doc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Send(context.Background(), "tok", Resume, []Builder{{0, srv.URL}}); err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.SplitN(seen["POST /control/configure"], "|", 3)
+	auth, ctype, body := parts[0], parts[1], parts[2]
+	var got struct {
+		Rank  *int               `json:"rank"`
+		Table ranktable.Document `json:"table"`
+	}
+	if err := json.Unmarshal([]byte(body), &got); err != nil || got.Rank == nil || *got.Rank != 0 || got.Table.Epoch != 7 || got.Table.Version != ranktable.Version {
+		t.Errorf("configure body %s (%v)", body, err)
+	}
+	if auth != "Bearer tok" || ctype != "application/json" {
+		t.Errorf("configure headers: Authorization %q Content-Type %q", auth, ctype)
+	}
+	if r := seen["POST /control/resume"]; r != "Bearer tok||" {
+		t.Errorf("resume: %q, want the token and no body", r)
+	}
+}
+
+// Many builders are addressed in parallel, at most MaxParallel at once.
+func TestClientParallelism(t *testing.T) {
+	var now, most atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := now.Add(1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+		now.Add(-1)
+		_, _ = w.Write([]byte(`{"state":"RUNNING"}`))
+	}))
+	defer srv.Close()
+	var builders []Builder
+	for r := range int32(200) {
+		builders = append(builders, Builder{r, srv.URL})
+	}
+	start := time.Now()
+	reps, err := NewClient(5*time.Second).Send(context.Background(), "t", Start, builders)
+	if err != nil || len(reps) != 200 {
+		t.Fatalf("%d reports, %v", len(reps), err)
+	}
+	if m := most.Load(); m > MaxParallel || m < 8 {
+		t.Errorf("%d requests at once, want parallel and at most %d", m, MaxParallel)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("200 builders took %v", d)
+	}
+}
+
+func TestAlreadyIn(t *testing.T) {
+	for _, tc := range []struct {
+		cmd   Command
+		state string
+		want  bool
+	}{
+		{Start, builderstatus.StateRunning, true},
+		{Resume, builderstatus.StateRunning, true},
+		{Pause, builderstatus.StatePaused, true},
+		{Stop, builderstatus.StateReady, true},
+		{Reset, builderstatus.StateNotReady, true},
+		{Start, builderstatus.StateNotReady, false},
+		{Pause, builderstatus.StateReady, false},
+		{Configure, builderstatus.StateReady, false},
+	} {
+		if got := AlreadyIn(tc.cmd, tc.state); got != tc.want {
+			t.Errorf("AlreadyIn(%s, %s) = %v", tc.cmd, tc.state, got)
+		}
+	}
+}

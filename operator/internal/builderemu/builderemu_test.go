@@ -1,0 +1,266 @@
+package builderemu
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The emulation follows builder/docs/control-api.md; these check the
+// contract's rules one by one, over HTTP.
+
+type answer struct {
+	code int
+	doc  map[string]any
+	www  string
+}
+
+func post(t *testing.T, url, token, cmd, body string) answer {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+"/control/"+cmd, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s: %v", cmd, err)
+	}
+	defer resp.Body.Close()
+	a := answer{code: resp.StatusCode, www: resp.Header.Get("WWW-Authenticate")}
+	_ = json.NewDecoder(resp.Body).Decode(&a.doc)
+	return a
+}
+
+func get(t *testing.T, url, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// cfgBody is a configure request of rank for a table of epoch
+// whose ranks have the given states.
+func cfgBody(rank int, epoch int64, states ...string) string {
+	var ranks []string
+	for i, s := range states {
+		ranks = append(ranks, fmt.Sprintf(`{"rank":%d,"address":"r-eb-%d.r-eb:7000","state":%q,"endpoint":"ignored"}`, i, i, s))
+	}
+	return fmt.Sprintf(`{"rank":%d,"table":{"version":"eventbuilder.daq.io/ranktable/v1","run":"r","epoch":%d,"layout":"Folded","ranks":[%s]}}`,
+		rank, epoch, strings.Join(ranks, ","))
+}
+
+func TestAuthentication(t *testing.T) {
+	f := NewFarm()
+	defer f.Close()
+	f.Start("a", Options{Token: "tok", Rank: -1})
+	f.Start("none", Options{Rank: -1})
+	for _, tc := range []struct {
+		key, token string
+		code       int
+		msg, www   string
+	}{
+		{"a", "", 401, "missing Authorization: Bearer <token>", "Bearer"},
+		{"a", "other", 401, "wrong bearer token", "Bearer"},
+		{"none", "tok", 403, "the control API is disabled", ""},
+		{"a", "tok", 409, "cannot start in state NOT_READY; allowed: configure, reset", ""},
+	} {
+		a := post(t, f.URL(tc.key), tc.token, "start", "")
+		if a.code != tc.code || !strings.Contains(fmt.Sprint(a.doc["error"]), tc.msg) || a.www != tc.www {
+			t.Errorf("%s with %q: %d %v (WWW-Authenticate %q), want %d %q", tc.key, tc.token, a.code, a.doc, a.www, tc.code, tc.msg)
+		}
+	}
+	// Reads need no token.
+	if code, _ := get(t, f.URL("none"), "/status"); code != 200 {
+		t.Errorf("GET /status: %d", code)
+	}
+}
+
+func TestStateMachine(t *testing.T) {
+	f := NewFarm()
+	defer f.Close()
+	b := f.Start("a", Options{Token: "tok", Rank: 1, Mesh: "m"})
+	url := f.URL("a")
+	if code, body := get(t, url, "/readyz"); code != 503 || !strings.Contains(body, NotReady) {
+		t.Errorf("readyz before configure: %d %s", code, body)
+	}
+	steps := []struct {
+		cmd, body string
+		code      int
+		state     string
+	}{
+		{"pause", "", 409, NotReady},
+		{"configure", cfgBody(1, 1, "live", "live"), 200, Ready},
+		{"configure", cfgBody(1, 1, "live", "live"), 200, Ready},   // same epoch, same table: idempotent
+		{"configure", cfgBody(1, 1, "live", "dummy"), 409, Ready}, // same epoch, other table
+		{"start", "", 200, Running},
+		{"start", "", 409, Running},
+		{"pause", "", 200, Paused},
+		{"resume", "", 200, Running},
+		{"stop", "", 200, Ready},
+		{"start", "", 200, Running}, // the table is kept
+		{"reset", "", 200, NotReady},
+		{"start", "", 409, NotReady}, // the table is forgotten
+	}
+	for i, s := range steps {
+		a := post(t, url, "tok", s.cmd, s.body)
+		if a.code != s.code || b.State() != s.state {
+			t.Fatalf("step %d %s: %d %v, state %s; want %d %s", i, s.cmd, a.code, a.doc, b.State(), s.code, s.state)
+		}
+		if a.code == 409 && (a.doc["state"] != s.state || a.doc["allowed"] == nil) {
+			t.Errorf("step %d: a refusal names the state and allowed commands: %v", i, a.doc)
+		}
+		if a.code == 200 && a.doc["state"] != s.state {
+			t.Errorf("step %d: success answers the status: %v", i, a.doc)
+		}
+	}
+	b.Fail("boom")
+	if a := post(t, url, "tok", "configure", cfgBody(1, 2, "live", "live")); a.code != 409 {
+		t.Errorf("configure in ERROR: %d", a.code)
+	}
+	if code, _ := get(t, url, "/healthz"); code != 200 {
+		t.Errorf("healthz in ERROR: %d, want 200", code)
+	}
+	if a := post(t, url, "tok", "reset", ""); a.code != 200 || b.State() != NotReady {
+		t.Errorf("reset from ERROR: %d %s", a.code, b.State())
+	}
+}
+
+func TestConfigureValidation(t *testing.T) {
+	f := NewFarm()
+	defer f.Close()
+	f.Start("a", Options{Token: "tok", Rank: 1})
+	url := f.URL("a")
+	good := cfgBody(1, 3, "live", "live")
+	for _, tc := range []struct {
+		body string
+		code int
+		msg  string
+	}{
+		{"{", 400, "body"},
+		{strings.Replace(good, "ranktable/v1", "ranktable/v9", 1), 400, "table.version"},
+		{strings.Replace(good, `"epoch":3`, `"epoch":0`, 1), 400, "table.epoch"},
+		{strings.Replace(good, "Folded", "Sideways", 1), 400, "table.layout"},
+		{strings.Replace(good, `"rank":1,"address"`, `"rank":7,"address"`, 1), 400, "table.ranks[1].rank"},
+		{strings.Replace(good, "r-eb-1.r-eb:7000", "r-eb-1", 1), 400, "table.ranks[1].address 'r-eb-1': expected host:port"},
+		{strings.Replace(good, `"state":"live","endpoint":"ignored"}]`, `"state":"spare"}]`, 1), 400, "table.ranks[1].state"},
+		{cfgBody(5, 3, "live", "live"), 400, "rank 5: not in the table"},
+		{cfgBody(0, 3, "live", "live"), 400, "--rank 1"},
+		{good, 200, ""},
+		{cfgBody(1, 2, "live", "live"), 409, "epochs only go forward"},
+	} {
+		a := post(t, url, "tok", "configure", tc.body)
+		if a.code != tc.code || !strings.Contains(fmt.Sprint(a.doc["error"]), tc.msg) {
+			t.Errorf("%.60s...: %d %v, want %d %q", tc.body, a.code, a.doc, tc.code, tc.msg)
+		}
+	}
+}
+
+// A running set switches to a new epoch together, once every unit live in
+// both tables holds it; a dummy stands by and joins when made live; pause
+// and stop act on the whole set; lost peers reset with a new epoch.
+func TestMesh(t *testing.T) {
+	f := NewFarm()
+	defer f.Close()
+	var bs []*Builder
+	for r := range 3 {
+		bs = append(bs, f.Start(fmt.Sprint(r), Options{Token: "tok", Rank: int32(r), Mesh: "m"}))
+	}
+	for r := range 3 {
+		if a := post(t, f.URL(fmt.Sprint(r)), "tok", "configure", cfgBody(r, 1, "live", "live", "dummy")); a.code != 200 {
+			t.Fatal(a)
+		}
+		post(t, f.URL(fmt.Sprint(r)), "tok", "start", "")
+	}
+	var st map[string]any
+	_, body := get(t, f.URL("2"), "/status")
+	_ = json.Unmarshal([]byte(body), &st)
+	if st["state"] != Running || st["role"] != "dummy" || st["events_built"].(float64) != 0 {
+		t.Errorf("standby spare: %v", st)
+	}
+
+	// Rank 1 dies: rank 0 reports it lost.
+	f.Kill("1")
+	if _, err := http.Get(f.URL("1") + "/status"); err == nil {
+		t.Errorf("a killed builder still answers")
+	}
+	_, body = get(t, f.URL("0"), "/status")
+	_ = json.Unmarshal([]byte(body), &st)
+	if fmt.Sprint(st["lost_peers"]) != "[1]" {
+		t.Errorf("rank 0 lost_peers %v, want [1]", st["lost_peers"])
+	}
+
+	// Epoch 2: rank 1 a dummy, rank 2 live. Rank 0 is the only unit live
+	// in both: it switches when configured; the spare joins when it is.
+	post(t, f.URL("2"), "tok", "configure", cfgBody(2, 2, "live", "dummy", "live"))
+	if e, p := bs[2].Epoch(); e != 1 || p != 2 {
+		t.Errorf("spare before rank 0 holds epoch 2: epoch %d pending %d, want 1 and 2", e, p)
+	}
+	post(t, f.URL("0"), "tok", "configure", cfgBody(0, 2, "live", "dummy", "live"))
+	for _, b := range []*Builder{bs[0], bs[2]} {
+		if e, p := b.Epoch(); e != 2 || p != 0 {
+			t.Errorf("builder %s: epoch %d pending %d, want 2", b.Key(), e, p)
+		}
+	}
+	_, body = get(t, f.URL("0"), "/status")
+	_ = json.Unmarshal([]byte(body), &st)
+	if fmt.Sprint(st["lost_peers"]) != "[]" {
+		t.Errorf("lost_peers after the new epoch %v", st["lost_peers"])
+	}
+	// Pause through rank 2 pauses rank 0 too.
+	post(t, f.URL("2"), "tok", "pause", "")
+	if bs[0].State() != Paused {
+		t.Errorf("rank 0 %s after the set's pause", bs[0].State())
+	}
+	if a := post(t, f.URL("0"), "tok", "pause", ""); a.code != 409 || a.doc["state"] != Paused {
+		t.Errorf("second pause: %d %v", a.code, a.doc)
+	}
+}
+
+// StartPod reads a controlled builder's command line and its token file
+// through the pod's Secret volume, as the kubelet lays it out.
+func TestStartPod(t *testing.T) {
+	f := NewFarm()
+	defer f.Close()
+	pod := func(args ...string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Labels: map[string]string{"run": "r"}},
+			Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Command: []string{"eb-builder"}, Args: args,
+					VolumeMounts: []corev1.VolumeMount{{Name: "tok", MountPath: "/var/run/control", ReadOnly: true}}}},
+				Volumes: []corev1.Volume{{Name: "tok", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+					SecretName: "r-control", Items: []corev1.KeyToPath{{Key: "token", Path: "token"}}}}}},
+			},
+		}
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-control"}, Data: map[string][]byte{"token": []byte("abc\n")}}
+	b, err := f.StartPod("k", pod("--rank", "4", "--token-file", "/var/run/control/token"), secret, "run")
+	if err != nil || b.opts.Token != "abc" || b.opts.Rank != 4 || b.opts.Mesh != "ns/r" {
+		t.Errorf("StartPod: %v, options %+v", err, b)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rank", "0", "--peers", "a:1"}, "self-configured"},
+		{[]string{"--rank", "0", "--token-file", "/elsewhere/token"}, "no volume is mounted there"},
+		{[]string{"--rank", "0", "--token-file", "/var/run/control/other"}, "no file other"},
+		{[]string{"--rank"}, "no value"},
+	} {
+		if _, err := f.StartPod("x", pod(tc.args...), secret, "run"); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want an error saying %q", tc.args, err, tc.want)
+		}
+	}
+	if _, err := f.StartPod("x", pod("--token-file", "/var/run/control/token"), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, "run"); err == nil {
+		t.Errorf("a pod whose Secret does not exist started")
+	}
+}
