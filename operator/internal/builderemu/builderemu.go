@@ -294,7 +294,7 @@ func (b *Builder) active() bool { return b.state == Running || b.state == Paused
 func (b *Builder) role() string {
 	switch {
 	case b.table == nil:
-		return ""
+		return "unconfigured"
 	case b.table.live(b.rank):
 		return "live"
 	}
@@ -323,9 +323,11 @@ type statusDoc struct {
 	Rank             int32          `json:"rank"`
 	Units            int            `json:"units"`
 	State            string         `json:"state"`
+	Activity         string         `json:"activity"`
 	Role             string         `json:"role"`
 	Epoch            int64          `json:"epoch"`
 	PendingEpoch     int64          `json:"pending_epoch"`
+	NextEvent        int64          `json:"next_event"`
 	EventsBuilt      int64          `json:"events_built"`
 	EventsIncomplete int64          `json:"events_incomplete"`
 	EventsDropped    int64          `json:"events_dropped"`
@@ -351,7 +353,7 @@ var numaDoc = map[string]any{"requested": "", "node": nil, "pinned": false, "war
 // (encoded outside it).
 func (b *Builder) status() *statusDoc {
 	b.advance(time.Now())
-	d := &statusDoc{Rank: b.rank, State: b.state, Role: b.role(), Epoch: b.table.epoch(), PendingEpoch: b.pending.epoch(),
+	d := &statusDoc{Rank: b.rank, State: b.state, Activity: "emulated", Role: b.role(), Epoch: b.table.epoch(), PendingEpoch: b.pending.epoch(),
 		LostPeers: []int32{}, NUMA: numaDoc, Allowed: allowed(b.state), LastError: b.lastError}
 	if t := b.table; t != nil {
 		d.Units = t.liveCount()
@@ -376,6 +378,7 @@ func (b *Builder) status() *statusDoc {
 	}
 	slices.Sort(d.LostPeers)
 	d.EventsBuilt, d.EventsDropped = int64(b.events), int64(b.dropped)
+	d.NextEvent = d.EventsBuilt + d.EventsDropped
 	d.MEPsBuilt, d.BytesBuilt = d.EventsBuilt/1000, d.EventsBuilt*b.opts.EventSize
 	if b.state == Running && b.role() == "live" {
 		d.EventsPerSecond = b.opts.EventRate

@@ -22,8 +22,9 @@ const (
 
 // Roles a builder reports: the state of its own rank in its table.
 const (
-	RoleLive  = "live"
-	RoleDummy = "dummy"
+	RoleLive         = "live"
+	RoleDummy        = "dummy"
+	RoleUnconfigured = "unconfigured"
 )
 
 // Report is the JSON document a builder serves at GET /status (and answers
@@ -34,13 +35,18 @@ type Report struct {
 	Rank  int32  `json:"rank"`
 	Units int32  `json:"units"`
 	State string `json:"state"`
-	// Role is live or dummy (a started dummy stands by).
+	// Activity says what the unit is doing, in words.
+	Activity string `json:"activity,omitempty"`
+	// Role is live or dummy (a started dummy stands by), unconfigured
+	// before the first configure.
 	Role string `json:"role"`
 	// Epoch is the epoch of the table the builder runs; 0 before the
 	// first configure. PendingEpoch is a table accepted by configure and
 	// not switched to yet (0 when none).
-	Epoch            int64   `json:"epoch"`
-	PendingEpoch     int64   `json:"pending_epoch"`
+	Epoch        int64 `json:"epoch"`
+	PendingEpoch int64 `json:"pending_epoch"`
+	// NextEvent is the first event of the set's next cycle.
+	NextEvent        int64   `json:"next_event"`
 	EventsBuilt      int64   `json:"events_built"`
 	EventsIncomplete int64   `json:"events_incomplete"`
 	EventsDropped    int64   `json:"events_dropped"`
