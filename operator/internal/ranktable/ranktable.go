@@ -1,7 +1,7 @@
 // Package ranktable is the rank-table document the operator publishes to
 // builders (ConfigMap <run>-ranks, key ranks.json, mounted at
-// /etc/eventbuilder/ranks.json) and will hand to the builder control API's
-// configure call. docs/rank-table.md is its contract. The ConfigMap is
+// /etc/eventbuilder/ranks.json) and sends to every builder with the control
+// API's configure call. docs/rank-table.md is its contract. The ConfigMap is
 // also the operator's record of the current table: it is read back into a
 // planner.RankTable on every reconcile, so a failover survives operator
 // restarts.
