@@ -69,6 +69,37 @@ TEST(Config, DataPlaneFlags) {
     EXPECT_EQ(std::get<Config>(defaults).source, Source_kind::generator);
 }
 
+// Without --peers the process is controlled: it waits for its rank table
+// from POST /control/configure (docs/control-api.md), so that is no error.
+TEST(Config, WithoutPeersTheProcessIsControlled) {
+    const Command_line bare = parse({});
+    const auto* config = std::get_if<Config>(&bare);
+    ASSERT_NE(config, nullptr) << std::get<Usage_error>(bare).message;
+    EXPECT_FALSE(config->self_configured());
+    EXPECT_FALSE(config->rank_given);
+    EXPECT_TRUE(config->peers.empty());
+
+    // --rank pins the rank configure must name; other flags still apply.
+    const Command_line ranked =
+        parse({"--rank", "3", "--http-port", "9090", "--token-file", "/run/token", "--peer-timeout-ms", "2500",
+               "--incomplete", "flag"});
+    const auto* pinned = std::get_if<Config>(&ranked);
+    ASSERT_NE(pinned, nullptr) << std::get<Usage_error>(ranked).message;
+    EXPECT_FALSE(pinned->self_configured());
+    EXPECT_TRUE(pinned->rank_given);
+    EXPECT_EQ(pinned->rank, 3u);
+    EXPECT_EQ(pinned->http_port, 9090);
+    EXPECT_EQ(pinned->token_file, "/run/token");
+    EXPECT_EQ(pinned->peer_timeout_ms, 2500u);
+    EXPECT_EQ(pinned->incomplete, Incomplete_policy::flag);
+
+    const Command_line self = parse({"--rank", "0", "--peers", "a:1"});
+    ASSERT_TRUE(std::holds_alternative<Config>(self));
+    EXPECT_TRUE(std::get<Config>(self).self_configured());
+    EXPECT_EQ(std::get<Config>(self).peer_timeout_ms, 1000u) << "the default --peer-timeout-ms";
+    EXPECT_EQ(std::get<Config>(self).incomplete, Incomplete_policy::drop) << "the default --incomplete";
+}
+
 TEST(Config, HelpWinsWherePresent) {
     EXPECT_TRUE(std::holds_alternative<Show_help>(parse({"--help"})));
     EXPECT_TRUE(std::holds_alternative<Show_help>(parse({"--rank", "0", "-h"})));
@@ -80,7 +111,8 @@ TEST(Config, ErrorsNameTheFlagAndTheFix) {
         const char* message;  // expected within the error
     };
     const Case cases[] = {
-        {{}, "--peers is required"},
+        {{"--dummies", "1"}, "--dummies needs --peers; a controlled builder gets its dummies with configure"},
+        {{"--rank", "0", "--dummies", "1"}, "--dummies needs --peers"},
         {{"--peers", "a:1"}, "--rank is required"},
         {{"--rank", "2", "--peers", "a:1,b:1"}, "--rank 2 is out of range: --peers lists 2 units, so the rank must be 0..1"},
         {{"--rank", "x", "--peers", "a:1"}, "--rank 'x': expected a whole number"},
@@ -120,6 +152,8 @@ TEST(Config, ErrorsNameTheFlagAndTheFix) {
          "--fragment-size 0: --size-model poisson needs a mean of at least 1 byte"},
         {{"--rank", "0", "--peers", "a:1", "--size-model", "poisson", "--fragment-size", "20000"},
          "too large a mean for --size-model poisson"},
+        {{"--peer-timeout-ms", "50"}, "--peer-timeout-ms '50': expected a whole number in 100..600000"},
+        {{"--rank", "0", "--peers", "a:1", "--incomplete", "keep"}, "--incomplete 'keep': expected one of drop|flag"},
     };
     for (const auto& c : cases) {
         const Command_line parsed = parse(c.args);

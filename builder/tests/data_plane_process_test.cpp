@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -70,6 +71,14 @@ protected:
         std::uint64_t tail = 0;
         if (!ring.seekg(128) || !ring.read(reinterpret_cast<char*>(&tail), sizeof tail)) return 0;
         return tail;
+    }
+    // GET `path` from the builder of `rank` (peers() picked its HTTP port).
+    std::optional<test::Http_reply> get(Rank rank, std::string_view path) const {
+        return test::http_get(http_ports_.at(rank), path);
+    }
+    std::string status_body(Rank rank) const {
+        const auto reply = get(rank, "/status");
+        return reply && reply->status == 200 ? reply->body : "";
     }
     static std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
         args.insert(args.end(), more.begin(), more.end());
@@ -200,8 +209,47 @@ TEST_F(Run, AConsumerCrashIsSurvivedAndTheNextConsumerTakesOver) {
 }
 
 // A builder that fails closes its ring as failed: the consumer reports it
-// and exits 1 at once, instead of taking it for the end of the run.
+// and exits 1 at once, instead of taking it for the end of the run. The
+// failure here: a replayed source file that runs out while the builder was
+// asked for no --events limit, an error the session cannot build through.
 TEST_F(Run, AConsumerFailsWhenItsBuilderFailed) {
+    const std::vector<std::string> common = {"--peers", peers(1), "--packing-factor", "100", "--run", run_name_,
+                                             "--ring-mib", "1", "--rank", "0"};
+    const std::string file = dir_ + "/source-0.mfp";
+    Child& writer = start("writer", "eb-readout-emulator", with(common, {"--events", "300", "--file", file}));
+    ASSERT_EQ(writer.wait_exit(10s), 0);
+    const std::vector<std::string> builder_args = {"--peers", common[1], "--packing-factor", "100", "--run", run_name_,
+                                                   "--ring-mib", "1", "--output", "shm", "--source", "file",
+                                                   "--source-file", file};
+    Child& builder = start_builder(0, builder_args);
+    Child& consumer = start("consumer", "eb-consumer", common);
+    EXPECT_EQ(consumer.wait_exit(10s), 1);
+    EXPECT_NE(consumer.log().find("failed before finishing"), std::string::npos);
+    EXPECT_NE(consumer.log().find("consumer: 3 MEPs, 300 events complete, 0 incomplete, 0 rejected"),
+              std::string::npos)
+        << "every MEP built before the failure is delivered";
+
+    // The builder holds ERROR, naming the cause, until reset or stopped.
+    ASSERT_TRUE(test::eventually([&] { return status_body(0).find(R"("state":"ERROR")") != std::string::npos; }, 10s))
+        << status_body(0);
+    EXPECT_EQ(test::json_string(status_body(0), "last_error").value_or("").find("the MFP source has no more data"), 0u)
+        << status_body(0);
+    const auto ready = get(0, "/readyz");
+    ASSERT_TRUE(ready);
+    EXPECT_EQ(ready->status, 503);
+    const auto health = get(0, "/healthz");
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 200) << "restarting would lose the error";
+    builder.signal(SIGTERM);
+    EXPECT_EQ(builder.wait_exit(5s), 0);
+    EXPECT_NE(builder.log().find("stopped: 300 events built, 0 incomplete, 3 MEPs"), std::string::npos);
+}
+
+// A builder whose peer dies is no failed builder: it keeps its ring open and
+// builds on, dropping (and counting) every MEP that misses the dead source,
+// so its consumer only ever sees complete MEPs, in sequence, and ends
+// cleanly when the builder is stopped.
+TEST_F(Run, ABuilderWhosePeerDiedKeepsItsRingOpenAndDeliversOnlyCompleteMeps) {
     const std::vector<std::string> common = {"--peers", peers(2), "--packing-factor", "100", "--run", run_name_,
                                              "--ring-mib", "1"};
     Child& builder = start_builder(0, with(common, {"--output", "shm"}));
@@ -209,10 +257,46 @@ TEST_F(Run, AConsumerFailsWhenItsBuilderFailed) {
     Child& consumer = start("consumer", "eb-consumer", with(common, {"--rank", "0"}));
     ASSERT_TRUE(test::eventually([&] { return released_bytes(0, "mep") > 0; }, 10s));
     peer.signal(SIGKILL);
-    EXPECT_EQ(consumer.wait_exit(10s), 1);
-    EXPECT_NE(consumer.log().find("failed before finishing"), std::string::npos);
+    ASSERT_TRUE(peer.wait_exit(5s));
+
+    std::uint64_t dropped_at_loss = 0;
+    ASSERT_TRUE(test::eventually(
+        [&] {
+            const std::string status = status_body(0);
+            dropped_at_loss = test::json_number(status, "events_dropped").value_or(0);
+            return status.find(R"("lost_peers":[1])") != std::string::npos && dropped_at_loss > 0;
+        },
+        10s))
+        << status_body(0);
+    std::string status;
+    ASSERT_TRUE(test::eventually(
+        [&] {
+            status = status_body(0);
+            return test::json_number(status, "events_dropped").value_or(0) > dropped_at_loss + 100 * 100;
+        },
+        10s))
+        << "building goes on: " << status;
+    EXPECT_NE(status.find(R"("state":"RUNNING")"), std::string::npos) << status;
+    EXPECT_EQ(test::json_number(status, "events_incomplete"), 0u) << status;
+    EXPECT_FALSE(consumer.wait_exit(0ms)) << "the ring must stay open: " << consumer.log();
+
     builder.signal(SIGTERM);
     EXPECT_EQ(builder.wait_exit(5s), 0);
+    EXPECT_EQ(consumer.wait_exit(10s), 0) << "every MEP it got was complete and in sequence";
+    EXPECT_NE(consumer.log().find("the builder stopped before finishing"), std::string::npos);
+    std::uint64_t built = 0, incomplete = 0, meps = 0, bytes = 0, dropped = 0;
+    const std::string log = builder.log();
+    const std::size_t at = log.rfind("stopped: ");
+    ASSERT_NE(at, std::string::npos) << "no final line";
+    ASSERT_EQ(std::sscanf(log.c_str() + at, "stopped: %lu events built, %lu incomplete, %lu MEPs, %lu bytes, %lu dropped",
+                          &built, &incomplete, &meps, &bytes, &dropped),
+              5);
+    EXPECT_EQ(incomplete, 0u);
+    EXPECT_GT(dropped, dropped_at_loss);
+    EXPECT_NE(consumer.log().find("consumer: " + std::to_string(meps) + " MEPs, " + std::to_string(built) +
+                                  " events complete, 0 incomplete, 0 rejected"),
+              std::string::npos)
+        << "the consumer got every MEP the builder delivered, and only those";
 }
 
 // With --events the consumer knows how many MEPs are due: a builder stopped
@@ -250,11 +334,19 @@ TEST_F(Run, AWriterCrashIsReportedAndItsStaleRingReclaimed) {
     Child& emulator = start("emulator-1", "eb-readout-emulator", with(common, {"--rank", "0"}));
     Child& builder = start_builder(0, with(common, {"--source", "shm"}));
     // Attached and building: the ring is complete and in use.
-    ASSERT_TRUE(test::eventually([&] { return builder.log().find("INFO running") != std::string::npos; }, 10s));
+    ASSERT_TRUE(test::eventually(
+        [&] { return builder.log().find("INFO building under rank table epoch 1") != std::string::npos; }, 10s));
     emulator.signal(SIGKILL);
     ASSERT_TRUE(emulator.wait_exit(5s));
     ASSERT_TRUE(test::eventually([&] { return builder.log().find("died") != std::string::npos; }, 10s));
     EXPECT_NE(builder.log().find("the writer of ring /eb-" + run_name_ + "-0-mfp"), std::string::npos);
+    // The unit cannot build without its source: ERROR, naming the ring, in its status.
+    ASSERT_TRUE(test::eventually([&] { return status_body(0).find(R"("state":"ERROR")") != std::string::npos; }, 10s))
+        << status_body(0);
+    EXPECT_NE(test::json_string(status_body(0), "last_error").value_or("").find("the writer of ring /eb-" + run_name_ +
+                                                                                "-0-mfp"),
+              std::string::npos)
+        << status_body(0);
     EXPECT_TRUE(ring_exists(0, "mfp")) << "a crashed writer cannot clean up";
 
     Child& second = start("emulator-2", "eb-readout-emulator", with(common, {"--rank", "0", "--events", "100"}));

@@ -155,14 +155,70 @@ TEST(EventBuilder, UnitsWithDifferentPackingFactorsStopWithAClearError) {
         EXPECT_NE(error.find("every unit needs the same --packing-factor"), std::string::npos) << error;
 }
 
+// A cycle asked to stop returns no decision (nullopt) and commits nothing;
+// without the stop the same cycles build their MEPs.
 TEST(EventBuilder, StopsWhenAskedAndReportsIt) {
     const Rank_table table(1, Layout::folded, {});
     Stop_flag stop;
     Tcp_transport transport(0, Tcp_mesh{std::vector<Fd>(1), std::vector<Fd>(1)}, stop);
     Unit_status status(0);
     stop.request();
-    EXPECT_FALSE(run_unit({}, table, transport, status, 0));
+    EXPECT_FALSE(run_unit({}, table, transport, status, 3));
     EXPECT_EQ(status.snapshot().meps_built, 0u);
+
+    Stop_flag not_stopped;
+    Tcp_transport running(0, Tcp_mesh{std::vector<Fd>(1), std::vector<Fd>(1)}, not_stopped);
+    Unit_status running_status(0);
+    EXPECT_TRUE(run_unit({}, table, running, running_status, 3));
+    EXPECT_EQ(running_status.snapshot().meps_built, 3u);
+}
+
+// One cycle at a time: each returns the set's decision from every unit's
+// votes, so all units of the set pause or stop at the same cycle.
+TEST(EventBuilder, EachCycleReturnsTheDecisionOfTheVotes) {
+    const Rank_table table(2, Layout::folded, {});
+    Stop_flag stop;
+    auto meshes = test::connect_local_mesh(2, stop);
+    std::vector<std::vector<Cycle_decision>> decisions(2);
+    std::string errors[2];
+    {
+        std::vector<std::jthread> threads;
+        for (Rank rank = 0; rank < 2; ++rank) {
+            threads.emplace_back([&, rank] {
+                Tcp_transport transport(rank, std::move(meshes[rank]), stop);
+                Unit_status status(rank);
+                Generator_reader source(rank, packing_factor, model, table.bus().size());
+                Mep_checker checker(table.rus(), packing_factor, model, status.parse_errors());
+                checker.expect_sequence(table.bu_index(rank) * packing_factor, packing_factor * table.bus().size());
+                Checking_writer output(std::move(checker), status);
+                Event_builder builder({packing_factor, 1, 1, true}, table, transport,
+                                      {&source, &output, nullptr, &status.parse_errors(), &status.events_dropped()});
+                // Rank 1 votes pause in cycle 1 and stop in cycle 2; rank 0 never does.
+                for (std::uint64_t cycle = 0; cycle < 3; ++cycle) {
+                    const Vote vote{1, rank == 1 && cycle == 1, rank == 1 && cycle == 2};
+                    const auto decision = builder.run_cycle(cycle * builder.chunks_per_cycle(), vote);
+                    if (!decision) {
+                        errors[rank] = "stopped";
+                        return;
+                    }
+                    decisions[rank].push_back(*decision);
+                }
+                const Status_snapshot counts = status.snapshot();
+                if (counts.events_built != 3 * packing_factor)
+                    errors[rank] = std::to_string(counts.events_built) + " events built: " + counts.last_error;
+            });
+        }
+    }
+    for (Rank rank = 0; rank < 2; ++rank) {
+        SCOPED_TRACE("rank " + std::to_string(rank));
+        EXPECT_EQ(errors[rank], "");
+        ASSERT_EQ(decisions[rank].size(), 3u);
+        EXPECT_FALSE(decisions[rank][0].pause || decisions[rank][0].stop);
+        EXPECT_TRUE(decisions[rank][1].pause);
+        EXPECT_FALSE(decisions[rank][1].stop);
+        EXPECT_TRUE(decisions[rank][2].stop);
+        for (const Cycle_decision& decision : decisions[rank]) EXPECT_EQ(decision.switch_to, 0u);
+    }
 }
 
 }  // namespace

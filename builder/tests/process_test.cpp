@@ -25,11 +25,14 @@ const std::string builder_exe = EB_BUILDER_EXE;
 // What the tests read from GET /status.
 struct Unit_view {
     std::string state;
+    std::string activity;
     std::uint64_t events_built = 0;
     std::uint64_t events_incomplete = 0;
+    std::uint64_t events_dropped = 0;
     std::uint64_t meps_built = 0;
     std::uint64_t bytes_built = 0;
     std::string last_error;
+    std::string body;  // the whole JSON, for the arrays (peers, lost_peers)
 };
 
 // N units, one process each, on free ports of 127.0.0.1.
@@ -65,16 +68,25 @@ public:
     Child& process(Rank rank) { return *processes_[rank]; }
     std::uint16_t http_port(Rank rank) const { return http_ports_[rank]; }
 
+    // The body of GET /metrics, or "" if the unit does not answer.
+    std::string metrics(Rank rank) const {
+        const auto reply = test::http_get(http_ports_[rank], "/metrics");
+        return reply && reply->status == 200 ? reply->body : "";
+    }
+
     std::optional<Unit_view> status(Rank rank) const {
         const auto reply = test::http_get(http_ports_[rank], "/status");
         if (!reply || reply->status != 200) return std::nullopt;
         Unit_view view;
         view.state = test::json_string(reply->body, "state").value_or("?");
+        view.activity = test::json_string(reply->body, "activity").value_or("?");
         view.events_built = test::json_number(reply->body, "events_built").value_or(0);
         view.events_incomplete = test::json_number(reply->body, "events_incomplete").value_or(0);
+        view.events_dropped = test::json_number(reply->body, "events_dropped").value_or(0);
         view.meps_built = test::json_number(reply->body, "meps_built").value_or(0);
         view.bytes_built = test::json_number(reply->body, "bytes_built").value_or(0);
         view.last_error = test::json_string(reply->body, "last_error").value_or("?");
+        view.body = reply->body;
         return view;
     }
 
@@ -105,19 +117,23 @@ private:
 
 // Running and past its first MEP, good or bad: tests then assert on the
 // counts instead of waiting out a deadline when every event is incomplete.
-bool running_and_building(const Unit_view& unit) { return unit.state == "RUNNING" && unit.meps_built > 0; }
+bool running_and_building(const Unit_view& unit) {
+    return unit.state == "RUNNING" && unit.activity == "building" && unit.meps_built > 0;
+}
+
+bool contains(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
 
 // The counts of a unit's last log line, "stopped: B events built, I
-// incomplete, M MEPs, ...".
+// incomplete, M MEPs, Y bytes, D dropped".
 struct Final_counts {
-    std::uint64_t built = 0, incomplete = 0, meps = 0;
+    std::uint64_t built = 0, incomplete = 0, meps = 0, bytes = 0, dropped = 0;
 };
 std::optional<Final_counts> final_counts(const std::string& log) {
     const std::size_t at = log.rfind("stopped: ");
     if (at == std::string::npos) return std::nullopt;
     Final_counts counts;
-    if (std::sscanf(log.c_str() + at, "stopped: %lu events built, %lu incomplete, %lu MEPs", &counts.built,
-                    &counts.incomplete, &counts.meps) != 3)
+    if (std::sscanf(log.c_str() + at, "stopped: %lu events built, %lu incomplete, %lu MEPs, %lu bytes, %lu dropped",
+                    &counts.built, &counts.incomplete, &counts.meps, &counts.bytes, &counts.dropped) != 5)
         return std::nullopt;
     return counts;
 }
@@ -176,6 +192,10 @@ TEST_P(ClusterOfSize, EveryUnitBuildsVerifiedEventsUntilSigterm) {
         const auto unit = cluster.status(rank);
         ASSERT_TRUE(unit);
         EXPECT_EQ(unit->events_incomplete, 0u) << "rank " << rank << ": " << unit->last_error;
+        // While all run (the SIGTERMs below reach the units one after the
+        // other, so a unit may see the ones stopped before it as lost).
+        EXPECT_EQ(unit->events_dropped, 0u) << "rank " << rank;
+        EXPECT_TRUE(contains(unit->body, R"("lost_peers":[])")) << unit->body;
         EXPECT_EQ(unit->last_error, "");
         EXPECT_GT(unit->bytes_built, unit->events_built * 128 * cluster.units()) << "every source's payload";
     }
@@ -188,6 +208,7 @@ TEST_P(ClusterOfSize, EveryUnitBuildsVerifiedEventsUntilSigterm) {
         EXPECT_GT(last->meps, 0u);
         EXPECT_EQ(last->built + last->incomplete, 1000 * last->meps) << "rank " << rank;
         EXPECT_EQ(last->incomplete, 0u) << "rank " << rank;
+        EXPECT_GT(last->bytes, last->built * 128 * cluster.units()) << "rank " << rank;
     }
 }
 
@@ -200,23 +221,40 @@ TEST_F(ProcessTest, EndpointsAnswerOverHttp) {
     ASSERT_TRUE(eventually([&] { return cluster.all(running_and_building); }, 20s));
     const std::uint16_t port = cluster.http_port(0);
 
+    // Self-configured: epoch 1 from its flags, started at once, building.
     const auto status = test::http_get(port, "/status");
     ASSERT_TRUE(status);
-    EXPECT_TRUE(status->body.starts_with(R"({"rank":0,"units":1,"state":"RUNNING","events_built":)")) << status->body;
+    EXPECT_EQ(status->status, 200);
+    EXPECT_TRUE(status->body.starts_with(R"({"rank":0,"units":1,"state":"RUNNING","activity":"building",)"
+                                         R"("role":"live","epoch":1,"pending_epoch":0,"next_event":)"))
+        << status->body;
+    for (const char* part : {R"("events_incomplete":0,"events_dropped":0,"meps_built":)",
+                             R"("peers":[{"rank":0,"state":"self"}],"lost_peers":[],)",
+                             R"("allowed":["configure","pause","stop","reset"],"last_error":""})"})
+        EXPECT_TRUE(contains(status->body, part)) << part << " in " << status->body;
+    EXPECT_GT(test::json_number(status->body, "events_built").value_or(0), 0u) << status->body;
 
     const auto metrics = test::http_get(port, "/metrics");
     ASSERT_TRUE(metrics);
     EXPECT_EQ(metrics->status, 200);
     for (const char* line : {"# TYPE eb_events_built_total counter\neb_events_built_total ",
                              "# TYPE eb_events_incomplete_total counter\neb_events_incomplete_total 0\n",
+                             "# TYPE eb_events_dropped_total counter\neb_events_dropped_total 0\n",
                              "# TYPE eb_meps_built_total counter\n", "# TYPE eb_bytes_built_total counter\n",
-                             "# TYPE eb_up gauge\neb_up 1\n"})
-        EXPECT_NE(metrics->body.find(line), std::string::npos) << line;
+                             "# TYPE eb_peers_lost_total counter\neb_peers_lost_total 0\n",
+                             "\neb_state{state=\"RUNNING\"} 1\n", "\neb_state{state=\"ERROR\"} 0\n",
+                             "# TYPE eb_epoch gauge\neb_epoch 1\n", "# TYPE eb_up gauge\neb_up 1\n"})
+        EXPECT_TRUE(contains(metrics->body, line)) << line;
+    EXPECT_FALSE(contains(metrics->body, "eb_peer_up{")) << "a unit alone has no peer";
 
     const auto health = test::http_get(port, "/healthz");
     ASSERT_TRUE(health);
     EXPECT_EQ(health->status, 200);
     EXPECT_EQ(health->body, "ok\n");
+
+    const auto ready = test::http_get(port, "/readyz");
+    ASSERT_TRUE(ready);
+    EXPECT_EQ(ready->status, 200) << ready->body;
 
     const auto unknown = test::http_get(port, "/nope");
     ASSERT_TRUE(unknown);
@@ -224,15 +262,37 @@ TEST_F(ProcessTest, EndpointsAnswerOverHttp) {
     stop_all_and_expect_clean_exit(cluster);
 }
 
+// Self-configured, a unit is RUNNING from the start; until its mesh is up its
+// activity is "connecting" and so is its missing peer.
 TEST_F(ProcessTest, WaitsInConnectingUntilItsPeerAppears) {
     Cluster& cluster = make_cluster(2);
     cluster.start(0);
-    ASSERT_TRUE(eventually([&] { return cluster.status(0).has_value(); }, 10s));
-    EXPECT_EQ(cluster.status(0)->state, "CONNECTING");
-    EXPECT_EQ(cluster.status(0)->events_built, 0u);
+    ASSERT_TRUE(eventually(
+        [&] {
+            const auto unit = cluster.status(0);
+            return unit && unit->activity == "connecting";
+        },
+        10s))
+        << (cluster.status(0) ? cluster.status(0)->body : "no answer");
+    const auto waiting = cluster.status(0);
+    ASSERT_TRUE(waiting);
+    EXPECT_EQ(waiting->state, "RUNNING");
+    EXPECT_EQ(waiting->activity, "connecting") << "rank 1 has not started";
+    EXPECT_EQ(waiting->events_built, 0u);
+    EXPECT_EQ(waiting->meps_built, 0u);
+    EXPECT_TRUE(contains(waiting->body, R"("peers":[{"rank":0,"state":"self"},{"rank":1,"state":"connecting"}])"))
+        << waiting->body;
+    EXPECT_TRUE(contains(cluster.metrics(0), "\neb_peer_up{peer=\"1\"} 0\n"));
 
     cluster.start(1);
     ASSERT_TRUE(eventually([&] { return cluster.all(running_and_building); }, 20s));
+    for (Rank rank = 0; rank < 2; ++rank) {
+        const auto unit = cluster.status(rank);
+        ASSERT_TRUE(unit);
+        const std::string other = std::to_string(1 - rank);
+        EXPECT_TRUE(contains(unit->body, R"({"rank":)" + other + R"(,"state":"up"})")) << unit->body;
+        EXPECT_TRUE(contains(cluster.metrics(rank), "\neb_peer_up{peer=\"" + other + "\"} 1\n")) << "rank " << rank;
+    }
     stop_all_and_expect_clean_exit(cluster);
 }
 
@@ -263,22 +323,110 @@ TEST_F(ProcessTest, StopsByItselfAfterTheRequestedEventsRoundedUpToMeps) {
     }
 }
 
-TEST_F(ProcessTest, PeerFailureShowsAsErrorUntilStopped) {
+// A peer killed outright (no FIN from its application, only the kernel's
+// close) is reported lost within a second, and the unit builds on without
+// it: in a 2-unit run every MEP of the survivor misses the dead source, so
+// each is dropped and counted, none delivered incomplete (--incomplete drop,
+// the default), and the unit stays RUNNING.
+TEST_F(ProcessTest, ALostPeerIsReportedWithinASecondAndBuiltAround) {
     Cluster& cluster = make_cluster(2);
     cluster.start_all();
     ASSERT_TRUE(eventually([&] { return cluster.all(running_and_building); }, 20s));
     cluster.process(1).signal(SIGKILL);
+
+    std::optional<Unit_view> at_loss;
+    std::string metrics;
+    EXPECT_TRUE(eventually(
+        [&] {
+            at_loss = cluster.status(0);
+            if (!at_loss || !contains(at_loss->body, R"("lost_peers":[1])")) return false;
+            metrics = cluster.metrics(0);
+            return contains(metrics, "\neb_peer_up{peer=\"1\"} 0\n") &&
+                   contains(metrics, "\neb_peers_lost_total 1\n");
+        },
+        1s))
+        << "rank 1 not reported lost within 1 s of its death: "
+        << (at_loss ? at_loss->body : "no answer") << "\n"
+        << metrics;
     ASSERT_TRUE(eventually(
         [&] {
-            const auto unit = cluster.status(0);
-            return unit && unit->state == "ERROR" && unit->last_error.find("rank 1") != std::string::npos;
+            at_loss = cluster.status(0);
+            return at_loss && contains(at_loss->body, R"("lost_peers":[1])");
         },
         10s));
-    const auto metrics = test::http_get(cluster.http_port(0), "/metrics");
-    ASSERT_TRUE(metrics);
-    EXPECT_NE(metrics->body.find("\neb_up 0\n"), std::string::npos);
+    EXPECT_EQ(at_loss->state, "RUNNING");
+    EXPECT_EQ(at_loss->activity, "building");
+    EXPECT_TRUE(contains(at_loss->body, R"({"rank":1,"state":"lost"})")) << at_loss->body;
+    metrics = cluster.metrics(0);
+    EXPECT_TRUE(contains(metrics, "\neb_transport_errors_total{kind=\"closed\"} 1\n") ||
+                contains(metrics, "\neb_transport_errors_total{kind=\"reset\"} 1\n"))
+        << metrics;
+    EXPECT_TRUE(contains(metrics, "\neb_up 1\n")) << metrics;
+
+    // Building goes on: dropped events grow, nothing is delivered incomplete,
+    // and at most the one MEP whose data had all arrived before the loss
+    // showed is still built.
+    std::optional<Unit_view> later;
+    ASSERT_TRUE(eventually(
+        [&] {
+            later = cluster.status(0);
+            return later && later->events_dropped > at_loss->events_dropped + 10 * 1000;
+        },
+        10s))
+        << (later ? later->body : "no answer");
+    EXPECT_EQ(later->state, "RUNNING");
+    EXPECT_EQ(later->events_incomplete, 0u);
+    EXPECT_LE(later->events_built, at_loss->events_built + 1000) << "a MEP missing rank 1 was counted as built";
+    EXPECT_TRUE(contains(later->body, R"("lost_peers":[1])")) << later->body;
+    EXPECT_EQ(later->last_error, "");
+
     cluster.process(0).signal(SIGTERM);
     EXPECT_EQ(cluster.process(0).wait_exit(1s), 0);
+    const auto last = final_counts(cluster.process(0).log());
+    ASSERT_TRUE(last) << "no final line";
+    EXPECT_EQ(last->incomplete, 0u);
+    EXPECT_EQ(last->built, 1000 * last->meps);
+    EXPECT_GE(last->dropped, later->events_dropped);
+    EXPECT_LE(last->built, at_loss->events_built + 1000);
+    EXPECT_TRUE(contains(cluster.process(0).log(), "lost rank 1 (")) << "the loss is logged";
+}
+
+// With --incomplete flag the survivor delivers the MEPs that miss the dead
+// source, its slot holding missing fragments, and counts their events as
+// incomplete, never as built. Only the chunks the dead unit would have built
+// are dropped.
+TEST_F(ProcessTest, WithIncompleteFlagMepsMissingALostPeerAreDeliveredFlagged) {
+    Cluster& cluster = make_cluster(2, {"--incomplete", "flag"});
+    cluster.start_all();
+    ASSERT_TRUE(eventually([&] { return cluster.all(running_and_building); }, 20s));
+    cluster.process(1).signal(SIGKILL);
+
+    std::optional<Unit_view> at_loss;
+    ASSERT_TRUE(eventually(
+        [&] {
+            at_loss = cluster.status(0);
+            return at_loss && contains(at_loss->body, R"("lost_peers":[1])");
+        },
+        10s));
+    std::optional<Unit_view> later;
+    ASSERT_TRUE(eventually(
+        [&] {
+            later = cluster.status(0);
+            return later && later->events_incomplete > at_loss->events_incomplete + 10 * 1000;
+        },
+        10s))
+        << (later ? later->body : "no answer");
+    EXPECT_EQ(later->state, "RUNNING");
+    EXPECT_LE(later->events_built, at_loss->events_built + 1000) << "a MEP missing rank 1 was counted as built";
+    EXPECT_GT(later->events_dropped, 0u) << "rank 1's own chunks are built nowhere";
+
+    cluster.process(0).signal(SIGTERM);
+    EXPECT_EQ(cluster.process(0).wait_exit(1s), 0);
+    const auto last = final_counts(cluster.process(0).log());
+    ASSERT_TRUE(last) << "no final line";
+    EXPECT_EQ(last->built + last->incomplete, 1000 * last->meps) << "every delivered MEP is counted once";
+    EXPECT_GE(last->incomplete, later->events_incomplete);
+    EXPECT_GT(last->dropped, 0u);
 }
 
 TEST_F(ProcessTest, BadUsageExitsWithCode2NamingTheFlag) {
@@ -287,9 +435,18 @@ TEST_F(ProcessTest, BadUsageExitsWithCode2NamingTheFlag) {
     EXPECT_EQ(bad.wait_exit(10s), 2);
     EXPECT_NE(bad.log().find("--rank 1 is out of range"), std::string::npos) << bad.log();
 
+    // Without --peers a builder is controlled, so table flags are refused.
+    Child dummies(builder_exe, {"--dummies", "1", "--http-port", std::to_string(test::free_ports(1)[0])},
+                  dir + "/dummies.log");
+    EXPECT_EQ(dummies.wait_exit(10s), 2);
+    EXPECT_NE(dummies.log().find("eb-builder: --dummies needs --peers"), std::string::npos) << dummies.log();
+
     Child help(builder_exe, {"--help"}, dir + "/help.log");
     EXPECT_EQ(help.wait_exit(10s), 0);
-    EXPECT_NE(help.log().find("Usage: eb-builder --rank R --peers"), std::string::npos);
+    EXPECT_NE(help.log().find("Usage: eb-builder [--rank R] [options]"), std::string::npos) << help.log();
+    EXPECT_NE(help.log().find("eb-builder --rank R --peers HOST:PORT,... [options]  (self-configured)"),
+              std::string::npos)
+        << help.log();
     std::filesystem::remove_all(dir);
 }
 

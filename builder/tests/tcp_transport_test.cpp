@@ -89,18 +89,66 @@ TEST(TcpTransport, AllToAllOfSmallMessagesCompletes) {
         for (Rank peer = 0; peer < units; ++peer) EXPECT_EQ(received[rank][peer], 100 * peer + rank);
 }
 
+// A peer that goes away is no error: the transport marks it lost, tells the
+// observer once, drops its operations and completes the others.
 TEST(TcpTransport, ReportsAPeerThatClosed) {
+    constexpr Rank units = 3;
     Stop_flag stop;
-    auto mesh = transports(2, stop);
-    mesh[1].reset();  // rank 1 goes away
-    std::vector<std::byte> in(64);
-    const Receive receive{1, in};
-    try {
-        mesh[0]->transfer({}, {&receive, 1});
-        FAIL() << "expected a Transport_error";
-    } catch (const Transport_error& error) {
-        EXPECT_NE(std::string(error.what()).find("rank 1 closed"), std::string::npos) << error.what();
+    auto meshes = test::connect_local_mesh(units, stop);
+    struct Loss {
+        Rank peer;
+        Link_failure failure;
+        std::string detail;
+    };
+    std::vector<Loss> losses;
+    Tcp_transport unit(0, std::move(meshes[0]), stop,
+                       [&](Rank peer, Link_failure failure, const std::string& detail) {
+                           losses.push_back({peer, failure, detail});
+                       });
+    auto alive = std::make_unique<Tcp_transport>(2, std::move(meshes[2]), stop);
+    meshes[1] = Tcp_mesh{};  // rank 1 goes away: its connections close
+
+    // Rank 0 waits for rank 1 and exchanges with rank 2 in the same transfer;
+    // the messages to and from rank 2 are larger than the socket buffers.
+    const std::vector<std::byte> to_two = message(0, 1), from_two = message(2, 1);
+    std::vector<std::byte> from_one(64), got_from_two(from_two.size()), got_at_two(to_two.size());
+    const std::vector<Send> sends = {{2, to_two}};
+    const std::vector<Receive> receives = {{1, from_one}, {2, got_from_two}};
+    bool two_done = false;
+    {
+        std::jthread two([&] {
+            const Send send{0, from_two};
+            const Receive receive{0, got_at_two};
+            two_done = alive->transfer({&send, 1}, {&receive, 1});
+        });
+        EXPECT_TRUE(unit.transfer(sends, receives));
     }
+    EXPECT_TRUE(two_done);
+    EXPECT_EQ(got_from_two, from_two) << "the transfer with rank 2 completed intact";
+    EXPECT_EQ(got_at_two, to_two);
+    EXPECT_TRUE(unit.lost(1));
+    EXPECT_FALSE(unit.lost(2));
+    ASSERT_EQ(losses.size(), 1u);
+    EXPECT_EQ(losses[0].peer, 1u);
+    EXPECT_EQ(losses[0].failure, Link_failure::closed);
+    EXPECT_EQ(link_failure_name(losses[0].failure), "closed");
+    EXPECT_NE(losses[0].detail.find("closed"), std::string::npos) << losses[0].detail;
+
+    // Later transfers skip the lost peer, send or receive, and tell nobody again.
+    std::uint64_t token_out = 7, token_in = 0, token_at_two = 0;
+    const std::vector<Send> both = {{1, std::as_bytes(std::span(&token_out, 1))},
+                                    {2, std::as_bytes(std::span(&token_out, 1))}};
+    const std::vector<Receive> only_one = {{1, std::as_writable_bytes(std::span(&token_in, 1))}};
+    {
+        std::jthread two([&] {
+            const Receive receive{0, std::as_writable_bytes(std::span(&token_at_two, 1))};
+            alive->transfer({}, {&receive, 1});
+        });
+        EXPECT_TRUE(unit.transfer(both, only_one));
+    }
+    EXPECT_EQ(token_at_two, 7u);
+    EXPECT_EQ(token_in, 0u) << "nothing is read from a lost peer";
+    EXPECT_EQ(losses.size(), 1u);
 }
 
 TEST(TcpTransport, StopEndsATransferThatCannotComplete) {
@@ -135,15 +183,24 @@ int socket_option(int fd, int level, int name) {
     return value;
 }
 
-// A lost peer host must end in ETIMEDOUT, not in a poll() that never returns.
+// A lost peer host must end in ETIMEDOUT within --peer-timeout-ms (default
+// 1 s), not in a poll() that never returns: idle connections are probed after
+// 1 s, every 1 s, 3 times, and unacknowledged data or probes time out.
 TEST(TcpSocket, DataSocketsProbeAndTimeOutASilentPeer) {
     const Fd fd = tcp_socket();
     tune_data_socket(fd.get());
     EXPECT_NE(socket_option(fd.get(), SOL_SOCKET, SO_KEEPALIVE), 0);
-    EXPECT_EQ(socket_option(fd.get(), IPPROTO_TCP, TCP_KEEPIDLE), 5);
+    EXPECT_EQ(socket_option(fd.get(), IPPROTO_TCP, TCP_KEEPIDLE), 1);
     EXPECT_EQ(socket_option(fd.get(), IPPROTO_TCP, TCP_KEEPINTVL), 1);
-    EXPECT_EQ(socket_option(fd.get(), IPPROTO_TCP, TCP_KEEPCNT), 5);
-    EXPECT_EQ(socket_option(fd.get(), IPPROTO_TCP, TCP_USER_TIMEOUT), 10000);
+    EXPECT_EQ(socket_option(fd.get(), IPPROTO_TCP, TCP_KEEPCNT), 3);
+    EXPECT_EQ(socket_option(fd.get(), IPPROTO_TCP, TCP_USER_TIMEOUT), 1000);
+    EXPECT_EQ(default_peer_timeout_ms, 1000);
+
+    // --peer-timeout-ms sets the user timeout of each data socket.
+    const Fd tuned = tcp_socket();
+    tune_data_socket(tuned.get(), 2500);
+    EXPECT_EQ(socket_option(tuned.get(), IPPROTO_TCP, TCP_USER_TIMEOUT), 2500);
+    EXPECT_EQ(socket_option(tuned.get(), IPPROTO_TCP, TCP_KEEPIDLE), 1);
 }
 
 // Waits up to 5 s for `fd` to be ready for `events`.
@@ -153,14 +210,22 @@ bool ready(int fd, short events) {
 }
 
 // A stand-in for a peer process, built from raw sockets: accepts the unit's
-// dial and reads its hello, and dials the unit with a hello of its own.
+// dial and reads its hello, and dials the unit with a hello of its own. The
+// hello is 40 bytes (tcp_mesh.cpp): magic, mesh protocol version 3, flags
+// (1: in session), rank, units, rank table epoch, reserved, next chunk,
+// cycles done.
 struct Hello_bytes {
     std::uint32_t magic = 0x4C484245;  // "EBHL"
-    std::uint16_t version = wire_version;
-    std::uint16_t reserved = 0;
-    std::uint32_t rank;
-    std::uint32_t units;
+    std::uint16_t version = 3;
+    std::uint16_t flags = 0;
+    std::uint32_t rank = 0;
+    std::uint32_t units = 0;
+    std::uint32_t epoch = 1;  // connect_mesh() runs at epoch 1
+    std::uint32_t reserved = 0;
+    std::uint64_t next_chunk = 0;
+    std::uint64_t cycles_done = 0;
 };
+static_assert(sizeof(Hello_bytes) == 40);
 
 Fd accept_dial(const Fd& listener, std::uint32_t expected_rank) {
     if (!ready(listener.get(), POLLIN)) return Fd();
@@ -172,18 +237,20 @@ Fd accept_dial(const Fd& listener, std::uint32_t expected_rank) {
         if (n <= 0) return Fd();
         got += static_cast<std::size_t>(n);
     }
-    if (got != sizeof hello || hello.rank != expected_rank) return Fd();
+    if (got != sizeof hello || hello.magic != Hello_bytes{}.magic || hello.version != Hello_bytes{}.version ||
+        hello.rank != expected_rank || hello.epoch != 1)
+        return Fd();
     return fd;
 }
 
-Fd dial_in(std::uint16_t port, std::uint32_t rank, std::uint32_t units) {
+Fd dial_in(std::uint16_t port, std::uint32_t rank, std::uint32_t units, std::uint32_t epoch = 1) {
     Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     address.sin_port = htons(port);
     if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) return Fd();
-    const Hello_bytes hello{.rank = rank, .units = units};
+    const Hello_bytes hello{.rank = rank, .units = units, .epoch = epoch};
     if (::send(fd.get(), &hello, sizeof hello, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof hello)) return Fd();
     return fd;
 }
@@ -199,6 +266,10 @@ TEST(TcpMesh, APeerThatRestartsWhileConnectingIsDialledAgain) {
     std::jthread unit([&, listener = listen_for_peers(ports[0])]() mutable {
         connect_mesh(std::move(listener), 0, peers, {}, stop);
     });
+    struct Stop_on_exit {  // also when an assertion returns early, so the unit thread ends
+        Stop_flag& stop;
+        ~Stop_on_exit() { stop.request(); }
+    } stop_on_exit{stop};
 
     Fd old_in = accept_dial(old_listener, 0);
     ASSERT_TRUE(old_in) << "rank 0 never dialled the first rank 1";
@@ -214,7 +285,61 @@ TEST(TcpMesh, APeerThatRestartsWhileConnectingIsDialledAgain) {
     ASSERT_TRUE(new_out);
     const Fd new_in = accept_dial(new_listener, 0);
     EXPECT_TRUE(new_in) << "rank 0 did not dial the restarted rank 1";
-    stop.request();
+}
+
+// What arrives on `fd` until the other end closes it (at most 5 s), or
+// nullopt if it did not close.
+std::optional<std::string> read_until_closed(const Fd& fd) {
+    std::string got;
+    while (ready(fd.get(), POLLIN)) {
+        char chunk[64];
+        const ssize_t n = ::recv(fd.get(), chunk, sizeof chunk, 0);
+        if (n <= 0) return got;
+        got.append(chunk, static_cast<std::size_t>(n));
+    }
+    return std::nullopt;
+}
+
+// Units on different rank table epochs do not connect: a dial from another
+// epoch gets one 'R' and is closed, and a unit whose dial is refused so dials
+// again, until both sides agree.
+TEST(TcpMesh, ADialFromAnotherEpochIsRefusedWithRAndTheRefusedDialRetried) {
+    const std::vector<std::uint16_t> ports = test::free_ports(2);
+    std::vector<Peer_address> peers;
+    for (const std::uint16_t port : ports) peers.push_back({"127.0.0.1", port});
+    Stop_flag stop;
+    const Fd listener = listen_for_peers(ports[1]);
+    std::optional<Tcp_mesh> mesh;
+    std::jthread unit([&, unit_listener = listen_for_peers(ports[0])]() mutable {
+        mesh = connect_mesh(std::move(unit_listener), 0, peers, {}, stop);
+    });
+    struct Stop_on_exit {
+        Stop_flag& stop;
+        ~Stop_on_exit() { stop.request(); }
+    } stop_on_exit{stop};
+
+    // Rank 1 dials in from epoch 2: refused.
+    const Fd from_epoch_2 = dial_in(ports[0], 1, 2, 2);
+    ASSERT_TRUE(from_epoch_2);
+    EXPECT_EQ(read_until_closed(from_epoch_2), std::optional<std::string>("R"));
+
+    // Rank 1 refuses rank 0's dial as from another epoch: rank 0 dials again.
+    {
+        const Fd refused = accept_dial(listener, 0);
+        ASSERT_TRUE(refused) << "rank 0 never dialled rank 1";
+        const char refusal = 'R';
+        ASSERT_EQ(::send(refused.get(), &refusal, 1, MSG_NOSIGNAL), 1);
+    }
+    const Fd redialled = accept_dial(listener, 0);
+    EXPECT_TRUE(redialled) << "rank 0 did not dial again after the refusal";
+
+    // Now at the same epoch both ways: the mesh is up.
+    const Fd from_epoch_1 = dial_in(ports[0], 1, 2, 1);
+    ASSERT_TRUE(from_epoch_1);
+    unit.join();
+    ASSERT_TRUE(mesh) << "the mesh did not come up";
+    EXPECT_TRUE(mesh->to[1]);
+    EXPECT_TRUE(mesh->from[1]);
 }
 
 }  // namespace
