@@ -17,8 +17,9 @@ import (
 
 // TestRealBuilder drives real eb-builder processes, started as the
 // operator's pods start them (controlled: --rank, --http-port,
-// --token-file, no table), through a run: configure, start, a failover
-// to a standby spare by a new epoch, pause, resume, stop. It checks that
+// --token-file, no table), through a run: configure, start, a unit dying
+// and reported lost, the failover to a standby spare by a new epoch
+// configured on the survivor and the spare, pause, resume, stop. It checks that
 // the operator's client and the builder agree on the contract. It needs
 // the builder binary: EB_BUILDER=/path/to/eb-builder (e.g.
 // build/builder/eb-builder after make build-builder); without it, it
@@ -36,6 +37,7 @@ func TestRealBuilder(t *testing.T) {
 	const n = 3
 	ports := freePorts(t, 2*n)
 	var builders []Builder
+	procs := map[int]*exec.Cmd{}
 	doc := ranktable.Document{Version: ranktable.Version, Run: "real", Epoch: 1, Layout: "Folded"}
 	for r := range n {
 		state := ranktable.Live
@@ -49,6 +51,7 @@ func TestRealBuilder(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		procs[r] = cmd
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 		builders = append(builders, Builder{Rank: int32(r), URL: "http://127.0.0.1:" + strconv.Itoa(ports[r])})
 	}
@@ -87,15 +90,30 @@ func TestRealBuilder(t *testing.T) {
 		return err
 	})
 
-	// Failover: rank 1's unit moves to the spare (rank 2), by configure.
+	// Rank 1 dies; rank 0 reports it lost.
+	_ = procs[1].Process.Kill()
+	waitFor(t, "rank 1 reported lost", func() error {
+		rep, err := status.Get(ctx, builders[0].URL)
+		if err == nil && (len(rep.LostPeers) != 1 || rep.LostPeers[0] != 1) {
+			err = fmt.Errorf("lost_peers %v", rep.LostPeers)
+		}
+		return err
+	})
+	// Failover: rank 1's unit moves to the spare (rank 2), by configure
+	// of the survivors and the spare.
 	next := doc
 	next.Epoch = 2
 	next.Ranks = append([]ranktable.Rank(nil), doc.Ranks...)
 	next.Ranks[1].State, next.Ranks[2].State = ranktable.Dummy, ranktable.Live
+	builders = []Builder{builders[0], builders[2]}
 	if _, err := c.Configure(ctx, token, builders, next); err != nil {
 		t.Fatal(err)
 	}
+	before, _ := status.Get(ctx, builders[0].URL)
 	waitFor(t, "epoch 2 on every builder, the spare building", func() error {
+		if rep, err := status.Get(ctx, builders[0].URL); err != nil || rep.EventsBuilt <= before.EventsBuilt || len(rep.LostPeers) != 0 {
+			return fmt.Errorf("rank 0 after the switch: %d events (had %d), lost %v, %v", rep.EventsBuilt, before.EventsBuilt, rep.LostPeers, err)
+		}
 		for _, b := range builders {
 			rep, err := status.Get(ctx, b.URL)
 			if err != nil {
@@ -105,7 +123,7 @@ func TestRealBuilder(t *testing.T) {
 				return fmt.Errorf("rank %d: %+v", b.Rank, rep)
 			}
 		}
-		rep, _ := status.Get(ctx, builders[2].URL)
+		rep, _ := status.Get(ctx, builders[1].URL)
 		if rep.Role != builderstatus.RoleLive || rep.EventsBuilt == 0 {
 			return fmt.Errorf("spare: %s, %d events", rep.Role, rep.EventsBuilt)
 		}
