@@ -100,7 +100,7 @@ func TestStateMachine(t *testing.T) {
 	}{
 		{"pause", "", 409, NotReady},
 		{"configure", cfgBody(1, 1, "live", "live"), 200, Ready},
-		{"configure", cfgBody(1, 1, "live", "live"), 200, Ready},   // same epoch, same table: idempotent
+		{"configure", cfgBody(1, 1, "live", "live"), 200, Ready},  // same epoch, same table: idempotent
 		{"configure", cfgBody(1, 1, "live", "dummy"), 409, Ready}, // same epoch, other table
 		{"start", "", 200, Running},
 		{"start", "", 409, Running},
