@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -39,6 +40,12 @@ void Stop_flag::request() noexcept {
     // Nobody reads the counter, so the fd stays readable for every poller.
     const std::uint64_t one = 1;
     [[maybe_unused]] const ssize_t written = ::write(event_.get(), &one, sizeof one);
+}
+
+void Stop_flag::clear() noexcept {
+    std::uint64_t count = 0;
+    [[maybe_unused]] const ssize_t read = ::read(event_.get(), &count, sizeof count);  // zeroes the counter
+    requested_.store(false);
 }
 
 bool Stop_flag::wait_for(std::chrono::milliseconds timeout) const {

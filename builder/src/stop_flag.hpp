@@ -7,9 +7,10 @@
 
 namespace eb {
 
-// Process-wide "stop now", set by SIGTERM/SIGINT or when the run is over.
-// Besides the flag it offers a file descriptor that turns readable on stop and
-// stays so; blocking loops add it to their poll() set to wake at once.
+// "Stop now", set by SIGTERM/SIGINT, when the run is over or when a unit's
+// session ends. Besides the flag it offers a file descriptor that turns
+// readable on stop and stays so; blocking loops add it to their poll() set to
+// wake at once.
 class Stop_flag {
 public:
     Stop_flag();
@@ -21,6 +22,8 @@ public:
     // Async-signal-safe.
     void request() noexcept;
     bool requested() const noexcept { return requested_.load(); }
+    // Re-arms the flag for the next session; only while nothing waits on it.
+    void clear() noexcept;
     int fd() const noexcept { return event_.get(); }
 
     // Waits up to `timeout` for a stop; true if it came.

@@ -76,13 +76,13 @@ Command_outcome Unit::command(Command command, const Configure_request* request)
             // Building: the set stops together at the end of a cycle. Paused
             // (the set is at a common boundary), connecting or standby: at once.
             stop_vote_ = true;
-            if (phase_ != Session_phase::building && session_stop_ != nullptr) session_stop_->request();
+            if (phase_ != Session_phase::building && in_session_) session_stop_.request();
             break;
         case Command::reset:
             current_.reset();
             pending_.clear();
             status_.set_pending_epoch(0);
-            if (session_stop_ != nullptr) session_stop_->request();
+            if (in_session_) session_stop_.request();
             status_.reset();
             break;
     }
@@ -129,7 +129,7 @@ Command_outcome Unit::configure(const Configure_request& request) {
     } else {
         adopt(request);
         // A session still connecting starts over on the new table.
-        if (session_stop_ != nullptr) session_stop_->request();
+        if (in_session_) session_stop_.request();
     }
     return {};
 }
@@ -149,7 +149,7 @@ bool Unit::run() {
         while (!process_stop_.wait_for(idle_poll))
             if (returned) return;
         std::lock_guard lock(mutex_);
-        if (session_stop_ != nullptr) session_stop_->request();
+        if (in_session_) session_stop_.request();
         changed_.notify_all();
     });
     struct Mark_returned {
@@ -162,15 +162,15 @@ bool Unit::run() {
             if (buffers_) buffers_->stop_output();  // a consumer tells a stop from a complete run
             return false;
         }
-        Stop_flag session_stop;
         {
             std::lock_guard lock(mutex_);
-            session_stop_ = &session_stop;
-            if (process_stop_.requested()) session_stop.request();
+            session_stop_.clear();
+            in_session_ = true;
+            if (process_stop_.requested()) session_stop_.request();
         }
         Session_end end = Session_end::stopped;
         try {
-            end = run_session(*table, session_stop);
+            end = run_session(*table);
         } catch (const Stopped&) {
             // Asked to stop while waiting on a shared-memory ring.
         } catch (const std::exception& error) {
@@ -178,7 +178,7 @@ bool Unit::run() {
         }
         {
             std::lock_guard lock(mutex_);
-            session_stop_ = nullptr;
+            in_session_ = false;
             phase_ = Session_phase::none;
         }
         if (end == Session_end::completed && config_.self_configured()) return true;
@@ -221,15 +221,15 @@ Vote Unit::vote() const {
     return {static_cast<std::uint32_t>(newest), status_.state() == Control_state::paused, stop_vote_};
 }
 
-Unit::Session_end Unit::run_session(Configure_request table, Stop_flag& session_stop) {
+Unit::Session_end Unit::run_session(Configure_request table) {
     const Rank rank = table.rank;
     Rank_table ranks = request_table(table);
     set_phase(Session_phase::connecting);
-    if (!buffers_) buffers_.emplace(config_, rank, ranks, status_, session_stop);
+    if (!buffers_) buffers_.emplace(config_, rank, ranks, status_, session_stop_);
 
     const Mesh_position position{static_cast<std::uint32_t>(table.epoch), false, next_chunk_, cycles_done_};
     auto connections = connect_peers(listener_, rank, table.peers, live_ranks(ranks), position,
-                                     static_cast<int>(config_.peer_timeout_ms), session_stop);
+                                     static_cast<int>(config_.peer_timeout_ms), session_stop_);
     if (!connections) return Session_end::stopped;
     // Join the set where it is: units already building say so in their hello;
     // units starting together go on from the furthest of them.
@@ -246,7 +246,7 @@ Unit::Session_end Unit::run_session(Configure_request table, Stop_flag& session_
         }
     }
     status_.set_next_event(next_chunk_ * config_.packing_factor);
-    Tcp_transport transport(rank, std::move(connections->mesh), session_stop,
+    Tcp_transport transport(rank, std::move(connections->mesh), session_stop_,
                             [this](Rank peer, Link_failure failure, const std::string&) { status_.peer_lost(peer, failure); });
     for (Rank peer = 0; peer < ranks.units(); ++peer)
         if (peer != rank && ranks.live(peer)) status_.set_peer(peer, Link_state::up);
@@ -303,28 +303,27 @@ Unit::Session_end Unit::run_session(Configure_request table, Stop_flag& session_
                 log_info("the set stopped at chunk ", next_chunk_);
                 return Session_end::stopped;
             }
-            if (decision->pause && !wait_while_paused(session_stop)) return Session_end::stopped;
+            if (decision->pause && !wait_while_paused()) return Session_end::stopped;
         }
-        if (!switch_table(table, *next, transport, session_stop)) return Session_end::left;
+        if (!switch_table(table, *next, transport)) return Session_end::left;
         ranks = request_table(table);
     }
 }
 
-bool Unit::wait_while_paused(Stop_flag& session_stop) {
+bool Unit::wait_while_paused() {
     status_.set_state(Control_state::paused);
     set_phase(Session_phase::paused);
     log_info("paused at chunk ", next_chunk_);
     std::unique_lock lock(mutex_);
-    while (status_.state() == Control_state::paused && !session_stop.requested())
+    while (status_.state() == Control_state::paused && !session_stop_.requested())
         changed_.wait_for(lock, idle_poll);
-    if (session_stop.requested() || status_.state() != Control_state::running) return false;
+    if (session_stop_.requested() || status_.state() != Control_state::running) return false;
     phase_ = Session_phase::building;
     status_.set_activity("building");
     return true;
 }
 
-bool Unit::switch_table(Configure_request& table, const Configure_request& next, Tcp_transport& transport,
-                        Stop_flag& session_stop) {
+bool Unit::switch_table(Configure_request& table, const Configure_request& next, Tcp_transport& transport) {
     const Rank_table before = request_table(table);
     const Rank_table after = request_table(next);
     {
@@ -347,7 +346,7 @@ bool Unit::switch_table(Configure_request& table, const Configure_request& next,
         set_phase(Session_phase::connecting);
         const Mesh_position position{static_cast<std::uint32_t>(next.epoch), true, next_chunk_, cycles_done_};
         auto connections = connect_peers(listener_, table.rank, table.peers, joining, position,
-                                         static_cast<int>(config_.peer_timeout_ms), session_stop);
+                                         static_cast<int>(config_.peer_timeout_ms), session_stop_);
         if (!connections) throw Stopped();
         transport.connect(std::move(connections->mesh));
     }

@@ -50,17 +50,19 @@ private:
     Command_outcome configure(const Configure_request& request);
     void adopt(const Configure_request& request);  // as the table in force; mutex held
     std::optional<Configure_request> wait_for_work();
-    Session_end run_session(Configure_request table, Stop_flag& session_stop);
-    bool switch_table(Configure_request& table, const Configure_request& next, Tcp_transport& transport,
-                      Stop_flag& session_stop);
+    Session_end run_session(Configure_request table);
+    bool switch_table(Configure_request& table, const Configure_request& next, Tcp_transport& transport);
     Vote vote() const;
-    bool wait_while_paused(Stop_flag& session_stop);
+    bool wait_while_paused();
     void set_phase(Session_phase phase);
     void hold_error(const std::string& error);
 
     const Config& config_;
     Unit_status& status_;
     const Stop_flag& process_stop_;
+    // Ends the session in progress; lives as long as the unit because the
+    // buffers wait on it. Re-armed at the start of each session.
+    Stop_flag session_stop_;
     std::optional<Unit_buffers> buffers_;
     Fd listener_;
     std::uint16_t listener_port_ = 0;
@@ -75,7 +77,7 @@ private:
     std::map<std::uint64_t, Configure_request> pending_;  // newer tables, by epoch
     bool stop_vote_ = false;
     Session_phase phase_ = Session_phase::none;
-    Stop_flag* session_stop_ = nullptr;  // while a session runs
+    bool in_session_ = false;  // run() is in a session, which session_stop_ ends
 };
 
 }  // namespace eb
