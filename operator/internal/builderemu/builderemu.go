@@ -37,6 +37,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"daq.io/eventbuilder/operator/internal/builderstatus"
 )
 
 // Builder states, as the builder names them.
@@ -318,33 +320,11 @@ func (b *Builder) advance(now time.Time) {
 	b.events += n
 }
 
-// statusDoc is the builder's GET /status document.
+// statusDoc is the builder's GET /status document: what the operator
+// decodes (builderstatus.Report) and the NUMA report.
 type statusDoc struct {
-	Rank             int32          `json:"rank"`
-	Units            int            `json:"units"`
-	State            string         `json:"state"`
-	Activity         string         `json:"activity"`
-	Role             string         `json:"role"`
-	Epoch            int64          `json:"epoch"`
-	PendingEpoch     int64          `json:"pending_epoch"`
-	NextEvent        int64          `json:"next_event"`
-	EventsBuilt      int64          `json:"events_built"`
-	EventsIncomplete int64          `json:"events_incomplete"`
-	EventsDropped    int64          `json:"events_dropped"`
-	MEPsBuilt        int64          `json:"meps_built"`
-	BytesBuilt       int64          `json:"bytes_built"`
-	EventsPerSecond  float64        `json:"events_per_second"`
-	BytesPerSecond   float64        `json:"bytes_per_second"`
-	Peers            []peer         `json:"peers"`
-	LostPeers        []int32        `json:"lost_peers"`
-	NUMA             map[string]any `json:"numa"`
-	Allowed          []string       `json:"allowed"`
-	LastError        string         `json:"last_error"`
-}
-
-type peer struct {
-	Rank  int    `json:"rank"`
-	State string `json:"state"`
+	builderstatus.Report
+	NUMA map[string]any `json:"numa"`
 }
 
 var numaDoc = map[string]any{"requested": "", "node": nil, "pinned": false, "warning": "emulated builder"}
@@ -353,11 +333,11 @@ var numaDoc = map[string]any{"requested": "", "node": nil, "pinned": false, "war
 // (encoded outside it).
 func (b *Builder) status() *statusDoc {
 	b.advance(time.Now())
-	d := &statusDoc{Rank: b.rank, State: b.state, Activity: "emulated", Role: b.role(), Epoch: b.table.epoch(), PendingEpoch: b.pending.epoch(),
-		LostPeers: []int32{}, NUMA: numaDoc, Allowed: allowed(b.state), LastError: b.lastError}
+	d := &statusDoc{Report: builderstatus.Report{Rank: b.rank, State: b.state, Activity: "emulated", Role: b.role(), Epoch: b.table.epoch(),
+		PendingEpoch: b.pending.epoch(), LostPeers: []int32{}, Allowed: allowed(b.state), LastError: b.lastError}, NUMA: numaDoc}
 	if t := b.table; t != nil {
-		d.Units = t.liveCount()
-		d.Peers = make([]peer, len(t.Ranks))
+		d.Units = int32(t.liveCount())
+		d.Peers = make([]builderstatus.Peer, len(t.Ranks))
 		for i, r := range t.Ranks {
 			st := "connecting"
 			switch {
@@ -370,7 +350,7 @@ func (b *Builder) status() *statusDoc {
 			case b.active() && b.role() == "live":
 				st = "up"
 			}
-			d.Peers[i] = peer{r.Rank, st}
+			d.Peers[i] = builderstatus.Peer{Rank: int32(r.Rank), State: st}
 		}
 	}
 	for r := range b.lost {

@@ -28,7 +28,8 @@ const (
 )
 
 // Report is the JSON document a builder serves at GET /status (and answers
-// control commands with). Counters are totals since the builder process
+// control commands with), but for its NUMA report; encoded, it has every
+// field the builder writes. Counters are totals since the builder process
 // started.
 type Report struct {
 	// Rank is the builder's rank (its --rank, or its configured rank).
@@ -36,7 +37,7 @@ type Report struct {
 	Units int32  `json:"units"`
 	State string `json:"state"`
 	// Activity says what the unit is doing, in words.
-	Activity string `json:"activity,omitempty"`
+	Activity string `json:"activity"`
 	// Role is live or dummy (a started dummy stands by), unconfigured
 	// before the first configure.
 	Role string `json:"role"`
@@ -54,11 +55,11 @@ type Report struct {
 	BytesBuilt       int64   `json:"bytes_built"`
 	EventsPerSecond  float64 `json:"events_per_second"`
 	BytesPerSecond   float64 `json:"bytes_per_second"`
-	Peers            []Peer  `json:"peers,omitempty"`
+	Peers            []Peer  `json:"peers"`
 	// LostPeers are the ranks this builder lost in its epoch.
-	LostPeers []int32 `json:"lost_peers,omitempty"`
+	LostPeers []int32 `json:"lost_peers"`
 	// Allowed are the commands the state machine accepts now.
-	Allowed   []string `json:"allowed,omitempty"`
+	Allowed   []string `json:"allowed"`
 	LastError string   `json:"last_error"`
 }
 
