@@ -338,6 +338,10 @@ const (
 	OutcomeMovedToSpare = "MovedToSpare"
 	OutcomeDegraded     = "Degraded"
 	OutcomeStopped      = "Stopped"
+	// OutcomeRejoined: in a run without a Fabric, units their peers lost
+	// answered again (restarted, or a partition healed) and rejoined the
+	// running set on their own ranks, by the same table at a new epoch.
+	OutcomeRejoined = "Rejoined"
 )
 
 // UnitMove is one failed unit and where it went.
@@ -347,7 +351,8 @@ type UnitMove struct {
 	FailedEndpoint string `json:"failedEndpoint"`
 	// reason the unit failed, e.g. NodeNotReady, PodFailed, TopologyAffinityError.
 	Reason string `json:"reason"`
-	// spareRank and spareEndpoint took the unit over; unset when no spare was left.
+	// spareRank and spareEndpoint took the unit over; unset when no spare
+	// was left, or when the unit rejoined on its own rank (outcome Rejoined).
 	// +optional
 	SpareRank *int32 `json:"spareRank,omitempty"`
 	// +optional
@@ -374,8 +379,11 @@ type FailoverStatus struct {
 	ConfiguredDuration *metav1.Duration `json:"configuredDuration,omitempty"`
 	// epoch of the rank table published.
 	Epoch int64 `json:"epoch"`
-	// outcome: MovedToSpare, Degraded (no spare, failurePolicy RunDegraded)
-	// or Stopped (no spare, failurePolicy Stop).
+	// outcome: MovedToSpare, Degraded (no spare, failurePolicy RunDegraded),
+	// Stopped (no spare, failurePolicy Stop) or, in a run without a
+	// fabricRef, Rejoined (units reported lost by their peers answered
+	// again and rejoined on their own ranks at the new epoch; reason
+	// PeerLost, no spare).
 	Outcome string `json:"outcome"`
 	// moves lists every unit that failed, in rank order.
 	// +listType=atomic

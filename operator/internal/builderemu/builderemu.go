@@ -172,6 +172,27 @@ func (f *Farm) Kill(key string) {
 	}
 }
 
+// Restart ends the builder under key as Kill does (its live peers mark it
+// lost) and starts a new process there with the same options, as the
+// kubelet restarts a crashed container in its pod: NOT_READY, no table
+// (epoch 0), zero counters. Its peers keep it lost for the rest of their
+// epoch; a new epoch in which it is live takes it back. It returns the
+// new builder, or nil if none was started under key.
+func (f *Farm) Restart(key string) *Builder {
+	f.Kill(key)
+	f.mu.Lock()
+	old := f.builders[key]
+	var opts Options
+	if old != nil {
+		opts = old.opts
+	}
+	f.mu.Unlock()
+	if old == nil {
+		return nil
+	}
+	return f.Start(key, opts)
+}
+
 // Builder is one emulated eb-builder process.
 type Builder struct {
 	farm *Farm

@@ -1,15 +1,20 @@
 package builderemu
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"daq.io/eventbuilder/operator/internal/builderstatus"
 )
 
 // The emulation follows builder/docs/control-api.md; these check the
@@ -223,6 +228,54 @@ func TestMesh(t *testing.T) {
 	}
 	if a := post(t, f.URL("0"), "tok", "pause", ""); a.code != 409 || a.doc["state"] != Paused {
 		t.Errorf("second pause: %d %v", a.code, a.doc)
+	}
+}
+
+// A restarted builder comes back NOT_READY with no table while its peers
+// keep it lost; a new epoch of the same table, configured on every
+// builder, takes it back into the running set. Its status decodes with the
+// operator's client.
+func TestRestartRejoins(t *testing.T) {
+	f := NewFarm()
+	defer f.Close()
+	status := builderstatus.NewClient(time.Second)
+	ctx := context.Background()
+	var bs []*Builder
+	for r := range 3 {
+		bs = append(bs, f.Start(fmt.Sprint(r), Options{Token: "tok", Rank: int32(r), Mesh: "m"}))
+		post(t, f.URL(fmt.Sprint(r)), "tok", "configure", cfgBody(r, 1, "live", "live", "live"))
+	}
+	for r := range 3 {
+		post(t, f.URL(fmt.Sprint(r)), "tok", "start", "")
+	}
+	if f.Restart("nobody") != nil {
+		t.Errorf("restarted a builder that was never started")
+	}
+	bs[1] = f.Restart("1")
+	rep, err := status.Get(ctx, f.URL("1"))
+	if err != nil || rep.State != NotReady || rep.Epoch != 0 || rep.Rank != 1 || rep.EventsBuilt != 0 {
+		t.Errorf("restarted builder: %+v, %v; want NOT_READY rank 1 at epoch 0 with no events", rep, err)
+	}
+	for _, r := range []string{"0", "2"} {
+		if rep, err := status.Get(ctx, f.URL(r)); err != nil || !slices.Equal(rep.LostPeers, []int32{1}) || rep.Epoch != 1 {
+			t.Errorf("rank %s: lost_peers %v at epoch %d (%v); want [1] at 1", r, rep.LostPeers, rep.Epoch, err)
+		}
+	}
+
+	for r := range 3 {
+		if a := post(t, f.URL(fmt.Sprint(r)), "tok", "configure", cfgBody(r, 2, "live", "live", "live")); a.code != 200 {
+			t.Fatalf("configure rank %d at epoch 2: %v", r, a)
+		}
+	}
+	if e, p := bs[0].Epoch(); e != 1 || p != 2 {
+		t.Errorf("rank 0 switched before the restarted unit runs: epoch %d pending %d", e, p)
+	}
+	post(t, f.URL("1"), "tok", "start", "")
+	for r := range 3 {
+		rep, err := status.Get(ctx, f.URL(fmt.Sprint(r)))
+		if err != nil || rep.State != Running || rep.Epoch != 2 || rep.PendingEpoch != 0 || len(rep.LostPeers) != 0 || (r != 1 && rep.Peers[1].State != "up") {
+			t.Errorf("rank %d after the rejoin: %+v, %v; want RUNNING at epoch 2, nobody lost, rank 1 up", r, rep, err)
+		}
 	}
 }
 

@@ -66,8 +66,9 @@ const (
 // the run's headless Service and its control-token Secret, drives the
 // builders through their control API (configure with the table's epoch,
 // then start, pause, resume or stop as spec.state asks), moves failed
-// units to warm spares by publishing and configuring a new epoch, and
-// folds the builders' reports into the run's status.
+// units to warm spares by publishing and configuring a new epoch (without
+// a fabric: takes lost units back on their own ranks by a new epoch of
+// the same table), and folds the builders' reports into the run's status.
 type EventBuilderRunReconciler struct {
 	client.Client
 	// APIReader reads the rank-table ConfigMap uncached: a failover must
@@ -215,6 +216,18 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			if err != nil {
 				return ctrl.Result{}, err
 			}
+			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, now); err != nil {
+				return ctrl.Result{}, err
+			}
+			table, rec, published = next.Table, &next, true
+		}
+	case fabric == nil && pollDue:
+		// No spare to move to: a unit its peers lost rejoins on its own
+		// rank once its builder answers again, by the same table at the
+		// next epoch configured on every builder.
+		poll = r.poll(ctx, pods, now)
+		if ranks := runplan.Rejoins(table, poll.Reports); len(ranks) > 0 {
+			next := runplan.Rejoin(table, ranks)
 			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, now); err != nil {
 				return ctrl.Result{}, err
 			}
@@ -614,7 +627,7 @@ func (r *EventBuilderRunReconciler) publish(ctx context.Context, run *ebv1.Event
 		}
 		cm.Annotations[annLastFailover] = string(raw)
 		if rec.Outcome == ebv1.OutcomeStopped {
-			cm.Annotations[annStopped] = runplan.MovesSummary(rec.Moves)
+			cm.Annotations[annStopped] = rec.Summary()
 		}
 	}
 	cm.Data = map[string]string{ranktable.Key: data}
@@ -630,14 +643,19 @@ func (r *EventBuilderRunReconciler) publish(ctx context.Context, run *ebv1.Event
 }
 
 // announceFailover tells of a recovery once its table (with its record)
-// is published and the pods are in place, as an Event. The new epoch
+// is published and the pods are in place, as an Event (Failover, or
+// UnitRejoined when lost units rejoin on their own ranks). The new epoch
 // reaches the running builders by configure (drive), without restarting
 // them; recordConfigured completes the record when it has.
 func (r *EventBuilderRunReconciler) announceFailover(run *ebv1.EventBuilderRun, cm *corev1.ConfigMap, t planner.RankTable, rec *runplan.Recovery) {
 	var fo ebv1.FailoverStatus
 	_ = json.Unmarshal([]byte(cm.Annotations[annLastFailover]), &fo) // written by publish just now
-	r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, "Failover", "Failover", "epoch %d, %s in %s: %s",
-		t.Epoch, rec.Outcome, fo.Duration.Duration.Round(time.Millisecond), runplan.MovesSummary(rec.Moves))
+	reason := "Failover"
+	if rec.Outcome == ebv1.OutcomeRejoined {
+		reason = "UnitRejoined"
+	}
+	r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, reason, "Failover", "epoch %d, %s in %s: %s",
+		t.Epoch, rec.Outcome, fo.Duration.Duration.Round(time.Millisecond), rec.Summary())
 }
 
 // listPods returns the run's pods by rank.

@@ -3,6 +3,7 @@ package controller
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -105,6 +106,42 @@ func waitCommands(t *testing.T, what string, b *builderemu.Builder, want string)
 		}
 		return nil
 	})
+}
+
+// createRun creates a run of units without a fabric, in a new namespace,
+// and waits for its pods (<name>-eb-0 …, returned in rank order).
+func createRun(t *testing.T, name string, units int32) (client.ObjectKey, []corev1.Pod) {
+	t.Helper()
+	run := &ebv1.EventBuilderRun{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: newNamespace(t)},
+		Spec:       ebv1.EventBuilderRunSpec{Units: units, Builder: ebv1.BuilderSpec{Image: "eventbuilder/builder:test"}},
+	}
+	if err := k8s.Create(context.Background(), run); err != nil {
+		t.Fatalf("create run: %v", err)
+	}
+	names := make([]string, units)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-eb-%d", name, i)
+	}
+	byName := waitPods(t, run.Namespace, name, names...)
+	pods := make([]corev1.Pod, units)
+	for i, n := range names {
+		pods[i] = byName[n]
+	}
+	return client.ObjectKeyFromObject(run), pods
+}
+
+// startRun creates a run of units without a fabric (createRun), starts
+// every pod's builder (startPod) and waits for phase Running.
+func startRun(t *testing.T, name string, units int32) (client.ObjectKey, []corev1.Pod, []*builderemu.Builder) {
+	t.Helper()
+	key, pods := createRun(t, name, units)
+	emu := make([]*builderemu.Builder, len(pods))
+	for i := range pods {
+		emu[i] = startPod(t, &pods[i])
+	}
+	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+	return key, pods, emu
 }
 
 func getRun(t *testing.T, key client.ObjectKey) *ebv1.EventBuilderRun {
@@ -264,8 +301,9 @@ func TestRunLifecycle(t *testing.T) {
 	expectEvent(t, ns, "demo", ebv1.ReasonAllUnitsRunning)
 
 	// A builder in ERROR fails the run; the operator leaves it so (the
-	// error stays readable). Its pod deleted, a new one is configured and
-	// started, and the run recovers.
+	// error stays readable). Its pod deleted, its peers lose it; the new
+	// pod's builder rejoins the set at a new epoch of the same table
+	// (configured on every builder), and the run recovers.
 	emu[1].Fail("peer 0 sent a corrupt MFP")
 	cond := waitPhase(t, key, ebv1.PhaseFailed, ebv1.ReasonBuilderError)
 	if !strings.Contains(cond.Message, "corrupt MFP") {
@@ -286,8 +324,12 @@ func TestRunLifecycle(t *testing.T) {
 	})
 	farm.Kill(string(pods[1].UID))
 	b1 := startPod(t, &pod1)
-	waitCommands(t, "the new demo-eb-1", b1, "configure@1 start")
+	waitCommands(t, "the new demo-eb-1", b1, "configure@2 start")
+	waitCommands(t, "demo-eb-0", emu[0], "configure@1 start configure@2")
 	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+	if fo := getRun(t, key).Status.LastFailover; fo == nil || fo.Outcome != ebv1.OutcomeRejoined || fo.Epoch != 2 {
+		t.Errorf("lastFailover %+v, want Rejoined at epoch 2", fo)
+	}
 
 	// Scale down: the pods of ranks 1 and 2 go, the rank table shrinks,
 	// and the builder of rank 0 switches to it without a restart.
@@ -304,13 +346,13 @@ func TestRunLifecycle(t *testing.T) {
 		}
 		return err
 	})
-	waitCommands(t, "demo-eb-0", emu[0], "configure@1 start configure@2")
-	eventually(t, "status of 1 unit, Running at epoch 2", func() error {
+	waitCommands(t, "demo-eb-0", emu[0], "configure@1 start configure@2 configure@3")
+	eventually(t, "status of 1 unit, Running at epoch 3", func() error {
 		if err := k8s.Get(ctx, key, run); err != nil {
 			return err
 		}
 		if st := run.Status; st.ObservedGeneration != run.Generation || len(st.Units) != 1 || st.Phase != ebv1.PhaseRunning ||
-			st.Epoch != 2 || st.Units[0].Epoch != 2 {
+			st.Epoch != 3 || st.Units[0].Epoch != 3 || st.LastFailover != nil {
 			return fmt.Errorf("generation %d: %+v", run.Generation, st)
 		}
 		return nil
@@ -325,14 +367,14 @@ func TestRunLifecycle(t *testing.T) {
 	if err := k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-ranks"}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "rank table epoch 3", func() error {
+	eventually(t, "rank table epoch 4", func() error {
 		doc, err := rankTable(ctx, ns, "demo")
-		if err == nil && doc.Epoch != 3 {
+		if err == nil && doc.Epoch != 4 {
 			err = fmt.Errorf("epoch %d", doc.Epoch)
 		}
 		return err
 	})
-	waitCommands(t, "demo-eb-0", emu[0], "configure@1 start configure@2 configure@3")
+	waitCommands(t, "demo-eb-0", emu[0], "configure@1 start configure@2 configure@3 configure@4")
 	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo-eb-0"}, &again); err != nil || again.UID != pods[0].UID {
 		t.Errorf("pod demo-eb-0 replaced by a replan (%v)", err)
@@ -344,22 +386,8 @@ func TestRunLifecycle(t *testing.T) {
 func TestRunStateDrivesBuilders(t *testing.T) {
 	requireEnvtest(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	run := &ebv1.EventBuilderRun{
-		ObjectMeta: metav1.ObjectMeta{Name: "states", Namespace: ns},
-		Spec:       ebv1.EventBuilderRunSpec{Units: 2, Builder: ebv1.BuilderSpec{Image: "eventbuilder/builder:test"}},
-	}
-	if err := k8s.Create(ctx, run); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(run)
-	pods := waitPods(t, ns, "states", "states-eb-0", "states-eb-1")
-	var emu []*builderemu.Builder
-	for _, name := range []string{"states-eb-0", "states-eb-1"} {
-		p := pods[name]
-		emu = append(emu, startPod(t, &p))
-	}
-	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+	key, pods, emu := startRun(t, "states", 2)
+	ns := key.Namespace
 
 	setState := func(s ebv1.RunState) {
 		t.Helper()
@@ -397,7 +425,7 @@ func TestRunStateDrivesBuilders(t *testing.T) {
 	setState(ebv1.StateStopped)
 	waitPhase(t, key, ebv1.PhaseStopped, ebv1.ReasonRunStopped)
 	expectEvent(t, ns, "states", "BuildersStopped")
-	if now := waitPods(t, ns, "states", "states-eb-0", "states-eb-1"); now["states-eb-0"].UID != pods["states-eb-0"].UID {
+	if now := waitPods(t, ns, "states", "states-eb-0", "states-eb-1"); now["states-eb-0"].UID != pods[0].UID {
 		t.Errorf("a stopped run's pod was replaced")
 	}
 
@@ -411,23 +439,91 @@ func TestRunStateDrivesBuilders(t *testing.T) {
 	}
 }
 
+// Without a fabric there is no spare: a unit its peers lost waits while
+// its builder does not answer (no epoch is spent), and rejoins on its own
+// rank once it answers again (here: its process restarted in its pod),
+// by the same table at the next epoch, configured on every builder; the
+// set switches to it together, the pods untouched.
+func TestLostUnitRejoins(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	key, pods, emu := startRun(t, "rejoin", 3)
+	ns := key.Namespace
+
+	// Rank 1's builder dies; its peers mark it lost. While nothing answers
+	// there, the operator waits: polls go by at epoch 1.
+	uid := string(pods[1].UID)
+	farm.Kill(uid)
+	var seen *metav1.MicroTime
+	eventually(t, "two polls that find rank 1 silent and lost", func() error {
+		st := getRun(t, key).Status
+		if len(st.Units) != 3 || st.Units[1].State != "" || !slices.Equal(st.Units[0].LostPeers, []int32{1}) || st.LastSampleTime == nil {
+			return fmt.Errorf("unit rows %+v", st.Units)
+		}
+		if seen == nil {
+			seen = st.LastSampleTime
+		}
+		if !st.LastSampleTime.After(seen.Time) {
+			return errors.New("one poll so far")
+		}
+		return nil
+	})
+	if st := getRun(t, key).Status; st.Epoch != 1 || st.LastFailover != nil {
+		t.Fatalf("a silent lost unit changed the table: epoch %d, lastFailover %+v", st.Epoch, st.LastFailover)
+	}
+
+	// The kubelet restarts the container: a new builder, NOT_READY with no
+	// table, answers at the same address. It is configured with the new
+	// epoch only, never with the one its peers lost it in.
+	emu[1] = farm.Restart(uid)
+	fo := waitFailoverConfigured(t, key, 2)
+	if m := fo.Moves; fo.Outcome != ebv1.OutcomeRejoined || len(m) != 1 || m[0].Unit != 1 || m[0].FailedRank != 1 ||
+		m[0].Reason != "PeerLost" || m[0].SpareRank != nil || fo.CompletedTime.Before(&fo.ObservedTime) ||
+		fo.ConfiguredTime.Before(&fo.CompletedTime) {
+		b, _ := json.Marshal(fo)
+		t.Errorf("lastFailover %s, want unit 1 of rank 1 Rejoined at epoch 2 (PeerLost, no spare), observed <= completed <= configured", b)
+	}
+	waitCommands(t, "the restarted rejoin-eb-1", emu[1], "configure@2 start")
+	for _, i := range []int{0, 2} {
+		waitCommands(t, pods[i].Name, emu[i], "configure@1 start configure@2")
+	}
+	doc, err := rankTable(ctx, ns, "rejoin")
+	if err != nil || doc.Epoch != 2 || roles(doc) != "LLL" {
+		t.Errorf("rank table: epoch %d, %s (%v); want the same table, LLL, at epoch 2", doc.Epoch, roles(doc), err)
+	}
+	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+	eventually(t, "every unit on epoch 2, nobody lost", func() error {
+		for _, u := range getRun(t, key).Status.Units {
+			if u.Epoch != 2 || u.PendingEpoch != 0 || len(u.LostPeers) != 0 || u.State != builderstatus.StateRunning {
+				return fmt.Errorf("unit row %+v", u)
+			}
+		}
+		return nil
+	})
+	for i, b := range emu {
+		if e, p := b.Epoch(); e != 2 || p != 0 || b.State() != builderemu.Running {
+			t.Errorf("builder of rank %d: %s at epoch %d pending %d", i, b.State(), e, p)
+		}
+	}
+	expectEvent(t, ns, "rejoin", "UnitRejoined")
+	expectEvent(t, ns, "rejoin", "FailoverConfigured")
+	now := waitPods(t, ns, "rejoin", "rejoin-eb-0", "rejoin-eb-1", "rejoin-eb-2")
+	for _, p := range pods {
+		if now[p.Name].UID != p.UID {
+			t.Errorf("pod %s replaced", p.Name)
+		}
+	}
+}
+
 // Builders that refuse the operator's token (401), or have none (403),
 // fail the run with a message naming them; builders started with the
 // Secret's token are driven as usual.
 func TestControlTokenRefusalIsReported(t *testing.T) {
 	requireEnvtest(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	run := &ebv1.EventBuilderRun{
-		ObjectMeta: metav1.ObjectMeta{Name: "tokens", Namespace: ns},
-		Spec:       ebv1.EventBuilderRunSpec{Units: 3, Builder: ebv1.BuilderSpec{Image: "eventbuilder/builder:test"}},
-	}
-	if err := k8s.Create(ctx, run); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(run)
-	pods := waitPods(t, ns, "tokens", "tokens-eb-0", "tokens-eb-1", "tokens-eb-2")
-	p0, p1, p2 := pods["tokens-eb-0"], pods["tokens-eb-1"], pods["tokens-eb-2"]
+	key, pods := createRun(t, "tokens", 3)
+	ns := key.Namespace
+	p0, p1, p2 := pods[0], pods[1], pods[2]
 	startPod(t, &p0)
 	wrong := startPod(t, &p1, func(s *corev1.Secret) { s.Data["token"] = []byte("not-the-token\n") })
 	none := startPod(t, &p2, func(s *corev1.Secret) { s.Data["token"] = []byte("  \n") })

@@ -1,6 +1,7 @@
 // Package runplan holds the reconcilers' decisions as pure functions: it
 // maps Fabric and EventBuilderRun resources onto the planner's types,
-// finds failed units, and applies failover and the failure policy. No client calls: the reconcilers
+// finds failed units, and applies failover, rejoins and the failure
+// policy. No client calls: the reconcilers
 // fetch, call these, and write.
 package runplan
 
@@ -210,7 +211,7 @@ func Failures(t planner.RankTable, endpoints map[string]planner.Endpoint, nodes 
 	var out []Failure
 	for _, r := range t.Ranks {
 		if r.Role != planner.Live || r.Endpoint == "" {
-			continue // without a fabric nothing but the pod can fail, and it is recreated
+			continue // without a fabric there is no spare: a pod is recreated in place, a lost unit rejoins (Rejoins)
 		}
 		ready, known := nodes[endpoints[r.Endpoint].Node]
 		pod := pods[int32(r.Rank)]
@@ -269,6 +270,41 @@ func LostPeers(t planner.RankTable, reports map[int32]builderstatus.Report) map[
 		}
 	}
 	return lost
+}
+
+// Rejoins finds the live ranks of t that their peers report lost
+// (LostPeers) and whose own builder answers the poll again, in any state
+// but ERROR: its process restarted (a pod recreated, a container
+// restarted) or a partition healed. A lost unit cannot come back into its
+// epoch; a new epoch of the same table takes it back: at the switch the
+// running set reconnects a peer lost in the old epoch and live in the new
+// one (Rejoin). A lost rank whose builder does not answer (its pod is
+// being recreated) or is in ERROR is not listed: it waits, and no epoch
+// is spent on it. Ranks in order.
+func Rejoins(t planner.RankTable, reports map[int32]builderstatus.Report) []int {
+	lost := LostPeers(t, reports)
+	var out []int
+	for _, r := range t.Ranks {
+		rep, answers := reports[int32(r.Rank)]
+		if lost[r.Rank] && answers && rep.State != builderstatus.StateError {
+			out = append(out, r.Rank)
+		}
+	}
+	return out
+}
+
+// Rejoin is the recovery of a run without a fabric whose lost ranks
+// (Rejoins) answer again: the same table at the next epoch, one for all
+// of them, with every rank where it was. Configured on every builder, it
+// takes the lost units back into the running set.
+func Rejoin(t planner.RankTable, ranks []int) Recovery {
+	rec := Recovery{Table: t, Outcome: ebv1.OutcomeRejoined}
+	for _, rank := range ranks {
+		r := t.Ranks[rank]
+		rec.Moves = append(rec.Moves, ebv1.UnitMove{Unit: int32(r.Unit), FailedRank: int32(rank), FailedEndpoint: r.Endpoint, Reason: ReasonPeerLost})
+	}
+	rec.Table.Epoch = t.Epoch + 1
+	return rec
 }
 
 // FailedSpares finds the spare ranks of t whose pod failed on the spare's
@@ -374,15 +410,22 @@ func SparesLeft(t planner.RankTable, endpoints map[string]planner.Endpoint) int3
 	return n
 }
 
-// MovesSummary says what a recovery did, for events and logs; it names a
-// few moves (shortlist).
-func MovesSummary(moves []ebv1.UnitMove) string {
-	return shortlist.Join(moves, "; ", func(m ebv1.UnitMove) string {
+// Summary says what a recovery did, for events and logs; it names a few
+// moves (shortlist).
+func (r Recovery) Summary() string {
+	return shortlist.Join(r.Moves, "; ", func(m ebv1.UnitMove) string {
 		to := "no spare left"
-		if m.SpareRank != nil {
+		switch {
+		case m.SpareRank != nil:
 			to = "moved to spare " + m.SpareEndpoint + " (rank " + strconv.Itoa(int(*m.SpareRank)) + ")"
+		case r.Outcome == ebv1.OutcomeRejoined:
+			to = "its builder answers again and rejoins on its rank"
 		}
-		return fmt.Sprintf("unit %d on rank %d (%s) failed: %s; %s", m.Unit, m.FailedRank, m.FailedEndpoint, m.Reason, to)
+		on := ""
+		if m.FailedEndpoint != "" {
+			on = " (" + m.FailedEndpoint + ")"
+		}
+		return fmt.Sprintf("unit %d on rank %d%s failed: %s; %s", m.Unit, m.FailedRank, on, m.Reason, to)
 	})
 }
 

@@ -3,6 +3,7 @@ package runplan
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -236,12 +237,70 @@ func TestMovesSummaryIsBounded(t *testing.T) {
 	for i := range moves {
 		moves[i] = ebv1.UnitMove{Unit: int32(i), FailedRank: int32(i), FailedEndpoint: strings.Repeat("e", 40), Reason: ebv1.EndpointNodeNotReady}
 	}
-	s := MovesSummary(moves)
+	s := Recovery{Outcome: ebv1.OutcomeDegraded, Moves: moves}.Summary()
 	if len(s) > 800 || !strings.HasSuffix(s, "; and 35 more") || !strings.HasPrefix(s, "unit 0 on rank 0") {
 		t.Errorf("summary (%d chars): %s", len(s), s)
 	}
-	if s := MovesSummary(moves[:1]); strings.Contains(s, "more") {
+	if s := (Recovery{Outcome: ebv1.OutcomeDegraded, Moves: moves[:1]}).Summary(); strings.Contains(s, "more") || !strings.HasSuffix(s, "no spare left") {
 		t.Errorf("one move: %s", s)
+	}
+}
+
+// Without a fabric, a unit its peers lost rejoins on its own rank once its
+// builder answers again; one that does not answer waits.
+func TestRejoins(t *testing.T) {
+	table, err := Plan(&ebv1.EventBuilderRunSpec{Units: 4}, nil, 2) // LLLL at epoch 3
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(state string, epoch int64, lost ...int32) builderstatus.Report {
+		return builderstatus.Report{State: state, Epoch: epoch, LostPeers: lost}
+	}
+	run := builderstatus.StateRunning
+	restarted := at(builderstatus.StateNotReady, 0)
+	for _, tc := range []struct {
+		name    string
+		reports map[int32]builderstatus.Report
+		want    []int
+	}{
+		{"nobody lost", map[int32]builderstatus.Report{0: at(run, 3), 1: at(run, 3), 2: at(run, 3), 3: at(run, 3)}, nil},
+		{"lost by all, restarted: answers NOT_READY",
+			map[int32]builderstatus.Report{0: at(run, 3, 1), 1: restarted, 2: at(run, 3, 1), 3: at(run, 3, 1)}, []int{1}},
+		{"lost by all, configured and started again at the epoch it was lost in",
+			map[int32]builderstatus.Report{0: at(run, 3, 1), 1: at(run, 3), 2: at(run, 3, 1), 3: at(run, 3, 1)}, []int{1}},
+		{"a partition healed: it answers, having lost them too",
+			map[int32]builderstatus.Report{0: at(run, 3, 1), 1: at(run, 3, 0, 2, 3), 2: at(run, 3, 1), 3: at(run, 3, 1)}, []int{1}},
+		{"two lost, both back: one rejoin for both",
+			map[int32]builderstatus.Report{0: at(run, 3, 1, 3), 1: restarted, 2: at(run, 3, 1, 3), 3: restarted}, []int{1, 3}},
+		{"two lost, one back: only it", map[int32]builderstatus.Report{0: at(run, 3, 1, 3), 1: restarted, 2: at(run, 3, 1, 3)}, []int{1}},
+		{"lost but silent (its pod is being recreated): it waits",
+			map[int32]builderstatus.Report{0: at(run, 3, 1), 2: at(run, 3, 1), 3: at(run, 3, 1)}, nil},
+		{"lost and in ERROR: it must be reset or its pod deleted first",
+			map[int32]builderstatus.Report{0: at(run, 3, 1), 1: at(builderstatus.StateError, 3), 2: at(run, 3, 1), 3: at(run, 3, 1)}, nil},
+		{"one of three peers: no majority",
+			map[int32]builderstatus.Report{0: at(run, 3, 1), 1: restarted, 2: at(run, 3), 3: at(run, 3)}, nil},
+		{"reports of another epoch do not count (the rejoin epoch is switching)",
+			map[int32]builderstatus.Report{0: at(run, 2, 1), 1: restarted, 2: at(run, 2, 1), 3: at(run, 2, 1)}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Rejoins(table, tc.reports); !slices.Equal(got, tc.want) {
+				t.Errorf("rejoins %v, want %v", got, tc.want)
+			}
+		})
+	}
+
+	rec := Rejoin(table, []int{1, 3})
+	if roles(rec.Table) != "LLLL" || rec.Table.Epoch != 4 || table.Epoch != 3 || rec.Outcome != ebv1.OutcomeRejoined {
+		t.Errorf("rejoin: %s at epoch %d (input now at %d), outcome %s; want the same table at epoch 4, Rejoined",
+			roles(rec.Table), rec.Table.Epoch, table.Epoch, rec.Outcome)
+	}
+	for i, m := range rec.Moves {
+		if want := int32(2*i + 1); m.Unit != want || m.FailedRank != want || m.Reason != ReasonPeerLost || m.SpareRank != nil {
+			t.Errorf("move %d: %+v, want unit and rank %d, PeerLost, no spare", i, m, want)
+		}
+	}
+	if s, want := rec.Summary(), "unit 1 on rank 1 failed: PeerLost; its builder answers again and rejoins on its rank; unit 3 on rank 3"; !strings.HasPrefix(s, want) {
+		t.Errorf("summary %q, want it to start %q", s, want)
 	}
 }
 
