@@ -13,6 +13,7 @@
 #include "shm_ring.hpp"
 #include "socket.hpp"
 #include "status_render.hpp"
+#include "table_switch.hpp"
 #include "tcp_mesh.hpp"
 
 namespace eb {
@@ -128,8 +129,12 @@ Command_outcome Unit::configure(const Configure_request& request) {
         status_.set_pending_epoch(static_cast<std::uint32_t>(request.epoch));
     } else {
         adopt(request);
-        // A session still connecting starts over on the new table.
-        if (in_session_) session_stop_.request();
+        // A session still connecting (a table the set may never take it
+        // back under) starts over on the new one.
+        if (in_session_) {
+            log_info("connecting again, under rank table epoch ", request.epoch);
+            session_stop_.request();
+        }
     }
     return {};
 }
@@ -338,8 +343,10 @@ bool Unit::switch_table(Configure_request& table, const Configure_request& next,
     bool any_joining = false;
     for (Rank peer = 0; peer < after.units(); ++peer) {
         if (peer == table.rank) continue;
-        if (before.live(peer) && !after.live(peer)) transport.disconnect(peer);
-        joining[peer] = after.live(peer) && !before.live(peer);
+        const Peer_change change = peer_change(before.live(peer), transport.lost(peer), after.live(peer));
+        // A lost peer that joins again has only dead connections: drop them.
+        if (change != Peer_change::keep) transport.disconnect(peer);
+        joining[peer] = change == Peer_change::join;
         any_joining = any_joining || joining[peer];
     }
     if (any_joining) {
