@@ -23,31 +23,44 @@ import (
 	"daq.io/eventbuilder/operator/internal/controller"
 )
 
-func main() {
-	var (
-		metricsAddr, probeAddr     string
-		secureMetrics, enableHTTP2 bool
-		leaderElect                bool
-		pollInterval, pollTimeout  time.Duration
-		controlTimeout             time.Duration
-		notReadyGrace              time.Duration
-	)
-	flag.StringVar(&metricsAddr, "metrics-bind-address", "0",
+// options are the manager's command-line flags.
+type options struct {
+	metricsAddr, probeAddr     string
+	secureMetrics, enableHTTP2 bool
+	leaderElect                bool
+	pollInterval, pollTimeout  time.Duration
+	controlTimeout             time.Duration
+	notReadyGrace              time.Duration
+}
+
+// tunedFlags are the flags a farm tunes; the Helm chart has a value for
+// each (a test checks that it renders them with these defaults).
+var tunedFlags = []string{"builder-poll-interval", "builder-poll-timeout", "builder-control-timeout", "node-not-ready-grace"}
+
+// bindFlags defines the manager's flags on fs.
+func bindFlags(fs *flag.FlagSet) *options {
+	o := &options{}
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", "0",
 		"Address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP); 0 disables it.")
-	flag.BoolVar(&secureMetrics, "metrics-secure", true,
+	fs.BoolVar(&o.secureMetrics, "metrics-secure", true,
 		"Serve metrics over HTTPS, authenticated and authorized against the API server.")
-	flag.BoolVar(&enableHTTP2, "enable-http2", false,
+	fs.BoolVar(&o.enableHTTP2, "enable-http2", false,
 		"Allow HTTP/2 on the metrics server; off by default against the HTTP/2 Stream Cancellation and Rapid Reset CVEs.")
-	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to.")
-	flag.BoolVar(&leaderElect, "leader-elect", false,
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to.")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false,
 		"Elect a leader, so that only one of several replicas reconciles.")
-	flag.DurationVar(&pollInterval, "builder-poll-interval", 2*time.Second, "How often each run's builders are polled for status.")
-	flag.DurationVar(&pollTimeout, "builder-poll-timeout", time.Second, "Timeout of one builder status request.")
-	flag.DurationVar(&controlTimeout, "builder-control-timeout", 2*time.Second,
+	fs.DurationVar(&o.pollInterval, "builder-poll-interval", 2*time.Second, "How often each run's builders are polled for status.")
+	fs.DurationVar(&o.pollTimeout, "builder-poll-timeout", time.Second, "Timeout of one builder status request.")
+	fs.DurationVar(&o.controlTimeout, "builder-control-timeout", 2*time.Second,
 		"Timeout of one builder control command (configure, start, pause, resume, stop).")
-	flag.DurationVar(&notReadyGrace, "node-not-ready-grace", 10*time.Second,
+	fs.DurationVar(&o.notReadyGrace, "node-not-ready-grace", 10*time.Second,
 		"How long a node's Ready condition may be False before the units on it fail over to spares. "+
 			"A node whose Ready is Unknown, that is being deleted or that is gone fails them at once.")
+	return o
+}
+
+func main() {
+	o := bindFlags(flag.CommandLine)
 	var opts zap.Options
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -60,11 +73,11 @@ func main() {
 	utilruntime.Must(ebv1.AddToScheme(scheme))
 
 	var tlsOpts []func(*tls.Config)
-	if !enableHTTP2 {
+	if !o.enableHTTP2 {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
-	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: secureMetrics, TLSOpts: tlsOpts}
-	if secureMetrics {
+	metricsOpts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.secureMetrics, TLSOpts: tlsOpts}
+	if o.secureMetrics {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 
@@ -72,8 +85,8 @@ func main() {
 		Scheme:                 scheme,
 		Cache:                  controller.CacheOptions(),
 		Metrics:                metricsOpts,
-		HealthProbeBindAddress: probeAddr,
-		LeaderElection:         leaderElect,
+		HealthProbeBindAddress: o.probeAddr,
+		LeaderElection:         o.leaderElect,
 		LeaderElectionID:       "eventbuilder-operator.eventbuilder.daq.io",
 		// Safe: the process exits right after the manager stops.
 		LeaderElectionReleaseOnCancel: true,
@@ -87,11 +100,11 @@ func main() {
 		Client:            mgr.GetClient(),
 		APIReader:         mgr.GetAPIReader(),
 		Recorder:          mgr.GetEventRecorder("eventbuilderrun-controller"),
-		Builders:          builderstatus.NewClient(pollTimeout),
-		Control:           buildercontrol.NewClient(controlTimeout),
+		Builders:          builderstatus.NewClient(o.pollTimeout),
+		Control:           buildercontrol.NewClient(o.controlTimeout),
 		StatusURL:         builderpod.StatusURL,
-		PollInterval:      pollInterval,
-		NodeNotReadyGrace: notReadyGrace,
+		PollInterval:      o.pollInterval,
+		NodeNotReadyGrace: o.notReadyGrace,
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "unable to create controller", "controller", "EventBuilderRun")
 		os.Exit(1)

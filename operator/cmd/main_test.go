@@ -1,0 +1,76 @@
+package main
+
+import (
+	"flag"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// chart is the operator's Helm chart, relative to this package.
+var chart = filepath.Join("..", "..", "charts", "eventbuilder-operator")
+
+// helmTemplate renders the chart with the given --set values; it skips
+// the test, saying why, when the repository's helm is not built.
+func helmTemplate(t *testing.T, set ...string) string {
+	t.Helper()
+	bins, _ := filepath.Glob(filepath.Join("..", "..", "bin", "helm-*", "helm"))
+	if len(bins) == 0 {
+		t.Skip("no helm in ../bin/helm-*/ (make test-chart builds it)")
+	}
+	args := []string{"template", "eb", chart}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	out, err := exec.Command(bins[0], args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// renderedFlag is the value of --name=value in the rendered manifests.
+func renderedFlag(t *testing.T, manifests, name string) string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^\s*- --` + regexp.QuoteMeta(name) + `=(\S+)$`).FindStringSubmatch(manifests)
+	if m == nil {
+		t.Errorf("the chart does not pass --%s to the manager", name)
+		return ""
+	}
+	return m[1]
+}
+
+// Every flag a farm tunes has a chart value that the Deployment passes,
+// whose default is the manager's, and that a user can set.
+func TestChartPassesTunedFlags(t *testing.T) {
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	bindFlags(fs)
+	defaults := helmTemplate(t)
+	values := map[string]string{
+		"builder-poll-interval":   "builderPollInterval",
+		"builder-poll-timeout":    "builderPollTimeout",
+		"builder-control-timeout": "builderControlTimeout",
+		"node-not-ready-grace":    "nodeNotReadyGrace",
+	}
+	for i, name := range tunedFlags {
+		value, ok := values[name]
+		if !ok {
+			t.Errorf("flag --%s is tuned but the test knows no chart value for it", name)
+			continue
+		}
+		def, err := time.ParseDuration(fs.Lookup(name).DefValue)
+		if err != nil {
+			t.Fatalf("--%s default: %v", name, err)
+		}
+		if got, err := time.ParseDuration(renderedFlag(t, defaults, name)); err != nil || got != def {
+			t.Errorf("chart default --%s=%v (%v), the manager's is %v", name, got, err, def)
+		}
+		set := time.Duration(i+7) * time.Second
+		if got := renderedFlag(t, helmTemplate(t, value+"="+set.String()), name); got != set.String() {
+			t.Errorf("--set %s=%v rendered --%s=%s", value, set, name, got)
+		}
+	}
+}
