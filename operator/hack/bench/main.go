@@ -50,14 +50,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 	"daq.io/eventbuilder/operator/internal/buildercontrol"
@@ -66,6 +62,7 @@ import (
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/controller"
 	"daq.io/eventbuilder/operator/internal/ranktable"
+	"daq.io/eventbuilder/operator/internal/testenv"
 )
 
 const (
@@ -105,25 +102,20 @@ func main() {
 
 func bench(crds string) error {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	env := &envtest.Environment{CRDDirectoryPaths: []string{crds}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
+	env, err := testenv.Start(crds, "")
 	if err != nil {
-		return fmt.Errorf("envtest (KUBEBUILDER_ASSETS=%s): %w", os.Getenv("KUBEBUILDER_ASSETS"), err)
+		return err
 	}
 	defer func() { _ = env.Stop() }()
 	// As ctrl.GetConfig does for the real manager: no client-side rate
 	// limit, the API server's priority and fairness decides.
-	cfg.QPS, cfg.Burst = -1, -1
+	env.Config.QPS, env.Config.Burst = -1, -1
 
-	scheme := runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(scheme), ebv1.AddToScheme(scheme)); err != nil {
-		return err
-	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: controller.CacheOptions(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := env.NewManager(controller.CacheOptions())
 	if err != nil {
 		return err
 	}

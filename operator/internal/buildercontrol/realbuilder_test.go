@@ -13,6 +13,7 @@ import (
 
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/ranktable"
+	"daq.io/eventbuilder/operator/internal/testenv"
 )
 
 // TestRealBuilder drives real eb-builder processes, started as the
@@ -182,15 +183,5 @@ func freePorts(t *testing.T, n int) []int {
 
 func waitFor(t *testing.T, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, 20*time.Second, what, check)
 }

@@ -14,19 +14,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 	"daq.io/eventbuilder/operator/internal/buildercontrol"
 	"daq.io/eventbuilder/operator/internal/builderemu"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
+	"daq.io/eventbuilder/operator/internal/testenv"
 )
 
 // The envtest suite runs the reconciler in a manager against a real
@@ -73,14 +69,9 @@ func runSuite(m *testing.M) int {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
 	farm = builderemu.NewFarm()
 	defer farm.Close()
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(repoRoot, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: assets,
-	}
-	cfg, err := env.Start()
+	env, err := testenv.Start(filepath.Join(repoRoot, "config", "crd", "bases"), assets)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting envtest:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer func() {
@@ -88,21 +79,11 @@ func runSuite(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "stopping envtest:", err)
 		}
 	}()
-
-	scheme := runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(scheme), ebv1.AddToScheme(scheme)); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+	if k8s, err = client.New(env.Config, client.Options{Scheme: env.Scheme}); err != nil {
 		fmt.Fprintln(os.Stderr, "client:", err)
 		return 1
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  scheme,
-		Cache:   CacheOptions(),
-		Metrics: metricsserver.Options{BindAddress: "0"},
-	})
+	mgr, err := env.NewManager(CacheOptions())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		return 1
@@ -219,15 +200,5 @@ func newNamespace(t *testing.T) string {
 // last error after a timeout.
 func eventually(t *testing.T, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, 30*time.Second, what, check)
 }

@@ -1,0 +1,77 @@
+// Package testenv is test support shared by the operator's envtest suite,
+// its scale benchmark and its tests against real builders: a real
+// kube-apiserver and etcd (envtest) with the operator's CRDs and scheme, a
+// manager on it for the reconcilers, and waiting for a condition.
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+)
+
+// Env is a running kube-apiserver and etcd with the operator's CRDs.
+type Env struct {
+	env *envtest.Environment
+	// Config reaches the API server as an administrator.
+	Config *rest.Config
+	// Scheme knows the Kubernetes types and the operator's.
+	Scheme *runtime.Scheme
+}
+
+// Start starts kube-apiserver and etcd from the binaries in assets
+// (KUBEBUILDER_ASSETS when empty) and installs the CRDs of directory crds.
+func Start(crds, assets string) (*Env, error) {
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), ebv1.AddToScheme(scheme)); err != nil {
+		return nil, err
+	}
+	env := &envtest.Environment{CRDDirectoryPaths: []string{crds}, ErrorIfCRDPathMissing: true, BinaryAssetsDirectory: assets}
+	cfg, err := env.Start()
+	if err != nil {
+		if assets == "" {
+			assets = "KUBEBUILDER_ASSETS=" + os.Getenv("KUBEBUILDER_ASSETS")
+		}
+		return nil, fmt.Errorf("starting envtest (binaries from %s, CRDs from %s): %w", assets, crds, err)
+	}
+	return &Env{env: env, Config: cfg, Scheme: scheme}, nil
+}
+
+// Stop stops the API server and etcd.
+func (e *Env) Stop() error { return e.env.Stop() }
+
+// NewManager makes a manager on the API server with the given cache
+// options (the operator's: controller.CacheOptions) and no metrics server.
+func (e *Env) NewManager(c cache.Options) (ctrl.Manager, error) {
+	return ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Cache: c, Metrics: metricsserver.Options{BindAddress: "0"}})
+}
+
+// Eventually calls check until it returns nil, every 50 ms, failing t
+// with check's last error if timeout passes first. It waits for what the
+// operator or a builder does to become visible, never for time to pass.
+func Eventually(t testing.TB, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s: %v", what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
