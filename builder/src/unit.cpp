@@ -70,9 +70,13 @@ Command_outcome Unit::command(Command command, const Configure_request* request)
             if (outcome.kind != Command_outcome::Kind::done) return outcome;
             break;
         }
-        case Command::start: stop_vote_ = false; break;
-        case Command::pause:
-        case Command::resume: break;  // the votes and the data path read the state
+        case Command::start:
+            stop_vote_ = false;
+            resumed_early_ = false;
+            break;
+        // The votes and the data path read the state.
+        case Command::pause: resumed_early_ = false; break;
+        case Command::resume: resumed_early_ = in_session_ && phase_ != Session_phase::paused; break;
         case Command::stop:
             // Building: the set stops together at the end of a cycle. Paused
             // (the set is at a common boundary), connecting or standby: at once.
@@ -214,6 +218,10 @@ void Unit::hold_error(const std::string& error) {
 
 void Unit::set_phase(Session_phase phase) {
     std::lock_guard lock(mutex_);
+    show_phase(phase);
+}
+
+void Unit::show_phase(Session_phase phase) {
     phase_ = phase;
     status_.set_activity(phase == Session_phase::connecting ? "connecting"
                          : phase == Session_phase::paused   ? "paused"
@@ -316,15 +324,22 @@ Unit::Session_end Unit::run_session(Configure_request table) {
 }
 
 bool Unit::wait_while_paused() {
-    status_.set_state(Control_state::paused);
-    set_phase(Session_phase::paused);
-    log_info("paused at chunk ", next_chunk_);
     std::unique_lock lock(mutex_);
+    // The state says what came after this unit's vote: a resume, and it goes
+    // on; a stop, and it stops here, the set being at a common boundary.
+    if (resumed_early_) {
+        resumed_early_ = false;
+        log_info("resumed before the set paused: going on at chunk ", next_chunk_);
+        return true;
+    }
+    if (stop_vote_) return false;
+    status_.set_state(Control_state::paused);
+    show_phase(Session_phase::paused);
+    log_info("paused at chunk ", next_chunk_);
     while (status_.state() == Control_state::paused && !session_stop_.requested())
         changed_.wait_for(lock, idle_poll);
     if (session_stop_.requested() || status_.state() != Control_state::running) return false;
-    phase_ = Session_phase::building;
-    status_.set_activity("building");
+    show_phase(Session_phase::building);
     return true;
 }
 

@@ -55,6 +55,7 @@ private:
     Vote vote() const;
     bool wait_while_paused();
     void set_phase(Session_phase phase);
+    void show_phase(Session_phase phase);  // mutex held
     void hold_error(const std::string& error);
 
     const Config& config_;
@@ -76,6 +77,9 @@ private:
     std::optional<Configure_request> current_;        // the table in force
     std::map<std::uint64_t, Configure_request> pending_;  // newer tables, by epoch
     bool stop_vote_ = false;
+    // Resumed between a pause and the boundary where the set pauses: the
+    // unit goes on at that boundary instead of waiting for another resume.
+    bool resumed_early_ = false;
     Session_phase phase_ = Session_phase::none;
     bool in_session_ = false;  // run() is in a session, which session_stop_ ends
 };

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <memory>
@@ -265,6 +266,43 @@ TEST(ControlProcess, AKilledUnitIsReportedWithinASecondAndTheCountsAddUp) {
         dropped += set.number(rank, "events_dropped");
     }
     EXPECT_EQ(delivered + dropped, set.number(0, "next_event")) << set.logs();
+}
+
+// A resume that reaches a unit after its pause but before the set got to the
+// cycle boundary where it pauses is not lost: the unit goes on there. Every
+// unit is told pause and at once resume, round after round (one unit after
+// the other, or all pauses then all resumes), and the set must be building
+// after each round.
+TEST(ControlProcess, APauseResumedAtOnceLeavesTheSetBuilding) {
+    Controlled_set set(4);
+    ASSERT_TRUE(set.all_answer()) << set.logs();
+    set.configure_all(1, {0, 1, 2, 3});
+    set.command_all("start");
+    ASSERT_TRUE(test::eventually([&] { return set.number(3, "events_built") > 0; }, 20s)) << set.logs();
+    for (int round = 0; round < 20; ++round) {
+        SCOPED_TRACE("round " + std::to_string(round));
+        std::vector<std::pair<Rank, std::string>> commands;
+        for (const Rank rank : set.ranks()) commands.insert(commands.end(), {{rank, "pause"}, {rank, "resume"}});
+        if (round % 2 == 1)
+            std::stable_partition(commands.begin(), commands.end(), [](const auto& c) { return c.second == "pause"; });
+        for (const auto& [rank, name] : commands) {
+            const int status = set.command(rank, name).status;
+            // A pause is refused (409) once the set has paused this unit by another's vote.
+            EXPECT_TRUE(status == 200 || (status == 409 && name == "pause")) << name << " " << rank << ": " << status;
+        }
+        // Twice: the cycle that carried the last pause vote may still
+        // complete before its boundary.
+        for (int cycle = 0; cycle < 2; ++cycle) {
+            std::vector<std::uint64_t> built;
+            for (const Rank rank : set.ranks()) built.push_back(set.number(rank, "events_built"));
+            ASSERT_TRUE(test::eventually([&] {
+                for (const Rank rank : set.ranks())
+                    if (set.number(rank, "events_built") <= built[rank]) return false;
+                return true;
+            }, 5s)) << set.logs();
+        }
+        EXPECT_TRUE(set.all_report(set.ranks(), R"("state":"RUNNING","activity":"building")", 0ms)) << set.logs();
+    }
 }
 
 // A killed unit's rank, restarted as a fresh process on the same port, rejoins
