@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -16,59 +17,101 @@ import (
 	"daq.io/eventbuilder/operator/internal/testenv"
 )
 
-// TestRealBuilder drives real eb-builder processes, started as the
-// operator's pods start them (controlled: --rank, --http-port,
-// --token-file, no table), through a run: configure, start, a unit dying
-// and reported lost, the failover to a standby spare by a new epoch
-// configured on the survivor and the spare, pause, resume, stop. It checks that
-// the operator's client and the builder agree on the contract. It needs
-// the builder binary: EB_BUILDER=/path/to/eb-builder (e.g.
-// build/builder/eb-builder after make build-builder); without it, it
-// skips.
-func TestRealBuilder(t *testing.T) {
+// realToken is the control token the real builders are started with.
+const realToken = "0123456789abcdef"
+
+// realSet is a set of real eb-builder processes, one per rank, started as
+// the operator's pods start them (controlled: --rank, --http-port,
+// --token-file, no table), and the rank table (epoch 1) that names them.
+type realSet struct {
+	t         *testing.T
+	bin       string
+	tokenFile string
+	httpPorts []int
+	procs     map[int]*exec.Cmd
+	builders  []Builder
+	doc       ranktable.Document
+	status    *builderstatus.Client
+}
+
+// newRealSet starts a builder for each of states' ranks (live or dummy)
+// and waits for each to serve, NOT_READY. It needs the builder binary:
+// EB_BUILDER=/path/to/eb-builder (e.g. build/builder/eb-builder after make
+// build-builder); without it, the test skips.
+func newRealSet(t *testing.T, states ...string) *realSet {
+	t.Helper()
 	bin := os.Getenv("EB_BUILDER")
 	if bin == "" {
 		t.Skip("EB_BUILDER is not set: no eb-builder binary to drive")
 	}
-	dir := t.TempDir()
-	tokenFile := filepath.Join(dir, "token")
-	if err := os.WriteFile(tokenFile, []byte("0123456789abcdef\n"), 0o600); err != nil {
+	s := &realSet{t: t, bin: bin, tokenFile: filepath.Join(t.TempDir(), "token"), procs: map[int]*exec.Cmd{},
+		status: builderstatus.NewClient(time.Second)}
+	if err := os.WriteFile(s.tokenFile, []byte(realToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	const n = 3
+	n := len(states)
 	ports := freePorts(t, 2*n)
-	var builders []Builder
-	procs := map[int]*exec.Cmd{}
-	doc := ranktable.Document{Version: ranktable.Version, Run: "real", Epoch: 1, Layout: "Folded"}
-	for r := range n {
-		state := ranktable.Live
-		if r == n-1 {
-			state = ranktable.Dummy // a warm spare
-		}
-		doc.Ranks = append(doc.Ranks, ranktable.Rank{Rank: r, Address: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[n+r])), State: state})
-		cmd := exec.Command(bin, "--rank", strconv.Itoa(r), "--http-port", strconv.Itoa(ports[r]), "--token-file", tokenFile,
-			"--packing-factor", "100", "--fragment-size", "128", "--rate", "100000")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		procs[r] = cmd
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		builders = append(builders, Builder{Rank: int32(r), URL: "http://127.0.0.1:" + strconv.Itoa(ports[r])})
+	s.httpPorts = ports[:n]
+	s.doc = ranktable.Document{Version: ranktable.Version, Run: "real", Epoch: 1, Layout: "Folded"}
+	for r, state := range states {
+		s.doc.Ranks = append(s.doc.Ranks, ranktable.Rank{Rank: r, Address: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[n+r])), State: state})
+		s.builders = append(s.builders, Builder{Rank: int32(r), URL: "http://127.0.0.1:" + strconv.Itoa(ports[r])})
+		s.start(r)
 	}
-	status := builderstatus.NewClient(time.Second)
+	return s
+}
+
+// start starts the process of rank r (again, after kill: a restarted
+// container, same ports) and waits for it to serve, NOT_READY.
+func (s *realSet) start(r int) {
+	s.t.Helper()
+	cmd := exec.Command(s.bin, "--rank", strconv.Itoa(r), "--http-port", strconv.Itoa(s.httpPorts[r]), "--token-file", s.tokenFile,
+		"--packing-factor", "100", "--fragment-size", "128", "--rate", "100000")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	s.procs[r] = cmd
+	s.t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitFor(s.t, fmt.Sprintf("rank %d serving", r), func() error {
+		rep, err := s.status.Get(context.Background(), s.builders[r].URL)
+		if err == nil && rep.State != builderstatus.StateNotReady {
+			err = fmt.Errorf("state %s", rep.State)
+		}
+		return err
+	})
+}
+
+// kill ends the process of rank r, as a crash does.
+func (s *realSet) kill(r int) {
+	s.t.Helper()
+	_ = s.procs[r].Process.Kill()
+	_ = s.procs[r].Wait()
+}
+
+// waitLost waits for rank `by` to report exactly ranks lost.
+func (s *realSet) waitLost(by int, lost ...int32) {
+	s.t.Helper()
+	waitFor(s.t, fmt.Sprintf("rank %d reporting %v lost", by, lost), func() error {
+		rep, err := s.status.Get(context.Background(), s.builders[by].URL)
+		if err == nil && !slices.Equal(rep.LostPeers, lost) {
+			err = fmt.Errorf("lost_peers %v", rep.LostPeers)
+		}
+		return err
+	})
+}
+
+// TestRealBuilder drives real eb-builder processes through a run:
+// configure, start, a unit dying and reported lost, the failover to a
+// standby spare by a new epoch configured on the survivor and the spare,
+// pause, resume, stop. It checks that the operator's client and the
+// builder agree on the contract.
+func TestRealBuilder(t *testing.T) {
+	set := newRealSet(t, ranktable.Live, ranktable.Live, ranktable.Dummy) // rank 2: a warm spare
+	builders, doc, status := set.builders, set.doc, set.status
 	ctx := context.Background()
-	for _, b := range builders {
-		waitFor(t, fmt.Sprintf("rank %d serving", b.Rank), func() error {
-			rep, err := status.Get(ctx, b.URL)
-			if err == nil && rep.State != builderstatus.StateNotReady {
-				err = fmt.Errorf("state %s", rep.State)
-			}
-			return err
-		})
-	}
 	c := NewClient(2 * time.Second)
-	const token = "0123456789abcdef"
+	const token = realToken
 
 	if _, err := c.Configure(ctx, "wrong", builders, doc); err == nil {
 		t.Errorf("a wrong token was accepted")
@@ -92,14 +135,8 @@ func TestRealBuilder(t *testing.T) {
 	})
 
 	// Rank 1 dies; rank 0 reports it lost.
-	_ = procs[1].Process.Kill()
-	waitFor(t, "rank 1 reported lost", func() error {
-		rep, err := status.Get(ctx, builders[0].URL)
-		if err == nil && (len(rep.LostPeers) != 1 || rep.LostPeers[0] != 1) {
-			err = fmt.Errorf("lost_peers %v", rep.LostPeers)
-		}
-		return err
-	})
+	set.kill(1)
+	set.waitLost(0, 1)
 	// Failover: rank 1's unit moves to the spare (rank 2), by configure
 	// of the survivors and the spare.
 	next := doc
@@ -165,6 +202,64 @@ func TestRealBuilder(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestRealBuilderRejoin: in a set without spares (a run without a
+// Fabric), a unit killed and restarted (its container restarted: same
+// rank and ports) is taken back by the same table at a new epoch,
+// configured on every unit, as the operator's rejoin does: every unit
+// switches to it, nobody is lost any more, and the restarted unit builds.
+func TestRealBuilderRejoin(t *testing.T) {
+	set := newRealSet(t, ranktable.Live, ranktable.Live, ranktable.Live)
+	ctx := context.Background()
+	c := NewClient(2 * time.Second)
+	if _, err := c.Configure(ctx, realToken, set.builders, set.doc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Send(ctx, realToken, Start, set.builders); err != nil {
+		t.Fatal(err)
+	}
+	building := func(what string, epoch int64) {
+		t.Helper()
+		before := map[int32]int64{}
+		for _, b := range set.builders {
+			rep, _ := set.status.Get(ctx, b.URL)
+			before[b.Rank] = rep.EventsBuilt
+		}
+		waitFor(t, what, func() error {
+			for _, b := range set.builders {
+				rep, err := set.status.Get(ctx, b.URL)
+				switch {
+				case err != nil:
+					return err
+				case rep.State != builderstatus.StateRunning || rep.Epoch != epoch || rep.PendingEpoch != 0 || len(rep.LostPeers) != 0:
+					return fmt.Errorf("rank %d: %s at epoch %d (pending %d), lost %v", b.Rank, rep.State, rep.Epoch, rep.PendingEpoch, rep.LostPeers)
+				case rep.EventsBuilt <= before[b.Rank]:
+					return fmt.Errorf("rank %d: %d events built, had %d", b.Rank, rep.EventsBuilt, before[b.Rank])
+				}
+			}
+			return nil
+		})
+	}
+	building("every unit building at epoch 1", 1)
+
+	// Rank 1 dies and its peers lose it; it is started again, NOT_READY.
+	set.kill(1)
+	set.waitLost(0, 1)
+	set.waitLost(2, 1)
+	set.start(1)
+
+	// The rejoin: the same table at epoch 2 on every unit, the restarted
+	// one started.
+	next := set.doc
+	next.Epoch = 2
+	if _, err := c.Configure(ctx, realToken, set.builders, next); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Send(ctx, realToken, Start, set.builders[1:2]); err != nil {
+		t.Fatal(err)
+	}
+	building("every unit building at epoch 2, nobody lost", 2)
 }
 
 func freePorts(t *testing.T, n int) []int {
