@@ -30,7 +30,7 @@ const (
 // env is what make test-e2e hands over: tool paths and image names.
 var env struct {
 	nodeImage, kind, helm, kubectl, operatorImage, builderImage string
-	kubeconfig                                                   string
+	kubeconfig                                                  string
 }
 
 var k8sClient client.Client
