@@ -72,11 +72,11 @@ Command_outcome Unit::command(Command command, const Configure_request* request)
         }
         case Command::start:
             stop_vote_ = false;
-            resumed_early_ = false;
+            kept_resume_ = kept_resume_voted_ = false;
             break;
         // The votes and the data path read the state.
-        case Command::pause: resumed_early_ = false; break;
-        case Command::resume: resumed_early_ = in_session_ && phase_ != Session_phase::paused; break;
+        case Command::pause: kept_resume_ = kept_resume_voted_ = false; break;
+        case Command::resume: kept_resume_ = in_session_ && phase_ != Session_phase::paused; break;
         case Command::stop:
             // Building: the set stops together at the end of a cycle. Paused
             // (the set is at a common boundary), connecting or standby: at once.
@@ -228,10 +228,11 @@ void Unit::show_phase(Session_phase phase) {
                                                             : "building");
 }
 
-Vote Unit::vote() const {
+Vote Unit::vote() {
     std::lock_guard lock(mutex_);
     const std::uint64_t newest = !pending_.empty() ? pending_.rbegin()->first : current_->epoch;
-    return {static_cast<std::uint32_t>(newest), status_.state() == Control_state::paused, stop_vote_};
+    kept_resume_voted_ = kept_resume_;
+    return {static_cast<std::uint32_t>(newest), status_.state() == Control_state::paused, stop_vote_, kept_resume_};
 }
 
 Unit::Session_end Unit::run_session(Configure_request table) {
@@ -316,6 +317,11 @@ Unit::Session_end Unit::run_session(Configure_request table) {
                 log_info("the set stopped at chunk ", next_chunk_);
                 return Session_end::stopped;
             }
+            if (decision->drop_resumes) {
+                // Unless a newer pause and resume came after the vote.
+                std::lock_guard lock(mutex_);
+                if (kept_resume_voted_) kept_resume_ = kept_resume_voted_ = false;
+            }
             if (decision->pause && !wait_while_paused()) return Session_end::stopped;
         }
         if (!switch_table(table, *next, transport)) return Session_end::left;
@@ -327,8 +333,8 @@ bool Unit::wait_while_paused() {
     std::unique_lock lock(mutex_);
     // The state says what came after this unit's vote: a resume, and it goes
     // on; a stop, and it stops here, the set being at a common boundary.
-    if (resumed_early_) {
-        resumed_early_ = false;
+    if (kept_resume_) {
+        kept_resume_ = kept_resume_voted_ = false;
         log_info("resumed before the set paused: going on at chunk ", next_chunk_);
         return true;
     }

@@ -52,7 +52,7 @@ private:
     std::optional<Configure_request> wait_for_work();
     Session_end run_session(Configure_request table);
     bool switch_table(Configure_request& table, const Configure_request& next, Tcp_transport& transport);
-    Vote vote() const;
+    Vote vote();
     bool wait_while_paused();
     void set_phase(Session_phase phase);
     void show_phase(Session_phase phase);  // mutex held
@@ -79,7 +79,8 @@ private:
     bool stop_vote_ = false;
     // Resumed between a pause and the boundary where the set pauses: the
     // unit goes on at that boundary instead of waiting for another resume.
-    bool resumed_early_ = false;
+    bool kept_resume_ = false;
+    bool kept_resume_voted_ = false;  // the last vote announced it
     Session_phase phase_ = Session_phase::none;
     bool in_session_ = false;  // run() is in a session, which session_stop_ ends
 };
