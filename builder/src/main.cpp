@@ -43,14 +43,16 @@ int run_unit(const eb::Config& config) {
     if (!std::get<eb::Control_token>(token).configured())
         eb::log_warning("no control token (--token-file or EB_CONTROL_TOKEN): the control API refuses commands");
 
-    eb::Stop_flag stop;
-    eb::stop_on_signals(stop);
+    // A signal asks the unit to stop (with its set); the API and the progress
+    // reports go on until the unit has.
+    eb::Stop_flag signalled, shutdown;
+    eb::stop_on_signals(signalled);
     eb::Unit_status status(config.rank);
     status.set_numa_json(eb::numa_report_json(placement));
-    eb::Unit unit(config, status, stop);
+    eb::Unit unit(config, status, signalled);
     // Bind the control port (and, self-configured, the data port) before
     // anything runs, so a clash fails the start.
-    eb::Http_server http(config.http_port, unit, std::get<eb::Control_token>(token), stop);
+    eb::Http_server http(config.http_port, unit, std::get<eb::Control_token>(token), shutdown);
     if (config.self_configured()) unit.configure_from_flags();
     eb::log_info("started ", config.self_configured() ? "self-configured" : "controlled, waiting for configure",
                  ": control port ", config.http_port, ", packing factor ", config.packing_factor, ", fragment size ",
@@ -58,9 +60,9 @@ int run_unit(const eb::Config& config) {
                  config.barrier_every, " phases");
 
     std::jthread http_thread([&] { http.serve(); });
-    std::jthread progress_thread([&] { eb::report_progress(status, stop); });
+    std::jthread progress_thread([&] { eb::report_progress(status, shutdown); });
     const bool completed = unit.run();
-    stop.request();  // ends both threads, joined on scope exit
+    shutdown.request();  // ends both threads, joined on scope exit
 
     const eb::Status_snapshot last = status.snapshot();
     eb::log_info("stopped: ", last.events_built, " events built, ", last.events_incomplete, " incomplete, ",

@@ -1,7 +1,6 @@
 #include "unit.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <exception>
 #include <thread>
@@ -24,6 +23,9 @@ using namespace std::chrono_literals;
 // Idle waits poll the process stop flag this often (a signal cannot notify a
 // condition variable).
 constexpr auto idle_poll = 200ms;
+// A signalled unit waits this long for its set to stop together at a cycle
+// boundary (peers gone, a source that waits) before it stops alone.
+constexpr auto forced_stop_after = 500ms;
 
 std::vector<bool> live_ranks(const Rank_table& table) {
     std::vector<bool> live(table.units());
@@ -40,7 +42,23 @@ Rank_table request_table(const Configure_request& request) {
 }  // namespace
 
 Unit::Unit(const Config& config, Unit_status& status, const Stop_flag& process_stop)
-    : config_(config), status_(status), process_stop_(process_stop) {}
+    : config_(config),
+      status_(status),
+      process_stop_(process_stop),
+      signal_relay_([this](std::stop_token token) { relay_signal(token); }) {}
+
+void Unit::relay_signal(std::stop_token token) {
+    while (!process_stop_.wait_for(idle_poll))
+        if (token.stop_requested()) return;
+    log_info("signalled to stop: stopping with the set at the end of this cycle");
+    command(Command::stop, nullptr);  // refused where nothing runs: the process just exits
+    std::unique_lock lock(mutex_);
+    changed_.notify_all();
+    if (!changed_.wait_for(lock, forced_stop_after, [this] { return !in_session_; }))
+        log_warning("the set did not stop within ", forced_stop_after.count(), " ms of the signal; stopping alone");
+    // Ends the session if it still runs, and any wait on the buffers.
+    session_stop_.request();
+}
 
 std::optional<Rank> Unit::fixed_rank() const {
     return config_.rank_given ? std::optional<Rank>(config_.rank) : std::nullopt;
@@ -56,7 +74,7 @@ void Unit::configure_from_flags() {
     if (configured.kind != Command_outcome::Kind::done) throw std::runtime_error(configured.error);
     // Open the source and output now: a bad --source-file, a ring held by a
     // live writer or a full /dev/shm fails the start (exit 1), not the run.
-    buffers_.emplace(config_, config_.rank, request_table(request), status_, process_stop_);
+    buffers_.emplace(config_, config_.rank, request_table(request), status_, session_stop_);
     command(Command::start, nullptr);
 }
 
@@ -152,19 +170,6 @@ void Unit::adopt(const Configure_request& request) {
 }
 
 bool Unit::run() {
-    // Stops the session in progress when the process is told to stop.
-    std::atomic<bool> returned{false};
-    std::jthread relay([this, &returned] {
-        while (!process_stop_.wait_for(idle_poll))
-            if (returned) return;
-        std::lock_guard lock(mutex_);
-        if (in_session_) session_stop_.request();
-        changed_.notify_all();
-    });
-    struct Mark_returned {
-        std::atomic<bool>& flag;
-        ~Mark_returned() { flag = true; }
-    } mark_returned{returned};
     while (true) {
         const std::optional<Configure_request> table = wait_for_work();
         if (!table) {
@@ -189,6 +194,7 @@ bool Unit::run() {
             std::lock_guard lock(mutex_);
             in_session_ = false;
             phase_ = Session_phase::none;
+            changed_.notify_all();  // a signalled unit waits for this
         }
         if (end == Session_end::completed && config_.self_configured()) return true;
     }

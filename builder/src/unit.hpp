@@ -5,7 +5,9 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
+#include <thread>
 
 #include "config.hpp"
 #include "configure_request.hpp"
@@ -47,6 +49,9 @@ private:
     enum class Session_end { stopped, completed, left };
     enum class Session_phase { none, connecting, building, paused };
 
+    // On SIGTERM/SIGINT: stop as POST /control/stop does, alone if the set
+    // cannot get to a boundary in time.
+    void relay_signal(std::stop_token token);
     Command_outcome configure(const Configure_request& request);
     void adopt(const Configure_request& request);  // as the table in force; mutex held
     std::optional<Configure_request> wait_for_work();
@@ -83,6 +88,8 @@ private:
     bool kept_resume_voted_ = false;  // the last vote announced it
     Session_phase phase_ = Session_phase::none;
     bool in_session_ = false;  // run() is in a session, which session_stop_ ends
+
+    std::jthread signal_relay_;  // last: started once the rest is, stopped before it goes
 };
 
 }  // namespace eb
