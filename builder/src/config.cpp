@@ -48,12 +48,12 @@ std::optional<Usage_error> parse_peers(std::string_view list, std::vector<Peer_a
         const std::size_t comma = std::min(list.find(',', begin), list.size());
         const std::string_view entry = list.substr(begin, comma - begin);
         const std::string where = "--peers entry " + std::to_string(peers.size()) + " " + quoted(entry);
-        const std::size_t colon = entry.rfind(':');
-        if (colon == std::string_view::npos || colon == 0)
-            return Usage_error{where + ": expected host:port, e.g. eb-0.eb-builder:9000"};
-        const auto port = parse_number(entry.substr(colon + 1), std::numeric_limits<std::uint16_t>::max());
-        if (!port || *port == 0) return Usage_error{where + ": the port must be a number in 1..65535"};
-        Peer_address peer{std::string(entry.substr(0, colon)), static_cast<std::uint16_t>(*port)};
+        auto parsed = parse_peer_address(entry);
+        if (const auto* error = std::get_if<Peer_address_error>(&parsed))
+            return Usage_error{where + (*error == Peer_address_error::bad_port
+                                            ? ": the port must be a number in 1..65535"
+                                            : ": expected host:port, e.g. eb-0.eb-builder:9000")};
+        Peer_address& peer = std::get<Peer_address>(parsed);
         if (const auto same = std::find(peers.begin(), peers.end(), peer); same != peers.end())
             return Usage_error{where + ": same address as entry " + std::to_string(same - peers.begin()) +
                                "; every unit needs its own host:port"};

@@ -74,8 +74,10 @@ std::pair<Peer_address, bool> parse_entry(const Json& entry, std::size_t index) 
 
     const std::string example = "host:port, e.g. run-eb-" + std::to_string(index) + ".run-eb:7000";
     const Json& address = member(entry, "address", path + ".address", example);
-    const auto peer = address.is_string() ? parse_peer_address(address.get_ref<const std::string&>()) : std::nullopt;
-    if (!peer) fail(path + ".address" + shown(address) + ": expected " + example);
+    const auto parsed = address.is_string() ? parse_peer_address(address.get_ref<const std::string&>())
+                                            : Peer_address_error::not_host_port;
+    const Peer_address* peer = std::get_if<Peer_address>(&parsed);
+    if (peer == nullptr) fail(path + ".address" + shown(address) + ": expected " + example);
 
     const Json& state = member(entry, "state", path + ".state", "live or dummy");
     if (state != "live" && state != "dummy") fail(path + ".state" + shown(state) + ": expected live or dummy");

@@ -1,9 +1,9 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 
 namespace eb {
 
@@ -17,8 +17,14 @@ struct Peer_address {
     friend bool operator==(const Peer_address&, const Peer_address&) = default;
 };
 
+// Why a text is not a peer address.
+enum class Peer_address_error {
+    not_host_port,  // no colon, or nothing before it
+    bad_port,       // what follows the last colon is not a number in 1..65535
+};
+
 // "host:port": the port follows the last colon and is in 1..65535, the host
-// is not empty. nullopt for anything else; callers name the field and the fix.
-std::optional<Peer_address> parse_peer_address(std::string_view text);
+// is not empty. Callers name the field and the fix.
+std::variant<Peer_address, Peer_address_error> parse_peer_address(std::string_view text);
 
 }  // namespace eb

@@ -116,7 +116,7 @@ Command_outcome Unit::command(Command command, const Configure_request* request)
 }
 
 Command_outcome Unit::configure(const Configure_request& request) {
-    const Configure_request* newest = !pending_.empty() ? &pending_.rbegin()->second : current_ ? &*current_ : nullptr;
+    const Configure_request* newest = newest_table();
     if (newest != nullptr) {
         if (request.epoch < newest->epoch)
             return refused("epoch " + std::to_string(request.epoch) + " is older than epoch " +
@@ -159,6 +159,11 @@ Command_outcome Unit::configure(const Configure_request& request) {
         }
     }
     return {};
+}
+
+const Configure_request* Unit::newest_table() const {
+    if (!pending_.empty()) return &pending_.rbegin()->second;
+    return current_ ? &*current_ : nullptr;
 }
 
 void Unit::adopt(const Configure_request& request) {
@@ -236,9 +241,9 @@ void Unit::show_phase(Session_phase phase) {
 
 Vote Unit::vote() {
     std::lock_guard lock(mutex_);
-    const std::uint64_t newest = !pending_.empty() ? pending_.rbegin()->first : current_->epoch;
     kept_resume_voted_ = kept_resume_;
-    return {static_cast<std::uint32_t>(newest), status_.state() == Control_state::paused, stop_vote_, kept_resume_};
+    return {static_cast<std::uint32_t>(newest_table()->epoch), status_.state() == Control_state::paused, stop_vote_,
+            kept_resume_};
 }
 
 Unit::Session_end Unit::run_session(Configure_request table) {

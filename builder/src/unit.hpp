@@ -54,6 +54,7 @@ private:
     void relay_signal(std::stop_token token);
     Command_outcome configure(const Configure_request& request);
     void adopt(const Configure_request& request);  // as the table in force; mutex held
+    const Configure_request* newest_table() const;  // pending or in force, if any; mutex held
     std::optional<Configure_request> wait_for_work();
     Session_end run_session(Configure_request table);
     bool switch_table(Configure_request& table, const Configure_request& next, Tcp_transport& transport);

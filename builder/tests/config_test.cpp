@@ -123,6 +123,7 @@ TEST(Config, ErrorsNameTheFlagAndTheFix) {
         {{"--rank", "0", "--peers", "a:1,"}, "--peers entry 1 '': expected host:port"},
         {{"--rank", "0", "--peers", "a:0"}, "the port must be a number in 1..65535"},
         {{"--rank", "0", "--peers", "a:65536"}, "the port must be a number in 1..65535"},
+        {{"--rank", "0", "--peers", "a:x"}, "--peers entry 0 'a:x': the port must be a number in 1..65535"},
         {{"--rank", "0", "--peers", "a:1,b:2,a:1"}, "--peers entry 2 'a:1': same address as entry 0"},
         {{"--rank", "0", "--rank", "1", "--peers", "a:1"}, "--rank is given twice"},
         {{"--rank", "0", "--peers", "a:1", "--verbose"}, "unknown flag --verbose"},
