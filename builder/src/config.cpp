@@ -258,9 +258,10 @@ One event-builder unit: readout unit (RU) and builder unit (BU) folded in one
 process. Units exchange MFPs by linear shifting over TCP and assemble MEPs.
 Controlled, the unit waits for its rank table from the control API
 (docs/control-api.md) and runs until SIGTERM; with --peers it configures and
-starts itself. SIGTERM or SIGINT stops it as POST /control/stop does: the
-whole set stops at the end of the current cycle (this unit alone if the set
-has not within 500 ms), then the process exits.
+starts itself. SIGTERM or SIGINT ends the process: self-configured, as
+POST /control/stop does (the whole set stops at the end of the current cycle,
+this unit alone if the set has not within 500 ms); controlled, this unit
+leaves alone and its peers count it lost.
 
   --rank R               0-based rank of this unit (its position in --peers,
                          or, controlled, the rank configure must name)

@@ -50,12 +50,19 @@ Unit::Unit(const Config& config, Unit_status& status, const Stop_flag& process_s
 void Unit::relay_signal(std::stop_token token) {
     while (!process_stop_.wait_for(idle_poll))
         if (token.stop_requested()) return;
-    log_info("signalled to stop: stopping with the set at the end of this cycle");
-    command(Command::stop, nullptr);  // refused where nothing runs: the process just exits
-    std::unique_lock lock(mutex_);
-    changed_.notify_all();
-    if (!changed_.wait_for(lock, forced_stop_after, [this] { return !in_session_; }))
-        log_warning("the set did not stop within ", forced_stop_after.count(), " ms of the signal; stopping alone");
+    // Controlled, a signal is the pod going (deleted, evicted, drained): the
+    // unit leaves alone and the operator decides what its set does (a spare,
+    // a rejoin). Self-configured, nobody else decides: the set stops together.
+    if (config_.self_configured()) {
+        log_info("signalled to stop: stopping with the set at the end of this cycle");
+        command(Command::stop, nullptr);  // refused where nothing runs: the process just exits
+        std::unique_lock lock(mutex_);
+        changed_.notify_all();
+        if (!changed_.wait_for(lock, forced_stop_after, [this] { return !in_session_; }))
+            log_warning("the set did not stop within ", forced_stop_after.count(), " ms of the signal; stopping alone");
+    } else {
+        log_info("signalled to stop: leaving the set (its peers see this unit lost)");
+    }
     // Ends the session if it still runs, and any wait on the buffers.
     session_stop_.request();
 }

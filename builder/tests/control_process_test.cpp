@@ -268,6 +268,25 @@ TEST(ControlProcess, AKilledUnitIsReportedWithinASecondAndTheCountsAddUp) {
     EXPECT_EQ(delivered + dropped, set.number(0, "next_event")) << set.logs();
 }
 
+// A controlled unit's SIGTERM is its pod going: it leaves alone, at once, and
+// the set builds on without it until the operator acts; it does not stop
+// its set as a self-configured unit does.
+TEST(ControlProcess, ASignalledUnitLeavesAloneAndItsPeersBuildOn) {
+    Controlled_set set(4);
+    ASSERT_TRUE(set.all_answer()) << set.logs();
+    set.configure_all(1, {0, 1, 2, 3});
+    set.command_all("start");
+    ASSERT_TRUE(test::eventually([&] { return set.number(3, "events_built") > 0; }, 20s)) << set.logs();
+
+    set.process(3).signal(SIGTERM);
+    EXPECT_EQ(set.process(3).wait_exit(2s), 0) << "exits 0 at once\n" << set.logs();
+    ASSERT_TRUE(set.all_report({0, 1, 2}, R"("lost_peers":[3])", 2s)) << set.logs();
+    const std::uint64_t next = set.number(0, "next_event");
+    ASSERT_TRUE(test::eventually([&] { return set.number(0, "next_event") > next; }, 10s))
+        << "the others go on cycling without it\n" << set.logs();
+    for (const Rank rank : {0, 1, 2}) EXPECT_EQ(set.text(rank, "state"), "RUNNING") << rank;
+}
+
 // A resume that reaches a unit after its pause but before the set got to the
 // cycle boundary where it pauses is not lost: the unit goes on there. Every
 // unit is told pause and at once resume, round after round (one unit after
