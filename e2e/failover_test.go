@@ -275,22 +275,8 @@ func TestFailoverToWarmSpare(t *testing.T) {
 	}
 
 	// No restart: neither the survivor nor the spare that took over.
-	notRestarted := func(who string, was *corev1.Pod) {
-		t.Helper()
-		now := builderPod(ctx, t, namespaceName, was.Name)
-		restarts := int32(-1)
-		for _, cs := range now.Status.ContainerStatuses {
-			if cs.Name == "builder" {
-				restarts = cs.RestartCount
-			}
-		}
-		if now.UID != was.UID || restarts != 0 {
-			t.Errorf("%s pod %s was restarted across the failover: UID %s -> %s, builder container restartCount %d; want the same pod and 0 restarts",
-				who, was.Name, was.UID, now.UID, restarts)
-		}
-	}
-	notRestarted("surviving live unit's", survivorPod)
-	notRestarted("spare's", sparePods[spare])
+	assertNotRestarted(ctx, t, "surviving live unit's", survivorPod)
+	assertNotRestarted(ctx, t, "spare's", sparePods[spare])
 
 	removeRunAndFabric(ctx, t, key, fabricName)
 }
@@ -310,6 +296,23 @@ func workerNodes(ctx context.Context, t *testing.T) []string {
 	}
 	slices.Sort(workers)
 	return workers
+}
+
+// assertNotRestarted fails the test unless the pod `was` still exists as
+// the same object with its builder container never restarted.
+func assertNotRestarted(ctx context.Context, t *testing.T, who string, was *corev1.Pod) {
+	t.Helper()
+	now := builderPod(ctx, t, was.Namespace, was.Name)
+	restarts := int32(-1)
+	for _, cs := range now.Status.ContainerStatuses {
+		if cs.Name == "builder" {
+			restarts = cs.RestartCount
+		}
+	}
+	if now.UID != was.UID || restarts != 0 {
+		t.Errorf("%s pod %s was restarted: UID %s -> %s, builder container restartCount %d; want the same pod and 0 restarts",
+			who, was.Name, was.UID, now.UID, restarts)
+	}
 }
 
 func builderPod(ctx context.Context, t *testing.T, namespace, name string) *corev1.Pod {
