@@ -39,14 +39,15 @@ for pid in "${pids[@]}"; do
   wait "$pid" || { cat "$work"/unit-*.log >&2; echo "bench: a builder unit failed" >&2; exit 1; }
 done
 pids=()
-# "stopped: E events built, I incomplete, M MEPs, B bytes in T s of building"
+# "stopped: E events built, I incomplete, M MEPs, B bytes, D dropped in T s of building"
 read -r built bytes seconds incomplete < <(awk '/stopped:/ {
     for (i = 1; i <= NF; i++) {
       if ($(i+1) == "events" && $(i+2) == "built,") e += $i
       if ($(i+1) == "incomplete,") n += $i
-      if ($(i+1) == "bytes") b += $i
+      if ($(i+1) == "bytes,") b += $i
       if ($(i+1) == "s" && $(i+2) == "of") t = ($i > t ? $i : t)
     } } END { print e, b, t, n }' "$work"/unit-*.log)
+[ -n "$seconds" ] && [ "$seconds" != 0 ] || { cat "$work"/unit-*.log >&2; echo "bench: no building time in the units' final lines" >&2; exit 1; }
 [ "$incomplete" = 0 ] || { echo "bench: $incomplete events were incomplete" >&2; exit 1; }
 mep_gbps=$(awk -v b="$bytes" -v t="$seconds" 'BEGIN { printf "%.2f", b * 8 / t / 1e9 }')
 # A unit's own MFP is copied locally; (N-1)/N of the MEP bytes cross a socket.

@@ -66,7 +66,8 @@ int run_unit(const eb::Config& config) {
 
     const eb::Status_snapshot last = status.snapshot();
     eb::log_info("stopped: ", last.events_built, " events built, ", last.events_incomplete, " incomplete, ",
-                 last.meps_built, " MEPs, ", last.bytes_built, " bytes, ", last.events_dropped, " dropped",
+                 last.meps_built, " MEPs, ", last.bytes_built, " bytes, ", last.events_dropped, " dropped in ",
+                 last.building_seconds, " s of building",
                  completed ? " (the requested events are built)" : "");
     return 0;
 }

@@ -53,6 +53,7 @@ std::string status_json(const Status_snapshot& status) {
            ",\"events_dropped\":" + std::to_string(status.events_dropped) +
            ",\"meps_built\":" + std::to_string(status.meps_built) +
            ",\"bytes_built\":" + std::to_string(status.bytes_built) +
+           ",\"building_seconds\":" + number(status.building_seconds) +
            ",\"events_per_second\":" + number(status.events_per_second) +
            ",\"bytes_per_second\":" + number(status.bytes_per_second) + ",\"peers\":" + peers +
            "],\"lost_peers\":" + lost + "],\"numa\":" + status.numa_json + ",\"allowed\":" + allowed +
@@ -73,6 +74,9 @@ std::string prometheus_metrics(const Status_snapshot& status) {
                std::to_string(status.meps_built));
     add_metric(out, "eb_bytes_built_total", "counter", "Bytes of the MEPs assembled.",
                std::to_string(status.bytes_built));
+    add_metric(out, "eb_building_seconds_total", "counter",
+               "Time spent building (connected and moving data; not paused, connecting or idle).",
+               number(status.building_seconds));
     add_help(out, "eb_parse_errors_total", "counter", "MFPs and MEPs rejected as malformed, by reason.");
     for (std::size_t kind = 1; kind < parse_error_kinds; ++kind)
         add_sample(out, "eb_parse_errors_total", "error", parse_error_name(static_cast<Parse_error>(kind)),

@@ -34,7 +34,11 @@ void Unit_status::fail(std::string error) {
 void Unit_status::reset() { state_.store(Control_state::not_ready); }
 
 void Unit_status::set_activity(std::string_view activity) {
+    constexpr std::string_view building = "building";
+    const auto now = std::chrono::steady_clock::now();
     std::lock_guard lock(mutex_);
+    if (activity_ == building && activity != building) built_for_ += now - building_since_;
+    if (activity_ != building && activity == building) building_since_ = now;
     activity_ = activity;
 }
 
@@ -106,6 +110,9 @@ Status_snapshot Unit_status::snapshot() const {
     std::lock_guard lock(mutex_);
     snapshot.units = static_cast<Rank>(peers_.size());
     snapshot.activity = activity_;
+    auto built_for = built_for_;
+    if (activity_ == "building") built_for += std::chrono::steady_clock::now() - building_since_;
+    snapshot.building_seconds = std::chrono::duration<double>(built_for).count();
     snapshot.live = live_;
     snapshot.epoch = epoch_;
     snapshot.peers = peers_;

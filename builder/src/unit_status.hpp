@@ -3,6 +3,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <chrono>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -36,6 +37,7 @@ struct Status_snapshot {
     std::uint64_t events_dropped = 0;     // not delivered: a source or the BU was lost
     std::uint64_t meps_built = 0;         // MEPs assembled and handed to the consumer
     std::uint64_t bytes_built = 0;        // bytes of those MEPs
+    double building_seconds = 0;          // time spent with activity "building", all sessions
     double events_per_second = 0;
     double bytes_per_second = 0;
     std::vector<Link_state> peers;  // by rank
@@ -62,6 +64,7 @@ public:
     Control_state state() const { return state_.load(); }
     void fail(std::string error);
     void reset();  // ERROR or not: NOT_READY, error kept in last_error
+    // Also times the activity "building", which rates over a whole run need.
     void set_activity(std::string_view activity);
     // Remembers a problem that did not stop the unit (e.g. incomplete events).
     void note_problem(std::string problem);
@@ -101,6 +104,8 @@ private:
     Histogram barrier_wait_;
     mutable std::mutex mutex_;  // guards the rest
     std::string activity_ = "idle";
+    std::chrono::steady_clock::time_point building_since_;  // while activity_ is "building"
+    std::chrono::steady_clock::duration built_for_{};       // earlier spells of "building"
     std::uint32_t epoch_ = 0;
     bool live_ = false;
     std::vector<Link_state> peers_;

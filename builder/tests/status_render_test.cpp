@@ -23,6 +23,7 @@ Status_snapshot sample(Control_state state) {
     status.events_dropped = 2000;
     status.meps_built = 123;
     status.bytes_built = 70849536;
+    status.building_seconds = 2.5;
     status.events_per_second = 1.5e6;
     status.bytes_per_second = 2.5e8;
     status.peers = {Link_state::up, Link_state::lost, Link_state::self, Link_state::dummy};
@@ -40,7 +41,7 @@ TEST(StatusRender, StatusJsonHasEveryFieldWithEscapedError) {
     EXPECT_EQ(status_json(sample(Control_state::running)),
               R"({"rank":2,"units":4,"state":"RUNNING","activity":"building","role":"live","epoch":3,"pending_epoch":4,"next_event":0,)"
               R"("events_built":123000,"events_incomplete":7,"events_dropped":2000,"meps_built":123,)"
-              R"("bytes_built":70849536,"events_per_second":1.5e+06,"bytes_per_second":2.5e+08,)"
+              R"("bytes_built":70849536,"building_seconds":2.5,"events_per_second":1.5e+06,"bytes_per_second":2.5e+08,)"
               R"("peers":[{"rank":0,"state":"up"},{"rank":1,"state":"lost"},{"rank":2,"state":"self"},)"
               R"({"rank":3,"state":"dummy"}],"lost_peers":[1],"numa":null,)"
               R"("allowed":["configure","pause","stop","reset"],)"
@@ -59,7 +60,7 @@ TEST(StatusRender, StatusJsonNamesEveryStateAndItsCommands) {
 TEST(StatusRender, MetricsCarryCountersGaugesAndHistograms) {
     const std::string metrics = prometheus_metrics(sample(Control_state::running));
     for (const char* line :
-         {"eb_events_built_total 123000\n", "eb_events_dropped_total 2000\n", "eb_parse_errors_total{error=\"bad_magic\"} 5\n",
+         {"eb_events_built_total 123000\n", "eb_building_seconds_total 2.5\n", "eb_events_dropped_total 2000\n", "eb_parse_errors_total{error=\"bad_magic\"} 5\n",
           "eb_transport_errors_total{kind=\"reset\"} 1\n", "eb_peers_lost_total 1\n", "eb_peer_up{peer=\"0\"} 1\n",
           "eb_peer_up{peer=\"1\"} 0\n", "eb_state{state=\"RUNNING\"} 1\n", "eb_state{state=\"PAUSED\"} 0\n",
           "eb_epoch 3\n", "eb_ring_fill_ratio{ring=\"mep\"} 0.25\n", "eb_phase_duration_seconds_bucket{le=\"+Inf\"} 0\n",
