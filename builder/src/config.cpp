@@ -169,6 +169,9 @@ std::optional<Usage_error> check_consistency(const Config& config, std::optional
         // Controlled: the table comes with configure; table flags make no sense.
         if (!config.dummies.empty())
             return Usage_error{"--dummies needs --peers; a controlled builder gets its dummies with configure"};
+        if (config.layout != Layout::folded)
+            return Usage_error{"--layout unfolded needs --peers; a controlled builder reads each rank's function (RU, BU or "
+                               "RU+BU) from the table configure sends"};
         return std::nullopt;
     }
     if (!rank) return Usage_error{"--rank is required: the 0-based position of this unit in --peers"};
@@ -288,8 +291,9 @@ leaves alone and its peers count it lost.
   --run NAME             run name in shared-memory names /eb-NAME-RANK-mfp and
                          /eb-NAME-RANK-mep (default eb)
   --ring-mib M           size of the MEP ring this unit creates (default 64)
-  --layout L             folded (default: RU and BU in every unit) or unfolded
-                         (even ranks RU only, odd ranks BU only)
+  --layout L             with --peers: folded (default: RU and BU in every unit)
+                         or unfolded (even ranks RU only, odd ranks BU only);
+                         controlled, each rank's function comes with configure
   --dummies R,R,...      ranks with no unit: they keep the schedule, move no data
   --barrier B            tournament (default), centralized or none
   --barrier-every K      phases between barriers (default 1)

@@ -51,7 +51,7 @@ struct Config {
     bool self_configured() const { return !peers.empty(); }
 
     Event_model event_model() const { return {size_model, fragment_size}; }
-    Rank_table rank_table() const { return Rank_table(units(), layout, dummies); }
+    Rank_table rank_table() const { return Rank_table(flag_functions(units(), layout, dummies)); }
 
     Rank units() const { return static_cast<Rank>(peers.size()); }
 };

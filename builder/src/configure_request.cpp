@@ -61,8 +61,24 @@ Layout parse_layout(const Json& table) {
     fail("table.layout" + shown(layout) + ": expected " + std::string(expected));
 }
 
-// One entry of table.ranks: its address, and whether it is live.
-std::pair<Peer_address, bool> parse_entry(const Json& entry, std::size_t index) {
+// What a live rank runs: table.ranks[i].function, which the layout decides.
+Rank_function parse_function(const Json& entry, const std::string& path, Layout layout) {
+    const auto function = entry.find("function");
+    if (layout == Layout::folded) {
+        if (function == entry.end() || *function == "RU+BU") return Rank_function::ru_bu;
+        fail(path + ".function" + shown(*function) +
+             ": expected RU+BU or none (layout Folded runs a unit's RU and BU on one rank); for RU and BU on "
+             "ranks apart, set table.layout to Unfolded");
+    }
+    constexpr std::string_view expected = "RU or BU (layout Unfolded runs a unit's RU and BU on two ranks)";
+    if (function == entry.end()) fail(path + ".function: missing; expected " + std::string(expected));
+    if (*function == "RU") return Rank_function::ru;
+    if (*function == "BU") return Rank_function::bu;
+    fail(path + ".function" + shown(*function) + ": expected " + std::string(expected));
+}
+
+// One entry of table.ranks: its address, and what it runs.
+std::pair<Peer_address, Rank_function> parse_entry(const Json& entry, std::size_t index, Layout layout) {
     const std::string path = entry_path(index);
     if (!entry.is_object())
         fail(path + shown(entry) + ": expected an object {\"rank\": " + std::to_string(index) +
@@ -81,7 +97,8 @@ std::pair<Peer_address, bool> parse_entry(const Json& entry, std::size_t index) 
 
     const Json& state = member(entry, "state", path + ".state", "live or dummy");
     if (state != "live" && state != "dummy") fail(path + ".state" + shown(state) + ": expected live or dummy");
-    return {*peer, state == "live"};
+    // A dummy's function, if any, is ignored like its other fields.
+    return {*peer, state == "live" ? parse_function(entry, path, layout) : Rank_function::dummy};
 }
 
 Configure_request parse_document(const Json& body, std::optional<Rank> required_rank) {
@@ -103,7 +120,7 @@ Configure_request parse_document(const Json& body, std::optional<Rank> required_
         request.run = run->get<std::string>();
     }
     request.epoch = whole_number(member(table, "epoch", "table.epoch", "a whole number >= 1"), "table.epoch", 1);
-    request.layout = parse_layout(table);
+    const Layout layout = parse_layout(table);
 
     const Json& ranks = member(table, "ranks", "table.ranks", "an array with one entry per rank");
     if (!ranks.is_array() || ranks.empty())
@@ -112,13 +129,13 @@ Configure_request parse_document(const Json& body, std::optional<Rank> required_
         fail("table.ranks: " + std::to_string(ranks.size()) + " entries; at most " + std::to_string(max_table_ranks));
     std::unordered_map<std::string, std::size_t> index_of_address;  // a set: 65536 entries make a scan too slow
     for (std::size_t index = 0; index < ranks.size(); ++index) {
-        auto [peer, live] = parse_entry(ranks[index], index);
+        auto [peer, function] = parse_entry(ranks[index], index, layout);
         const std::string address = peer.host + ":" + std::to_string(peer.port);
         if (const auto [same, added] = index_of_address.emplace(address, index); !added)
             fail(entry_path(index) + ".address '" + address + "': same as " + entry_path(same->second) +
                  ".address; every rank needs its own host:port");
         request.peers.push_back(std::move(peer));
-        if (!live) request.dummies.push_back(static_cast<Rank>(index));
+        request.functions.push_back(function);
     }
 
     const auto units = static_cast<Rank>(request.peers.size());
@@ -131,14 +148,13 @@ Configure_request parse_document(const Json& body, std::optional<Rank> required_
              std::to_string(*required_rank) + "; send rank " + std::to_string(*required_rank) +
              " or start it without --rank");
 
-    const Rank_table roles(units, request.layout, request.dummies);
-    const std::string_view layout = request.layout == Layout::folded ? "Folded" : "Unfolded";
+    const Rank_table roles(request.functions);
+    const std::string fix = layout == Layout::folded ? "make at least one rank live"
+                                                     : "make at least one rank live with function ";
     if (roles.rus().empty())
-        fail("table.ranks: no live rank runs an RU (layout " + std::string(layout) +
-             (request.layout == Layout::unfolded ? ": the even ranks" : "") + "); make at least one of them live");
+        fail("table.ranks: no live rank runs an RU; " + fix + (layout == Layout::folded ? "" : "RU"));
     if (roles.bus().empty())
-        fail("table.ranks: no live rank runs a BU (layout " + std::string(layout) +
-             (request.layout == Layout::unfolded ? ": the odd ranks" : "") + "); make at least one of them live");
+        fail("table.ranks: no live rank runs a BU; " + fix + (layout == Layout::folded ? "" : "BU"));
     return request;
 }
 

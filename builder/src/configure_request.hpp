@@ -25,9 +25,10 @@ inline constexpr std::size_t max_table_ranks = 65536;
 struct Configure_request {
     Rank rank = 0;                   // this unit's rank in the table
     std::uint64_t epoch = 0;         // >= 1
-    Layout layout = Layout::folded;
     std::vector<Peer_address> peers; // every rank's data address, by rank, dummies included
-    std::vector<Rank> dummies;       // the ranks whose state is not "live", ascending
+    // By rank: ranks[].function of live ranks (checked against table.layout),
+    // dummy where the state is not "live".
+    std::vector<Rank_function> functions;
     std::string run;                 // table.run, empty when absent
 
     friend bool operator==(const Configure_request&, const Configure_request&) = default;

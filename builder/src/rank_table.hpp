@@ -9,22 +9,32 @@
 namespace eb {
 
 // Folded: every live rank runs an RU and a BU in one process (the LHCb
-// choice). Unfolded: even ranks run only an RU, odd ranks only a BU.
+// choice). Unfolded: a unit's RU and BU run on two ranks.
 enum class Layout { folded, unfolded };
 
 std::string_view layout_name(Layout layout);
 
-// Who does what at each rank of the linear-shifting schedule. A dummy rank
-// keeps the schedule in step and moves no data (no process runs there).
+// What a rank runs: nothing (a dummy keeps the schedule in step and moves no
+// data), an RU, a BU, or both (folded).
+enum class Rank_function { dummy, ru, bu, ru_bu };
+
+// The functions of a self-configured set (--layout, --dummies), which has no
+// rank table to read them from: folded, every live rank runs RU+BU;
+// unfolded, even ranks run an RU and odd ranks a BU. `dummies` must be
+// distinct ranks below `units`.
+std::vector<Rank_function> flag_functions(Rank units, Layout layout, const std::vector<Rank>& dummies);
+
+// Who does what at each rank of the linear-shifting schedule; RUs and BUs
+// may sit on any ranks (a table's ranks[].function).
 class Rank_table {
 public:
-    // `dummies` must be distinct ranks below `units`.
-    Rank_table(Rank units, Layout layout, const std::vector<Rank>& dummies);
+    explicit Rank_table(std::vector<Rank_function> functions);
 
-    Rank units() const { return static_cast<Rank>(live_.size()); }
-    bool live(Rank rank) const { return live_[rank]; }
-    bool runs_ru(Rank rank) const { return live_[rank] && (layout_ == Layout::folded || rank % 2 == 0); }
-    bool runs_bu(Rank rank) const { return live_[rank] && (layout_ == Layout::folded || rank % 2 == 1); }
+    Rank units() const { return static_cast<Rank>(functions_.size()); }
+    Rank_function function(Rank rank) const { return functions_[rank]; }
+    bool live(Rank rank) const { return functions_[rank] != Rank_function::dummy; }
+    bool runs_ru(Rank rank) const { return functions_[rank] == Rank_function::ru || functions_[rank] == Rank_function::ru_bu; }
+    bool runs_bu(Rank rank) const { return functions_[rank] == Rank_function::bu || functions_[rank] == Rank_function::ru_bu; }
 
     // Ascending. The RU of rank r reads source r, so rus() are also the
     // sources every MEP holds, in slot order.
@@ -35,8 +45,7 @@ public:
     std::size_t bu_index(Rank rank) const;
 
 private:
-    Layout layout_;
-    std::vector<bool> live_;
+    std::vector<Rank_function> functions_;
     std::vector<Rank> live_ranks_, rus_, bus_;
 };
 

@@ -35,9 +35,7 @@ std::vector<bool> live_ranks(const Rank_table& table) {
 
 Command_outcome refused(std::string error) { return {Command_outcome::Kind::refused, std::move(error)}; }
 
-Rank_table request_table(const Configure_request& request) {
-    return Rank_table(static_cast<Rank>(request.peers.size()), request.layout, request.dummies);
-}
+Rank_table request_table(const Configure_request& request) { return Rank_table(request.functions); }
 
 }  // namespace
 
@@ -76,12 +74,14 @@ std::string Unit::status_json() const { return eb::status_json(status_.snapshot(
 std::string Unit::metrics_text() const { return prometheus_metrics(status_.snapshot()); }
 
 void Unit::configure_from_flags() {
-    Configure_request request{config_.rank, 1, config_.layout, config_.peers, config_.dummies, config_.run_name};
+    Configure_request request{config_.rank, 1, config_.peers,
+                              flag_functions(config_.units(), config_.layout, config_.dummies), config_.run_name};
     const Command_outcome configured = command(Command::configure, &request);
     if (configured.kind != Command_outcome::Kind::done) throw std::runtime_error(configured.error);
     // Open the source and output now: a bad --source-file, a ring held by a
     // live writer or a full /dev/shm fails the start (exit 1), not the run.
-    buffers_.emplace(config_, config_.rank, request_table(request), status_, session_stop_);
+    buffers_.emplace(config_, config_.rank, status_, session_stop_);
+    buffers_->fit(request_table(request));
     command(Command::start, nullptr);
 }
 
@@ -257,7 +257,8 @@ Unit::Session_end Unit::run_session(Configure_request table) {
     const Rank rank = table.rank;
     Rank_table ranks = request_table(table);
     set_phase(Session_phase::connecting);
-    if (!buffers_) buffers_.emplace(config_, rank, ranks, status_, session_stop_);
+    if (!buffers_) buffers_.emplace(config_, rank, status_, session_stop_);
+    if (buffers_->fit(ranks)) source_chunk_ = 0;  // before connecting: a source ring may take a while
 
     const Mesh_position position{static_cast<std::uint32_t>(table.epoch), false, next_chunk_, cycles_done_};
     auto connections = connect_peers(listener_, rank, table.peers, live_ranks(ranks), position,
@@ -378,6 +379,7 @@ bool Unit::switch_table(Configure_request& table, const Configure_request& next,
     table = next;
     log_info("switched to rank table epoch ", next.epoch, " at chunk ", next_chunk_);
     if (!after.live(table.rank)) return false;  // now a dummy: standby; the transport closes on return
+    if (buffers_->fit(after)) source_chunk_ = 0;  // the rank's function moved
     std::vector<bool> joining(after.units());
     bool any_joining = false;
     for (Rank peer = 0; peer < after.units(); ++peer) {

@@ -9,46 +9,65 @@
 
 namespace eb {
 
-Unit_buffers::Unit_buffers(const Config& config, Rank rank, const Rank_table& table, Unit_status& status,
-                           const Stop_flag& stop)
-    : rank_(rank), packing_factor_(config.packing_factor) {
-    if (table.runs_ru(rank)) {
-        switch (config.source) {
-            case Source_kind::generator:
-                // The RU holds one MFP per live BU through a cycle; a later
-                // table may make every rank live.
-                source_ = std::make_unique<Generator_reader>(rank, config.packing_factor, config.event_model(),
-                                                             table.units());
-                break;
-            case Source_kind::shm: {
-                log_info("waiting for the MFP ring ", ring_name(config.run_name, rank, "mfp"));
-                auto ring = std::make_unique<Shm_ring_reader>(ring_name(config.run_name, rank, "mfp"), stop);
-                ring_source_ = ring.get();
-                source_ = std::move(ring);
-                break;
-            }
-            case Source_kind::file: source_ = std::make_unique<File_reader>(config.source_file); break;
-        }
-        if (config.rate != 0) paced_ = std::make_unique<Paced_reader>(*source_, config.packing_factor, config.rate, stop);
+Unit_buffers::Unit_buffers(const Config& config, Rank rank, Unit_status& status, const Stop_flag& stop)
+    : config_(config), status_(status), stop_(stop), rank_(rank), packing_factor_(config.packing_factor) {}
+
+bool Unit_buffers::fit(const Rank_table& table) {
+    const bool open_ru = table.runs_ru(rank_) && !source_;
+    if (!table.runs_ru(rank_) && source_) {
+        paced_.reset();
+        source_.reset();
+        ring_source_ = nullptr;
     }
-    if (table.runs_bu(rank)) {
-        switch (config.output) {
-            case Output_kind::check: {
-                Mep_checker checker(table.rus(), config.packing_factor, config.event_model(), status.parse_errors());
-                auto checking = std::make_unique<Checking_writer>(std::move(checker), status);
-                checking_output_ = checking.get();
-                output_ = std::move(checking);
-                expect(table, 0);
-                break;
-            }
-            case Output_kind::shm: {
-                auto ring = std::make_unique<Shm_ring_writer>(ring_name(config.run_name, rank, "mep"),
-                                                              config.ring_mib << 20, stop);
-                ring_output_ = ring.get();
-                output_ = std::move(ring);
-                counted_ = std::make_unique<Counted_writer>(*output_, config.packing_factor, status);
-                break;
-            }
+    if (open_ru) open_source(table);
+    if (!table.runs_bu(rank_) && output_) {
+        log_info("this rank no longer runs a BU: closing its output");
+        stop_output();
+        counted_.reset();
+        output_.reset();
+        ring_output_ = nullptr;
+        checking_output_ = nullptr;
+    }
+    if (table.runs_bu(rank_) && !output_) open_output(table);
+    return open_ru;
+}
+
+void Unit_buffers::open_source(const Rank_table& table) {
+    switch (config_.source) {
+        case Source_kind::generator:
+            // The RU holds one MFP per live BU through a cycle; a later
+            // table may make every rank live.
+            source_ = std::make_unique<Generator_reader>(rank_, config_.packing_factor, config_.event_model(),
+                                                         table.units());
+            break;
+        case Source_kind::shm: {
+            log_info("waiting for the MFP ring ", ring_name(config_.run_name, rank_, "mfp"));
+            auto ring = std::make_unique<Shm_ring_reader>(ring_name(config_.run_name, rank_, "mfp"), stop_);
+            ring_source_ = ring.get();
+            source_ = std::move(ring);
+            break;
+        }
+        case Source_kind::file: source_ = std::make_unique<File_reader>(config_.source_file); break;
+    }
+    if (config_.rate != 0) paced_ = std::make_unique<Paced_reader>(*source_, config_.packing_factor, config_.rate, stop_);
+}
+
+void Unit_buffers::open_output(const Rank_table& table) {
+    switch (config_.output) {
+        case Output_kind::check: {
+            Mep_checker checker(table.rus(), config_.packing_factor, config_.event_model(), status_.parse_errors());
+            auto checking = std::make_unique<Checking_writer>(std::move(checker), status_);
+            checking_output_ = checking.get();
+            output_ = std::move(checking);
+            break;
+        }
+        case Output_kind::shm: {
+            auto ring = std::make_unique<Shm_ring_writer>(ring_name(config_.run_name, rank_, "mep"),
+                                                          config_.ring_mib << 20, stop_);
+            ring_output_ = ring.get();
+            output_ = std::move(ring);
+            counted_ = std::make_unique<Counted_writer>(*output_, config_.packing_factor, status_);
+            break;
         }
     }
 }

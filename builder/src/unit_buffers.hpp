@@ -16,9 +16,15 @@ namespace eb {
 // as the command line picks them.
 class Unit_buffers {
 public:
-    // The unit's roles at `rank` (RU, BU or both) do not change across rank
-    // tables, only whether it is live; sizes fit tables of table.units() ranks.
-    Unit_buffers(const Config& config, Rank rank, const Rank_table& table, Unit_status& status, const Stop_flag& stop);
+    // Opens nothing yet: fit() does.
+    Unit_buffers(const Config& config, Rank rank, Unit_status& status, const Stop_flag& stop);
+
+    // Opens the source and the output that the rank's function in `table`
+    // needs and closes those it no longer needs (a ring output marked
+    // stopped): a new table may move a rank's RU or BU (a replan, a layout
+    // change). Returns whether it opened a source, which starts at chunk 0.
+    // Sizes fit tables of table.units() ranks.
+    bool fit(const Rank_table& table);
 
     Buffer_reader* source() const { return paced_ ? paced_.get() : source_.get(); }
     Buffer_writer* output() const { return counted_ ? counted_.get() : output_.get(); }
@@ -39,6 +45,12 @@ public:
     void fail_output();
 
 private:
+    void open_source(const Rank_table& table);
+    void open_output(const Rank_table& table);
+
+    const Config& config_;
+    Unit_status& status_;
+    const Stop_flag& stop_;
     std::unique_ptr<Buffer_reader> source_;
     std::unique_ptr<Buffer_reader> paced_;
     std::unique_ptr<Buffer_writer> output_;

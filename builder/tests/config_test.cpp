@@ -113,6 +113,7 @@ TEST(Config, ErrorsNameTheFlagAndTheFix) {
     const Case cases[] = {
         {{"--dummies", "1"}, "--dummies needs --peers; a controlled builder gets its dummies with configure"},
         {{"--rank", "0", "--dummies", "1"}, "--dummies needs --peers"},
+        {{"--layout", "unfolded"}, "--layout unfolded needs --peers; a controlled builder reads each rank's function"},
         {{"--peers", "a:1"}, "--rank is required"},
         {{"--rank", "2", "--peers", "a:1,b:1"}, "--rank 2 is out of range: --peers lists 2 units, so the rank must be 0..1"},
         {{"--rank", "x", "--peers", "a:1"}, "--rank 'x': expected a whole number"},

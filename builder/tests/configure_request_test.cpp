@@ -36,11 +36,10 @@ TEST(ConfigureRequest, ReadsTheDocumentedExample) {
     ASSERT_NE(request, nullptr) << std::get<std::string>(parsed);
     const Configure_request expected{0,
                                      2,
-                                     Layout::folded,
                                      {{"small-eb-0.small-eb", 7000},
                                       {"small-eb-1.small-eb", 7000},
                                       {"small-eb-2.small-eb", 7000}},
-                                     {1, 2},
+                                     {Rank_function::ru_bu, Rank_function::dummy, Rank_function::dummy},
                                      "small"};
     EXPECT_EQ(*request, expected);
 
@@ -49,30 +48,35 @@ TEST(ConfigureRequest, ReadsTheDocumentedExample) {
 }
 
 TEST(ConfigureRequest, ReadsUnfoldedTablesAndOptionalRun) {
+    // Any rank may run the RU or the BU: the table says which, not parity.
     const std::string table = R"({"version": "eventbuilder.daq.io/ranktable/v1", "epoch": 7, "layout": "Unfolded",
-        "ranks": [{"rank": 0, "address": "10.0.0.1:7000", "state": "live"},
-                  {"rank": 1, "address": "10.0.0.1:7001", "state": "live"},
-                  {"rank": 2, "address": "[::1]:7000", "state": "dummy"}]})";
+        "ranks": [{"rank": 0, "address": "10.0.0.1:7000", "state": "live", "function": "BU"},
+                  {"rank": 1, "address": "10.0.0.1:7001", "state": "live", "function": "RU"},
+                  {"rank": 2, "address": "[::1]:7000", "state": "dummy", "function": "RU+BU"}]})";
     const auto parsed = parse_configure_request(body_with(2, table), 2);
     const auto* request = std::get_if<Configure_request>(&parsed);
     ASSERT_NE(request, nullptr) << std::get<std::string>(parsed);
     EXPECT_EQ(request->rank, 2u) << "a dummy rank may be configured: it waits on standby";
     EXPECT_EQ(request->epoch, 7u);
-    EXPECT_EQ(request->layout, Layout::unfolded);
     EXPECT_EQ(request->peers[2], (Peer_address{"[::1]", 7000}));
-    EXPECT_EQ(request->dummies, std::vector<Rank>{2});
+    EXPECT_EQ(request->functions,
+              (std::vector<Rank_function>{Rank_function::bu, Rank_function::ru, Rank_function::dummy}))
+        << "a dummy's function is ignored";
     EXPECT_EQ(request->run, "");
 }
 
-// The example with one change at a JSON pointer: a value, or (null) removed.
-std::string changed(const char* pointer, const std::optional<Json>& value) {
+// The example with changes at JSON pointers: a value, or (nullopt) removed.
+std::string changed(std::initializer_list<std::pair<const char*, std::optional<Json>>> changes) {
     Json body = {{"rank", 0}, {"table", Json::parse(example_table)}};
-    if (value)
-        body[Json::json_pointer(pointer)] = *value;
-    else
-        body[Json::json_pointer(pointer).parent_pointer()].erase(Json::json_pointer(pointer).back());
+    for (const auto& [pointer, value] : changes) {
+        if (value)
+            body[Json::json_pointer(pointer)] = *value;
+        else
+            body[Json::json_pointer(pointer).parent_pointer()].erase(Json::json_pointer(pointer).back());
+    }
     return body.dump();
 }
+std::string changed(const char* pointer, const std::optional<Json>& value) { return changed({{pointer, value}}); }
 
 TEST(ConfigureRequest, ErrorsNameTheFieldAndTheFix) {
     struct Case {
@@ -124,15 +128,27 @@ TEST(ConfigureRequest, ErrorsNameTheFieldAndTheFix) {
          "own host:port"},
         {changed("/table/ranks/1/state", "spare"), "table.ranks[1].state 'spare': expected live or dummy"},
         {changed("/table/ranks/1/state", std::nullopt), "table.ranks[1].state: missing; expected live or dummy"},
+        // What a live rank runs: its function, which the layout decides.
+        {changed("/table/ranks/0/function", "RU"),
+         "table.ranks[0].function 'RU': expected RU+BU or none (layout Folded runs a unit's RU and BU on one rank); "
+         "for RU and BU on ranks apart, set table.layout to Unfolded"},
+        {changed("/table/ranks/0/function", 3), "table.ranks[0].function '3': expected RU+BU or none"},
+        {changed("/table/layout", "Unfolded"),
+         "table.ranks[0].function 'RU+BU': expected RU or BU (layout Unfolded runs a unit's RU and BU on two ranks)"},
+        {changed({{"/table/layout", "Unfolded"}, {"/table/ranks/0/function", std::nullopt}}),
+         "table.ranks[0].function: missing; expected RU or BU (layout Unfolded runs a unit's RU and BU on two ranks)"},
+        {changed({{"/table/layout", "Unfolded"}, {"/table/ranks/0/function", "ru"}}),
+         "table.ranks[0].function 'ru': expected RU or BU"},
         // The rank in the table, and the table as a whole.
         {changed("/rank", 3), "rank 3: not in table.ranks (0..2); expected this unit's rank in the table"},
         {changed("/rank", 4294967296), "rank 4294967296: not in table.ranks (0..2)"},
         {body_with(1, table), "rank 1: this process was started with --rank 2; send rank 2 or start it without --rank",
          2},
-        {changed("/table/ranks/0/state", "dummy"),
-         "table.ranks: no live rank runs an RU (layout Folded); make at least one of them live"},
-        {changed("/table/layout", "Unfolded"),
-         "table.ranks: no live rank runs a BU (layout Unfolded: the odd ranks); make at least one of them live"},
+        {changed("/table/ranks/0/state", "dummy"), "table.ranks: no live rank runs an RU; make at least one rank live"},
+        {changed({{"/table/layout", "Unfolded"}, {"/table/ranks/0/function", "RU"}}),
+         "table.ranks: no live rank runs a BU; make at least one rank live with function BU"},
+        {changed({{"/table/layout", "Unfolded"}, {"/table/ranks/0/function", "BU"}}),
+         "table.ranks: no live rank runs an RU; make at least one rank live with function RU"},
     };
     for (const auto& c : cases) {
         const auto parsed = parse_configure_request(c.body, c.required_rank);

@@ -86,14 +86,23 @@ public:
     test::Child& process(Rank rank) { return *processes_[rank]; }
 
     // The rank table document the operator publishes (operator/docs/rank-table.md).
-    std::string configure_body(Rank rank, std::uint64_t epoch, const std::set<Rank>& live) const {
+    // `functions` by rank: RU+BU, RU or BU for a live rank, empty for a dummy.
+    std::string configure_body(Rank rank, std::uint64_t epoch, std::string_view layout,
+                               const std::vector<std::string>& functions) const {
         std::string ranks;
         for (Rank r = 0; r < units_; ++r)
             ranks += (r == 0 ? "" : ",") + std::string("{\"rank\":") + std::to_string(r) +
                      ",\"address\":\"127.0.0.1:" + std::to_string(ports_[r]) + "\",\"state\":\"" +
-                     (live.contains(r) ? "live" : "dummy") + "\"}";
+                     (functions[r].empty() ? "dummy\"" : "live\",\"function\":\"" + functions[r] + "\"") + "}";
         return "{\"rank\":" + std::to_string(rank) + ",\"table\":{\"version\":\"eventbuilder.daq.io/ranktable/v1\"," +
-               "\"run\":\"test\",\"epoch\":" + std::to_string(epoch) + ",\"layout\":\"Folded\",\"ranks\":[" + ranks + "]}}";
+               "\"run\":\"test\",\"epoch\":" + std::to_string(epoch) + ",\"layout\":\"" + std::string(layout) +
+               "\",\"ranks\":[" + ranks + "]}}";
+    }
+    // A Folded table: the `live` ranks run RU+BU.
+    std::string configure_body(Rank rank, std::uint64_t epoch, const std::set<Rank>& live) const {
+        std::vector<std::string> functions(units_);
+        for (const Rank r : live) functions[r] = "RU+BU";
+        return configure_body(rank, epoch, "Folded", functions);
     }
 
     test::Http_reply command(Rank rank, std::string_view name, std::string_view body = {}) {
@@ -105,6 +114,12 @@ public:
             ASSERT_EQ(reply.status, 200) << "rank " << rank << ": " << reply.body;
         }
     }
+    void configure_all(std::uint64_t epoch, std::string_view layout, const std::vector<std::string>& functions) {
+        for (Rank rank = 0; rank < units_; ++rank) {
+            const auto reply = command(rank, "configure", configure_body(rank, epoch, layout, functions));
+            ASSERT_EQ(reply.status, 200) << "rank " << rank << ": " << reply.body;
+        }
+    }
     void command_all(std::string_view name) {
         for (Rank rank = 0; rank < units_; ++rank) ASSERT_EQ(command(rank, name).status, 200) << name << " " << rank;
     }
@@ -112,6 +127,18 @@ public:
     std::string status(Rank rank) const { return test::http_get(http_port(rank), "/status").value_or(test::Http_reply{}).body; }
     std::uint64_t number(Rank rank, std::string_view key) const { return test::json_number(status(rank), key).value_or(0); }
     std::string text(Rank rank, std::string_view key) const { return test::json_string(status(rank), key).value_or("?"); }
+    // Every eb_parse_errors_total series of the rank's /metrics, summed:
+    // MEPs its checking output found wrong (a missing source, a bad
+    // payload, an event range out of sequence) and source MFPs rejected.
+    std::uint64_t parse_errors(Rank rank) const {
+        const std::string metrics = test::http_get(http_port(rank), "/metrics").value_or(test::Http_reply{}).body;
+        std::uint64_t sum = 0, series = 0;
+        for (std::size_t at = 0; (at = metrics.find("\neb_parse_errors_total{", at)) != std::string::npos; ++series) {
+            at = metrics.find("} ", at) + 2;
+            sum += std::stoull(metrics.substr(at, metrics.find('\n', at) - at));
+        }
+        return series > 0 ? sum : ~std::uint64_t{0};  // no series: the metrics did not answer
+    }
 
     // Waits until every rank's /status answers (the processes are up).
     bool all_answer() const {
@@ -322,6 +349,45 @@ TEST(ControlProcess, APauseResumedAtOnceLeavesTheSetBuilding) {
         }
         EXPECT_TRUE(set.all_report(set.ranks(), R"("state":"RUNNING","activity":"building")", 0ms)) << set.logs();
     }
+}
+
+// An Unfolded set as the operator plans one: the units' RUs on ranks 0 and
+// 1, their BUs on ranks 2 and 3, rank 4 a dummy. Every MEP is checked in
+// the BUs (every source present, payload as generated, event ranges in
+// sequence). Then a new epoch moves functions in the running set (rank 0
+// RU to BU, rank 2 BU to RU; a replan does that): they open and close their
+// sources and outputs at the switch, and no event is lost or built twice.
+TEST(ControlProcess, AnUnfoldedSetBuildsWithRusAndBusWhereTheTablePutsThem) {
+    Controlled_set set(5);
+    ASSERT_TRUE(set.all_answer()) << set.logs();
+    set.configure_all(1, "Unfolded", {"RU", "RU", "BU", "BU", ""});
+    set.command_all("start");
+    ASSERT_TRUE(test::eventually([&] { return set.number(2, "meps_built") >= 3 && set.number(3, "meps_built") >= 3; }, 20s))
+        << set.logs();
+    EXPECT_EQ(set.text(4, "activity"), "standby");
+    for (const Rank ru : {0, 1}) EXPECT_EQ(set.number(ru, "meps_built"), 0u) << "an RU builds nothing";
+
+    set.configure_all(2, "Unfolded", {"BU", "RU", "RU", "BU", ""});
+    ASSERT_TRUE(test::eventually([&] { return set.number(0, "meps_built") >= 3; }, 20s)) << set.logs();
+    const std::uint64_t built_by_2 = set.number(2, "events_built");
+    ASSERT_EQ(set.command(0, "stop").status, 200);
+    ASSERT_TRUE(set.all_report({0, 1, 2, 3}, R"("state":"READY")", 10s)) << set.logs();
+    EXPECT_EQ(set.number(2, "events_built"), built_by_2) << "rank 2 built nothing once it ran the RU";
+    EXPECT_EQ(set.number(1, "events_built"), 0u);
+
+    const std::uint64_t next_event = set.number(0, "next_event");
+    std::uint64_t built = 0;
+    for (const Rank rank : {0, 1, 2, 3}) {
+        const std::string status = set.status(rank);
+        EXPECT_EQ(test::json_number(status, "epoch"), 2u) << status;
+        EXPECT_EQ(test::json_number(status, "next_event"), next_event) << status;
+        EXPECT_EQ(test::json_number(status, "events_incomplete"), 0u) << status;
+        EXPECT_EQ(test::json_number(status, "events_dropped"), 0u) << status;
+        EXPECT_EQ(set.parse_errors(rank), 0u) << "rank " << rank;
+        built += test::json_number(status, "events_built").value_or(0);
+    }
+    EXPECT_EQ(built, next_event) << "every event built exactly once\n" << set.logs();
+    EXPECT_NE(set.process(2).log().find("this rank no longer runs a BU"), std::string::npos) << set.process(2).log();
 }
 
 // A killed unit's rank, restarted as a fresh process on the same port, rejoins

@@ -115,7 +115,7 @@ std::string join(const std::vector<Rank>& ranks) {
 // Every live BU builds 5 MEPs of 200 events, each checked in process.
 TEST_P(Shapes, EveryBuBuildsEveryEventIntact) {
     const Shape& shape = GetParam();
-    const Rank_table table(shape.units, shape.layout, shape.dummies);
+    const Rank_table table(flag_functions(shape.units, shape.layout, shape.dummies));
     std::vector<std::string> args = {"--peers", peers(shape.units), "--packing-factor", "200", "--events", "1000",
                                      "--size-model", "poisson", "--fragment-size", "133", "--layout",
                                      shape.layout == Layout::folded ? "folded" : "unfolded", "--barrier",
@@ -148,7 +148,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST_F(Run, SharedMemorySourceAndOutputDeliverEveryEvent) {
     for (const Layout layout : {Layout::folded, Layout::unfolded}) {
         const Rank units = 4;
-        const Rank_table table(units, layout, {});
+        const Rank_table table(flag_functions(units, layout, {}));
         const std::vector<std::string> common = {"--peers", peers(units), "--packing-factor", "300", "--events", "1500",
                                                  "--run", run_name_, "--ring-mib", "4", "--layout",
                                                  layout == Layout::folded ? "folded" : "unfolded"};

@@ -17,10 +17,13 @@ namespace {
 constexpr std::uint32_t packing_factor = 50;
 const Event_model model{Size_model::poisson, 40};
 
+constexpr auto D = Rank_function::dummy;
+constexpr auto RU = Rank_function::ru;
+constexpr auto BU = Rank_function::bu;
+constexpr auto RB = Rank_function::ru_bu;
+
 struct Run_shape {
-    Rank units = 1;
-    Layout layout = Layout::folded;
-    std::vector<Rank> dummies;
+    std::vector<Rank_function> functions = {RB};  // by rank
     Barrier_kind barrier = Barrier_kind::none;
     std::uint32_t barrier_every = 1;
 };
@@ -71,11 +74,11 @@ bool run_unit(const Run_shape& shape, const Rank_table& table, Transport& transp
 
 // Runs every live unit of `shape` in its own thread over real loopback TCP.
 std::vector<Status_snapshot> run_all(const Run_shape& shape, std::uint64_t cycles) {
-    const Rank_table table(shape.units, shape.layout, shape.dummies);
-    std::vector<bool> live(shape.units);
-    for (Rank rank = 0; rank < shape.units; ++rank) live[rank] = table.live(rank);
+    const Rank_table table(shape.functions);
+    std::vector<bool> live(table.units());
+    for (Rank rank = 0; rank < table.units(); ++rank) live[rank] = table.live(rank);
     Stop_flag stop;
-    auto meshes = test::connect_local_mesh(shape.units, stop, live);
+    auto meshes = test::connect_local_mesh(table.units(), stop, live);
     std::vector<std::unique_ptr<Unit_status>> statuses;
     {
         std::vector<std::jthread> threads;
@@ -99,17 +102,22 @@ std::vector<Status_snapshot> run_all(const Run_shape& shape, std::uint64_t cycle
 
 TEST(EventBuilder, EveryShapeBuildsEveryEventOfEveryBu) {
     const std::pair<const char*, Run_shape> shapes[] = {
-        {"1 unit", {1, Layout::folded, {}, Barrier_kind::none}},
-        {"3 folded, tournament", {3, Layout::folded, {}, Barrier_kind::tournament}},
-        {"4 folded, centralized every 3 phases", {4, Layout::folded, {}, Barrier_kind::centralized, 3}},
-        {"5 folded with dummies 1 and 3", {5, Layout::folded, {1, 3}, Barrier_kind::tournament}},
-        {"4 unfolded", {4, Layout::unfolded, {}, Barrier_kind::tournament, 2}},
-        {"6 unfolded with a dummy", {6, Layout::unfolded, {2}, Barrier_kind::none}},
+        {"1 unit", {{RB}, Barrier_kind::none}},
+        {"3 folded, tournament", {{RB, RB, RB}, Barrier_kind::tournament}},
+        {"4 folded, centralized every 3 phases", {{RB, RB, RB, RB}, Barrier_kind::centralized, 3}},
+        {"5 folded with dummies 1 and 3", {{RB, D, RB, D, RB}, Barrier_kind::tournament}},
+        {"4 unfolded, RU and BU interleaved", {{RU, BU, RU, BU}, Barrier_kind::tournament, 2}},
+        {"6 unfolded interleaved with a dummy", {{RU, BU, D, BU, RU, BU}, Barrier_kind::none}},
+        // As the operator plans them: the RUs first, then the BUs.
+        {"4 unfolded, RUs on 0-1, BUs on 2-3", {{RU, RU, BU, BU}, Barrier_kind::tournament}},
+        {"5 unfolded, BUs first and a dummy between", {{BU, BU, D, RU, RU}, Barrier_kind::centralized, 2}},
+        {"4 unfolded, three RUs and one BU", {{RU, RU, BU, RU}, Barrier_kind::none}},
+        {"4 unfolded, one RU and three BUs", {{BU, BU, RU, BU}, Barrier_kind::tournament}},
     };
     constexpr std::uint64_t cycles = 4;
     for (const auto& [name, shape] : shapes) {
         SCOPED_TRACE(name);
-        const Rank_table table(shape.units, shape.layout, shape.dummies);
+        const Rank_table table(shape.functions);
         for (const Status_snapshot& unit : run_all(shape, cycles)) {
             EXPECT_EQ(unit.last_error, "") << "rank " << unit.rank;
             EXPECT_EQ(unit.events_built, table.runs_bu(unit.rank) ? cycles * packing_factor : 0) << "rank " << unit.rank;
@@ -119,7 +127,7 @@ TEST(EventBuilder, EveryShapeBuildsEveryEventOfEveryBu) {
 }
 
 TEST(EventBuilder, RejectedSourceMfpsAreCountedAndTheirEventsIncomplete) {
-    const Rank_table table(1, Layout::folded, {});
+    const Rank_table table({RB});
     Stop_flag stop;
     Tcp_transport transport(0, Tcp_mesh{std::vector<Fd>(1), std::vector<Fd>(1)}, stop);
     Unit_status status(0);
@@ -133,7 +141,7 @@ TEST(EventBuilder, RejectedSourceMfpsAreCountedAndTheirEventsIncomplete) {
 }
 
 TEST(EventBuilder, UnitsWithDifferentPackingFactorsStopWithAClearError) {
-    const Rank_table table(2, Layout::folded, {});
+    const Rank_table table({RB, RB});
     Stop_flag stop;
     auto meshes = test::connect_local_mesh(2, stop);
     std::string errors[2];
@@ -144,7 +152,7 @@ TEST(EventBuilder, UnitsWithDifferentPackingFactorsStopWithAClearError) {
                 Tcp_transport transport(rank, std::move(meshes[rank]), stop);
                 Unit_status status(rank);
                 try {
-                    run_unit({2, Layout::folded, {}, Barrier_kind::none}, table, transport, status, 1, rank == 0 ? 50 : 60);
+                    run_unit({{RB, RB}, Barrier_kind::none}, table, transport, status, 1, rank == 0 ? 50 : 60);
                 } catch (const Transport_error& error) {
                     errors[rank] = error.what();
                 }
@@ -158,7 +166,7 @@ TEST(EventBuilder, UnitsWithDifferentPackingFactorsStopWithAClearError) {
 // A cycle asked to stop returns no decision (nullopt) and commits nothing;
 // without the stop the same cycles build their MEPs.
 TEST(EventBuilder, StopsWhenAskedAndReportsIt) {
-    const Rank_table table(1, Layout::folded, {});
+    const Rank_table table({RB});
     Stop_flag stop;
     Tcp_transport transport(0, Tcp_mesh{std::vector<Fd>(1), std::vector<Fd>(1)}, stop);
     Unit_status status(0);
@@ -176,7 +184,7 @@ TEST(EventBuilder, StopsWhenAskedAndReportsIt) {
 // One cycle at a time: each returns the set's decision from every unit's
 // votes, so all units of the set pause or stop at the same cycle.
 TEST(EventBuilder, EachCycleReturnsTheDecisionOfTheVotes) {
-    const Rank_table table(2, Layout::folded, {});
+    const Rank_table table({RB, RB});
     Stop_flag stop;
     auto meshes = test::connect_local_mesh(2, stop);
     std::vector<std::vector<Cycle_decision>> decisions(2);
