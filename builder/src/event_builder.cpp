@@ -48,6 +48,10 @@ Event_builder::Event_builder(Settings settings, const Rank_table& table, Transpo
     missing_mfp_.resize(mfp_bytes(no_fragments));
 }
 
+Event_builder::~Event_builder() {
+    if (mep_open_) unit_.output->discard();
+}
+
 std::optional<Cycle_decision> Event_builder::run_cycle(std::uint64_t cycle_chunk, const Vote& vote) {
     // RU: fetch the whole cycle up front, so every BU can learn its MFP's size
     // before the data moves (reference design, section III-B).
@@ -134,6 +138,7 @@ void Event_builder::lay_out_mep(std::uint64_t cycle_chunk) {
     }
     Mep_layout layout = mep_layout(mfp_sizes_);
     mep_ = unit_.output->allocate(layout.total_bytes);
+    mep_open_ = true;
     write_mep_header(mep_, layout, chunk * settings_.packing_factor, settings_.packing_factor, settings_.epoch);
     offsets_ = std::move(layout.offsets);
     mep_damaged_ = false;
@@ -192,6 +197,7 @@ void Event_builder::finish_cycle() {
                 if (transport_.lost(bu)) unit_.events_dropped->fetch_add(settings_.packing_factor);
     }
     if (unit_.output == nullptr) return;
+    mep_open_ = false;  // committed or discarded below
     const bool missing = std::find(slot_missing_.begin(), slot_missing_.end(), true) != slot_missing_.end();
     if (mep_damaged_ || (missing && settings_.drop_incomplete)) {
         unit_.output->discard();

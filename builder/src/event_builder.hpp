@@ -49,6 +49,11 @@ public:
     };
 
     Event_builder(Settings settings, const Rank_table& table, Transport& transport, Unit unit);
+    // A cycle left unfinished (stopped, or a peer broke the protocol) gives
+    // its MEP back to the output, which the next session builds into.
+    ~Event_builder();
+    Event_builder(const Event_builder&) = delete;
+    Event_builder& operator=(const Event_builder&) = delete;
 
     // Runs the cycle whose BU of index 0 builds chunk `cycle_chunk`, with this
     // unit's `vote`. Returns the set's decision, or nullopt if stopped.
@@ -86,6 +91,7 @@ private:
     std::vector<std::vector<std::byte>> stand_ins_;  // per destination BU: MFP of missing fragments
     std::vector<std::byte> missing_mfp_;  // a lost source's slot in flagged MEPs
     std::span<std::byte> mep_;
+    bool mep_open_ = false;               // allocated and neither committed nor discarded
     std::vector<std::uint64_t> offsets_;  // by slot
     bool mep_damaged_ = false;            // a source was lost while its MFP was arriving
 };

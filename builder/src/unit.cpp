@@ -135,7 +135,10 @@ Command_outcome Unit::configure(const Configure_request& request) {
     }
     if (request.rank >= request.peers.size())
         return {Command_outcome::Kind::invalid, "rank " + std::to_string(request.rank) + " is not in the table"};
-    const bool in_session = phase_ == Session_phase::building || phase_ == Session_phase::paused;
+    // A session that is ending (reset, signalled) runs no table any more:
+    // this one is for the next session.
+    const bool in_session =
+        (phase_ == Session_phase::building || phase_ == Session_phase::paused) && !session_stop_.requested();
     if (in_session && request.peers.size() != current_->peers.size())
         return refused("the table has " + std::to_string(request.peers.size()) + " ranks, the running one " +
                        std::to_string(current_->peers.size()) + "; the number of ranks cannot change while running: "
@@ -249,8 +252,10 @@ void Unit::show_phase(Session_phase phase) {
 Vote Unit::vote() {
     std::lock_guard lock(mutex_);
     kept_resume_voted_ = kept_resume_;
-    return {static_cast<std::uint32_t>(newest_table()->epoch), status_.state() == Control_state::paused, stop_vote_,
-            kept_resume_};
+    // A reset while building leaves no table until the session has ended: no switch to vote for.
+    const Configure_request* newest = newest_table();
+    return {newest != nullptr ? static_cast<std::uint32_t>(newest->epoch) : 0u,
+            status_.state() == Control_state::paused, stop_vote_, kept_resume_};
 }
 
 Unit::Session_end Unit::run_session(Configure_request table) {
@@ -258,7 +263,7 @@ Unit::Session_end Unit::run_session(Configure_request table) {
     Rank_table ranks = request_table(table);
     set_phase(Session_phase::connecting);
     if (!buffers_) buffers_.emplace(config_, rank, status_, session_stop_);
-    if (buffers_->fit(ranks)) source_chunk_ = 0;  // before connecting: a source ring may take a while
+    buffers_->fit(ranks);  // before connecting: a source ring may take a while
 
     const Mesh_position position{static_cast<std::uint32_t>(table.epoch), false, next_chunk_, cycles_done_};
     auto connections = connect_peers(listener_, rank, table.peers, live_ranks(ranks), position,
@@ -288,10 +293,7 @@ Unit::Session_end Unit::run_session(Configure_request table) {
     while (true) {  // one table (epoch) per turn
         std::optional<Barrier> barrier;
         if (config_.barrier != Barrier_kind::none) barrier.emplace(config_.barrier, transport, ranks.live_ranks());
-        if (ranks.runs_ru(rank) && source_chunk_ != next_chunk_) {
-            buffers_->source()->skip_to(next_chunk_ * config_.packing_factor);
-            source_chunk_ = next_chunk_;
-        }
+        if (ranks.runs_ru(rank)) buffers_->start_source_at(next_chunk_);
         buffers_->expect(ranks, next_chunk_);
         Event_builder builder({config_.packing_factor, config_.barrier_every, static_cast<std::uint32_t>(table.epoch),
                                config_.incomplete == Incomplete_policy::drop},
@@ -313,10 +315,12 @@ Unit::Session_end Unit::run_session(Configure_request table) {
             const std::optional<Cycle_decision> decision = builder.run_cycle(next_chunk_, vote());
             if (!decision) return Session_end::stopped;
             next_chunk_ += builder.chunks_per_cycle();
-            if (ranks.runs_ru(rank)) source_chunk_ = next_chunk_;
             ++cycles_done_;
             status_.set_next_event(next_chunk_ * config_.packing_factor);
             status_.set_ring_fill(buffers_->mfp_ring_fill(), buffers_->mep_ring_fill());
+            // Reset (or signalled) in this cycle: the state and tables are no
+            // longer the set's to move.
+            if (session_stop_.requested()) return Session_end::stopped;
             if (decision->switch_to != 0) {
                 std::lock_guard lock(mutex_);
                 const auto found = pending_.find(decision->switch_to);
@@ -379,7 +383,7 @@ bool Unit::switch_table(Configure_request& table, const Configure_request& next,
     table = next;
     log_info("switched to rank table epoch ", next.epoch, " at chunk ", next_chunk_);
     if (!after.live(table.rank)) return false;  // now a dummy: standby; the transport closes on return
-    if (buffers_->fit(after)) source_chunk_ = 0;  // the rank's function moved
+    buffers_->fit(after);  // the rank's function may have moved
     std::vector<bool> joining(after.units());
     bool any_joining = false;
     for (Rank peer = 0; peer < after.units(); ++peer) {

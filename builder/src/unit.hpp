@@ -76,7 +76,6 @@ private:
     // Where the unit is in the event stream, carried across sessions.
     std::uint64_t next_chunk_ = 0;
     std::uint64_t cycles_done_ = 0;
-    std::uint64_t source_chunk_ = 0;  // next chunk the source hands out
 
     mutable std::mutex mutex_;  // guards what follows
     std::condition_variable changed_;

@@ -12,14 +12,14 @@ namespace eb {
 Unit_buffers::Unit_buffers(const Config& config, Rank rank, Unit_status& status, const Stop_flag& stop)
     : config_(config), status_(status), stop_(stop), rank_(rank), packing_factor_(config.packing_factor) {}
 
-bool Unit_buffers::fit(const Rank_table& table) {
-    const bool open_ru = table.runs_ru(rank_) && !source_;
+void Unit_buffers::fit(const Rank_table& table) {
     if (!table.runs_ru(rank_) && source_) {
+        cursor_.reset();
         paced_.reset();
         source_.reset();
         ring_source_ = nullptr;
     }
-    if (open_ru) open_source(table);
+    if (table.runs_ru(rank_) && !source_) open_source(table);
     if (!table.runs_bu(rank_) && output_) {
         log_info("this rank no longer runs a BU: closing its output");
         stop_output();
@@ -29,7 +29,6 @@ bool Unit_buffers::fit(const Rank_table& table) {
         checking_output_ = nullptr;
     }
     if (table.runs_bu(rank_) && !output_) open_output(table);
-    return open_ru;
 }
 
 void Unit_buffers::open_source(const Rank_table& table) {
@@ -50,6 +49,7 @@ void Unit_buffers::open_source(const Rank_table& table) {
         case Source_kind::file: source_ = std::make_unique<File_reader>(config_.source_file); break;
     }
     if (config_.rate != 0) paced_ = std::make_unique<Paced_reader>(*source_, config_.packing_factor, config_.rate, stop_);
+    cursor_ = std::make_unique<Source_cursor>(paced_ ? *paced_ : *source_, config_.packing_factor);
 }
 
 void Unit_buffers::open_output(const Rank_table& table) {

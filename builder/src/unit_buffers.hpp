@@ -7,6 +7,7 @@
 #include "config.hpp"
 #include "rank_table.hpp"
 #include "shm_ring.hpp"
+#include "source_cursor.hpp"
 #include "stop_flag.hpp"
 #include "unit_status.hpp"
 
@@ -22,11 +23,13 @@ public:
     // Opens the source and the output that the rank's function in `table`
     // needs and closes those it no longer needs (a ring output marked
     // stopped): a new table may move a rank's RU or BU (a replan, a layout
-    // change). Returns whether it opened a source, which starts at chunk 0.
-    // Sizes fit tables of table.units() ranks.
-    bool fit(const Rank_table& table);
+    // change). Sizes fit tables of table.units() ranks.
+    void fit(const Rank_table& table);
 
-    Buffer_reader* source() const { return paced_ ? paced_.get() : source_.get(); }
+    Buffer_reader* source() const { return cursor_.get(); }
+    // Before building from chunk `chunk`, with an RU: the source hands out
+    // that chunk next, however the last session ended (Source_cursor).
+    void start_source_at(std::uint64_t chunk) { cursor_->start_at(chunk); }
     Buffer_writer* output() const { return counted_ ? counted_.get() : output_.get(); }
 
     // Under a (new) table, from chunk `cycle_chunk` on: the checking output
@@ -53,6 +56,7 @@ private:
     const Stop_flag& stop_;
     std::unique_ptr<Buffer_reader> source_;
     std::unique_ptr<Buffer_reader> paced_;
+    std::unique_ptr<Source_cursor> cursor_;  // over paced_ or source_
     std::unique_ptr<Buffer_writer> output_;
     std::unique_ptr<Buffer_writer> counted_;
     Shm_ring_writer* ring_output_ = nullptr;

@@ -390,6 +390,40 @@ TEST(ControlProcess, AnUnfoldedSetBuildsWithRusAndBusWhereTheTablePutsThem) {
     EXPECT_NE(set.process(2).log().find("this rank no longer runs a BU"), std::string::npos) << set.process(2).log();
 }
 
+// A reset ends a session inside a cycle: every RU has already taken that
+// cycle's MFPs from its source. The next session must start each source
+// exactly at the set's next chunk, not where the source was left: the set
+// builds again with no MFP rejected, no MEP out of sequence, no ERROR.
+// Three sessions, each reset while building, then one stopped together.
+TEST(ControlProcess, ASessionResetMidCycleLeavesTheNextOneBuildingFromTheSetsPlace) {
+    Controlled_set set(3);
+    ASSERT_TRUE(set.all_answer()) << set.logs();
+    for (std::uint64_t epoch = 1; epoch <= 4; ++epoch) {
+        SCOPED_TRACE("session " + std::to_string(epoch));
+        set.configure_all(epoch, set.ranks());
+        set.command_all("start");
+        std::vector<std::uint64_t> meps;
+        for (const Rank rank : set.ranks()) meps.push_back(set.number(rank, "meps_built"));
+        ASSERT_TRUE(test::eventually([&] {
+            for (const Rank rank : set.ranks())
+                if (set.number(rank, "meps_built") < meps[rank] + 5) return false;
+            return true;
+        }, 10s)) << set.logs();
+        for (const Rank rank : set.ranks()) {
+            EXPECT_EQ(set.text(rank, "activity"), "building") << rank;
+            EXPECT_EQ(set.number(rank, "events_incomplete"), 0u) << rank;
+            EXPECT_EQ(set.parse_errors(rank), 0u) << "rank " << rank << "\n" << set.logs();
+        }
+        if (epoch < 4) {
+            set.command_all("reset");
+            ASSERT_TRUE(set.all_report(set.ranks(), R"("activity":"idle")", 10s)) << set.logs();
+        }
+    }
+    ASSERT_EQ(set.command(0, "stop").status, 200);
+    ASSERT_TRUE(set.all_report(set.ranks(), R"("state":"READY")", 10s)) << set.logs();
+    EXPECT_EQ(set.logs().find("rejected"), std::string::npos) << set.logs();
+}
+
 // A killed unit's rank, restarted as a fresh process on the same port, rejoins
 // the running set under a new epoch with the same table: the set reconnects
 // it at the switch, it goes on from the set's place in the event stream, and

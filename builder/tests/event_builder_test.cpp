@@ -9,6 +9,7 @@
 #include "checking_writer.hpp"
 #include "generator_reader.hpp"
 #include "local_mesh.hpp"
+#include "source_cursor.hpp"
 #include "tcp_transport.hpp"
 
 namespace eb {
@@ -179,6 +180,57 @@ TEST(EventBuilder, StopsWhenAskedAndReportsIt) {
     Unit_status running_status(0);
     EXPECT_TRUE(run_unit({}, table, running, running_status, 3));
     EXPECT_EQ(running_status.snapshot().meps_built, 3u);
+}
+
+// Passes transfers on, and asks `stop` once `left` have completed: a reset
+// that arrives in the middle of a cycle.
+class Stopping_transport final : public Transport {
+public:
+    Stopping_transport(Transport& inner, Stop_flag& stop, int left) : inner_(inner), stop_(stop), left_(left) {}
+    Rank rank() const override { return inner_.rank(); }
+    Rank units() const override { return inner_.units(); }
+    bool lost(Rank peer) const override { return inner_.lost(peer); }
+    bool transfer(std::span<const Send> sends, std::span<const Receive> receives) override {
+        const bool done = inner_.transfer(sends, receives);
+        if (--left_ == 0) stop_.request();
+        return done;
+    }
+
+private:
+    Transport& inner_;
+    Stop_flag& stop_;
+    int left_;
+};
+
+// A session stopped once the cycle's MFPs are taken and its MEP laid out
+// (after the headers) leaves the source and the output to the next session,
+// which builds that cycle again from the same chunk: the MFPs it held are
+// handed out again, the MEP it had allocated was given back.
+TEST(EventBuilder, ACycleStoppedMidwayLeavesSourceAndOutputToTheNextSession) {
+    const Rank_table table({RB});
+    Unit_status status(0);
+    Generator_reader generator(0, packing_factor, model, /*depth=*/1);
+    Source_cursor source(generator, packing_factor);
+    Mep_checker checker(table.rus(), packing_factor, model, status.parse_errors());
+    checker.expect_sequence(0, packing_factor);
+    Checking_writer output(std::move(checker), status);
+    const Event_builder::Unit unit{&source, &output, nullptr, &status.parse_errors(), &status.events_dropped()};
+    {
+        Stop_flag stop;
+        Tcp_transport tcp(0, Tcp_mesh{std::vector<Fd>(1), std::vector<Fd>(1)}, stop);
+        Stopping_transport transport(tcp, stop, /*left=*/1);
+        Event_builder builder({packing_factor, 1, 1, true}, table, transport, unit);
+        EXPECT_FALSE(builder.run_cycle(0, {1, false, false}));
+    }
+    source.start_at(0);
+    Stop_flag stop;
+    Tcp_transport transport(0, Tcp_mesh{std::vector<Fd>(1), std::vector<Fd>(1)}, stop);
+    Event_builder builder({packing_factor, 1, 2, true}, table, transport, unit);
+    for (std::uint64_t chunk = 0; chunk < 3; ++chunk) ASSERT_TRUE(builder.run_cycle(chunk, {2, false, false}));
+    const Status_snapshot counts = status.snapshot();
+    EXPECT_EQ(counts.events_built, 3 * packing_factor) << counts.last_error;
+    EXPECT_EQ(counts.events_incomplete, 0u);
+    EXPECT_EQ(counts.meps_built, 3u);
 }
 
 // One cycle at a time: each returns the set's decision from every unit's
