@@ -25,8 +25,9 @@ type Layout string
 const (
 	// LayoutFolded runs RU and BU of a unit on one endpoint.
 	LayoutFolded Layout = "Folded"
-	// LayoutUnfolded runs them on two endpoints. Not supported by this
-	// builder version yet: a run asking for it fails.
+	// LayoutUnfolded runs them on two endpoints: the first half of the
+	// live ranks run the units' RUs, the second half their BUs (rank
+	// table ranks[].function RU or BU).
 	LayoutUnfolded Layout = "Unfolded"
 )
 
@@ -62,8 +63,9 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.fabricRef) || !has(self.resources) || !((has(self.resources.rdma) && self.resources.rdma.contains('{numa}')) || (has(self.resources.network) && self.resources.network.contains('{numa}')) || (has(self.resources.readout) && self.resources.readout.resource.contains('{numa}')))",message="spec.resources: {numa} in rdma, readout.resource or network stands for the endpoint's NUMA node, which only a run on a Fabric has; set spec.fabricRef, or name one resource without {numa}"
 type EventBuilderRunSpec struct {
 	// units is the number of event-builder units. Without a fabric each
-	// unit is one pod and one rank (0..units-1), scheduled anywhere; on a
-	// fabric the ranks come from the cabling (see fabricRef).
+	// unit is one pod and one rank (0..units-1), or with layout Unfolded
+	// two (its RU on rank u, its BU on rank units+u), scheduled anywhere;
+	// on a fabric the ranks come from the cabling (see fabricRef).
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1024
 	// +required
@@ -85,7 +87,8 @@ type EventBuilderRunSpec struct {
 	Spares int32 `json:"spares,omitempty"`
 
 	// layout: Folded (RU and BU on one endpoint) or Unfolded (two
-	// endpoints per unit; not supported by this builder version yet).
+	// endpoints per unit: the first half of the live ranks run the units'
+	// RUs, the second half their BUs; without a fabric, 2 x units ranks).
 	// +kubebuilder:default=Folded
 	// +optional
 	Layout Layout `json:"layout,omitempty"`
@@ -277,7 +280,6 @@ const (
 	ReasonUnitsPending         = "UnitsPending"
 	ReasonBuilderError         = "BuilderError"
 	ReasonUnsupportedTransport = "UnsupportedTransport"
-	ReasonUnsupportedLayout    = "UnsupportedLayout"
 	ReasonFabricNotFound       = "FabricNotFound"
 	ReasonPlanFailed           = "PlanFailed"
 	ReasonUnitsLost            = "UnitsLost"
@@ -457,7 +459,8 @@ type EventBuilderRunStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// readyUnits is the number of units whose pod is Ready.
+	// readyUnits is the number of live ranks whose pod is Ready (two per
+	// unit when Unfolded).
 	// +optional
 	ReadyUnits int32 `json:"readyUnits"`
 
@@ -509,7 +512,8 @@ type EventBuilderRunStatus struct {
 	// +optional
 	RankCount int32 `json:"rankCount,omitempty"`
 
-	// liveUnits is the number of units on a live rank.
+	// liveUnits is the number of units whose RU and BU run on live ranks
+	// (one rank RU+BU when Folded, two when Unfolded).
 	// +optional
 	LiveUnits int32 `json:"liveUnits"`
 
@@ -539,7 +543,7 @@ type EventBuilderRunStatus struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.spec.state`,priority=1,description="desired state"
 // +kubebuilder:printcolumn:name="Units",type=integer,JSONPath=`.spec.units`
-// +kubebuilder:printcolumn:name="Live",type=integer,JSONPath=`.status.liveUnits`,description="units on a live rank"
+// +kubebuilder:printcolumn:name="Live",type=integer,JSONPath=`.status.liveUnits`,description="units with RU and BU on live ranks"
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyUnits`
 // +kubebuilder:printcolumn:name="Spares",type=integer,JSONPath=`.status.sparesLeft`
 // +kubebuilder:printcolumn:name="Epoch",type=integer,JSONPath=`.status.epoch`,priority=1

@@ -12,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
+	"daq.io/eventbuilder/operator/internal/planner"
 	"daq.io/eventbuilder/operator/internal/ranktable"
+	"daq.io/eventbuilder/operator/internal/runplan"
 	"daq.io/eventbuilder/operator/internal/testenv"
 )
 
@@ -34,11 +37,22 @@ type realSet struct {
 	status    *builderstatus.Client
 }
 
-// newRealSet starts a builder for each of states' ranks (live or dummy)
-// and waits for each to serve, NOT_READY. It needs the builder binary:
+// plan is the operator's table of a run without a fabric (runplan.Plan), at epoch 1.
+func plan(t *testing.T, spec ebv1.EventBuilderRunSpec) planner.RankTable {
+	t.Helper()
+	table, err := runplan.Plan(&spec, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return table
+}
+
+// newRealSet starts a builder for each rank of table (live or not) and
+// waits for each to serve, NOT_READY; its document is the table as the
+// operator renders it (ranktable.New). It needs the builder binary:
 // EB_BUILDER=/path/to/eb-builder (e.g. build/builder/eb-builder after make
 // build-builder); without it, the test skips.
-func newRealSet(t *testing.T, states ...string) *realSet {
+func newRealSet(t *testing.T, table planner.RankTable) *realSet {
 	t.Helper()
 	bin := os.Getenv("EB_BUILDER")
 	if bin == "" {
@@ -49,15 +63,16 @@ func newRealSet(t *testing.T, states ...string) *realSet {
 	if err := os.WriteFile(s.tokenFile, []byte(realToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	n := len(states)
+	n := table.N()
 	ports := freePorts(t, 2*n)
 	s.httpPorts = ports[:n]
-	s.doc = ranktable.Document{Version: ranktable.Version, Run: "real", Epoch: 1, Layout: "Folded"}
-	for r, state := range states {
-		s.doc.Ranks = append(s.doc.Ranks, ranktable.Rank{Rank: r, Address: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[n+r])), State: state})
+	addresses := make([]string, n)
+	for r := range n {
+		addresses[r] = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[n+r]))
 		s.builders = append(s.builders, Builder{Rank: int32(r), URL: "http://127.0.0.1:" + strconv.Itoa(ports[r])})
 		s.start(r)
 	}
+	s.doc = ranktable.New("real", "", table, addresses, nil)
 	return s
 }
 
@@ -107,7 +122,9 @@ func (s *realSet) waitLost(by int, lost ...int32) {
 // pause, resume, stop. It checks that the operator's client and the
 // builder agree on the contract.
 func TestRealBuilder(t *testing.T) {
-	set := newRealSet(t, ranktable.Live, ranktable.Live, ranktable.Dummy) // rank 2: a warm spare
+	table := plan(t, ebv1.EventBuilderRunSpec{Units: 3})
+	table.Ranks[2] = planner.Rank{Rank: 2, Port: 2, Role: planner.Spare, Unit: planner.NoUnit} // a warm spare
+	set := newRealSet(t, table)
 	builders, doc, status := set.builders, set.doc, set.status
 	ctx := context.Background()
 	c := NewClient(2 * time.Second)
@@ -210,7 +227,7 @@ func TestRealBuilder(t *testing.T) {
 // configured on every unit, as the operator's rejoin does: every unit
 // switches to it, nobody is lost any more, and the restarted unit builds.
 func TestRealBuilderRejoin(t *testing.T) {
-	set := newRealSet(t, ranktable.Live, ranktable.Live, ranktable.Live)
+	set := newRealSet(t, plan(t, ebv1.EventBuilderRunSpec{Units: 3}))
 	ctx := context.Background()
 	c := NewClient(2 * time.Second)
 	if _, err := c.Configure(ctx, realToken, set.builders, set.doc); err != nil {
@@ -260,6 +277,60 @@ func TestRealBuilderRejoin(t *testing.T) {
 		t.Fatal(err)
 	}
 	building("every unit building at epoch 2, nobody lost", 2)
+}
+
+// TestRealBuilderUnfolded configures real builders with the operator's
+// table of an Unfolded run (RUs on ranks 0 and 1, their BUs on 2 and 3):
+// the BUs build, every MEP checked in process (every source, payload and
+// event range), the RUs build nothing, and after a stop the events built
+// are every event the sources made.
+func TestRealBuilderUnfolded(t *testing.T) {
+	set := newRealSet(t, plan(t, ebv1.EventBuilderRunSpec{Units: 2, Layout: ebv1.LayoutUnfolded}))
+	ctx := context.Background()
+	c := NewClient(2 * time.Second)
+	if got := []string{set.doc.Ranks[0].Function, set.doc.Ranks[1].Function, set.doc.Ranks[2].Function, set.doc.Ranks[3].Function}; !slices.Equal(got, []string{"RU", "RU", "BU", "BU"}) {
+		t.Fatalf("the operator's table has functions %v, want RU RU BU BU", got)
+	}
+	if _, err := c.Configure(ctx, realToken, set.builders, set.doc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Send(ctx, realToken, Start, set.builders); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "both BUs building", func() error {
+		for _, b := range set.builders[2:] {
+			if rep, err := set.status.Get(ctx, b.URL); err != nil || rep.State != builderstatus.StateRunning || rep.EventsBuilt < 1000 {
+				return fmt.Errorf("rank %d: %s, %d events, %v", b.Rank, rep.State, rep.EventsBuilt, err)
+			}
+		}
+		return nil
+	})
+	if _, err := c.Send(ctx, realToken, Stop, set.builders[:1]); err != nil {
+		t.Fatal(err)
+	}
+	var built, next int64
+	waitFor(t, "the set stopped together", func() error {
+		built = 0
+		for _, b := range set.builders {
+			rep, err := set.status.Get(ctx, b.URL)
+			switch {
+			case err != nil:
+				return err
+			case rep.State != builderstatus.StateReady:
+				return fmt.Errorf("rank %d: %s", b.Rank, rep.State)
+			case rep.EventsIncomplete != 0 || rep.EventsDropped != 0 || rep.LastError != "":
+				return fmt.Errorf("rank %d: %d incomplete, %d dropped, %q", b.Rank, rep.EventsIncomplete, rep.EventsDropped, rep.LastError)
+			case b.Rank < 2 && rep.EventsBuilt != 0:
+				return fmt.Errorf("RU rank %d built %d events", b.Rank, rep.EventsBuilt)
+			}
+			built += rep.EventsBuilt
+			next = rep.NextEvent
+		}
+		return nil
+	})
+	if built != next {
+		t.Errorf("%d events built, the sources made %d: every event is built exactly once", built, next)
+	}
 }
 
 func freePorts(t *testing.T, n int) []int {

@@ -228,9 +228,15 @@ type table struct {
 }
 
 type tableRank struct {
-	Rank    int    `json:"rank"`
-	Address string `json:"address"`
-	State   string `json:"state"`
+	Rank     int    `json:"rank"`
+	Address  string `json:"address"`
+	State    string `json:"state"`
+	Function string `json:"function,omitempty"`
+}
+
+// runsBU says whether a rank builds events: RU+BU (or no function, Folded) or BU.
+func (t *table) runsBU(rank int32) bool {
+	return t.live(rank) && t.Ranks[rank].Function != "RU"
 }
 
 func (t *table) live(rank int32) bool {
@@ -325,11 +331,12 @@ func (b *Builder) role() string {
 }
 
 // advance counts the events built since the last advance: a live builder
-// builds while RUNNING; events missing a lost peer's data are dropped.
+// that runs a BU builds while RUNNING; events missing a lost peer's data
+// are dropped.
 func (b *Builder) advance(now time.Time) {
 	dt := now.Sub(b.last).Seconds()
 	b.last = now
-	if b.state != Running || b.role() != "live" || dt <= 0 {
+	if b.state != Running || !b.table.runsBU(b.rank) || dt <= 0 {
 		return
 	}
 	n := b.opts.EventRate * dt
@@ -547,6 +554,11 @@ func parseConfigure(cmd string, body []byte) (*configureBody, *table, *httpError
 			return bad("table.ranks[%d].address '%s': expected host:port, e.g. run-eb-%d.run-eb:7000", i, r.Address, i)
 		case r.State != "live" && r.State != "dummy":
 			return bad("table.ranks[%d].state '%s': expected live or dummy", i, r.State)
+		case r.State == "dummy":
+		case t.Layout == "Folded" && r.Function != "" && r.Function != "RU+BU":
+			return bad("table.ranks[%d].function '%s': expected RU+BU or none (layout Folded runs a unit's RU and BU on one rank)", i, r.Function)
+		case t.Layout == "Unfolded" && r.Function != "RU" && r.Function != "BU":
+			return bad("table.ranks[%d].function '%s': expected RU or BU (layout Unfolded runs a unit's RU and BU on two ranks)", i, r.Function)
 		}
 	}
 	if *c.Rank < 0 || int(*c.Rank) >= len(t.Ranks) {

@@ -127,10 +127,6 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			"spec.builder.transport: verbs (RDMA) is not supported by this operator version yet; set it to tcp")
 		// Nothing to poll; a spec change brings the run back here.
 		return ctrl.Result{}, r.patchStatus(ctx, orig, run)
-	case run.Spec.Layout == ebv1.LayoutUnfolded:
-		setPhase(run, ebv1.PhaseFailed, ebv1.ReasonUnsupportedLayout,
-			"spec.layout: Unfolded needs builders that run RU and BU apart, which this version cannot; set it to Folded")
-		return ctrl.Result{}, r.patchStatus(ctx, orig, run)
 	}
 
 	var fabric *planner.Fabric
@@ -298,7 +294,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	st.Units, st.ReadyUnits = s.Units, s.ReadyUnits
 	st.EventsBuilt, st.EventsIncomplete, st.EventsDropped, st.BytesBuilt = s.EventsBuilt, s.EventsIncomplete, s.EventsDropped, s.BytesBuilt
 	st.EventRate, st.ThroughputGbps, st.LastSampleTime = s.EventRate, s.ThroughputGbps, s.LastSampleTime
-	st.Epoch, st.RankCount, st.LiveUnits = table.Epoch, int32(table.N()), int32(len(units))
+	st.Epoch, st.RankCount, st.LiveUnits = table.Epoch, int32(table.N()), runplan.LiveUnits(table)
 	st.SparesLeft = runplan.SparesLeft(table, endpoints)
 	st.Ranks = rankStatus(table, endpoints, pods, poll, orig.Status.Ranks)
 	st.LastFailover = nil

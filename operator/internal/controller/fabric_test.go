@@ -384,6 +384,135 @@ func TestFabricRunPlacesUnitsAndFailsOver(t *testing.T) {
 	}
 }
 
+// functions spells a table's ranks: RU0 (unit 0's RU), BU1, RU+BU2, S
+// (spare), - (dummy).
+func functions(d ranktable.Document) string {
+	var parts []string
+	for _, r := range d.Ranks {
+		switch {
+		case r.State == ranktable.Live:
+			parts = append(parts, fmt.Sprintf("%s%d", r.Function, *r.Unit))
+		case r.Spare:
+			parts = append(parts, "S")
+		default:
+			parts = append(parts, "-")
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// An Unfolded run on a Fabric: each unit's RU and BU run on ranks of their
+// own, the RUs first, each rank with a pod, and the rank table says which
+// rank runs which. A failed RU and a failed BU each move to a spare that
+// takes over the function (and an RU's sources), with no other pod touched.
+func TestUnfoldedRunPlacesRusAndBusAndFailsOver(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	smallFabric(t, "unf")
+	run := fabricRun(ns, "unf", "unf", 3, 2)
+	run.Spec.Layout = ebv1.LayoutUnfolded
+	if err := k8s.Create(ctx, run); err != nil {
+		t.Fatalf("create run: %v", err)
+	}
+	key := client.ObjectKeyFromObject(run)
+
+	var doc ranktable.Document
+	eventually(t, "rank table epoch 1", func() (err error) {
+		doc, err = rankTable(ctx, ns, "unf")
+		return err
+	})
+	if got := functions(doc); got != "RU0 RU1 S S RU2 BU0 BU1 BU2" || doc.Layout != "Unfolded" || doc.Epoch != 1 {
+		t.Fatalf("rank table epoch %d layout %s: %s, want Unfolded epoch 1: RU0 RU1 S S RU2 BU0 BU1 BU2", doc.Epoch, doc.Layout, got)
+	}
+	for _, r := range doc.Ranks {
+		if want := r.Function == "RU"; (len(r.Sources) == 1) != want {
+			t.Errorf("rank %d (%s) sources %v: an RU reads its endpoint's stream, a BU none", r.Rank, r.Function, r.Sources)
+		}
+	}
+
+	all := []string{"unf-eb-0", "unf-eb-1", "unf-eb-2", "unf-eb-3", "unf-eb-4", "unf-eb-5", "unf-eb-6", "unf-eb-7"}
+	pods := waitPods(t, ns, "unf", all...)
+	emu := map[string]*builderemu.Builder{}
+	for name, pod := range pods {
+		emu[name] = startPod(t, &pod)
+	}
+	eventually(t, "Running, three units on six live ranks", func() error {
+		st := getRun(t, key).Status
+		if st.Phase != ebv1.PhaseRunning || st.LiveUnits != 3 || len(st.Units) != 6 || st.SparesLeft != 2 || st.RankCount != 8 {
+			return fmt.Errorf("phase %s (%v) live units %d unit rows %d spares %d ranks %d", st.Phase, st.Conditions, st.LiveUnits, len(st.Units), st.SparesLeft, st.RankCount)
+		}
+		return nil
+	})
+
+	// Unit 0's RU (rank 0, leaf 0) is refused by the kubelet: the spare on
+	// its leaf (rank 2) runs it, with its sources.
+	failPod(t, ns, "unf-eb-0", "TopologyAffinityError")
+	fo := waitFailover(t, key, 2)
+	farm.Kill(string(pods["unf-eb-0"].UID))
+	if len(fo.Moves) != 1 || fo.Moves[0].Unit != 0 || fo.Moves[0].FailedRank != 0 || fo.Moves[0].SpareRank == nil || *fo.Moves[0].SpareRank != 2 {
+		t.Errorf("lastFailover %+v, want unit 0 from rank 0 to spare rank 2", fo)
+	}
+	waitFailoverConfigured(t, key, 2)
+	if doc, _ = rankTable(ctx, ns, "unf"); functions(doc) != "- RU1 RU0 S RU2 BU0 BU1 BU2" ||
+		!slices.Equal(doc.Ranks[2].Sources, []string{"unf-srv0-numa0-mfp0"}) {
+		t.Errorf("epoch %d: %s, rank 2 sources %v; want - RU1 RU0 S RU2 BU0 BU1 BU2, rank 2 reading unf-srv0-numa0-mfp0",
+			doc.Epoch, functions(doc), doc.Ranks[2].Sources)
+	}
+
+	// Unit 1's BU (rank 6, leaf 1) goes: the last spare (rank 3, leaf 0) runs it.
+	failPod(t, ns, "unf-eb-6", "TopologyAffinityError")
+	fo = waitFailover(t, key, 3)
+	farm.Kill(string(pods["unf-eb-6"].UID))
+	if len(fo.Moves) != 1 || fo.Moves[0].Unit != 1 || fo.Moves[0].SpareRank == nil || *fo.Moves[0].SpareRank != 3 {
+		t.Errorf("lastFailover %+v, want unit 1 from rank 6 to spare rank 3", fo)
+	}
+	waitFailoverConfigured(t, key, 3)
+	if doc, _ = rankTable(ctx, ns, "unf"); functions(doc) != "- RU1 RU0 BU1 RU2 BU0 - BU2" || len(doc.Ranks[3].Sources) != 0 {
+		t.Errorf("epoch %d: %s, rank 3 sources %v; want - RU1 RU0 BU1 RU2 BU0 - BU2, no sources on the BU",
+			doc.Epoch, functions(doc), doc.Ranks[3].Sources)
+	}
+	survivors := waitPods(t, ns, "unf", "unf-eb-1", "unf-eb-2", "unf-eb-3", "unf-eb-4", "unf-eb-5", "unf-eb-7")
+	for name, p := range survivors {
+		if p.UID != pods[name].UID {
+			t.Errorf("pod %s replaced by a failover", name)
+		}
+		waitCommands(t, name, emu[name], "configure@1 start configure@2 configure@3")
+	}
+	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+	if st := getRun(t, key).Status; st.LiveUnits != 3 || st.SparesLeft != 0 {
+		t.Errorf("after two failovers: live units %d, spares left %d; want 3 and 0", st.LiveUnits, st.SparesLeft)
+	}
+}
+
+// Without a Fabric, an Unfolded run of 2 units has 4 ranks and pods: the
+// RUs on ranks 0 and 1, their BUs on 2 and 3.
+func TestUnfoldedRunWithoutFabric(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	run := &ebv1.EventBuilderRun{
+		ObjectMeta: metav1.ObjectMeta{Name: "unf2", Namespace: ns},
+		Spec: ebv1.EventBuilderRunSpec{Units: 2, Layout: ebv1.LayoutUnfolded,
+			Builder: ebv1.BuilderSpec{Image: "eventbuilder/builder:test"}},
+	}
+	if err := k8s.Create(ctx, run); err != nil {
+		t.Fatalf("create run: %v", err)
+	}
+	pods := waitPods(t, ns, "unf2", "unf2-eb-0", "unf2-eb-1", "unf2-eb-2", "unf2-eb-3")
+	for _, pod := range pods {
+		startPod(t, &pod)
+	}
+	key := client.ObjectKeyFromObject(run)
+	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+	if doc, err := rankTable(ctx, ns, "unf2"); err != nil || functions(doc) != "RU0 RU1 BU0 BU1" {
+		t.Errorf("rank table %s (%v), want RU0 RU1 BU0 BU1", functions(doc), err)
+	}
+	if st := getRun(t, key).Status; st.LiveUnits != 2 || len(st.Units) != 4 || st.RankCount != 4 {
+		t.Errorf("live units %d, unit rows %d, ranks %d; want 2, 4, 4", st.LiveUnits, len(st.Units), st.RankCount)
+	}
+}
+
 // A builder that its peers report lost (here: its process died, and its
 // pod still looks Running) fails its unit over: the new epoch is
 // configured on the running survivors and on the spare that takes the

@@ -19,27 +19,36 @@ func deepCopy(t RankTable) RankTable {
 
 func TestFailover(t *testing.T) {
 	// Fig. 8 with 6 units and 2 spares: roles LSLSLLLL, spares t1 (rank
-	// 1, leaf 0) and t3 (rank 3, leaf 1).
+	// 1, leaf 0) and t3 (rank 3, leaf 1). Unfolded, 3 units: RUs on ranks
+	// 0, 2 and 4, their BUs on 5, 6 and 7, the same spares.
+	folded := Request{Units: 6, Spares: 2}
+	unfolded := Request{Units: 3, Spares: 2, Layout: Unfolded}
 	tests := []struct {
-		name   string
-		fabric Fabric
-		failed int
-		spare  int
-		roles  string
-		reason string
+		name     string
+		req      Request
+		fabric   Fabric
+		failed   int
+		spare    int
+		roles    string
+		function Function
+		reason   string
 	}{
-		{name: "spare on the same leaf", fabric: fig8(), failed: 0, spare: 1, roles: "DLLSLLLL",
+		{name: "spare on the same leaf", req: folded, fabric: fig8(), failed: 0, spare: 1, roles: "DLLSLLLL", function: RUBU,
 			reason: "spare t1 (rank 1) is on leaf 0, the failed unit's leaf; link check: 0 overloads in 8 phases"},
-		{name: "spare on the same leaf, leaf 1", fabric: fig8(), failed: 2, spare: 3, roles: "LSDLLLLL",
+		{name: "spare on the same leaf, leaf 1", req: folded, fabric: fig8(), failed: 2, spare: 3, roles: "LSDLLLLL", function: RUBU,
 			reason: "spare t3 (rank 3) is on leaf 1"},
-		{name: "no spare on the leaf: lowest-ranked spare", fabric: fig8(), failed: 6, spare: 1, roles: "LLLSLLDL",
+		{name: "no spare on the leaf: lowest-ranked spare", req: folded, fabric: fig8(), failed: 6, spare: 1, roles: "LLLSLLDL", function: RUBU,
 			reason: "no usable spare on leaf 3; spare t1 (rank 1, leaf 0) is the lowest-ranked one"},
-		{name: "same-leaf spare no longer schedulable", fabric: unschedulable(fig8(), "t1"), failed: 0, spare: 3, roles: "DSLLLLLL",
+		{name: "same-leaf spare no longer schedulable", req: folded, fabric: unschedulable(fig8(), "t1"), failed: 0, spare: 3, roles: "DSLLLLLL", function: RUBU,
 			reason: "no usable spare on leaf 0; spare t3 (rank 3, leaf 1)"},
+		{name: "unfolded: an RU's spare runs the RU", req: unfolded, fabric: fig8(), failed: 0, spare: 1, roles: "DLLSLLLL", function: RU,
+			reason: "spare t1 (rank 1) is on leaf 0"},
+		{name: "unfolded: a BU's spare runs the BU", req: unfolded, fabric: fig8(), failed: 6, spare: 1, roles: "LLLSLLDL", function: BU,
+			reason: "no usable spare on leaf 3; spare t1 (rank 1, leaf 0) is the lowest-ranked one"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			before := mustPlan(t, fig8(), Request{Units: 6, Spares: 2})
+			before := mustPlan(t, fig8(), tc.req)
 			kept := deepCopy(before)
 			after, res, err := Failover(tc.fabric, before, tc.failed)
 			if err != nil {
@@ -48,8 +57,9 @@ func TestFailover(t *testing.T) {
 			if !reflect.DeepEqual(before, kept) {
 				t.Error("Failover changed its input table")
 			}
-			if res.SpareRank != tc.spare || roles(after) != tc.roles {
-				t.Errorf("spare rank %d, roles %s; want %d, %s", res.SpareRank, roles(after), tc.spare, tc.roles)
+			if res.SpareRank != tc.spare || roles(after) != tc.roles || after.Ranks[tc.spare].Function != tc.function {
+				t.Errorf("spare rank %d, roles %s, function %s; want %d, %s, %s", res.SpareRank, roles(after),
+					after.Ranks[tc.spare].Function, tc.spare, tc.roles, tc.function)
 			}
 			if !strings.Contains(res.Reason, tc.reason) {
 				t.Errorf("reason %q, want it to contain %q", res.Reason, tc.reason)

@@ -167,14 +167,27 @@ func RequestKey(spec *ebv1.EventBuilderRunSpec) string {
 }
 
 // Plan makes a fresh table for the run at epoch prevEpoch+1: from the
-// fabric when it has one (fabric non-nil), else every unit live on rank
-// = unit, as many ranks as units.
+// fabric when it has one (fabric non-nil), else every rank live: Folded,
+// unit u on rank u (RU+BU); Unfolded, as the planner splits live ranks,
+// unit u's RU on rank u and its BU on rank units+u.
 func Plan(spec *ebv1.EventBuilderRunSpec, fabric *planner.Fabric, prevEpoch int64) (planner.RankTable, error) {
 	var t planner.RankTable
 	if fabric == nil {
-		t = planner.RankTable{Layout: planner.Folded, Ranks: make([]planner.Rank, spec.Units)}
+		units := int(spec.Units)
+		t = planner.RankTable{Layout: planner.Folded, Ranks: make([]planner.Rank, units)}
+		if spec.Layout == ebv1.LayoutUnfolded {
+			t = planner.RankTable{Layout: planner.Unfolded, Ranks: make([]planner.Rank, 2*units)}
+		}
 		for i := range t.Ranks {
-			t.Ranks[i] = planner.Rank{Rank: i, Port: i, Role: planner.Live, Unit: planner.UnitID(i), Function: planner.RUBU}
+			f := planner.RUBU
+			switch {
+			case t.Layout == planner.Folded:
+			case i < units:
+				f = planner.RU
+			default:
+				f = planner.BU
+			}
+			t.Ranks[i] = planner.Rank{Rank: i, Port: i, Role: planner.Live, Unit: planner.UnitID(i % units), Function: f}
 		}
 	} else {
 		var err error
@@ -396,6 +409,29 @@ func Ranks(t planner.RankTable, endpoints map[string]planner.Endpoint) []ebv1.Ra
 		}
 	}
 	return out
+}
+
+// LiveUnits counts the units whose every part runs on a live rank: RU+BU
+// (Folded), or both RU and BU (Unfolded). A unit that lost its RU or its
+// BU with no spare left is not building its share.
+func LiveUnits(t planner.RankTable) int32 {
+	parts := map[planner.UnitID]int{}
+	for _, r := range t.Ranks {
+		switch {
+		case r.Role != planner.Live:
+		case r.Function == planner.RUBU:
+			parts[r.Unit] += 2
+		default:
+			parts[r.Unit]++
+		}
+	}
+	var n int32
+	for _, p := range parts {
+		if p == 2 {
+			n++
+		}
+	}
+	return n
 }
 
 // SparesLeft counts the spares whose endpoint can still take a unit over:

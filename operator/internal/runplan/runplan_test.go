@@ -57,10 +57,32 @@ func plan(t *testing.T, units, spares int32, nodes Nodes) (planner.Fabric, plann
 	return f, table
 }
 
+// functions spells what a table's ranks run and for which unit, e.g. "RU0 BU0 -".
+func functions(t planner.RankTable) string {
+	var parts []string
+	for _, r := range t.Ranks {
+		if r.Role != planner.Live {
+			parts = append(parts, "-")
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s%d", r.Function, r.Unit))
+	}
+	return strings.Join(parts, " ")
+}
+
 func TestPlan(t *testing.T) {
-	table, err := Plan(&ebv1.EventBuilderRunSpec{Units: 3}, nil, 4)
-	if err != nil || roles(table) != "LLL" || table.Epoch != 5 || table.Ranks[2].Unit != 2 {
-		t.Errorf("without a fabric: %s epoch %d unit %d, %v; want LLL at epoch 5, unit = rank", roles(table), table.Epoch, table.Ranks[2].Unit, err)
+	for _, tc := range []struct {
+		name   string
+		layout ebv1.Layout
+		want   string
+	}{
+		{"folded without a fabric: unit = rank", ebv1.LayoutFolded, "RU+BU0 RU+BU1 RU+BU2"},
+		{"unfolded without a fabric: the RUs, then their BUs", ebv1.LayoutUnfolded, "RU0 RU1 RU2 BU0 BU1 BU2"},
+	} {
+		table, err := Plan(&ebv1.EventBuilderRunSpec{Units: 3, Layout: tc.layout}, nil, 4)
+		if err != nil || functions(table) != tc.want || table.Epoch != 5 || string(table.Layout) != string(tc.layout) {
+			t.Errorf("%s: %s (%s) at epoch %d, %v; want %s at epoch 5", tc.name, functions(table), table.Layout, table.Epoch, err, tc.want)
+		}
 	}
 	if _, table := plan(t, 5, 2, nil); roles(table) != "LLSSLLL." || table.Epoch != 1 {
 		t.Errorf("on the fabric: %s epoch %d, want LLSSLLL. at 1", roles(table), table.Epoch)
@@ -248,6 +270,31 @@ func TestMovesSummaryIsBounded(t *testing.T) {
 
 // Without a fabric, a unit its peers lost rejoins on its own rank once its
 // builder answers again; one that does not answer waits.
+func TestLiveUnits(t *testing.T) {
+	folded, _ := Plan(&ebv1.EventBuilderRunSpec{Units: 3}, nil, 0)
+	unfolded, _ := Plan(&ebv1.EventBuilderRunSpec{Units: 3, Layout: ebv1.LayoutUnfolded}, nil, 0) // RU0 RU1 RU2 BU0 BU1 BU2
+	moved := drop(unfolded, 0)
+	moved.Ranks = append(moved.Ranks, planner.Rank{Rank: 6, Role: planner.Live, Unit: 0, Function: planner.RU})
+	for _, tc := range []struct {
+		name  string
+		table planner.RankTable
+		want  int32
+	}{
+		{"folded", folded, 3},
+		{"folded, a unit lost", drop(folded, 1), 2},
+		{"unfolded: a unit is its RU and its BU", unfolded, 3},
+		{"unfolded, an RU lost", drop(unfolded, 1), 2},
+		{"unfolded, a BU lost", drop(unfolded, 5), 2},
+		{"unfolded, a unit's RU and BU lost", drop(drop(unfolded, 2), 5), 2},
+		{"unfolded, an RU and another unit's BU lost", drop(drop(unfolded, 1), 5), 1},
+		{"unfolded, an RU moved to a spare rank", moved, 3},
+	} {
+		if got := LiveUnits(tc.table); got != tc.want {
+			t.Errorf("%s (%s): %d live units, want %d", tc.name, functions(tc.table), got, tc.want)
+		}
+	}
+}
+
 func TestRejoins(t *testing.T) {
 	table, err := Plan(&ebv1.EventBuilderRunSpec{Units: 4}, nil, 2) // LLLL at epoch 3
 	if err != nil {
