@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Data-mover benchmark on loopback, in one run (about 1 minute):
-#  (a) N eb-builder units (folded, generator at full speed, every event
-#      checked in process) -> aggregate throughput and event rate;
+#  (a) N eb-builder units (folded, generator at full speed) -> aggregate
+#      throughput and event rate, of the data mover alone (MEPs dropped) and
+#      with every event checked in process;
 #  (b) iperf3 with N parallel streams on the same machine, right after;
 #  (c) barrier latency versus N = 2..64 for the centralized and tournament
 #      barriers (eb-barrier-probe, real processes over TCP).
@@ -26,36 +27,52 @@ bench() { echo "BENCH name=$1 value=$2 unit=$3"; }
 ports() { local base=$((10000 + RANDOM % 20000)); for ((i = 0; i < $1; i++)); do echo $((base + i)); done; }
 peers_of() { local list=""; for port in "$@"; do list+="${list:+,}127.0.0.1:$port"; done; echo "$list"; }
 
-# (a) the builder.
+# (a) the builder, twice: the data mover alone (--output discard: MEPs
+# assembled and dropped, as iperf3 drops its bytes), then with every event
+# checked in process (--output check, the default).
 mapfile -t data_ports < <(ports "$units")
 peers=$(peers_of "${data_ports[@]}")
-echo ">> builder: $units folded units, $events events each, packing factor 10000, 128-byte fragments, tournament barrier every phase" >&2
-for ((rank = 0; rank < units; rank++)); do
-  "$build/eb-builder" --rank "$rank" --peers "$peers" --http-port $((data_ports[0] + units + rank)) \
-    --events "$events" --packing-factor 10000 --fragment-size 128 >"$work/unit-$rank.log" 2>&1 &
-  pids+=($!)
-done
-for pid in "${pids[@]}"; do
-  wait "$pid" || { cat "$work"/unit-*.log >&2; echo "bench: a builder unit failed" >&2; exit 1; }
-done
-pids=()
-# "stopped: E events built, I incomplete, M MEPs, B bytes, D dropped in T s of building"
-read -r built bytes seconds incomplete < <(awk '/stopped:/ {
-    for (i = 1; i <= NF; i++) {
-      if ($(i+1) == "events" && $(i+2) == "built,") e += $i
-      if ($(i+1) == "incomplete,") n += $i
-      if ($(i+1) == "bytes,") b += $i
-      if ($(i+1) == "s" && $(i+2) == "of") t = ($i > t ? $i : t)
-    } } END { print e, b, t, n }' "$work"/unit-*.log)
-[ -n "$seconds" ] && [ "$seconds" != 0 ] || { cat "$work"/unit-*.log >&2; echo "bench: no building time in the units' final lines" >&2; exit 1; }
-[ "$incomplete" = 0 ] || { echo "bench: $incomplete events were incomplete" >&2; exit 1; }
-mep_gbps=$(awk -v b="$bytes" -v t="$seconds" 'BEGIN { printf "%.2f", b * 8 / t / 1e9 }')
+# run_builder OUTPUT: runs the units; sets built and bytes (summed over the
+# units) and seconds (the longest time any unit spent building).
+run_builder() {
+  echo ">> builder: $units folded units, $events events each, packing factor 10000, 128-byte fragments, tournament barrier every phase, --output $1" >&2
+  for ((rank = 0; rank < units; rank++)); do
+    "$build/eb-builder" --rank "$rank" --peers "$peers" --http-port $((data_ports[0] + units + rank)) \
+      --events "$events" --packing-factor 10000 --fragment-size 128 --output "$1" >"$work/unit-$rank.log" 2>&1 &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do
+    wait "$pid" || { cat "$work"/unit-*.log >&2; echo "bench: a builder unit failed" >&2; exit 1; }
+  done
+  pids=()
+  # "stopped: E events built, I incomplete, M MEPs, B bytes, D dropped in T s of building"
+  local incomplete
+  read -r built bytes seconds incomplete < <(awk '/stopped:/ {
+      for (i = 1; i <= NF; i++) {
+        if ($(i+1) == "events" && $(i+2) == "built,") e += $i
+        if ($(i+1) == "incomplete,") n += $i
+        if ($(i+1) == "bytes,") b += $i
+        if ($(i+1) == "s" && $(i+2) == "of") t = ($i > t ? $i : t)
+      } } END { print e, b, t, n }' "$work"/unit-*.log)
+  [ -n "$seconds" ] && [ "$seconds" != 0 ] || { cat "$work"/unit-*.log >&2; echo "bench: no building time in the units' final lines" >&2; exit 1; }
+  [ "$incomplete" = 0 ] || { echo "bench: $incomplete events were incomplete" >&2; exit 1; }
+}
+gbps() { awk -v b="$1" -v t="$2" 'BEGIN { printf "%.2f", b * 8 / t / 1e9 }'; }
 # A unit's own MFP is copied locally; (N-1)/N of the MEP bytes cross a socket.
-net_gbps=$(awk -v g="$mep_gbps" -v n="$units" 'BEGIN { printf "%.2f", g * (n - 1) / n }')
-rate=$(awk -v e="$built" -v t="$seconds" 'BEGIN { printf "%.0f", e / t }')
+network() { awk -v g="$1" -v n="$units" 'BEGIN { printf "%.2f", g * (n - 1) / n }'; }
+
+run_builder discard
+mep_gbps=$(gbps "$bytes" "$seconds")
+net_gbps=$(network "$mep_gbps")
 bench "builder_throughput_n$units" "$mep_gbps" Gb/s
 bench "builder_network_throughput_n$units" "$net_gbps" Gb/s
-bench "builder_event_rate_n$units" "$rate" Hz
+bench "builder_event_rate_n$units" "$(awk -v e="$built" -v t="$seconds" 'BEGIN { printf "%.0f", e / t }')" Hz
+
+run_builder check
+checked_gbps=$(gbps "$bytes" "$seconds")
+checked_net_gbps=$(network "$checked_gbps")
+bench "builder_checked_throughput_n$units" "$checked_gbps" Gb/s
+bench "builder_checked_event_rate_n$units" "$(awk -v e="$built" -v t="$seconds" 'BEGIN { printf "%.0f", e / t }')" Hz
 
 # (b) iperf3 with as many parallel streams as there are concurrent flows.
 port=$(ports 1)
@@ -74,6 +91,7 @@ iperf_gbps=$(awk '/"sum_received"/ { in_sum = 1 } in_sum && /"bits_per_second"/ 
 bench "iperf3_throughput_p$units" "$iperf_gbps" Gb/s
 bench tcp_vs_iperf3 "$(awk -v a="$net_gbps" -v b="$iperf_gbps" 'BEGIN { printf "%.3f", a / b }')" ratio
 bench builder_mep_bytes_vs_iperf3 "$(awk -v a="$mep_gbps" -v b="$iperf_gbps" 'BEGIN { printf "%.3f", a / b }')" ratio
+bench tcp_checked_vs_iperf3 "$(awk -v a="$checked_net_gbps" -v b="$iperf_gbps" 'BEGIN { printf "%.3f", a / b }')" ratio
 
 # (c) barrier latency versus N.
 for kind in centralized tournament; do

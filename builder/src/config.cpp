@@ -100,7 +100,7 @@ std::optional<Usage_error> parse_dummies(std::string_view list, std::vector<Rank
 
 constexpr std::string_view size_models[] = {"fixed", "poisson"};
 constexpr std::string_view source_kinds[] = {"generator", "shm", "file"};
-constexpr std::string_view output_kinds[] = {"check", "shm"};
+constexpr std::string_view output_kinds[] = {"check", "shm", "discard"};
 constexpr std::string_view layouts[] = {"folded", "unfolded"};
 constexpr std::string_view barrier_kinds[] = {"none", "centralized", "tournament"};
 constexpr std::string_view incomplete_policies[] = {"drop", "flag"};
@@ -286,8 +286,10 @@ leaves alone and its peers count it lost.
   --source S             generator (default), shm (an MFP ring written by
                          another process, e.g. eb-readout-emulator) or file
   --source-file PATH     MFPs to replay, with --source file
-  --output O             check (default: verify every event in process) or shm
+  --output O             check (default: verify every event in process), shm
                          (a MEP ring for a consumer process, e.g. eb-consumer)
+                         or discard (assemble and drop, unchecked: to measure
+                         the data mover alone)
   --run NAME             run name in shared-memory names /eb-NAME-RANK-mfp and
                          /eb-NAME-RANK-mep (default eb)
   --ring-mib M           size of the MEP ring this unit creates (default 64)

@@ -2,6 +2,7 @@
 
 #include "checking_writer.hpp"
 #include "counted_writer.hpp"
+#include "discarding_writer.hpp"
 #include "file_reader.hpp"
 #include "generator_reader.hpp"
 #include "log.hpp"
@@ -69,6 +70,10 @@ void Unit_buffers::open_output(const Rank_table& table) {
             counted_ = std::make_unique<Counted_writer>(*output_, config_.packing_factor, status_);
             break;
         }
+        case Output_kind::discard:
+            output_ = std::make_unique<Discarding_writer>();
+            counted_ = std::make_unique<Counted_writer>(*output_, config_.packing_factor, status_);
+            break;
     }
 }
 

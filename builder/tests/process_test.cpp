@@ -344,6 +344,21 @@ TEST_F(ProcessTest, StopsByItselfAfterTheRequestedEventsRoundedUpToMeps) {
     }
 }
 
+// --output discard assembles MEPs and drops them unchecked (the bench's data
+// mover alone): they are counted like delivered ones, with their bytes.
+TEST_F(ProcessTest, DiscardOutputCountsEveryMepItDrops) {
+    Cluster& cluster = make_cluster(2, {"--events", "2000", "--packing-factor", "1000", "--fragment-size", "100",
+                                        "--output", "discard"});
+    cluster.start_all();
+    for (Rank rank = 0; rank < 2; ++rank) {
+        EXPECT_EQ(cluster.process(rank).wait_exit(20s), 0) << "rank " << rank;
+        EXPECT_NE(cluster.process(rank).log().find("stopped: 2000 events built, 0 incomplete, 2 MEPs"),
+                  std::string::npos)
+            << cluster.process(rank).log();
+        EXPECT_EQ(cluster.process(rank).log().find(" 0 bytes,"), std::string::npos) << "the MEPs' bytes are counted";
+    }
+}
+
 // A peer killed outright (no FIN from its application, only the kernel's
 // close) is reported lost within a second, and the unit builds on without
 // it: in a 2-unit run every MEP of the survivor misses the dead source, so

@@ -1,0 +1,41 @@
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <vector>
+
+#include "buffer.hpp"
+
+namespace eb {
+
+// An output that assembles MEPs and drops them: --output discard, for
+// measuring the data mover alone (iperf3 also throws its bytes away). Its
+// MEPs are neither checked nor handed on; Counted_writer counts them. Buffers
+// are reused, so after the first few MEPs nothing is allocated.
+class Discarding_writer final : public Buffer_writer {
+public:
+    std::span<std::byte> allocate(std::size_t bytes) override {
+        std::vector<std::byte> buffer;
+        if (!spare_.empty()) {
+            buffer = std::move(spare_.back());
+            spare_.pop_back();
+        }
+        buffer.resize(bytes);
+        held_.push_back(std::move(buffer));
+        return held_.back();
+    }
+    void commit() override {
+        spare_.push_back(std::move(held_.front()));
+        held_.pop_front();
+    }
+    void discard() override {
+        spare_.push_back(std::move(held_.back()));
+        held_.pop_back();
+    }
+
+private:
+    std::deque<std::vector<std::byte>> held_;  // allocated, oldest first
+    std::vector<std::vector<std::byte>> spare_;
+};
+
+}  // namespace eb
