@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -411,11 +410,20 @@ func TestRunStateDrivesBuilders(t *testing.T) {
 		t.Errorf("message %q", cond.Message)
 	}
 	expectEvent(t, ns, "states", "BuildersPaused")
-	// Paused builders build nothing: the counters stand still.
-	before := getRun(t, key).Status.EventsBuilt
-	time.Sleep(3 * pollInterval)
-	if after := getRun(t, key).Status.EventsBuilt; after != before {
-		t.Errorf("events built while paused: %d -> %d", before, after)
+	// Paused builders build nothing: the counters stand still over three
+	// more polls of the builders.
+	paused := getRun(t, key).Status
+	for poll := range 3 {
+		last := getRun(t, key).Status.LastSampleTime
+		eventually(t, fmt.Sprintf("poll %d while paused", poll+1), func() error {
+			if now := getRun(t, key).Status.LastSampleTime; now == nil || last != nil && !now.After(last.Time) {
+				return fmt.Errorf("status.lastSampleTime %v, not after %v", now, last)
+			}
+			return nil
+		})
+	}
+	if after := getRun(t, key).Status.EventsBuilt; after != paused.EventsBuilt {
+		t.Errorf("events built while paused: %d -> %d", paused.EventsBuilt, after)
 	}
 
 	setState(ebv1.StateRunning)
