@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ebv1alpha1 "daq.io/eventbuilder/operator/api/v1alpha1"
@@ -146,33 +145,12 @@ func TestFailoverToWarmSpare(t *testing.T) {
 	victimPod := builderPod(ctx, t, namespaceName, victim.Pod)
 	t.Logf("failing unit %d: deleting pod %s (rank %d, endpoint %s) with grace period 0; survivor %s (rank %d), spares %v",
 		*victim.Unit, victim.Pod, victim.Rank, victim.Endpoint, survivor.Pod, survivor.Rank, rankNames(spares))
-	deleted := time.Now()
-	if err := k8sClient.Delete(ctx, victimPod, client.GracePeriodSeconds(0),
-		client.Preconditions{UID: &victimPod.UID}); err != nil {
-		t.Fatalf("delete pod %s: %v", victimPod.Name, err)
-	}
+	deleted := deleteBuilderPod(ctx, t, victimPod)
 
 	// The failover: published with its record, then configured on every
 	// live builder, which all run the new epoch.
-	maxIncomplete := int64(0)
-	waitFor(ctx, t, "a failover to a spare, configured on every live builder running the new epoch", 5*time.Minute, func() (bool, string) {
-		if err := get(); err != nil {
-			return false, err.Error()
-		}
-		st := &run.Status
-		maxIncomplete = max(maxIncomplete, st.EventsIncomplete)
-		fo := st.LastFailover
-		if fo == nil || fo.ConfiguredTime == nil || st.Epoch <= before.Status.Epoch || st.Phase != ebv1alpha1.PhaseRunning ||
-			!meta.IsStatusConditionTrue(st.Conditions, ebv1alpha1.ConditionConfigured) || len(st.Units) != 2 {
-			return false, describeFailover(run)
-		}
-		for _, u := range st.Units {
-			if u.Epoch != st.Epoch || u.PendingEpoch != 0 || u.State != "RUNNING" {
-				return false, describeFailover(run)
-			}
-		}
-		return true, describeFailover(run)
-	})
+	var seen incompleteSeen
+	waitForNewEpoch(ctx, t, run, before, 2, "a failover to a spare", &seen)
 	switched := time.Now()
 	after := run.DeepCopy()
 	fo := after.Status.LastFailover
@@ -232,44 +210,11 @@ func TestFailoverToWarmSpare(t *testing.T) {
 			after.Status.SparesLeft, after.Status.LiveUnits, describeFailover(after))
 	}
 
-	t.Logf("failover figures: unit %d rank %d (%s) -> spare rank %d (%s), reason %s, epoch %d -> %d; "+
-		"table published %s after the failure was observed (lastFailover.duration), "+
-		"every live builder configured after %s (lastFailover.configuredDuration); "+
-		"pod deletion to all live builders on the new epoch, as seen by the test: %s",
+	t.Logf("failover figures: unit %d rank %d (%s) -> spare rank %d (%s), reason %s, epoch %d -> %d; %s",
 		move.Unit, move.FailedRank, move.FailedEndpoint, spare, move.SpareEndpoint, move.Reason,
-		before.Status.Epoch, fo.Epoch, fo.Duration.Duration, fo.ConfiguredDuration.Duration,
-		switched.Sub(deleted).Round(time.Millisecond))
+		before.Status.Epoch, fo.Epoch, failoverFigures(fo, deleted, switched))
 
-	// Events keep being built, by both live units, none incomplete.
-	afterEvents := map[int32]int64{}
-	for _, u := range after.Status.Units {
-		afterEvents[u.Rank] = u.EventsBuilt
-	}
-	waitFor(ctx, t, "both live units to build more events after the failover", 3*time.Minute, func() (bool, string) {
-		if err := get(); err != nil {
-			return false, err.Error()
-		}
-		maxIncomplete = max(maxIncomplete, run.Status.EventsIncomplete)
-		if run.Status.Epoch != after.Status.Epoch || run.Status.EventsBuilt <= after.Status.EventsBuilt || len(run.Status.Units) != 2 {
-			return false, describeFailover(run)
-		}
-		for _, u := range run.Status.Units {
-			if base, ok := afterEvents[u.Rank]; !ok || u.EventsBuilt <= base {
-				return false, describeFailover(run)
-			}
-		}
-		return true, describeFailover(run)
-	})
-	t.Logf("still building: %s", describeFailover(run))
-	if maxIncomplete != 0 || run.Status.EventsIncomplete != 0 {
-		t.Errorf("run delivered incomplete events across the failover (up to %d seen), want 0: %s", maxIncomplete, describeFailover(run))
-	}
-	for _, u := range run.Status.Units {
-		if u.EventsIncomplete != 0 || u.Epoch != after.Status.Epoch {
-			t.Errorf("unit on rank %d (%s): epoch %d, %d incomplete events; want epoch %d and 0 incomplete",
-				u.Rank, u.Pod, u.Epoch, u.EventsIncomplete, after.Status.Epoch)
-		}
-	}
+	waitForEveryUnitToBuild(ctx, t, run, after, "after the failover", &seen)
 	if run.Status.LastFailover == nil || run.Status.LastFailover.Epoch != fo.Epoch {
 		t.Errorf("a second failover happened after the first: %s", describeFailover(run))
 	}
@@ -296,32 +241,6 @@ func workerNodes(ctx context.Context, t *testing.T) []string {
 	}
 	slices.Sort(workers)
 	return workers
-}
-
-// assertNotRestarted fails the test unless the pod `was` still exists as
-// the same object with its builder container never restarted.
-func assertNotRestarted(ctx context.Context, t *testing.T, who string, was *corev1.Pod) {
-	t.Helper()
-	now := builderPod(ctx, t, was.Namespace, was.Name)
-	restarts := int32(-1)
-	for _, cs := range now.Status.ContainerStatuses {
-		if cs.Name == "builder" {
-			restarts = cs.RestartCount
-		}
-	}
-	if now.UID != was.UID || restarts != 0 {
-		t.Errorf("%s pod %s was restarted: UID %s -> %s, builder container restartCount %d; want the same pod and 0 restarts",
-			who, was.Name, was.UID, now.UID, restarts)
-	}
-}
-
-func builderPod(ctx context.Context, t *testing.T, namespace, name string) *corev1.Pod {
-	t.Helper()
-	pod := &corev1.Pod{}
-	if err := k8sClient.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, pod); err != nil {
-		t.Fatalf("get pod %s/%s: %v", namespace, name, err)
-	}
-	return pod
 }
 
 // removeRunAndFabric deletes the run (if any) and waits for its pods to go,

@@ -97,7 +97,6 @@ func TestRunOfFourUnitsBuildsCompleteEvents(t *testing.T) {
 func takesLostUnitBack(ctx context.Context, t *testing.T, run *ebv1alpha1.EventBuilderRun) {
 	t.Helper()
 	key := client.ObjectKeyFromObject(run)
-	get := func() error { return k8sClient.Get(ctx, key, run) }
 	before := run.DeepCopy()
 	victim := before.Status.Units[1]
 	var survivors []*corev1.Pod
@@ -108,31 +107,9 @@ func takesLostUnitBack(ctx context.Context, t *testing.T, run *ebv1alpha1.EventB
 	}
 	victimPod := builderPod(ctx, t, key.Namespace, victim.Pod)
 	t.Logf("losing the unit on rank %d: deleting pod %s with grace period 0", victim.Rank, victim.Pod)
-	deleted := time.Now()
-	if err := k8sClient.Delete(ctx, victimPod, client.GracePeriodSeconds(0),
-		client.Preconditions{UID: &victimPod.UID}); err != nil {
-		t.Fatalf("delete pod %s: %v", victimPod.Name, err)
-	}
-
-	maxIncomplete := int64(0)
-	waitFor(ctx, t, "the lost unit to rejoin: a new epoch configured on every unit, all running it", 5*time.Minute, func() (bool, string) {
-		if err := get(); err != nil {
-			return false, err.Error()
-		}
-		st := &run.Status
-		maxIncomplete = max(maxIncomplete, st.EventsIncomplete)
-		fo := st.LastFailover
-		if fo == nil || fo.ConfiguredTime == nil || st.Epoch <= before.Status.Epoch || st.Phase != ebv1alpha1.PhaseRunning ||
-			len(st.Units) != len(before.Status.Units) {
-			return false, describeFailover(run)
-		}
-		for _, u := range st.Units {
-			if u.Epoch != st.Epoch || u.PendingEpoch != 0 || u.State != "RUNNING" || len(u.LostPeers) != 0 {
-				return false, describeFailover(run)
-			}
-		}
-		return true, describeFailover(run)
-	})
+	deleted := deleteBuilderPod(ctx, t, victimPod)
+	var seen incompleteSeen
+	waitForNewEpoch(ctx, t, run, before, len(before.Status.Units), "the lost unit to rejoin", &seen)
 	rejoined := time.Now()
 	after := run.DeepCopy()
 	fo := after.Status.LastFailover
@@ -144,34 +121,10 @@ func takesLostUnitBack(ctx context.Context, t *testing.T, run *ebv1alpha1.EventB
 	if now := builderPod(ctx, t, key.Namespace, victim.Pod); now.UID == victimPod.UID {
 		t.Fatalf("pod %s is the deleted one (UID %s), want its replacement", victim.Pod, now.UID)
 	}
-	t.Logf("rejoin figures: rank %d, epoch %d -> %d; table published %s after the loss was observed (lastFailover.duration), "+
-		"every builder configured after %s (lastFailover.configuredDuration); pod deletion to every unit on the new epoch, "+
-		"as seen by the test: %s", victim.Rank, before.Status.Epoch, fo.Epoch, fo.Duration.Duration,
-		fo.ConfiguredDuration.Duration, rejoined.Sub(deleted).Round(time.Millisecond))
+	t.Logf("rejoin figures: rank %d, epoch %d -> %d; %s", victim.Rank, before.Status.Epoch, fo.Epoch,
+		failoverFigures(fo, deleted, rejoined))
 
-	built := map[int32]int64{}
-	for _, u := range after.Status.Units {
-		built[u.Rank] = u.EventsBuilt
-	}
-	waitFor(ctx, t, "every unit, the rejoined one included, to build more events", 3*time.Minute, func() (bool, string) {
-		if err := get(); err != nil {
-			return false, err.Error()
-		}
-		maxIncomplete = max(maxIncomplete, run.Status.EventsIncomplete)
-		if run.Status.Epoch != after.Status.Epoch || len(run.Status.Units) != len(built) {
-			return false, describeFailover(run)
-		}
-		for _, u := range run.Status.Units {
-			if u.EventsBuilt <= built[u.Rank] {
-				return false, describeFailover(run)
-			}
-		}
-		return true, describeFailover(run)
-	})
-	t.Logf("all building again: %s", describeFailover(run))
-	if maxIncomplete != 0 {
-		t.Errorf("run delivered incomplete events across the rejoin (up to %d seen), want 0: %s", maxIncomplete, describeFailover(run))
-	}
+	waitForEveryUnitToBuild(ctx, t, run, after, "after the rejoin", &seen)
 	for _, pod := range survivors {
 		assertNotRestarted(ctx, t, "surviving unit's", pod)
 	}

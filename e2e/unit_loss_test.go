@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ebv1alpha1 "daq.io/eventbuilder/operator/api/v1alpha1"
+)
+
+// What the tests that lose a unit share: the loss, the wait for the
+// operator's new epoch, the wait for every unit to build again, and the
+// check that the other pods were left alone.
+
+// deleteBuilderPod deletes pod with grace period 0, the way a farm loses a
+// unit, and returns when it did.
+func deleteBuilderPod(ctx context.Context, t *testing.T, pod *corev1.Pod) time.Time {
+	t.Helper()
+	deleted := time.Now()
+	if err := k8sClient.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID}); err != nil {
+		t.Fatalf("delete pod %s: %v", pod.Name, err)
+	}
+	return deleted
+}
+
+// incompleteSeen is the most incomplete events the run's status showed
+// while a test watched it.
+type incompleteSeen int64
+
+func (s *incompleteSeen) note(run *ebv1alpha1.EventBuilderRun) {
+	*s = max(*s, incompleteSeen(run.Status.EventsIncomplete))
+}
+
+// waitForNewEpoch waits until the operator recorded a failover past the
+// epoch `before` had and every one of `units` live units runs that epoch:
+// configured, RUNNING, nothing pending, no peer lost.
+func waitForNewEpoch(ctx context.Context, t *testing.T, run *ebv1alpha1.EventBuilderRun, before *ebv1alpha1.EventBuilderRun,
+	units int, what string, seen *incompleteSeen) {
+	t.Helper()
+	key := client.ObjectKeyFromObject(run)
+	waitFor(ctx, t, what+": a new epoch configured on every live unit, all running it", 5*time.Minute, func() (bool, string) {
+		if err := k8sClient.Get(ctx, key, run); err != nil {
+			return false, err.Error()
+		}
+		seen.note(run)
+		st := &run.Status
+		if st.LastFailover == nil || st.LastFailover.ConfiguredTime == nil || st.Epoch <= before.Status.Epoch ||
+			st.Phase != ebv1alpha1.PhaseRunning || !meta.IsStatusConditionTrue(st.Conditions, ebv1alpha1.ConditionConfigured) ||
+			len(st.Units) != units {
+			return false, describeFailover(run)
+		}
+		for _, u := range st.Units {
+			if u.Epoch != st.Epoch || u.PendingEpoch != 0 || u.State != "RUNNING" || len(u.LostPeers) != 0 {
+				return false, describeFailover(run)
+			}
+		}
+		return true, describeFailover(run)
+	})
+}
+
+// waitForEveryUnitToBuild waits until every live unit of `after` built more
+// events than it had there, still at after's epoch, and fails the test if
+// any incomplete event was seen.
+func waitForEveryUnitToBuild(ctx context.Context, t *testing.T, run *ebv1alpha1.EventBuilderRun, after *ebv1alpha1.EventBuilderRun,
+	what string, seen *incompleteSeen) {
+	t.Helper()
+	key := client.ObjectKeyFromObject(run)
+	built := map[int32]int64{}
+	for _, u := range after.Status.Units {
+		built[u.Rank] = u.EventsBuilt
+	}
+	waitFor(ctx, t, "every live unit to build more events "+what, 3*time.Minute, func() (bool, string) {
+		if err := k8sClient.Get(ctx, key, run); err != nil {
+			return false, err.Error()
+		}
+		seen.note(run)
+		if run.Status.Epoch != after.Status.Epoch || len(run.Status.Units) != len(built) {
+			return false, describeFailover(run)
+		}
+		for _, u := range run.Status.Units {
+			if base, ok := built[u.Rank]; !ok || u.EventsBuilt <= base {
+				return false, describeFailover(run)
+			}
+		}
+		return true, describeFailover(run)
+	})
+	t.Logf("all building %s: %s", what, describeFailover(run))
+	if *seen != 0 {
+		t.Errorf("run delivered incomplete events %s (up to %d seen), want 0: %s", what, *seen, describeFailover(run))
+	}
+	for _, u := range run.Status.Units {
+		if u.EventsIncomplete != 0 {
+			t.Errorf("unit on rank %d (%s): %d incomplete events, want 0", u.Rank, u.Pod, u.EventsIncomplete)
+		}
+	}
+}
+
+// assertNotRestarted fails the test unless the pod `was` still exists as
+// the same object with its builder container never restarted.
+func assertNotRestarted(ctx context.Context, t *testing.T, who string, was *corev1.Pod) {
+	t.Helper()
+	now := builderPod(ctx, t, was.Namespace, was.Name)
+	restarts := int32(-1)
+	for _, cs := range now.Status.ContainerStatuses {
+		if cs.Name == "builder" {
+			restarts = cs.RestartCount
+		}
+	}
+	if now.UID != was.UID || restarts != 0 {
+		t.Errorf("%s pod %s was restarted: UID %s -> %s, builder container restartCount %d; want the same pod and 0 restarts",
+			who, was.Name, was.UID, now.UID, restarts)
+	}
+}
+
+func builderPod(ctx context.Context, t *testing.T, namespace, name string) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{}
+	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pod); err != nil {
+		t.Fatalf("get pod %s/%s: %v", namespace, name, err)
+	}
+	return pod
+}
+
+// failoverFigures is the log line of a failover's timings.
+func failoverFigures(fo *ebv1alpha1.FailoverStatus, deleted, switched time.Time) string {
+	return fmt.Sprintf("table published %s after the loss was observed (lastFailover.duration), "+
+		"every live builder configured after %s (lastFailover.configuredDuration); "+
+		"pod deletion to every live unit on the new epoch, as seen by the test: %s",
+		fo.Duration.Duration, fo.ConfiguredDuration.Duration, switched.Sub(deleted).Round(time.Millisecond))
+}
