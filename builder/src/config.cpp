@@ -16,7 +16,7 @@ constexpr std::string_view known_flags[] = {
     "--rank",   "--peers",       "--http-port", "--packing-factor", "--fragment-size", "--events",
     "--size-model", "--rate",   "--source",    "--source-file",    "--output",        "--run",
     "--ring-mib",   "--layout", "--dummies",   "--barrier",        "--barrier-every", "--token-file",
-    "--peer-timeout-ms", "--incomplete", "--numa-node", "--rdma-device"};
+    "--peer-timeout-ms", "--join-timeout-ms", "--incomplete", "--numa-node", "--rdma-device"};
 
 std::optional<std::uint64_t> parse_number(std::string_view text, std::uint64_t max) {
     std::uint64_t value = 0;
@@ -145,6 +145,7 @@ std::optional<Usage_error> parse_flag(std::string_view flag, std::string_view va
         return std::nullopt;
     }
     if (flag == "--peer-timeout-ms") return parse_into(config.peer_timeout_ms, flag, value, 100, 600'000);
+    if (flag == "--join-timeout-ms") return parse_into(config.join_timeout_ms, flag, value, 100, 600'000);
     if (flag == "--incomplete") return parse_choice(config.incomplete, flag, value, incomplete_policies);
     if (flag == "--numa-node") {
         std::uint32_t node = 0;
@@ -301,6 +302,9 @@ leaves alone and its peers count it lost.
   --barrier-every K      phases between barriers (default 1)
   --peer-timeout-ms T    a peer whose data goes unacknowledged this long is
                          lost (default 1000)
+  --join-timeout-ms T    a rank that joins a running set (a spare made live,
+                         a lost rank taken back) and is not connected to every
+                         unit this long after the switch is lost (default 5000)
   --incomplete P         drop (default) or flag MEPs missing a lost source
   --numa-node N          pin threads and memory to NUMA node N (default: the
                          environment variable EB_NUMA_NODE, if set)

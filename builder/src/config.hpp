@@ -43,6 +43,7 @@ struct Config {
     std::uint32_t barrier_every = 1;  // phases between barriers
     std::string token_file;           // --token-file; empty: EB_CONTROL_TOKEN
     std::uint32_t peer_timeout_ms = 1000;
+    std::uint32_t join_timeout_ms = 5000;  // a joiner not connected by then is lost (docs/control-api.md)
     Incomplete_policy incomplete = Incomplete_policy::drop;
     std::string numa;  // --numa-node N or --rdma-device NAME; empty: unpinned
 

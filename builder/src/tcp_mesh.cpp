@@ -36,7 +36,8 @@ constexpr std::size_t peers_listed_per_report = 4;
 // First bytes on every data connection: who dials, in which mesh, and where
 // it stands in the event stream.
 constexpr std::uint32_t hello_magic = 0x4C484245;  // "EBHL"
-constexpr std::uint16_t mesh_protocol_version = 3;
+// 4: a switch is followed by the reports and verdicts of table_switch.hpp.
+constexpr std::uint16_t mesh_protocol_version = 4;
 constexpr std::uint16_t hello_in_session = 1;
 struct Hello {
     std::uint32_t magic;
@@ -101,18 +102,21 @@ bool connected_to_itself(int fd) {
 class Mesh_builder {
 public:
     Mesh_builder(const Fd& listener, Rank rank, std::span<const Peer_address> peers, std::vector<bool> wanted,
-                 const Mesh_position& position, int peer_timeout_ms, const Stop_flag& stop)
+                 const Mesh_position& position, int peer_timeout_ms, Clock::duration join_timeout,
+                 const Stop_flag& stop)
         : listener_(listener),
           rank_(rank),
           peers_(peers),
           wanted_(std::move(wanted)),
           position_(position),
           peer_timeout_ms_(peer_timeout_ms),
+          join_timeout_(join_timeout),
           stop_(stop),
           dials_(peers.size()),
           accepted_(peers.size()),
           hellos_(peers.size()) {
         wanted_[rank] = false;
+        if (position.in_session) join_deadline_ = started_ + join_timeout_;
     }
 
     std::optional<Mesh_connections> run();
@@ -143,6 +147,7 @@ private:
     std::vector<bool> wanted_;
     Mesh_position position_;
     int peer_timeout_ms_;
+    Clock::duration join_timeout_;
     const Stop_flag& stop_;
     std::vector<Dial> dials_;   // by rank
     std::vector<Fd> accepted_;  // by rank
@@ -150,6 +155,8 @@ private:
     std::vector<Greeting> greetings_;
     Clock::time_point started_ = Clock::now();
     Clock::time_point next_report_ = started_ + report_interval;
+    // Set once the connect joins a running set: then it ends by this time.
+    std::optional<Clock::time_point> join_deadline_;
 };
 
 std::optional<Mesh_connections> Mesh_builder::run() {
@@ -157,6 +164,11 @@ std::optional<Mesh_connections> Mesh_builder::run() {
     std::vector<Rank> watched_dials;
     while (!complete()) {
         const auto now = Clock::now();
+        if (join_deadline_ && now >= *join_deadline_) {
+            log_warning("join timeout: giving up on the peers not connected yet");
+            report();
+            break;
+        }
         start_due_dials(now);
         give_up_overdue(now);
         if (now >= next_report_) {
@@ -202,10 +214,16 @@ std::optional<Mesh_connections> Mesh_builder::run() {
     }
 
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_);
-    log_info("data mesh up: connected to ", live_peers(), " peers in ", took.count(), " ms");
     Mesh_connections connections;
-    for (Dial& dial : dials_) connections.mesh.to.push_back(std::move(dial.fd));
-    connections.mesh.from = std::move(accepted_);
+    std::size_t connected = 0;
+    for (Rank peer = 0; peer < units(); ++peer) {
+        // A peer reached one way only is none: its connections close here.
+        const bool both = dials_[peer].up && accepted_[peer];
+        connected += both ? 1 : 0;
+        connections.mesh.to.push_back(both ? std::move(dials_[peer].fd) : Fd{});
+        connections.mesh.from.push_back(both ? std::move(accepted_[peer]) : Fd{});
+    }
+    log_info("data mesh up: connected to ", connected, " of ", live_peers(), " peers in ", took.count(), " ms");
     connections.hellos = std::move(hellos_);
     return connections;
 }
@@ -342,10 +360,16 @@ void Mesh_builder::read_hello(Greeting& greeting) {
     accepted_[hello.rank] = std::move(greeting.fd);
     hellos_[hello.rank] =
         Mesh_position{hello.epoch, (hello.flags & hello_in_session) != 0, hello.next_chunk, hello.cycles_done};
+    if (hellos_[hello.rank]->in_session && !join_deadline_) {
+        join_deadline_ = Clock::now() + join_timeout_;
+        log_info("rank ", hello.rank, " dialled in from a running set: joining it; peers not connected within ",
+                 std::chrono::duration_cast<std::chrono::milliseconds>(join_timeout_).count(),
+                 " ms are given up on");
+    }
 }
 
 Clock::time_point Mesh_builder::next_deadline() const {
-    Clock::time_point next = next_report_;
+    Clock::time_point next = join_deadline_ ? std::min(next_report_, *join_deadline_) : next_report_;
     for (Rank peer = 0; peer < units(); ++peer) {
         const Dial& dial = dials_[peer];
         if (!wanted(peer) || dial.up) continue;
@@ -386,14 +410,17 @@ Fd listen_for_peers(std::uint16_t port) {
 
 std::optional<Mesh_connections> connect_peers(const Fd& listener, Rank rank, std::span<const Peer_address> peers,
                                               std::vector<bool> wanted, const Mesh_position& position,
-                                              int peer_timeout_ms, const Stop_flag& stop) {
-    return Mesh_builder(listener, rank, peers, std::move(wanted), position, peer_timeout_ms, stop).run();
+                                              int peer_timeout_ms, std::chrono::milliseconds join_timeout,
+                                              const Stop_flag& stop) {
+    return Mesh_builder(listener, rank, peers, std::move(wanted), position, peer_timeout_ms, join_timeout, stop)
+        .run();
 }
 
 std::optional<Tcp_mesh> connect_mesh(Fd listener, Rank rank, std::span<const Peer_address> peers,
                                      std::vector<bool> live, const Stop_flag& stop) {
     if (live.empty()) live.assign(peers.size(), true);
-    auto connections = connect_peers(listener, rank, peers, std::move(live), {}, default_peer_timeout_ms, stop);
+    auto connections = connect_peers(listener, rank, peers, std::move(live), {}, default_peer_timeout_ms,
+                                     default_join_timeout, stop);
     if (!connections) return std::nullopt;
     return std::move(connections->mesh);
 }

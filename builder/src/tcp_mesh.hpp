@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -35,19 +36,29 @@ struct Mesh_position {
 };
 
 struct Mesh_connections {
-    Tcp_mesh mesh;                                   // entries of the wanted peers set
-    std::vector<std::optional<Mesh_position>> hellos;  // by rank, of the wanted peers
+    Tcp_mesh mesh;  // both entries of each peer connected both ways, none of the others
+    std::vector<std::optional<Mesh_position>> hellos;  // by rank, of the wanted peers that dialled in
+
+    bool connected(Rank peer) const { return bool(mesh.to[peer]) && bool(mesh.from[peer]); }
 };
 
 // Dials every wanted peer (wanted[r]) and accepts a dial from each, retrying
 // resolution and connection with backoff (in Kubernetes, peers' names
 // resolve and their ports open at different times) and logging progress
 // every few seconds. Dials from peers of another epoch are dropped (they
-// dial again). Returns nullopt if stop comes first; throws Transport_error if
-// a peer disagrees about the mesh (e.g. a different --peers list).
+// dial again). A set that starts waits for all its peers however long they
+// take; a join does not wedge a running set: connecting to a running set
+// (position.in_session, or a hello that says so) ends `join_timeout` after
+// it began (after that hello), with the peers connected by then. Returns
+// nullopt if stop comes first; throws Transport_error if a peer disagrees
+// about the mesh (e.g. a different --peers list).
 std::optional<Mesh_connections> connect_peers(const Fd& listener, Rank rank, std::span<const Peer_address> peers,
                                               std::vector<bool> wanted, const Mesh_position& position,
-                                              int peer_timeout_ms, const Stop_flag& stop);
+                                              int peer_timeout_ms, std::chrono::milliseconds join_timeout,
+                                              const Stop_flag& stop);
+
+// --join-timeout-ms's default.
+inline constexpr std::chrono::milliseconds default_join_timeout{5000};
 
 // The full mesh of every other live unit (live[r]; empty: all are), at epoch 1.
 std::optional<Tcp_mesh> connect_mesh(Fd listener, Rank rank, std::span<const Peer_address> peers,

@@ -19,6 +19,7 @@ std::string_view link_failure_name(Link_failure failure) {
         case Link_failure::reset: return "reset";
         case Link_failure::timeout: return "timeout";
         case Link_failure::error: return "error";
+        case Link_failure::join_timeout: return "join_timeout";
     }
     return "error";
 }

@@ -34,6 +34,10 @@ public:
     void connect(Tcp_mesh joined);
     // Closes the connections to `peer` (it left the mesh) and clears its lost mark.
     void disconnect(Rank peer);
+    // Marks `peer` lost (once: later calls do nothing), closes its
+    // connections and tells the observer; a failed transfer does this, and a
+    // unit that gives up on a joiner.
+    void lose(Rank peer, Link_failure failure, const std::string& detail);
 
 private:
     struct Operation {
@@ -46,7 +50,6 @@ private:
 
     void post(std::span<const Send> sends, std::span<const Receive> receives);
     void progress(Operation& operation);  // as far as the socket allows now
-    void lose(Rank peer, Link_failure failure, const std::string& detail);
 
     Rank rank_;
     Tcp_mesh mesh_;

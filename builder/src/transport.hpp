@@ -26,9 +26,10 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-// Why a peer was given up on.
-enum class Link_failure { closed, reset, timeout, error };
-inline constexpr std::size_t link_failure_kinds = 4;
+// Why a peer was given up on. join_timeout: it did not join the running set
+// within --join-timeout-ms of a switch (docs/control-api.md).
+enum class Link_failure { closed, reset, timeout, error, join_timeout };
+inline constexpr std::size_t link_failure_kinds = 5;
 std::string_view link_failure_name(Link_failure failure);
 
 // Moves exact-size messages between the units of a run (the role of

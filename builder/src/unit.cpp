@@ -267,7 +267,7 @@ Unit::Session_end Unit::run_session(Configure_request table) {
 
     const Mesh_position position{static_cast<std::uint32_t>(table.epoch), false, next_chunk_, cycles_done_};
     auto connections = connect_peers(listener_, rank, table.peers, live_ranks(ranks), position,
-                                     static_cast<int>(config_.peer_timeout_ms), session_stop_);
+                                     static_cast<int>(config_.peer_timeout_ms), join_timeout(), session_stop_);
     if (!connections) return Session_end::stopped;
     // Join the set where it is: units already building say so in their hello;
     // units starting together go on from the furthest of them.
@@ -284,10 +284,17 @@ Unit::Session_end Unit::run_session(Configure_request table) {
         }
     }
     status_.set_next_event(next_chunk_ * config_.packing_factor);
+    // The running units this process reached: each sends it a verdict.
+    std::vector<bool> connected(ranks.units()), running(ranks.units());
+    for (Rank peer = 0; peer < ranks.units(); ++peer) {
+        connected[peer] = connections->connected(peer);
+        running[peer] = connected[peer] && connections->hellos[peer]->in_session;
+    }
     Tcp_transport transport(rank, std::move(connections->mesh), session_stop_,
                             [this](Rank peer, Link_failure failure, const std::string&) { status_.peer_lost(peer, failure); });
+    if (joining && !take_verdicts(ranks, rank, connected, running, transport)) return Session_end::left;
     for (Rank peer = 0; peer < ranks.units(); ++peer)
-        if (peer != rank && ranks.live(peer)) status_.set_peer(peer, Link_state::up);
+        if (peer != rank && ranks.live(peer)) status_.set_peer(peer, transport.lost(peer) ? Link_state::lost : Link_state::up);
 
     const std::uint64_t target_cycles = cycles_for_events(config_.events, config_.packing_factor);
     while (true) {  // one table (epoch) per turn
@@ -384,28 +391,109 @@ bool Unit::switch_table(Configure_request& table, const Configure_request& next,
     log_info("switched to rank table epoch ", next.epoch, " at chunk ", next_chunk_);
     if (!after.live(table.rank)) return false;  // now a dummy: standby; the transport closes on return
     buffers_->fit(after);  // the rank's function may have moved
-    std::vector<bool> joining(after.units());
+    const Rank units = after.units();
+    std::vector<bool> joining(units), going_on(units), fresh(units);
     bool any_joining = false;
-    for (Rank peer = 0; peer < after.units(); ++peer) {
+    for (Rank peer = 0; peer < units; ++peer) {
         if (peer == table.rank) continue;
         const Peer_change change = peer_change(before.live(peer), transport.lost(peer), after.live(peer));
         // A lost peer that joins again has only dead connections: drop them.
         if (change != Peer_change::keep) transport.disconnect(peer);
         joining[peer] = change == Peer_change::join;
+        going_on[peer] = change == Peer_change::keep && after.live(peer) && !transport.lost(peer);
         any_joining = any_joining || joining[peer];
     }
     if (any_joining) {
         set_phase(Session_phase::connecting);
         const Mesh_position position{static_cast<std::uint32_t>(next.epoch), true, next_chunk_, cycles_done_};
         auto connections = connect_peers(listener_, table.rank, table.peers, joining, position,
-                                         static_cast<int>(config_.peer_timeout_ms), session_stop_);
+                                         static_cast<int>(config_.peer_timeout_ms), join_timeout(), session_stop_);
         if (!connections) throw Stopped();
+        std::vector<bool> connected(units);
+        for (Rank peer = 0; peer < units; ++peer) {
+            connected[peer] = connections->connected(peer);
+            // A new process waits for this unit's verdict; a running unit (it
+            // had lost this one) does not.
+            fresh[peer] = joining[peer] && connected[peer] && !connections->hellos[peer]->in_session;
+        }
         transport.connect(std::move(connections->mesh));
+        for (Rank peer = 0; peer < units; ++peer)
+            if (joining[peer] && !connected[peer])
+                transport.lose(peer, Link_failure::join_timeout,
+                               "not connected within the join timeout (--join-timeout-ms)");
     }
+    agree_on_joiners(table.rank, after, joining, going_on, fresh, transport);
     for (Rank peer = 0; peer < after.units(); ++peer)
         if (peer != table.rank && after.live(peer))
             status_.set_peer(peer, transport.lost(peer) ? Link_state::lost : Link_state::up);
     return true;
+}
+
+std::chrono::milliseconds Unit::join_timeout() const { return std::chrono::milliseconds(config_.join_timeout_ms); }
+
+bool Unit::take_verdicts(const Rank_table& ranks, Rank rank, std::vector<bool> connected,
+                         const std::vector<bool>& running, Tcp_transport& transport) {
+    const Rank units = ranks.units();
+    std::vector<Membership> verdicts(units, Membership(units));
+    std::vector<Receive> receives;
+    for (Rank peer = 0; peer < units; ++peer)
+        if (running[peer]) receives.push_back({peer, std::as_writable_bytes(std::span(verdicts[peer]))});
+    if (!transport.transfer({}, receives)) throw Stopped();
+    std::vector<Membership> received;
+    for (Rank peer = 0; peer < units; ++peer) {
+        connected[peer] = connected[peer] && !transport.lost(peer);
+        if (running[peer] && connected[peer]) received.push_back(std::move(verdicts[peer]));
+    }
+    const Join_outcome outcome = judge_join(rank, connected, received);
+    if (!outcome.joined) {
+        // Its peers give up on it (its connections close with the transport):
+        // it is lost for the whole set, and a newer table brings it in.
+        log_warning("could not join the running set: not every running unit connected this one, or this one not "
+                    "every unit they keep, within the join timeout; waiting for a newer rank table");
+        return false;
+    }
+    for (const Rank peer : ranks.live_ranks())
+        if (!outcome.keep[peer] && !transport.lost(peer))
+            transport.lose(peer, Link_failure::join_timeout, "the running set did not take it in");
+    log_info("joined the running set at chunk ", next_chunk_);
+    return true;
+}
+
+void Unit::agree_on_joiners(Rank rank, const Rank_table& after, const std::vector<bool>& joining,
+                            const std::vector<bool>& going_on, const std::vector<bool>& fresh,
+                            Tcp_transport& transport) {
+    const Rank units = after.units();
+    // Joiners not connected are lost already.
+    Membership report(units);
+    for (Rank peer = 0; peer < units; ++peer) report[peer] = peer == rank || (after.live(peer) && !transport.lost(peer));
+    std::vector<Membership> reports(units, Membership(units));
+    std::vector<Send> sends;
+    std::vector<Receive> receives;
+    for (Rank peer = 0; peer < units; ++peer) {
+        if (!going_on[peer]) continue;
+        sends.push_back({peer, std::as_bytes(std::span(report))});
+        receives.push_back({peer, std::as_writable_bytes(std::span(reports[peer]))});
+    }
+    if (!transport.transfer(sends, receives)) throw Stopped();
+
+    std::vector<Membership> heard;
+    std::vector<bool> joined(units);
+    for (Rank peer = 0; peer < units; ++peer) {
+        if (going_on[peer] && !transport.lost(peer)) heard.push_back(std::move(reports[peer]));
+        joined[peer] = joining[peer] && !transport.lost(peer);
+    }
+    const std::vector<bool> kept = kept_joiners(joined, heard);
+    Membership verdict = report;
+    for (Rank peer = 0; peer < units; ++peer)
+        if (joined[peer] && !kept[peer]) verdict[peer] = 0;
+    sends.clear();
+    for (Rank peer = 0; peer < units; ++peer)
+        if (fresh[peer] && joined[peer]) sends.push_back({peer, std::as_bytes(std::span(verdict))});
+    if (!transport.transfer(sends, {})) throw Stopped();
+    for (Rank peer = 0; peer < units; ++peer)
+        if (joined[peer] && !kept[peer])
+            transport.lose(peer, Link_failure::join_timeout,
+                           "not every unit of the set connected it within the join timeout (--join-timeout-ms)");
 }
 
 }  // namespace eb

@@ -82,7 +82,7 @@ TEST(Config, WithoutPeersTheProcessIsControlled) {
     // --rank pins the rank configure must name; other flags still apply.
     const Command_line ranked =
         parse({"--rank", "3", "--http-port", "9090", "--token-file", "/run/token", "--peer-timeout-ms", "2500",
-               "--incomplete", "flag"});
+               "--join-timeout-ms", "800", "--incomplete", "flag"});
     const auto* pinned = std::get_if<Config>(&ranked);
     ASSERT_NE(pinned, nullptr) << std::get<Usage_error>(ranked).message;
     EXPECT_FALSE(pinned->self_configured());
@@ -91,12 +91,14 @@ TEST(Config, WithoutPeersTheProcessIsControlled) {
     EXPECT_EQ(pinned->http_port, 9090);
     EXPECT_EQ(pinned->token_file, "/run/token");
     EXPECT_EQ(pinned->peer_timeout_ms, 2500u);
+    EXPECT_EQ(pinned->join_timeout_ms, 800u);
     EXPECT_EQ(pinned->incomplete, Incomplete_policy::flag);
 
     const Command_line self = parse({"--rank", "0", "--peers", "a:1"});
     ASSERT_TRUE(std::holds_alternative<Config>(self));
     EXPECT_TRUE(std::get<Config>(self).self_configured());
     EXPECT_EQ(std::get<Config>(self).peer_timeout_ms, 1000u) << "the default --peer-timeout-ms";
+    EXPECT_EQ(std::get<Config>(self).join_timeout_ms, 5000u) << "the default --join-timeout-ms";
     EXPECT_EQ(std::get<Config>(self).incomplete, Incomplete_policy::drop) << "the default --incomplete";
 }
 
@@ -155,6 +157,8 @@ TEST(Config, ErrorsNameTheFlagAndTheFix) {
         {{"--rank", "0", "--peers", "a:1", "--size-model", "poisson", "--fragment-size", "20000"},
          "too large a mean for --size-model poisson"},
         {{"--peer-timeout-ms", "50"}, "--peer-timeout-ms '50': expected a whole number in 100..600000"},
+        {{"--join-timeout-ms", "99"}, "--join-timeout-ms '99': expected a whole number in 100..600000"},
+        {{"--join-timeout-ms", "600001"}, "--join-timeout-ms '600001': expected a whole number in 100..600000"},
         {{"--rank", "0", "--peers", "a:1", "--incomplete", "keep"}, "--incomplete 'keep': expected one of drop|flag"},
     };
     for (const auto& c : cases) {

@@ -60,28 +60,34 @@ test::Http_reply request(std::uint16_t port, std::string_view method, std::strin
 // at once; the test plays the operator.
 class Controlled_set {
 public:
-    explicit Controlled_set(Rank units) : units_(units), ports_(test::free_ports(2 * units)), dir_(test::make_temp_dir()) {
+    explicit Controlled_set(Rank units) : Controlled_set(units, all_ranks(units)) {}
+    // Starts processes for the `started` ranks only, each with `flags` added.
+    Controlled_set(Rank units, const std::set<Rank>& started, std::vector<std::string> flags = {})
+        : units_(units), ports_(test::free_ports(2 * units)), dir_(test::make_temp_dir()), flags_(std::move(flags)) {
         std::ofstream(dir_ + "/token") << token << "\n";
-        for (Rank rank = 0; rank < units; ++rank) start(rank);
+        for (const Rank rank : started) start(rank);
     }
 
     // Starts (or restarts) the process of `rank`; each start logs to its own file.
     void start(Rank rank) {
         processes_.resize(units_);
         starts_.resize(units_);
+        std::vector<std::string> args{"--rank", std::to_string(rank), "--http-port", std::to_string(http_port(rank)),
+                                      "--token-file", dir_ + "/token", "--packing-factor", std::to_string(packing_factor),
+                                      "--fragment-size", "64", "--rate", "200000", "--barrier", "tournament"};
+        args.insert(args.end(), flags_.begin(), flags_.end());
         processes_[rank] = std::make_unique<test::Child>(
-            EB_BUILDER_EXE,
-            std::vector<std::string>{"--rank", std::to_string(rank), "--http-port", std::to_string(http_port(rank)),
-                                     "--token-file", dir_ + "/token", "--packing-factor", std::to_string(packing_factor),
-                                     "--fragment-size", "64", "--rate", "200000", "--barrier", "tournament"},
+            EB_BUILDER_EXE, args,
             dir_ + "/builder-" + std::to_string(rank) + "-" + std::to_string(starts_[rank]++) + ".log");
     }
 
-    std::set<Rank> ranks() const {
+    static std::set<Rank> all_ranks(Rank units) {
         std::set<Rank> all;
-        for (Rank rank = 0; rank < units_; ++rank) all.insert(rank);
+        for (Rank rank = 0; rank < units; ++rank) all.insert(rank);
         return all;
     }
+    std::set<Rank> ranks() const { return all_ranks(units_); }
+    std::uint16_t data_port(Rank rank) const { return ports_[rank]; }
     std::uint16_t http_port(Rank rank) const { return ports_[units_ + rank]; }
     test::Child& process(Rank rank) { return *processes_[rank]; }
 
@@ -108,8 +114,10 @@ public:
     test::Http_reply command(Rank rank, std::string_view name, std::string_view body = {}) {
         return request(http_port(rank), "POST", "/control/" + std::string(name), token, body);
     }
-    void configure_all(std::uint64_t epoch, const std::set<Rank>& live) {
-        for (Rank rank = 0; rank < units_; ++rank) {
+    void configure_all(std::uint64_t epoch, const std::set<Rank>& live) { configure(ranks(), epoch, live); }
+    // Configures the processes of `ranks` only.
+    void configure(const std::set<Rank>& ranks, std::uint64_t epoch, const std::set<Rank>& live) {
+        for (const Rank rank : ranks) {
             const auto reply = command(rank, "configure", configure_body(rank, epoch, live));
             ASSERT_EQ(reply.status, 200) << "rank " << rank << ": " << reply.body;
         }
@@ -184,6 +192,7 @@ private:
     Rank units_;
     std::vector<std::uint16_t> ports_;  // data ports, then HTTP ports
     std::string dir_;
+    std::vector<std::string> flags_;  // added to every process's command line
     std::vector<std::unique_ptr<test::Child>> processes_;
     std::vector<int> starts_;  // by rank
 };
@@ -491,6 +500,98 @@ TEST_P(RestartedUnit, RejoinsTheRunningSetUnderANewEpoch) {
 INSTANTIATE_TEST_SUITE_P(ControlProcess, RestartedUnit, testing::Bool(), [](const auto& first_with_old_epoch) {
     return first_with_old_epoch.param ? "FirstConfiguredWithTheOldEpoch" : "ConfiguredWithTheNewEpoch";
 });
+
+// A rank that a new epoch makes live but that cannot join the running set
+// must not wedge it: within the join timeout every unit goes on under the
+// new epoch with that rank lost (its events dropped, counted), and a later
+// epoch with the same table takes it in once it can connect. Parameter: no
+// process at that rank's address at all, or a joiner that reaches ranks 0
+// and 1 but not rank 2 (rank 2's table has a wrong address for it: a
+// one-sided partition), which the set must give up on as a whole, not unit
+// by unit.
+enum class Unreachable { no_process, from_one_unit };
+
+class UnreachableJoiner : public testing::TestWithParam<Unreachable> {};
+
+TEST_P(UnreachableJoiner, IsLostForTheWholeSetWithinTheJoinTimeoutAndJoinsLater) {
+    constexpr auto join_timeout = 2000ms;
+    const bool no_process = GetParam() == Unreachable::no_process;
+    const std::set<Rank> running{0, 1, 2}, everyone{0, 1, 2, 3};
+    Controlled_set set(4, no_process ? running : everyone,
+                       {"--join-timeout-ms", std::to_string(join_timeout.count())});
+    const std::set<Rank>& started = no_process ? running : everyone;
+    ASSERT_TRUE(set.all_report(started, R"("state":"NOT_READY")", 10s)) << set.logs();
+    set.configure(started, 1, running);  // rank 3 a dummy: a warm spare where it has a process
+    for (const Rank rank : started) ASSERT_EQ(set.command(rank, "start").status, 200) << rank;
+    ASSERT_TRUE(test::eventually([&] { return set.number(2, "events_built") > 0; }, 20s)) << set.logs();
+
+    if (no_process) {
+        set.configure(running, 2, everyone);
+    } else {
+        set.configure({0, 1, 3}, 2, everyone);
+        std::string body = set.configure_body(2, 2, everyone);
+        const std::string address = "127.0.0.1:" + std::to_string(set.data_port(3));
+        body.replace(body.find(address), address.size(), "127.0.0.1:" + std::to_string(test::free_ports(1)[0]));
+        ASSERT_EQ(set.command(2, "configure", body).status, 200);
+    }
+    const auto configured = std::chrono::steady_clock::now();
+    ASSERT_TRUE(set.all_report(running, R"("epoch":2,"pending_epoch":0)", 10s)) << set.logs();
+    ASSERT_TRUE(set.all_report(running, R"("lost_peers":[3])", join_timeout + 1s)) << set.logs();
+    EXPECT_TRUE(set.all_report(running, R"("activity":"building")", join_timeout + 1s)) << set.logs();
+    EXPECT_LT(std::chrono::steady_clock::now() - configured, join_timeout + 1s);
+    for (const Rank rank : running) {
+        const std::string metrics = test::http_get(set.http_port(rank), "/metrics")->body;
+        EXPECT_NE(metrics.find("eb_transport_errors_total{kind=\"join_timeout\"} 1\n"), std::string::npos) << rank;
+        EXPECT_NE(metrics.find("eb_peer_up{peer=\"3\"} 0\n"), std::string::npos) << rank;
+        EXPECT_NE(metrics.find("eb_peers_lost_total 1\n"), std::string::npos) << rank;
+    }
+    if (!no_process) {
+        EXPECT_EQ(set.text(3, "activity"), "connecting") << set.logs();
+        EXPECT_NE(set.process(3).log().find("could not join the running set"), std::string::npos) << set.logs();
+    }
+    // The set cycles on without rank 3: every MEP misses its source and is
+    // dropped, and so are the chunks rank 3 would have built.
+    const std::uint64_t next = set.number(0, "next_event"), dropped = set.number(0, "events_dropped");
+    ASSERT_TRUE(test::eventually([&] {
+        return set.number(0, "next_event") > next + 10 * packing_factor &&
+               set.number(0, "events_dropped") > dropped + 10 * packing_factor;
+    }, 10s)) << set.logs();
+
+    // Once rank 3 can connect, a new epoch with the same table takes it in.
+    if (no_process) {
+        set.start(3);
+        ASSERT_TRUE(set.all_report({3}, R"("state":"NOT_READY")", 10s)) << set.logs();
+        set.configure({3}, 3, everyone);
+        ASSERT_EQ(set.command(3, "start").status, 200);
+        set.configure(running, 3, everyone);
+    } else {
+        set.configure(everyone, 3, everyone);
+    }
+    ASSERT_TRUE(set.all_report(everyone, R"("epoch":3,"pending_epoch":0)", 20s)) << set.logs();
+    ASSERT_TRUE(set.all_report(everyone, R"("lost_peers":[])", 10s)) << set.logs();
+    const std::uint64_t joined_at = set.number(3, "events_built");
+    ASSERT_TRUE(test::eventually([&] { return set.number(3, "events_built") > joined_at; }, 10s)) << set.logs();
+    EXPECT_TRUE(set.all_report(everyone, R"("state":"RUNNING","activity":"building")", 0ms)) << set.logs();
+
+    ASSERT_EQ(set.command(0, "stop").status, 200);
+    ASSERT_TRUE(set.all_report(everyone, R"("state":"READY")", 10s)) << set.logs();
+    const std::uint64_t next_event = set.number(0, "next_event");
+    std::uint64_t delivered = 0, all_dropped = 0;
+    for (const Rank rank : everyone) {
+        const std::string status = set.status(rank);
+        EXPECT_EQ(test::json_number(status, "next_event"), next_event) << status;
+        EXPECT_EQ(test::json_number(status, "events_incomplete"), 0u) << status;
+        EXPECT_EQ(set.parse_errors(rank), 0u) << "rank " << rank;
+        delivered += test::json_number(status, "events_built").value_or(0);
+        all_dropped += test::json_number(status, "events_dropped").value_or(0);
+    }
+    EXPECT_EQ(delivered + all_dropped, next_event) << "every event built once or counted dropped\n" << set.logs();
+}
+
+INSTANTIATE_TEST_SUITE_P(ControlProcess, UnreachableJoiner,
+                         testing::Values(Unreachable::no_process, Unreachable::from_one_unit), [](const auto& unreachable) {
+                             return unreachable.param == Unreachable::no_process ? "NoProcess" : "ReachedByOnlySomeUnits";
+                         });
 
 }  // namespace
 }  // namespace eb

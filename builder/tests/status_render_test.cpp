@@ -28,7 +28,7 @@ Status_snapshot sample(Control_state state) {
     status.bytes_per_second = 2.5e8;
     status.peers = {Link_state::up, Link_state::lost, Link_state::self, Link_state::dummy};
     status.peers_lost = 1;
-    status.link_failures = {0, 1, 0, 0};
+    status.link_failures = {0, 1, 0, 0, 0};
     status.last_error = "rank 1 said \"bye\"\n\tand left\x01";
     status.parse_errors = {0, 0, 5};  // 5 bad_magic
     status.mep_ring_fill = 0.25;
@@ -61,7 +61,7 @@ TEST(StatusRender, MetricsCarryCountersGaugesAndHistograms) {
     const std::string metrics = prometheus_metrics(sample(Control_state::running));
     for (const char* line :
          {"eb_events_built_total 123000\n", "eb_building_seconds_total 2.5\n", "eb_events_dropped_total 2000\n", "eb_parse_errors_total{error=\"bad_magic\"} 5\n",
-          "eb_transport_errors_total{kind=\"reset\"} 1\n", "eb_peers_lost_total 1\n", "eb_peer_up{peer=\"0\"} 1\n",
+          "eb_transport_errors_total{kind=\"reset\"} 1\n", "eb_transport_errors_total{kind=\"join_timeout\"} 0\n", "eb_peers_lost_total 1\n", "eb_peer_up{peer=\"0\"} 1\n",
           "eb_peer_up{peer=\"1\"} 0\n", "eb_state{state=\"RUNNING\"} 1\n", "eb_state{state=\"PAUSED\"} 0\n",
           "eb_epoch 3\n", "eb_ring_fill_ratio{ring=\"mep\"} 0.25\n", "eb_phase_duration_seconds_bucket{le=\"+Inf\"} 0\n",
           "eb_barrier_wait_seconds_count 0\n", "eb_up 1\n"})

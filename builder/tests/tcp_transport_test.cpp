@@ -8,9 +8,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
-
 #include <memory>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -211,12 +214,12 @@ bool ready(int fd, short events) {
 
 // A stand-in for a peer process, built from raw sockets: accepts the unit's
 // dial and reads its hello, and dials the unit with a hello of its own. The
-// hello is 40 bytes (tcp_mesh.cpp): magic, mesh protocol version 3, flags
+// hello is 40 bytes (tcp_mesh.cpp): magic, mesh protocol version 4, flags
 // (1: in session), rank, units, rank table epoch, reserved, next chunk,
 // cycles done.
 struct Hello_bytes {
     std::uint32_t magic = 0x4C484245;  // "EBHL"
-    std::uint16_t version = 3;
+    std::uint16_t version = 4;
     std::uint16_t flags = 0;
     std::uint32_t rank = 0;
     std::uint32_t units = 0;
@@ -227,7 +230,7 @@ struct Hello_bytes {
 };
 static_assert(sizeof(Hello_bytes) == 40);
 
-Fd accept_dial(const Fd& listener, std::uint32_t expected_rank) {
+Fd accept_dial(const Fd& listener, std::uint32_t expected_rank, std::uint32_t expected_epoch = 1) {
     if (!ready(listener.get(), POLLIN)) return Fd();
     Fd fd(::accept(listener.get(), nullptr, nullptr));
     Hello_bytes hello{};
@@ -238,19 +241,21 @@ Fd accept_dial(const Fd& listener, std::uint32_t expected_rank) {
         got += static_cast<std::size_t>(n);
     }
     if (got != sizeof hello || hello.magic != Hello_bytes{}.magic || hello.version != Hello_bytes{}.version ||
-        hello.rank != expected_rank || hello.epoch != 1)
+        hello.rank != expected_rank || hello.epoch != expected_epoch)
         return Fd();
     return fd;
 }
 
-Fd dial_in(std::uint16_t port, std::uint32_t rank, std::uint32_t units, std::uint32_t epoch = 1) {
+Fd dial_in(std::uint16_t port, std::uint32_t rank, std::uint32_t units, std::uint32_t epoch = 1,
+           bool in_session = false) {
     Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     address.sin_port = htons(port);
     if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) return Fd();
-    const Hello_bytes hello{.rank = rank, .units = units, .epoch = epoch};
+    const Hello_bytes hello{.flags = static_cast<std::uint16_t>(in_session ? 1 : 0), .rank = rank, .units = units,
+                            .epoch = epoch};
     if (::send(fd.get(), &hello, sizeof hello, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof hello)) return Fd();
     return fd;
 }
@@ -340,6 +345,83 @@ TEST(TcpMesh, ADialFromAnotherEpochIsRefusedWithRAndTheRefusedDialRetried) {
     ASSERT_TRUE(mesh) << "the mesh did not come up";
     EXPECT_TRUE(mesh->to[1]);
     EXPECT_TRUE(mesh->from[1]);
+}
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+constexpr auto join_timeout = 300ms;
+
+// A running unit (rank 0, in session) connecting two joiners: rank 1
+// connects both ways, rank 2 takes rank 0's dial but never dials in. At the
+// join timeout the connect ends with rank 1 only; rank 2's half connection
+// is closed, not handed on.
+TEST(TcpMesh, ARunningSetGivesUpOnAJoinerNotConnectedBothWaysAtTheJoinTimeout) {
+    const std::vector<std::uint16_t> ports = test::free_ports(3);
+    std::vector<Peer_address> peers;
+    for (const std::uint16_t port : ports) peers.push_back({"127.0.0.1", port});
+    Stop_flag stop;
+    const Fd joiner_1 = listen_for_peers(ports[1]), joiner_2 = listen_for_peers(ports[2]);
+    std::optional<Mesh_connections> connections;
+    const auto began = Clock::now();
+    std::jthread unit([&, listener = listen_for_peers(ports[0])] {
+        connections = connect_peers(listener, 0, peers, {false, true, true}, {2, true, 10, 5}, default_peer_timeout_ms,
+                                    join_timeout, stop);
+    });
+    struct Stop_on_exit {
+        Stop_flag& stop;
+        ~Stop_on_exit() { stop.request(); }
+    } stop_on_exit{stop};
+
+    const Fd in_1 = accept_dial(joiner_1, 0, 2), out_1 = dial_in(ports[0], 1, 3, 2);
+    ASSERT_TRUE(in_1 && out_1);
+    const Fd in_2 = accept_dial(joiner_2, 0, 2);
+    ASSERT_TRUE(in_2) << "rank 0 never dialled rank 2";
+    unit.join();
+    const auto took = Clock::now() - began;
+    ASSERT_TRUE(connections);
+    EXPECT_TRUE(connections->connected(1));
+    EXPECT_FALSE(connections->connected(2));
+    EXPECT_FALSE(connections->mesh.to[2]) << "the half connection is not handed on";
+    EXPECT_EQ(read_until_closed(in_2), std::optional<std::string>("")) << "and rank 2 sees it closed";
+    EXPECT_GE(took, join_timeout);
+    EXPECT_LT(took, join_timeout + 1s);
+}
+
+// A process that starts waits for its peers however long they take, until
+// a running set dials it: from that hello on it is joining, and gives up on
+// the peers not connected by the join timeout.
+TEST(TcpMesh, AStartingUnitWaitsWithoutLimitUntilARunningSetDialsIt) {
+    const std::vector<std::uint16_t> ports = test::free_ports(3);
+    std::vector<Peer_address> peers;
+    for (const std::uint16_t port : ports) peers.push_back({"127.0.0.1", port});
+    Stop_flag stop;
+    const Fd running = listen_for_peers(ports[1]);  // rank 2 never starts
+    std::optional<Mesh_connections> connections;
+    std::atomic<bool> done = false;
+    std::jthread unit([&, listener = listen_for_peers(ports[0])] {
+        connections = connect_peers(listener, 0, peers, {true, true, true}, {2, false, 0, 0}, default_peer_timeout_ms,
+                                    join_timeout, stop);
+        done = true;
+    });
+    struct Stop_on_exit {
+        Stop_flag& stop;
+        ~Stop_on_exit() { stop.request(); }
+    } stop_on_exit{stop};
+
+    const Fd in = accept_dial(running, 0, 2);
+    ASSERT_TRUE(in);
+    EXPECT_FALSE(test::eventually([&] { return done.load(); }, 3 * join_timeout)) << "no deadline before joining";
+    const auto dialled = Clock::now();
+    const Fd out = dial_in(ports[0], 1, 3, 2, true);
+    ASSERT_TRUE(out);
+    ASSERT_TRUE(test::eventually([&] { return done.load(); }, join_timeout + 1s)) << "the join timeout ends it";
+    unit.join();
+    EXPECT_GE(Clock::now() - dialled, join_timeout);
+    ASSERT_TRUE(connections);
+    EXPECT_TRUE(connections->connected(1));
+    EXPECT_FALSE(connections->connected(2));
+    ASSERT_TRUE(connections->hellos[1]);
+    EXPECT_TRUE(connections->hellos[1]->in_session);
 }
 
 }  // namespace
