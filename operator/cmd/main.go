@@ -21,6 +21,7 @@ import (
 	"daq.io/eventbuilder/operator/internal/builderpod"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/controller"
+	"daq.io/eventbuilder/operator/internal/runplan"
 )
 
 // options are the manager's command-line flags.
@@ -105,6 +106,7 @@ func main() {
 		StatusURL:         builderpod.StatusURL,
 		PollInterval:      o.pollInterval,
 		NodeNotReadyGrace: o.notReadyGrace,
+		RejoinBackoff:     runplan.DefaultRejoinBackoff,
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "unable to create controller", "controller", "EventBuilderRun")
 		os.Exit(1)

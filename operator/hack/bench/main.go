@@ -62,6 +62,7 @@ import (
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/controller"
 	"daq.io/eventbuilder/operator/internal/ranktable"
+	"daq.io/eventbuilder/operator/internal/runplan"
 	"daq.io/eventbuilder/operator/internal/testenv"
 )
 
@@ -125,7 +126,7 @@ func bench(crds string) error {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("eventbuilderrun-controller"),
 		Builders: builderstatus.NewClient(time.Second), Control: buildercontrol.NewClient(2 * time.Second),
 		StatusURL:    func(pod *corev1.Pod) string { return farm.URL(string(pod.UID)) },
-		PollInterval: 2 * time.Second, NodeNotReadyGrace: 10 * time.Second,
+		PollInterval: 2 * time.Second, NodeNotReadyGrace: 10 * time.Second, RejoinBackoff: runplan.DefaultRejoinBackoff,
 	}).SetupWithManager(mgr), (&controller.FabricReconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("fabric-controller"),
 	}).SetupWithManager(mgr))

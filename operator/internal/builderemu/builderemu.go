@@ -9,7 +9,8 @@
 // same epoch with another table 409), a pending epoch in RUNNING/PAUSED
 // that the running set switches to together once every unit live in both
 // tables holds it, pause and stop acting on the whole running set, a
-// dummy's standby start, lost peers (reset by a new epoch), /status,
+// dummy's standby start, lost peers (reset by a new epoch, but for
+// joiners that cannot join: dead, or SetUnreachable), /status,
 // /healthz and /readyz. Live RUNNING builders count events at a fixed rate.
 //
 // A Farm serves any number of emulated builders from one local HTTP
@@ -91,6 +92,8 @@ type Farm struct {
 	mu       sync.Mutex
 	builders map[string]*Builder
 	meshes   map[string]*mesh
+	// unreachable: keys whose data network is down (SetUnreachable).
+	unreachable map[string]bool
 	// onAccept, if set, is called (without the lock) after a command
 	// was accepted.
 	onAccept func(b *Builder, cmd string, epoch int64)
@@ -98,7 +101,7 @@ type Farm struct {
 
 // NewFarm starts the farm's HTTP server; Close stops it.
 func NewFarm() *Farm {
-	f := &Farm{builders: map[string]*Builder{}, meshes: map[string]*mesh{}}
+	f := &Farm{builders: map[string]*Builder{}, meshes: map[string]*mesh{}, unreachable: map[string]bool{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	return f
 }
@@ -170,6 +173,20 @@ func (f *Farm) Kill(key string) {
 			p.lost[b.rank] = true
 		}
 	}
+}
+
+// SetUnreachable cuts (or restores) the data network of the builders under
+// key, while their control API still answers: the node's data network is
+// down, a one-sided partition. Such a builder moves no data (it builds
+// nothing, its peers show as connecting), and a running set it joins by a
+// new epoch (a spare made live, a lost rank taken back) reports it lost at
+// that epoch, as eb-builder does when a joiner is not connected within
+// --join-timeout-ms. Set it before the epoch that brings it in; it lasts
+// across Restart (the key is the pod's).
+func (f *Farm) SetUnreachable(key string, cut bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.unreachable[key] = cut
 }
 
 // Restart ends the builder under key as Kill does (its live peers mark it
@@ -336,7 +353,7 @@ func (b *Builder) role() string {
 func (b *Builder) advance(now time.Time) {
 	dt := now.Sub(b.last).Seconds()
 	b.last = now
-	if b.state != Running || !b.table.runsBU(b.rank) || dt <= 0 {
+	if b.state != Running || !b.table.runsBU(b.rank) || dt <= 0 || b.farm.unreachable[b.key] {
 		return
 	}
 	n := b.opts.EventRate * dt
@@ -375,7 +392,7 @@ func (b *Builder) status() *statusDoc {
 				st = "dummy"
 			case b.lost[int32(r.Rank)]:
 				st = "lost"
-			case b.active() && b.role() == "live":
+			case b.active() && b.role() == "live" && !b.farm.unreachable[b.key]:
 				st = "up"
 			}
 			d.Peers[i] = builderstatus.Peer{Rank: int32(r.Rank), State: st}
@@ -388,7 +405,7 @@ func (b *Builder) status() *statusDoc {
 	d.EventsBuilt, d.EventsDropped = int64(b.events), int64(b.dropped)
 	d.NextEvent = d.EventsBuilt + d.EventsDropped
 	d.MEPsBuilt, d.BytesBuilt = d.EventsBuilt/1000, d.EventsBuilt*b.opts.EventSize
-	if b.state == Running && b.role() == "live" {
+	if b.state == Running && b.role() == "live" && !b.farm.unreachable[b.key] {
 		d.EventsPerSecond = b.opts.EventRate
 		d.BytesPerSecond = b.opts.EventRate * float64(b.opts.EventSize)
 	}
@@ -673,7 +690,9 @@ func sameTable(a, b *table) bool {
 // switchEpochs switches every RUNNING builder holding a pending table to
 // it, once every unit live in both its tables holds that table and runs
 // (the end of the first cycle in which they all hold it). Units that
-// become dummies stand by; units that become live join; lost peers reset.
+// become dummies stand by; units that become live join; lost peers reset,
+// but for joiners that cannot join (dead or unreachable): lost at once,
+// where eb-builder gives up on them after --join-timeout-ms.
 func (m *mesh) switchEpochs(now time.Time) {
 	type pair struct{ from, to *table }
 	for changed := true; changed; {
@@ -693,10 +712,31 @@ func (m *mesh) switchEpochs(now time.Time) {
 				continue
 			}
 			b.advance(now)
-			b.table, b.pending, b.lost = b.pending, nil, map[int32]bool{}
+			b.table, b.pending, b.lost = b.pending, nil, m.failedJoiners(b, b.pending)
 			changed = true
 		}
 	}
+}
+
+// failedJoiners are the ranks that join b's set when it switches to `to`
+// (live there, and a dummy before or lost by b) and cannot: their builder
+// is dead or unreachable. An unreachable b loses nobody: it is the one
+// that cannot join.
+func (m *mesh) failedJoiners(b *Builder, to *table) map[int32]bool {
+	failed := map[int32]bool{}
+	if !to.live(b.rank) || b.farm.unreachable[b.key] {
+		return failed
+	}
+	for _, r := range to.Ranks {
+		rank := int32(r.Rank)
+		if rank == b.rank || !to.live(rank) || (b.table.live(rank) && !b.lost[rank]) {
+			continue
+		}
+		if p := m.byRank[rank]; p != nil && (p.dead || b.farm.unreachable[p.key]) {
+			failed[rank] = true
+		}
+	}
+	return failed
 }
 
 // allHold: every unit live in both from and to holds to (pending, or

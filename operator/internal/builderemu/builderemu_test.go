@@ -282,6 +282,55 @@ func TestRestartRejoins(t *testing.T) {
 	}
 }
 
+// A joiner that cannot join (its data network down, or its process dead)
+// is reported lost by the running set at the epoch that brings it in, as
+// eb-builder does after --join-timeout-ms; once reachable, a later epoch
+// takes it in.
+func TestJoinersThatCannotJoinAreLost(t *testing.T) {
+	f := NewFarm()
+	defer f.Close()
+	status := builderstatus.NewClient(time.Second)
+	ctx := context.Background()
+	// Ranks 0 and 1 live, 2 and 3 spares: 2 unreachable, 3 killed.
+	for r := range 4 {
+		f.Start(fmt.Sprint(r), Options{Token: "tok", Rank: int32(r), Mesh: "m"})
+		post(t, f.URL(fmt.Sprint(r)), "tok", "configure", cfgBody(r, 1, "live", "live", "dummy", "dummy"))
+		post(t, f.URL(fmt.Sprint(r)), "tok", "start", "")
+	}
+	f.SetUnreachable("2", true)
+	f.Kill("3")
+	configure := func(epoch int64, states ...string) {
+		t.Helper()
+		for r := range 3 {
+			if a := post(t, f.URL(fmt.Sprint(r)), "tok", "configure", cfgBody(r, epoch, states...)); a.code != 200 {
+				t.Fatalf("configure rank %d at epoch %d: %v", r, epoch, a)
+			}
+		}
+	}
+	configure(2, "live", "live", "live", "live")
+	for r := range 2 {
+		if rep, err := status.Get(ctx, f.URL(fmt.Sprint(r))); err != nil || rep.Epoch != 2 || !slices.Equal(rep.LostPeers, []int32{2, 3}) {
+			t.Errorf("rank %d: epoch %d lost_peers %v (%v); want both joiners lost at epoch 2", r, rep.Epoch, rep.LostPeers, err)
+		}
+	}
+	rep, err := status.Get(ctx, f.URL("2"))
+	if err != nil || rep.State != Running || rep.Epoch != 2 || len(rep.LostPeers) != 0 || rep.Peers[0].State != "connecting" ||
+		rep.EventsBuilt != 0 || rep.EventsPerSecond != 0 {
+		t.Errorf("the unreachable joiner: %+v (%v); want RUNNING at epoch 2, connecting, nobody lost, building nothing", rep, err)
+	}
+
+	// Its network back, the next epoch takes rank 2 in (and makes the dead
+	// rank 3 a dummy).
+	f.SetUnreachable("2", false)
+	configure(3, "live", "live", "live", "dummy")
+	for r := range 3 {
+		if rep, err := status.Get(ctx, f.URL(fmt.Sprint(r))); err != nil || rep.Epoch != 3 || len(rep.LostPeers) != 0 ||
+			(r != 2 && rep.Peers[2].State != "up") {
+			t.Errorf("rank %d: %+v (%v); want epoch 3, rank 2 up, nobody lost", r, rep, err)
+		}
+	}
+}
+
 // StartPod reads a controlled builder's command line and its token file
 // through the pod's Secret volume, as the kubelet lays it out.
 func TestStartPod(t *testing.T) {

@@ -70,7 +70,10 @@ type Peer struct {
 }
 
 // Peer states.
-const PeerLost = "lost"
+const (
+	PeerLost = "lost"
+	PeerUp   = "up"
+)
 
 // HeldEpoch is the newest table the builder has accepted: its pending
 // epoch if it has one, else the epoch it runs.

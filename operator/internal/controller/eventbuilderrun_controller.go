@@ -53,12 +53,14 @@ const maxConcurrentPolls = 64
 const maxConcurrentCreates = 32
 
 // Annotations on the rank-table ConfigMap: what the table was planned for,
-// whether the failure policy stopped the run, and the last failover. The
-// ConfigMap is the operator's durable record of the run's table.
+// whether the failure policy stopped the run, the last failover, and the
+// rejoins of lost ranks that have not held yet (runplan.RejoinAttempts,
+// JSON). The ConfigMap is the operator's durable record of the run's table.
 const (
 	annRequest      = "eventbuilder.daq.io/planned-for"
 	annStopped      = "eventbuilder.daq.io/stopped"
 	annLastFailover = "eventbuilder.daq.io/last-failover"
+	annRejoins      = "eventbuilder.daq.io/rejoin-attempts"
 )
 
 // EventBuilderRunReconciler plans a run's ranks (on its Fabric, if any),
@@ -87,6 +89,9 @@ type EventBuilderRunReconciler struct {
 	StatusURL func(*corev1.Pod) string
 	// PollInterval is how often the builders of a run are polled.
 	PollInterval time.Duration
+	// RejoinBackoff spaces the rejoins of a lost rank (runs without a
+	// fabric) whose rejoins do not hold.
+	RejoinBackoff runplan.RejoinBackoff
 }
 
 // +kubebuilder:rbac:groups=eventbuilder.daq.io,resources=eventbuilderruns,verbs=get;list;watch
@@ -166,6 +171,10 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	attempts, err := rejoinAttempts(cm)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	var endpoints map[string]planner.Endpoint
 	if fabric != nil {
 		// A spare whose pod the kubelet refused cannot take a unit over.
@@ -182,6 +191,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 
 	var rec *runplan.Recovery
 	published := false
+	var failedRejoins []int // ranks whose last rejoin this reconcile found did not hold
 	switch {
 	case cm == nil || cm.Annotations[annRequest] != runplan.RequestKey(&run.Spec):
 		// Epochs never go back, even when the ConfigMap was deleted:
@@ -196,6 +206,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			return ctrl.Result{}, err
 		}
 		table, published = next, true
+		attempts = runplan.RejoinAttempts{} // a new plan starts afresh
 		r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, "RankTablePublished", "Plan",
 			"rank table epoch %d: %d ranks, %d live, %d spare, %d dummy", table.Epoch, table.N(),
 			table.Count(planner.Live), table.Count(planner.Spare), table.Count(planner.Dummy))
@@ -217,19 +228,33 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			}
 			table, rec, published = next.Table, &next, true
 		}
-	case fabric == nil && pollDue:
+	case fabric == nil && (pollDue || attempts.Due(now, r.RejoinBackoff)):
 		// No spare to move to: a unit its peers lost rejoins on its own
 		// rank once its builder answers again, by the same table at the
-		// next epoch configured on every builder.
+		// next epoch configured on every builder; again and again, backing
+		// off while its rejoins do not hold (each costs the set a join
+		// timeout of dropped events).
 		poll = r.poll(ctx, pods, now)
-		if ranks := runplan.Rejoins(table, poll.Reports); len(ranks) > 0 {
-			next := runplan.Rejoin(table, ranks)
+		d := runplan.DecideRejoins(table, poll.Reports, attempts, now, r.RejoinBackoff)
+		attempts = d.Attempts
+		switch {
+		case len(d.Now) > 0:
+			next := runplan.Rejoin(table, d.Now)
+			setRejoinAttempts(cm, attempts)
 			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, now); err != nil {
 				return ctrl.Result{}, err
 			}
 			table, rec, published = next.Table, &next, true
+		case d.Changed:
+			setRejoinAttempts(cm, attempts)
+			if err := r.Update(ctx, cm); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
+		failedRejoins = d.Failed
 	}
+	waiting := attempts.Waiting(now, r.RejoinBackoff)
+	r.announceDeferrals(run, waiting, failedRejoins)
 	stopped := cm.Annotations[annStopped] != ""
 
 	if err := r.syncPods(ctx, run, table, endpoints, pods, !stopped, string(secret.UID)); err != nil {
@@ -322,7 +347,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			"%d of spec.units %d units are building; the others failed with no spare left (spec.failurePolicy RunDegraded)",
 			st.LiveUnits, run.Spec.Units))
 	default:
-		setPhase(run, s.Phase, s.Reason, s.Message)
+		setPhase(run, s.Phase, s.Reason, s.Message+waitingNote(waiting))
 	}
 
 	if err := r.patchStatus(ctx, orig, run); err != nil {
@@ -332,7 +357,57 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	if graceLeft > 0 && graceLeft < requeue {
 		requeue = graceLeft
 	}
+	for _, w := range waiting {
+		requeue = min(requeue, w.Until.Sub(now))
+	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// rejoinAttempts reads the record of rejoins that have not held yet from
+// the rank-table ConfigMap (none without one).
+func rejoinAttempts(cm *corev1.ConfigMap) (runplan.RejoinAttempts, error) {
+	attempts := runplan.RejoinAttempts{}
+	if cm == nil || cm.Annotations[annRejoins] == "" {
+		return attempts, nil
+	}
+	if err := json.Unmarshal([]byte(cm.Annotations[annRejoins]), &attempts); err != nil {
+		return nil, fmt.Errorf("ConfigMap %s annotation %s: %w", cm.Name, annRejoins, err)
+	}
+	return attempts, nil
+}
+
+// setRejoinAttempts writes the record into cm's annotations (the caller
+// updates cm); an empty record removes the annotation.
+func setRejoinAttempts(cm *corev1.ConfigMap, attempts runplan.RejoinAttempts) {
+	if len(attempts) == 0 {
+		delete(cm.Annotations, annRejoins)
+		return
+	}
+	raw, _ := json.Marshal(attempts) // plain data: cannot fail
+	if cm.Annotations == nil {
+		cm.Annotations = map[string]string{}
+	}
+	cm.Annotations[annRejoins] = string(raw)
+}
+
+// announceDeferrals tells, once per rejoin that did not hold (failed, as
+// DecideRejoins found them now), how long its rank waits before the next.
+func (r *EventBuilderRunReconciler) announceDeferrals(run *ebv1.EventBuilderRun, waiting []runplan.Deferral, failed []int) {
+	for _, w := range waiting {
+		if slices.Contains(failed, w.Rank) {
+			r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, "RejoinDeferred", "Rejoin",
+				"rank %d was reported lost again after rejoining (failed rejoins: %d): the next waits %s, until %s",
+				w.Rank, w.Attempts, r.RejoinBackoff.Delay(w.Attempts), w.Until.UTC().Format(time.RFC3339))
+		}
+	}
+}
+
+// waitingNote is what the Ready condition says of ranks whose rejoin waits.
+func waitingNote(waiting []runplan.Deferral) string {
+	if len(waiting) == 0 {
+		return ""
+	}
+	return "; " + shortlist.Join(waiting, "; ", runplan.Deferral.String)
 }
 
 // converging: the run is not (yet) where its spec asks, so every
@@ -611,7 +686,9 @@ func (r *EventBuilderRunReconciler) publish(ctx context.Context, run *ebv1.Event
 	cm.Annotations[annRequest] = runplan.RequestKey(&run.Spec)
 	delete(cm.Annotations, annStopped)
 	if rec == nil {
-		delete(cm.Annotations, annLastFailover) // a new plan starts afresh
+		// A new plan starts afresh.
+		delete(cm.Annotations, annLastFailover)
+		delete(cm.Annotations, annRejoins)
 	} else {
 		done := time.Now()
 		raw, err := json.Marshal(ebv1.FailoverStatus{

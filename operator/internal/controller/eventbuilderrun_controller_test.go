@@ -28,6 +28,7 @@ import (
 	"daq.io/eventbuilder/operator/internal/builderemu"
 	"daq.io/eventbuilder/operator/internal/builderpod"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
+	"daq.io/eventbuilder/operator/internal/runplan"
 )
 
 // startPod plays scheduler and kubelet: binds a pod the operator did not
@@ -516,6 +517,91 @@ func TestLostUnitRejoins(t *testing.T) {
 	expectEvent(t, ns, "rejoin", "UnitRejoined")
 	expectEvent(t, ns, "rejoin", "FailoverConfigured")
 	now := waitPods(t, ns, "rejoin", "rejoin-eb-0", "rejoin-eb-1", "rejoin-eb-2")
+	for _, p := range pods {
+		if now[p.Name].UID != p.UID {
+			t.Errorf("pod %s replaced", p.Name)
+		}
+	}
+}
+
+// A lost unit whose builder answers the operator but cannot join the set
+// (its node's data network is down) would cost the set a join timeout of
+// dropped events on every poll: its rejoins back off. Each one that does
+// not hold (its peers report it lost again at its epoch) makes the next
+// wait twice as long (rejoinBackoff: 2 s, then 4 s), said by the event
+// RejoinDeferred and the Ready condition, recorded on the rank-table
+// ConfigMap; one that holds clears the record.
+func TestRejoinBacksOffWhileItDoesNotHold(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	key, pods, emu := startRun(t, "backoff", 3)
+	ns := key.Namespace
+	uid := string(pods[1].UID)
+	attempts := func() (runplan.RejoinAttempts, error) {
+		cm := &corev1.ConfigMap{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "backoff-ranks"}, cm); err != nil {
+			return nil, err
+		}
+		return rejoinAttempts(cm)
+	}
+	waitFailedRejoins := func(n int) runplan.RejoinAttempt {
+		t.Helper()
+		var at runplan.RejoinAttempt
+		eventually(t, fmt.Sprintf("rejoin %d of rank 1 recorded as failed", n), func() error {
+			a, err := attempts()
+			if at = a[1]; err != nil || len(a) != 1 || at.Attempts != n || !at.Failed {
+				return fmt.Errorf("rejoin attempts %+v (%v)", a, err)
+			}
+			return nil
+		})
+		return at
+	}
+
+	// Rank 1's process restarts, its node's data network down.
+	farm.SetUnreachable(uid, true)
+	emu[1] = farm.Restart(uid)
+	first := waitFailover(t, key, 2)
+	failed := waitFailedRejoins(1)
+	expectEvent(t, ns, "backoff", "RejoinDeferred")
+	eventually(t, "the Ready condition to say rank 1 waits", func() error {
+		cond := meta.FindStatusCondition(getRun(t, key).Status.Conditions, ebv1.ConditionReady)
+		want := runplan.Deferral{Rank: 1, Attempts: 1, Until: failed.Time.Add(rejoinBackoff.First)}.String()
+		if cond == nil || !strings.Contains(cond.Message, want) {
+			return fmt.Errorf("Ready condition %+v does not say %q", cond, want)
+		}
+		return nil
+	})
+	second := waitFailover(t, key, 3)
+	if waited := second.ObservedTime.Sub(first.ObservedTime.Time); waited < rejoinBackoff.Delay(1) {
+		t.Errorf("the second rejoin came %v after the first, want at least %v", waited, rejoinBackoff.Delay(1))
+	}
+	waitFailedRejoins(2)
+
+	// Its network back, the third rejoin, twice as late, holds.
+	farm.SetUnreachable(uid, false)
+	third := waitFailover(t, key, 4)
+	if waited := third.ObservedTime.Sub(second.ObservedTime.Time); waited < rejoinBackoff.Delay(2) {
+		t.Errorf("the third rejoin came %v after the second, want at least %v", waited, rejoinBackoff.Delay(2))
+	}
+	eventually(t, "every unit on epoch 4, nobody lost, the record cleared", func() error {
+		for _, u := range getRun(t, key).Status.Units {
+			if u.Epoch != 4 || len(u.LostPeers) != 0 || u.State != builderstatus.StateRunning {
+				return fmt.Errorf("unit row %+v", u)
+			}
+		}
+		if a, err := attempts(); err != nil || len(a) != 0 {
+			return fmt.Errorf("rejoin attempts %+v (%v)", a, err)
+		}
+		return nil
+	})
+	cond := waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+	if strings.Contains(cond.Message, "waits to rejoin") {
+		t.Errorf("Ready condition %q still says a rank waits", cond.Message)
+	}
+	if e, _ := emu[1].Epoch(); e != 4 {
+		t.Errorf("rank 1's builder at epoch %d", e)
+	}
+	now := waitPods(t, ns, "backoff", "backoff-eb-0", "backoff-eb-1", "backoff-eb-2")
 	for _, p := range pods {
 		if now[p.Name].UID != p.UID {
 			t.Errorf("pod %s replaced", p.Name)

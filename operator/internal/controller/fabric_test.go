@@ -22,6 +22,7 @@ import (
 	"daq.io/eventbuilder/operator/internal/builderpod"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/ranktable"
+	"daq.io/eventbuilder/operator/internal/runplan"
 )
 
 // smallFabric is 2 leaves of 4 server ports and 2 spines, with four
@@ -567,6 +568,80 @@ func TestLostPeerFailsOver(t *testing.T) {
 		t.Errorf("rank 2 %+v, want unit 2 live", r)
 	}
 	expectEvent(t, ns, "lost", "FailoverConfigured")
+}
+
+// A spare that takes a unit over but cannot join the running set (its
+// node's data network down, while its control API answers) no longer
+// wedges it: its peers report it lost at the failover's epoch (eb-builder's
+// --join-timeout-ms), and it is failed over in turn: to another spare, or,
+// with none left, the run degrades.
+func TestSpareThatCannotJoinIsFailedOver(t *testing.T) {
+	requireEnvtest(t)
+	for _, tc := range []struct {
+		name   string
+		spares int32
+		spare  int32 // the rank the planner moves rank 4's unit to (the same leaf)
+		// Outcome of the spare's own failover, at epoch 3.
+		outcome   string
+		phase     ebv1.RunPhase
+		reason    string
+		liveUnits int32
+	}{
+		{"another spare takes over", 2, 2, ebv1.OutcomeMovedToSpare, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning, 5},
+		{"none left: the run degrades", 1, 3, ebv1.OutcomeDegraded, ebv1.PhaseDegraded, ebv1.ReasonUnitsLost, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			ns := newNamespace(t)
+			name := fmt.Sprintf("nojoin%d", tc.spares)
+			smallFabric(t, name)
+			run := fabricRun(ns, name, name, 5, tc.spares)
+			if err := k8s.Create(ctx, run); err != nil {
+				t.Fatal(err)
+			}
+			key := client.ObjectKeyFromObject(run)
+			want := []string{}
+			for r := range 5 + tc.spares {
+				want = append(want, fmt.Sprintf("%s-eb-%d", name, r))
+			}
+			pods := waitPods(t, ns, name, want...)
+			for _, pod := range pods {
+				startPod(t, &pod)
+			}
+			waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+			doc, err := rankTable(ctx, ns, name)
+			if err != nil || roles(doc)[tc.spare] != 'S' || roles(doc)[4] != 'L' {
+				t.Fatalf("rank table %s (%v), want a spare on rank %d and rank 4 live", roles(doc), err, tc.spare)
+			}
+			// Rank 4's builder dies; its unit goes to the spare, whose data
+			// network is down.
+			farm.SetUnreachable(string(pods[fmt.Sprintf("%s-eb-%d", name, tc.spare)].UID), true)
+			farm.Kill(string(pods[name+"-eb-4"].UID))
+
+			fo := waitFailover(t, key, 3)
+			if m := fo.Moves; fo.Outcome != tc.outcome || len(m) != 1 || m[0].FailedRank != tc.spare || m[0].Reason != runplan.ReasonPeerLost ||
+				(m[0].SpareRank != nil) != (tc.outcome == ebv1.OutcomeMovedToSpare) {
+				b, _ := json.Marshal(fo)
+				t.Errorf("lastFailover %s, want the spare on rank %d (PeerLost at epoch 2) %s", b, tc.spare, tc.outcome)
+			}
+			waitPhase(t, key, tc.phase, tc.reason)
+			eventually(t, "every unit at epoch 3, nobody lost", func() error {
+				st := getRun(t, key).Status
+				if st.LiveUnits != tc.liveUnits || len(st.Units) != int(tc.liveUnits) {
+					return fmt.Errorf("live units %d, unit rows %d", st.LiveUnits, len(st.Units))
+				}
+				for _, u := range st.Units {
+					if u.Epoch != 3 || len(u.LostPeers) != 0 {
+						return fmt.Errorf("unit row %+v", u)
+					}
+				}
+				return nil
+			})
+			if st := getRun(t, key).Status; st.SparesLeft != 0 || st.Ranks[tc.spare].Role != ebv1.RoleDummy || st.Ranks[4].Role != ebv1.RoleDummy {
+				t.Errorf("spares left %d, ranks %+v; want none left, ranks %d and 4 dummies", st.SparesLeft, st.Ranks, tc.spare)
+			}
+		})
+	}
 }
 
 // A warm spare whose pod the kubelet refuses is not used: it does not

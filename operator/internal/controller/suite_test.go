@@ -22,6 +22,7 @@ import (
 	"daq.io/eventbuilder/operator/internal/buildercontrol"
 	"daq.io/eventbuilder/operator/internal/builderemu"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
+	"daq.io/eventbuilder/operator/internal/runplan"
 	"daq.io/eventbuilder/operator/internal/testenv"
 )
 
@@ -36,6 +37,9 @@ const (
 	pollInterval  = 200 * time.Millisecond
 	notReadyGrace = time.Second
 )
+
+// rejoinBackoff is short enough for a test to wait out two backoffs.
+var rejoinBackoff = runplan.RejoinBackoff{First: 2 * time.Second, Max: 4 * time.Second}
 
 var (
 	k8s        client.Client // direct, uncached: what tests read is what the API server has
@@ -97,6 +101,7 @@ func runSuite(m *testing.M) int {
 		StatusURL:         builderURL,
 		PollInterval:      pollInterval,
 		NodeNotReadyGrace: notReadyGrace,
+		RejoinBackoff:     rejoinBackoff,
 	}).SetupWithManager(mgr), (&FabricReconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("fabric-controller"),

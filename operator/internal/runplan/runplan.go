@@ -8,6 +8,7 @@ package runplan
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -255,6 +256,28 @@ func Failures(t planner.RankTable, endpoints map[string]planner.Endpoint, nodes 
 // network, and so reports every peer lost, from failing them all; its
 // peers report it, and it is the one that fails.
 func LostPeers(t planner.RankTable, reports map[int32]builderstatus.Report) map[int]bool {
+	return byMajority(t, reports, func(rep builderstatus.Report) []int32 { return rep.LostPeers })
+}
+
+// UpPeers finds the live ranks of t that their peers report up (peers[].state),
+// by the same majority as LostPeers: the set builds with them. A rank
+// joining at the epoch is neither lost nor up while it connects.
+func UpPeers(t planner.RankTable, reports map[int32]builderstatus.Report) map[int]bool {
+	return byMajority(t, reports, func(rep builderstatus.Report) []int32 {
+		var up []int32
+		for _, p := range rep.Peers {
+			if p.State == builderstatus.PeerUp {
+				up = append(up, p.Rank)
+			}
+		}
+		return up
+	})
+}
+
+// byMajority finds the live ranks X of t that a strict majority of the
+// live builders (other than X) that answered while running t's epoch name
+// in names(report).
+func byMajority(t planner.RankTable, reports map[int32]builderstatus.Report, names func(builderstatus.Report) []int32) map[int]bool {
 	var reporters []builderstatus.Report
 	votes := map[int]int{}
 	for _, r := range t.Ranks {
@@ -263,13 +286,13 @@ func LostPeers(t planner.RankTable, reports map[int32]builderstatus.Report) map[
 			continue
 		}
 		reporters = append(reporters, rep)
-		for _, x := range rep.LostPeers {
+		for _, x := range names(rep) {
 			if x != int32(r.Rank) {
 				votes[int(x)]++
 			}
 		}
 	}
-	lost := map[int]bool{}
+	named := map[int]bool{}
 	for x, n := range votes {
 		if x < 0 || x >= len(t.Ranks) || t.Ranks[x].Role != planner.Live {
 			continue
@@ -279,10 +302,10 @@ func LostPeers(t planner.RankTable, reports map[int32]builderstatus.Report) map[
 			others-- // X's own report is no vote about X
 		}
 		if 2*n > others {
-			lost[x] = true
+			named[x] = true
 		}
 	}
-	return lost
+	return named
 }
 
 // Rejoins finds the live ranks of t that their peers report lost
@@ -318,6 +341,126 @@ func Rejoin(t planner.RankTable, ranks []int) Recovery {
 	}
 	rec.Table.Epoch = t.Epoch + 1
 	return rec
+}
+
+// RejoinBackoff spaces the rejoins of a rank whose rejoins do not hold
+// (its builder answers the operator but cannot join the set, e.g. its
+// node's data network is down): each rejoin costs the set a join timeout
+// of dropped events.
+type RejoinBackoff struct {
+	First time.Duration // after one rejoin that did not hold
+	Max   time.Duration
+}
+
+// DefaultRejoinBackoff waits 10 s, 20 s, 40 s, ... up to 5 min.
+var DefaultRejoinBackoff = RejoinBackoff{First: 10 * time.Second, Max: 5 * time.Minute}
+
+// Delay is the wait after attempts rejoins in a row that did not hold.
+func (b RejoinBackoff) Delay(attempts int) time.Duration {
+	d := b.First
+	for i := 1; i < attempts && d < b.Max; i++ {
+		d *= 2
+	}
+	return min(d, b.Max)
+}
+
+// RejoinAttempt is the durable record of a rank's rejoins since it last
+// built (kept with the rank table, so a restarted operator keeps backing
+// off).
+type RejoinAttempt struct {
+	Attempts int       `json:"attempts"` // rejoin epochs published for the rank since it last built
+	Epoch    int64     `json:"epoch"`    // the last of them
+	Time     time.Time `json:"time"`     // when it was published
+	// Failed: its peers reported it lost again at that epoch or later;
+	// the next rejoin waits Delay(Attempts) from Time.
+	Failed bool `json:"failed,omitempty"`
+}
+
+// RejoinAttempts are the records by rank.
+type RejoinAttempts map[int]RejoinAttempt
+
+// Due says whether a deferred rejoin's wait has ended at now.
+func (a RejoinAttempts) Due(now time.Time, b RejoinBackoff) bool {
+	for _, at := range a {
+		if at.Failed && !now.Before(at.Time.Add(b.Delay(at.Attempts))) {
+			return true
+		}
+	}
+	return false
+}
+
+// Deferral is a lost rank waiting out its backoff before its next rejoin.
+type Deferral struct {
+	Rank     int
+	Attempts int // rejoins in a row that did not hold
+	Until    time.Time
+}
+
+// Waiting are the ranks whose next rejoin waits at now, in rank order.
+func (a RejoinAttempts) Waiting(now time.Time, b RejoinBackoff) []Deferral {
+	var out []Deferral
+	for _, rank := range slices.Sorted(maps.Keys(a)) {
+		at := a[rank]
+		if until := at.Time.Add(b.Delay(at.Attempts)); at.Failed && now.Before(until) {
+			out = append(out, Deferral{Rank: rank, Attempts: at.Attempts, Until: until})
+		}
+	}
+	return out
+}
+
+// RejoinDecision is what DecideRejoins found.
+type RejoinDecision struct {
+	Now    []int // rejoin at the next epoch (Rejoin), in rank order
+	Failed []int // ranks whose last rejoin this decision finds did not hold, in rank order
+	// Attempts is the record to keep: with the rejoin table when Now is
+	// not empty (counting its epoch), else where Changed.
+	Attempts RejoinAttempts
+	Changed  bool
+}
+
+// DecideRejoins applies the backoff to the rejoins of a run without a
+// fabric (Rejoins: lost ranks whose builder answers), at now. A rank's
+// first rejoin goes at once. A rejoin fails when the rank is reported lost
+// again (LostPeers) at its epoch or later; the next one waits
+// Delay(attempts) from the last. A rejoin holds when its peers report the
+// rank up (UpPeers) at its epoch or later: its record is dropped, and a
+// later loss rejoins at once again. Records of ranks no longer live go.
+func DecideRejoins(t planner.RankTable, reports map[int32]builderstatus.Report, attempts RejoinAttempts,
+	now time.Time, b RejoinBackoff) RejoinDecision {
+	lost, up := LostPeers(t, reports), UpPeers(t, reports)
+	d := RejoinDecision{Attempts: RejoinAttempts{}}
+	for rank, at := range attempts {
+		switch {
+		case rank < 0 || rank >= len(t.Ranks) || t.Ranks[rank].Role != planner.Live:
+		case t.Epoch >= at.Epoch && up[rank] && !lost[rank]:
+		case t.Epoch >= at.Epoch && lost[rank] && !at.Failed:
+			at.Failed = true
+			d.Failed = append(d.Failed, rank)
+			d.Attempts[rank] = at
+		default:
+			d.Attempts[rank] = at
+		}
+	}
+	slices.Sort(d.Failed)
+	for _, rank := range Rejoins(t, reports) {
+		// A lost rank with a record has just been marked Failed, if not before.
+		if at, known := d.Attempts[rank]; known && now.Before(at.Time.Add(b.Delay(at.Attempts))) {
+			continue
+		}
+		at := d.Attempts[rank]
+		d.Now = append(d.Now, rank)
+		d.Attempts[rank] = RejoinAttempt{Attempts: at.Attempts + 1, Epoch: t.Epoch + 1, Time: now}
+	}
+	d.Changed = !maps.EqualFunc(d.Attempts, attempts, func(x, y RejoinAttempt) bool {
+		return x.Attempts == y.Attempts && x.Epoch == y.Epoch && x.Time.Equal(y.Time) && x.Failed == y.Failed
+	})
+	return d
+}
+
+// String says how long the rank waits, for the Ready condition and events.
+func (d Deferral) String() string {
+	return fmt.Sprintf("rank %d waits to rejoin until %s (failed rejoins: %d)",
+		d.Rank, d.Until.UTC().Format(time.RFC3339), d.Attempts)
 }
 
 // FailedSpares finds the spare ranks of t whose pod failed on the spare's

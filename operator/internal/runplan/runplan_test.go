@@ -3,6 +3,7 @@ package runplan
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -407,5 +408,99 @@ func TestRequestKeyChangesWithWhatIsPlanned(t *testing.T) {
 	b.Spares = 0
 	if RequestKey(a) == RequestKey(b) {
 		t.Error("spares did not change the plan key")
+	}
+}
+
+func TestRejoinBackoffDelay(t *testing.T) {
+	b := DefaultRejoinBackoff
+	for attempts, want := range map[int]time.Duration{
+		1: 10 * time.Second, 2: 20 * time.Second, 3: 40 * time.Second, 5: 160 * time.Second, 6: 5 * time.Minute, 100: 5 * time.Minute,
+	} {
+		if got := b.Delay(attempts); got != want {
+			t.Errorf("Delay(%d) = %v, want %v", attempts, got, want)
+		}
+	}
+}
+
+// Rank 1 of LLLL at epoch 3 is lost and answers; its rejoins back off
+// while they do not hold.
+func TestDecideRejoins(t *testing.T) {
+	table, err := Plan(&ebv1.EventBuilderRunSpec{Units: 4}, nil, 2) // LLLL at epoch 3
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := RejoinBackoff{First: 10 * time.Second, Max: 40 * time.Second}
+	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	ago := func(s int) time.Time { return t0.Add(-time.Duration(s) * time.Second) }
+	// A peer's report at epoch: rank 1 lost, up or (neither) connecting.
+	peer := func(epoch int64, rank1 string) builderstatus.Report {
+		rep := builderstatus.Report{State: builderstatus.StateRunning, Epoch: epoch, Peers: []builderstatus.Peer{{Rank: 1, State: rank1}}}
+		if rank1 == builderstatus.PeerLost {
+			rep.LostPeers = []int32{1}
+		}
+		return rep
+	}
+	answers := builderstatus.Report{State: builderstatus.StateRunning, Epoch: 3}
+	at := func(epoch int64, rank1 string, rank1Answers bool) map[int32]builderstatus.Report {
+		reps := map[int32]builderstatus.Report{0: peer(epoch, rank1), 2: peer(epoch, rank1), 3: peer(epoch, rank1)}
+		if rank1Answers {
+			reps[1] = answers
+		}
+		return reps
+	}
+	pending := RejoinAttempt{Attempts: 1, Epoch: 3, Time: ago(1)}
+	failed := func(attempts int, secondsAgo int) RejoinAttempt {
+		return RejoinAttempt{Attempts: attempts, Epoch: 3, Time: ago(secondsAgo), Failed: true}
+	}
+	for _, tc := range []struct {
+		name     string
+		reports  map[int32]builderstatus.Report
+		attempts RejoinAttempts
+		want     RejoinDecision
+	}{
+		{"first rejoin: at once", at(3, builderstatus.PeerLost, true), RejoinAttempts{},
+			RejoinDecision{Now: []int{1}, Attempts: RejoinAttempts{1: {Attempts: 1, Epoch: 4, Time: t0}}, Changed: true}},
+		{"its epoch is being switched to: the peers still report the old one", at(2, builderstatus.PeerLost, true),
+			RejoinAttempts{1: pending}, RejoinDecision{Attempts: RejoinAttempts{1: pending}}},
+		{"joining: neither lost nor up yet", at(3, "connecting", true),
+			RejoinAttempts{1: pending}, RejoinDecision{Attempts: RejoinAttempts{1: pending}}},
+		{"lost again at its epoch: failed, the next waits 10 s", at(3, builderstatus.PeerLost, true), RejoinAttempts{1: pending},
+			RejoinDecision{Failed: []int{1}, Attempts: RejoinAttempts{1: failed(1, 1)}, Changed: true}},
+		{"lost at a later epoch than its rejoin's: failed too", at(3, builderstatus.PeerLost, true),
+			RejoinAttempts{1: {Attempts: 1, Epoch: 2, Time: ago(1)}},
+			RejoinDecision{Failed: []int{1}, Attempts: RejoinAttempts{1: {Attempts: 1, Epoch: 2, Time: ago(1), Failed: true}}, Changed: true}},
+		{"still waiting", at(3, builderstatus.PeerLost, true), RejoinAttempts{1: failed(1, 5)},
+			RejoinDecision{Attempts: RejoinAttempts{1: failed(1, 5)}}},
+		{"waited: the second rejoin", at(3, builderstatus.PeerLost, true), RejoinAttempts{1: failed(1, 10)},
+			RejoinDecision{Now: []int{1}, Attempts: RejoinAttempts{1: {Attempts: 2, Epoch: 4, Time: t0}}, Changed: true}},
+		{"after two, 20 s", at(3, builderstatus.PeerLost, true), RejoinAttempts{1: failed(2, 15)},
+			RejoinDecision{Attempts: RejoinAttempts{1: failed(2, 15)}}},
+		{"after nine, the 40 s cap", at(3, builderstatus.PeerLost, true), RejoinAttempts{1: failed(9, 40)},
+			RejoinDecision{Now: []int{1}, Attempts: RejoinAttempts{1: {Attempts: 10, Epoch: 4, Time: t0}}, Changed: true}},
+		{"silent once its wait is over: it waits for its builder", at(3, builderstatus.PeerLost, false), RejoinAttempts{1: failed(1, 60)},
+			RejoinDecision{Attempts: RejoinAttempts{1: failed(1, 60)}}},
+		{"its peers report it up: it held, the record goes", at(3, builderstatus.PeerUp, true), RejoinAttempts{1: failed(3, 1)},
+			RejoinDecision{Attempts: RejoinAttempts{}, Changed: true}},
+		{"a record of a rank no longer live goes", at(3, builderstatus.PeerUp, true), RejoinAttempts{7: failed(1, 1)},
+			RejoinDecision{Attempts: RejoinAttempts{}, Changed: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := DecideRejoins(table, tc.reports, tc.attempts, t0, b)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+
+	if (RejoinAttempts{1: failed(1, 9)}).Due(t0, b) || !(RejoinAttempts{1: failed(1, 10)}).Due(t0, b) ||
+		(RejoinAttempts{1: pending}).Due(t0.Add(time.Hour), b) {
+		t.Error("Due: a failed rejoin is due once its delay has passed, a pending one never")
+	}
+	waiting := RejoinAttempts{3: failed(2, 15), 1: failed(1, 5), 2: failed(1, 10), 0: pending}.Waiting(t0, b)
+	if want := []Deferral{{Rank: 1, Attempts: 1, Until: t0.Add(5 * time.Second)}, {Rank: 3, Attempts: 2, Until: t0.Add(5 * time.Second)}}; !reflect.DeepEqual(waiting, want) {
+		t.Errorf("waiting %+v, want %+v (failed and not due, by rank)", waiting, want)
+	}
+	if s := (Deferral{Rank: 1, Attempts: 2, Until: t0}).String(); s != "rank 1 waits to rejoin until 2030-01-01T12:00:00Z (failed rejoins: 2)" {
+		t.Errorf("deferral %q", s)
 	}
 }
