@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,10 +39,7 @@ func TestFailoverToWarmSpare(t *testing.T) {
 	}
 	workers = workers[:2]
 
-	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespaceName}}
-	if err := k8sClient.Create(ctx, namespace); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("create namespace: %v", err)
-	}
+	ensureNamespace(ctx, t, namespaceName)
 	// A reused cluster may hold what an earlier, failed attempt left.
 	removeRunAndFabric(ctx, t, client.ObjectKey{Namespace: namespaceName, Name: runName}, fabricName)
 
@@ -241,35 +237,6 @@ func workerNodes(ctx context.Context, t *testing.T) []string {
 	}
 	slices.Sort(workers)
 	return workers
-}
-
-// removeRunAndFabric deletes the run (if any) and waits for its pods to go,
-// then deletes the Fabric.
-func removeRunAndFabric(ctx context.Context, t *testing.T, key client.ObjectKey, fabric string) {
-	t.Helper()
-	run := &ebv1alpha1.EventBuilderRun{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
-	if err := k8sClient.Delete(ctx, run); err != nil && !apierrors.IsNotFound(err) {
-		t.Fatalf("delete run %s: %v", key, err)
-	}
-	waitFor(ctx, t, "the run and its pods to be gone", 3*time.Minute, func() (bool, string) {
-		err := k8sClient.Get(ctx, key, &ebv1alpha1.EventBuilderRun{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return false, err.Error()
-		}
-		var pods corev1.PodList
-		if err := k8sClient.List(ctx, &pods, client.InNamespace(key.Namespace),
-			client.MatchingLabels{"eventbuilder.daq.io/run": key.Name}); err != nil {
-			return false, err.Error()
-		}
-		names := make([]string, 0, len(pods.Items))
-		for _, pod := range pods.Items {
-			names = append(names, pod.Name)
-		}
-		return apierrors.IsNotFound(err) && len(pods.Items) == 0, fmt.Sprintf("run exists: %t, pods left: %v", err == nil, names)
-	})
-	if err := k8sClient.Delete(ctx, &ebv1alpha1.Fabric{ObjectMeta: metav1.ObjectMeta{Name: fabric}}); err != nil && !apierrors.IsNotFound(err) {
-		t.Fatalf("delete fabric %s: %v", fabric, err)
-	}
 }
 
 // describeFailover is describe(run) with the epoch, the rank table, the live

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,12 +20,11 @@ func TestRunOfFourUnitsBuildsCompleteEvents(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
-	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "e2e-four-units"}}
-	if err := k8sClient.Create(ctx, namespace); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("create namespace: %v", err)
-	}
+	key := client.ObjectKey{Namespace: "e2e-four-units", Name: "four-units"}
+	ensureNamespace(ctx, t, key.Namespace)
+	deleteRun(ctx, t, key) // a reused cluster may hold what an earlier, failed attempt left
 	run := &ebv1alpha1.EventBuilderRun{
-		ObjectMeta: metav1.ObjectMeta{Name: "four-units", Namespace: namespace.Name},
+		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace},
 		Spec: ebv1alpha1.EventBuilderRunSpec{
 			Units: 4,
 			Builder: ebv1alpha1.BuilderSpec{
@@ -38,7 +36,6 @@ func TestRunOfFourUnitsBuildsCompleteEvents(t *testing.T) {
 	if err := k8sClient.Create(ctx, run); err != nil {
 		t.Fatalf("create run: %v", err)
 	}
-	key := client.ObjectKeyFromObject(run)
 
 	waitFor(ctx, t, "phase Running with events built", 5*time.Minute, func() (bool, string) {
 		if err := k8sClient.Get(ctx, key, run); err != nil {
@@ -72,21 +69,7 @@ func TestRunOfFourUnitsBuildsCompleteEvents(t *testing.T) {
 
 	takesLostUnitBack(ctx, t, run)
 
-	if err := k8sClient.Delete(ctx, run); err != nil {
-		t.Fatalf("delete run: %v", err)
-	}
-	waitFor(ctx, t, "the run's pods to be gone", 3*time.Minute, func() (bool, string) {
-		var pods corev1.PodList
-		if err := k8sClient.List(ctx, &pods, client.InNamespace(namespace.Name),
-			client.MatchingLabels{"eventbuilder.daq.io/run": run.Name}); err != nil {
-			return false, err.Error()
-		}
-		names := make([]string, 0, len(pods.Items))
-		for _, pod := range pods.Items {
-			names = append(names, pod.Name)
-		}
-		return len(pods.Items) == 0, fmt.Sprintf("pods left: %v", names)
-	})
+	deleteRun(ctx, t, key)
 }
 
 // takesLostUnitBack deletes the pod of one unit of a running run without a
