@@ -8,15 +8,12 @@ namespace eb {
 Cycle_decision decide(std::span<const Vote> votes, std::uint32_t epoch) {
     Cycle_decision decision;
     std::uint32_t held_by_all = std::numeric_limits<std::uint32_t>::max();
-    bool all_resumed = !votes.empty();
     for (const Vote& vote : votes) {
         decision.pause = decision.pause || vote.pause;
         decision.stop = decision.stop || vote.stop;
         held_by_all = std::min(held_by_all, vote.pending_epoch);
-        all_resumed = all_resumed && vote.resumed;
     }
     if (!votes.empty() && held_by_all > epoch) decision.switch_to = held_by_all;
-    decision.drop_resumes = all_resumed && !decision.pause;
     return decision;
 }
 

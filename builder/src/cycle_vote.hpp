@@ -10,7 +10,6 @@ struct Vote {
     std::uint32_t pending_epoch = 0;  // newest rank table it holds
     bool pause = false;
     bool stop = false;
-    bool resumed = false;  // it keeps a resume that came before the set paused
 };
 
 // What the whole set does at the end of a cycle. Every unit computes it from
@@ -20,9 +19,6 @@ struct Cycle_decision {
     std::uint32_t switch_to = 0;  // 0: keep the table
     bool pause = false;
     bool stop = false;
-    // Every unit was paused and resumed before any pause took effect: the
-    // kept resumes have nothing left to cancel.
-    bool drop_resumes = false;
 
     friend bool operator==(const Cycle_decision&, const Cycle_decision&) = default;
 };
@@ -30,7 +26,6 @@ struct Cycle_decision {
 // Pause and stop: any unit's vote carries the set (the operator asks them
 // all; a person may ask one). A table switch waits until every unit holds
 // it: the set moves to the oldest table newer than `epoch` that all hold.
-// Resumes kept by units are dropped once all keep one and none asks to pause.
 Cycle_decision decide(std::span<const Vote> votes, std::uint32_t epoch);
 
 }  // namespace eb

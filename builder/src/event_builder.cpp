@@ -89,8 +89,7 @@ std::span<const std::byte> Event_builder::next_mfp(std::uint64_t chunk, Rank bu)
 }
 
 bool Event_builder::exchange_headers(std::uint64_t cycle_chunk, const Vote& vote) {
-    const std::uint32_t votes =
-        (vote.pause ? vote_pause : 0u) | (vote.stop ? vote_stop : 0u) | (vote.resumed ? vote_resumed : 0u);
+    const std::uint32_t votes = (vote.pause ? vote_pause : 0u) | (vote.stop ? vote_stop : 0u);
     for (const Rank peer : table_.live_ranks()) {
         const bool has_mfp = unit_.source != nullptr && table_.runs_bu(peer);
         sent_[peer] = {cycle_chunk, has_mfp ? mfps_[peer].size() : 0, settings_.packing_factor, settings_.epoch,
@@ -103,8 +102,7 @@ bool Event_builder::exchange_headers(std::uint64_t cycle_chunk, const Vote& vote
         if (transport_.lost(peer)) continue;
         check_header(peer, cycle_chunk);
         const Cycle_header& header = received_[peer];
-        votes_.push_back({header.pending_epoch, (header.votes & vote_pause) != 0, (header.votes & vote_stop) != 0,
-                          (header.votes & vote_resumed) != 0});
+        votes_.push_back({header.pending_epoch, (header.votes & vote_pause) != 0, (header.votes & vote_stop) != 0});
     }
     return true;
 }

@@ -95,13 +95,17 @@ Command_outcome Unit::command(Command command, const Configure_request* request)
             if (outcome.kind != Command_outcome::Kind::done) return outcome;
             break;
         }
-        case Command::start:
-            stop_vote_ = false;
-            kept_resume_ = kept_resume_voted_ = false;
+        case Command::start: stop_vote_ = false; break;
+        case Command::pause:
+            pause_vote_ = true;
+            kept_resume_ = false;
             break;
-        // The votes and the data path read the state.
-        case Command::pause: kept_resume_ = kept_resume_voted_ = false; break;
-        case Command::resume: kept_resume_ = in_session_ && phase_ != Session_phase::paused; break;
+        // In a session the pause still reaches the set; the unit goes on where
+        // the set pauses. Idle or standby, there is nothing to pause yet.
+        case Command::resume:
+            if (in_session_ && phase_ != Session_phase::paused) kept_resume_ = true;
+            else pause_vote_ = false;
+            break;
         case Command::stop:
             // Building: the set stops together at the end of a cycle. Paused
             // (the set is at a common boundary), connecting or standby: at once.
@@ -195,6 +199,9 @@ bool Unit::run() {
             std::lock_guard lock(mutex_);
             session_stop_.clear();
             in_session_ = true;
+            // A unit paused before its session (standby, connecting) pauses the set.
+            pause_vote_ = status_.state() == Control_state::paused;
+            kept_resume_ = false;
             if (process_stop_.requested()) session_stop_.request();
         }
         Session_end end = Session_end::stopped;
@@ -251,11 +258,10 @@ void Unit::show_phase(Session_phase phase) {
 
 Vote Unit::vote() {
     std::lock_guard lock(mutex_);
-    kept_resume_voted_ = kept_resume_;
     // A reset while building leaves no table until the session has ended: no switch to vote for.
     const Configure_request* newest = newest_table();
     return {newest != nullptr ? static_cast<std::uint32_t>(newest->epoch) : 0u,
-            status_.state() == Control_state::paused, stop_vote_, kept_resume_};
+            pause_vote_, stop_vote_};
 }
 
 Unit::Session_end Unit::run_session(Configure_request table) {
@@ -347,11 +353,6 @@ Unit::Session_end Unit::run_session(Configure_request table) {
                 log_info("the set stopped at chunk ", next_chunk_);
                 return Session_end::stopped;
             }
-            if (decision->drop_resumes) {
-                // Unless a newer pause and resume came after the vote.
-                std::lock_guard lock(mutex_);
-                if (kept_resume_voted_) kept_resume_ = kept_resume_voted_ = false;
-            }
             if (decision->pause && !wait_while_paused()) return Session_end::stopped;
         }
         if (!switch_table(table, *next, transport)) return Session_end::left;
@@ -361,10 +362,12 @@ Unit::Session_end Unit::run_session(Configure_request table) {
 
 bool Unit::wait_while_paused() {
     std::unique_lock lock(mutex_);
-    // The state says what came after this unit's vote: a resume, and it goes
-    // on; a stop, and it stops here, the set being at a common boundary.
+    // This boundary serves every pause the unit was given so far. The state
+    // says what came after: a resume, and it goes on; a stop, and it stops
+    // here, the set being at a common boundary.
+    pause_vote_ = false;
     if (kept_resume_) {
-        kept_resume_ = kept_resume_voted_ = false;
+        kept_resume_ = false;
         log_info("resumed before the set paused: going on at chunk ", next_chunk_);
         return true;
     }

@@ -96,10 +96,14 @@ private:
     std::optional<Configure_request> current_;        // the table in force
     std::map<std::uint64_t, Configure_request> pending_;  // newer tables, by epoch
     bool stop_vote_ = false;
+    // A pause reaches the set: from the pause command to the next boundary
+    // where the set pauses, the unit votes pause, resumed or not.
+    bool pause_vote_ = false;
     // Resumed between a pause and the boundary where the set pauses: the
     // unit goes on at that boundary instead of waiting for another resume.
+    // Lives no longer than pause_vote_, so it is used at the first such
+    // boundary, one cycle later at most.
     bool kept_resume_ = false;
-    bool kept_resume_voted_ = false;  // the last vote announced it
     Session_phase phase_ = Session_phase::none;
     bool in_session_ = false;  // run() is in a session, which session_stop_ ends
 

@@ -75,14 +75,13 @@ struct Mep_header {
 // (docs/control-api.md).
 inline constexpr std::uint32_t vote_pause = 1u << 0;
 inline constexpr std::uint32_t vote_stop = 1u << 1;
-inline constexpr std::uint32_t vote_resumed = 1u << 2;
 struct Cycle_header {
     std::uint64_t cycle_chunk;  // chunk of the BU of index 0 in this cycle
     std::uint64_t bytes;        // the MFP for the receiver; 0 when there is none
     std::uint32_t event_count;  // per MFP: the packing factor
     std::uint32_t epoch;        // the table this cycle runs under
     std::uint32_t pending_epoch;  // newest table the sender holds (== epoch if none newer)
-    std::uint32_t votes;          // vote_pause | vote_stop | vote_resumed
+    std::uint32_t votes;          // vote_pause | vote_stop
 };
 
 static_assert(sizeof(Mfp_header) == 32);
