@@ -226,7 +226,34 @@ func TestRealBuilder(t *testing.T) {
 // rank and ports) is taken back by the same table at a new epoch,
 // configured on every unit, as the operator's rejoin does: every unit
 // switches to it, nobody is lost any more, and the restarted unit builds.
+// A lost unit rejoins by the same table at the next epoch, as a new
+// process: one restarted, or one the operator reset in its session (what
+// it does to a unit a partition cut off, which went on alone).
 func TestRealBuilderRejoin(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lose func(t *testing.T, set *realSet, c *Client)
+	}{
+		{"restarted", func(t *testing.T, set *realSet, _ *Client) {
+			set.kill(1)
+			set.waitLost(0, 1)
+			set.waitLost(2, 1)
+			set.start(1)
+		}},
+		{"reset in its session", func(t *testing.T, set *realSet, c *Client) {
+			reps, err := c.Send(context.Background(), realToken, Reset, set.builders[1:2])
+			if err != nil || reps[1].State != builderstatus.StateNotReady {
+				t.Fatalf("reset rank 1: %+v, %v; want NOT_READY", reps, err)
+			}
+			set.waitLost(0, 1)
+			set.waitLost(2, 1)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { realRejoin(t, tc.lose) })
+	}
+}
+
+func realRejoin(t *testing.T, lose func(*testing.T, *realSet, *Client)) {
 	set := newRealSet(t, plan(t, ebv1.EventBuilderRunSpec{Units: 3}))
 	ctx := context.Background()
 	c := NewClient(2 * time.Second)
@@ -260,14 +287,10 @@ func TestRealBuilderRejoin(t *testing.T) {
 	}
 	building("every unit building at epoch 1", 1)
 
-	// Rank 1 dies and its peers lose it; it is started again, NOT_READY.
-	set.kill(1)
-	set.waitLost(0, 1)
-	set.waitLost(2, 1)
-	set.start(1)
+	// Rank 1 is lost to its peers and comes back NOT_READY.
+	lose(t, set, c)
 
-	// The rejoin: the same table at epoch 2 on every unit, the restarted
-	// one started.
+	// The rejoin: the same table at epoch 2 on every unit, rank 1 started.
 	next := set.doc
 	next.Epoch = 2
 	if _, err := c.Configure(ctx, realToken, set.builders, next); err != nil {
@@ -279,11 +302,6 @@ func TestRealBuilderRejoin(t *testing.T) {
 	building("every unit building at epoch 2, nobody lost", 2)
 }
 
-// TestRealBuilderUnfolded configures real builders with the operator's
-// table of an Unfolded run (RUs on ranks 0 and 1, their BUs on 2 and 3):
-// the BUs build, every MEP checked in process (every source, payload and
-// event range), the RUs build nothing, and after a stop the events built
-// are every event the sources made.
 func TestRealBuilderUnfolded(t *testing.T) {
 	set := newRealSet(t, plan(t, ebv1.EventBuilderRunSpec{Units: 2, Layout: ebv1.LayoutUnfolded}))
 	ctx := context.Background()

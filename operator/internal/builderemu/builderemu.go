@@ -10,7 +10,9 @@
 // that the running set switches to together once every unit live in both
 // tables holds it, pause and stop acting on the whole running set, a
 // dummy's standby start, lost peers (reset by a new epoch, but for
-// joiners that cannot join: dead, or SetUnreachable), /status,
+// joiners that cannot join: dead, or SetUnreachable), a unit that lost
+// its set and went on alone joining back in its session (every unit of
+// the set in ERROR, out of step, as eb-builder does), /status,
 // /healthz and /readyz. Live RUNNING builders count events at a fixed rate.
 //
 // A Farm serves any number of emulated builders from one local HTTP
@@ -181,12 +183,28 @@ func (f *Farm) Kill(key string) {
 // nothing, its peers show as connecting), and a running set it joins by a
 // new epoch (a spare made live, a lost rank taken back) reports it lost at
 // that epoch, as eb-builder does when a joiner is not connected within
-// --join-timeout-ms. Set it before the epoch that brings it in; it lasts
-// across Restart (the key is the pod's).
+// --join-timeout-ms. Cut while it runs live in its set, it and its running
+// live peers of its epoch mark each other lost (as after
+// --peer-timeout-ms), and it goes on alone in its session, RUNNING at
+// that epoch: restored (the partition healed), it must be reset before a
+// new epoch takes it back, or that epoch's first cycle finds the set out
+// of step. It lasts across Restart (the key is the pod's).
 func (f *Farm) SetUnreachable(key string, cut bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.unreachable[key] = cut
+	b := f.builders[key]
+	if !cut || b == nil || b.dead || !b.active() || !b.table.live(b.rank) {
+		return
+	}
+	now := time.Now()
+	b.advance(now)
+	for _, p := range b.mesh.byRank {
+		if p != b && !p.dead && p.active() && p.table.epoch() == b.table.epoch() && p.table.live(p.rank) {
+			p.advance(now)
+			p.lost[b.rank], b.lost[p.rank] = true, true
+		}
+	}
 }
 
 // Restart ends the builder under key as Kill does (its live peers mark it
@@ -225,6 +243,11 @@ type Builder struct {
 	pending   *table
 	lost      map[int32]bool
 	lastError string
+	// inSession: the builder runs a session as a live unit of a set it
+	// connected to (started with it, or joined it), with its own place in
+	// the event stream; it keeps it while it goes on alone. A process that
+	// could not join, a dummy, a reset or a stopped builder has none.
+	inSession bool
 	requests  []Request
 	last      time.Time // counters advanced to
 	events    float64
@@ -655,10 +678,11 @@ func (b *Builder) command(cmd, auth string, c *configureBody, t *table, perr *ht
 			b.pending = t
 			m.switchEpochs(now)
 		} else {
-			b.table, b.pending, b.lost, b.state = t, nil, map[int32]bool{}, Ready
+			b.table, b.pending, b.lost, b.state, b.inSession = t, nil, map[int32]bool{}, Ready, false
 		}
 	case "start":
 		b.state = Running
+		b.inSession = b.table.live(b.rank) && !b.farm.unreachable[b.key]
 		m.switchEpochs(now)
 	case "pause", "stop":
 		// The whole running set stops at the same event.
@@ -670,14 +694,16 @@ func (b *Builder) command(cmd, auth string, c *configureBody, t *table, perr *ht
 			if !p.dead && p.table.epoch() == b.table.epoch() && (p.state == Running || (cmd == "stop" && p.state == Paused)) {
 				p.advance(now)
 				p.state = to
+				p.inSession = p.inSession && to == Paused
 			}
 		}
 		b.state = to
+		b.inSession = b.inSession && to == Paused
 	case "resume":
 		b.state = Running
 		m.switchEpochs(now)
 	case "reset":
-		b.state, b.table, b.pending, b.lost, b.lastError = NotReady, nil, nil, map[int32]bool{}, ""
+		b.state, b.table, b.pending, b.lost, b.lastError, b.inSession = NotReady, nil, nil, map[int32]bool{}, "", false
 	}
 	return answer(http.StatusOK, "")
 }
@@ -692,30 +718,58 @@ func sameTable(a, b *table) bool {
 // (the end of the first cycle in which they all hold it). Units that
 // become dummies stand by; units that become live join; lost peers reset,
 // but for joiners that cannot join (dead or unreachable): lost at once,
-// where eb-builder gives up on them after --join-timeout-ms.
+// where eb-builder gives up on them after --join-timeout-ms. A joiner
+// that still runs its own session (it lost the set, went on alone, and
+// was configured without a reset) puts every unit switching to that
+// epoch in ERROR: their first cycle finds them out of step.
 func (m *mesh) switchEpochs(now time.Time) {
-	type pair struct{ from, to *table }
 	for changed := true; changed; {
 		changed = false
-		holds := map[pair]bool{} // allHold is the same for every builder switching between two tables
+		var switching []*Builder
 		for _, b := range m.byRank {
-			if b.dead || b.pending == nil || b.state != Running {
-				continue
+			if !b.dead && b.pending != nil && b.state == Running && m.allHold(b.table, b.pending) {
+				switching = append(switching, b)
 			}
-			p := pair{b.table, b.pending}
-			ok, known := holds[p]
-			if !known {
-				ok = m.allHold(b.table, b.pending)
-				holds[p] = ok
+		}
+		outOfStep := map[int64]int32{} // by epoch switched to: a joiner in its session
+		for _, b := range switching {
+			if rank, stale := m.staleJoiner(b, b.pending); stale {
+				outOfStep[b.pending.Epoch] = rank
 			}
-			if !ok {
-				continue
-			}
-			b.advance(now)
-			b.table, b.pending, b.lost = b.pending, nil, m.failedJoiners(b, b.pending)
+		}
+		for _, b := range switching {
 			changed = true
+			b.advance(now)
+			to := b.pending
+			if rank, bad := outOfStep[to.Epoch]; bad {
+				b.state, b.pending, b.inSession = Error, nil, false
+				b.lastError = fmt.Sprintf("epoch %d: the units are out of step: rank %d joined in its own session, not as a new process", to.Epoch, rank)
+				continue
+			}
+			b.inSession = to.live(b.rank) && (b.inSession || !b.farm.unreachable[b.key])
+			b.table, b.pending, b.lost = to, nil, m.failedJoiners(b, to)
 		}
 	}
+}
+
+// staleJoiner finds a rank that joins b's set when it switches to `to`
+// (live there, and a dummy before or lost by b) whose builder, reachable,
+// switches too from a table it ran in its own session: it would join at
+// its own place in the event stream, not the set's.
+func (m *mesh) staleJoiner(b *Builder, to *table) (int32, bool) {
+	if !to.live(b.rank) || b.farm.unreachable[b.key] {
+		return 0, false
+	}
+	for _, r := range to.Ranks {
+		rank := int32(r.Rank)
+		if rank == b.rank || !to.live(rank) || (b.table.live(rank) && !b.lost[rank]) {
+			continue
+		}
+		if p := m.byRank[rank]; p != nil && !p.dead && !b.farm.unreachable[p.key] && p.inSession && p.pending != nil {
+			return rank, true
+		}
+	}
+	return 0, false
 }
 
 // failedJoiners are the ranks that join b's set when it switches to `to`

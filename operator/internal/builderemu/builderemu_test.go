@@ -331,6 +331,101 @@ func TestJoinersThatCannotJoinAreLost(t *testing.T) {
 	}
 }
 
+// A unit cut off from its set's data network while it runs (its control
+// API still answering) and its peers mark each other lost; it goes on
+// alone in its session. Configured with a new epoch as it is, it joins
+// back at its own place in the event stream: the set is out of step, every
+// unit in ERROR; so even when the partition had not healed yet at an
+// earlier epoch (it went on alone through it). Reset first, it rejoins as a
+// restarted process does.
+func TestHealedPartition(t *testing.T) {
+	status := builderstatus.NewClient(time.Second)
+	ctx := context.Background()
+	// start runs ranks 0..2 at epoch 1 and cuts rank 1 off.
+	start := func(t *testing.T) *Farm {
+		f := NewFarm()
+		t.Cleanup(f.Close)
+		for r := range 3 {
+			f.Start(fmt.Sprint(r), Options{Token: "tok", Rank: int32(r), Mesh: "m"})
+			post(t, f.URL(fmt.Sprint(r)), "tok", "configure", cfgBody(r, 1, "live", "live", "live"))
+		}
+		for r := range 3 {
+			post(t, f.URL(fmt.Sprint(r)), "tok", "start", "")
+		}
+		f.SetUnreachable("1", true)
+		for r, lost := range [][]int32{{1}, {0, 2}, {1}} {
+			rep, err := status.Get(ctx, f.URL(fmt.Sprint(r)))
+			if err != nil || rep.State != Running || rep.Epoch != 1 || !slices.Equal(rep.LostPeers, lost) {
+				t.Fatalf("rank %d cut off: %+v (%v); want RUNNING at epoch 1, lost_peers %v", r, rep, err, lost)
+			}
+		}
+		return f
+	}
+	configure := func(t *testing.T, f *Farm, epoch int64) {
+		t.Helper()
+		for r := range 3 {
+			if a := post(t, f.URL(fmt.Sprint(r)), "tok", "configure", cfgBody(r, epoch, "live", "live", "live")); a.code != 200 {
+				t.Fatalf("configure rank %d at epoch %d: %v", r, epoch, a)
+			}
+		}
+	}
+	check := func(t *testing.T, f *Farm, state string, epoch int64, lastError string) {
+		t.Helper()
+		for r := range 3 {
+			rep, err := status.Get(ctx, f.URL(fmt.Sprint(r)))
+			if err != nil || rep.State != state || rep.Epoch != epoch || !strings.Contains(rep.LastError, lastError) ||
+				(state == Running && (len(rep.LostPeers) != 0 || (r != 1 && rep.Peers[1].State != "up"))) {
+				t.Errorf("rank %d: %+v (%v); want %s at epoch %d, last_error %q", r, rep, err, state, epoch, lastError)
+			}
+		}
+	}
+	const outOfStep = "the units are out of step: rank 1 joined in its own session"
+
+	t.Run("healed, configured in its session: out of step", func(t *testing.T) {
+		f := start(t)
+		f.SetUnreachable("1", false)
+		configure(t, f, 2)
+		check(t, f, Error, 1, outOfStep)
+	})
+	t.Run("configured in its session while cut off, then healed: out of step at the next epoch", func(t *testing.T) {
+		f := start(t)
+		configure(t, f, 2)
+		for r, lost := range [][]int32{{1}, {}, {1}} {
+			rep, err := status.Get(ctx, f.URL(fmt.Sprint(r)))
+			if err != nil || rep.State != Running || rep.Epoch != 2 || !slices.Equal(rep.LostPeers, lost) {
+				t.Errorf("rank %d at epoch 2: %+v (%v); want RUNNING, lost_peers %v", r, rep, err, lost)
+			}
+		}
+		f.SetUnreachable("1", false)
+		configure(t, f, 3)
+		check(t, f, Error, 2, outOfStep)
+	})
+	t.Run("healed, reset first: rejoins", func(t *testing.T) {
+		f := start(t)
+		f.SetUnreachable("1", false)
+		if a := post(t, f.URL("1"), "tok", "reset", ""); a.code != 200 || a.doc["state"] != NotReady {
+			t.Fatalf("reset: %v", a)
+		}
+		configure(t, f, 2)
+		post(t, f.URL("1"), "tok", "start", "")
+		check(t, f, Running, 2, "")
+	})
+	t.Run("reset while cut off: lost at the new epoch, joins the next once healed", func(t *testing.T) {
+		f := start(t)
+		post(t, f.URL("1"), "tok", "reset", "")
+		configure(t, f, 2)
+		post(t, f.URL("1"), "tok", "start", "")
+		for r, lost := range [][]int32{{1}, {}, {1}} {
+			if rep, err := status.Get(ctx, f.URL(fmt.Sprint(r))); err != nil || rep.Epoch != 2 || !slices.Equal(rep.LostPeers, lost) {
+				t.Errorf("rank %d at epoch 2: %+v (%v); want lost_peers %v", r, rep, err, lost)
+			}
+		}
+		f.SetUnreachable("1", false)
+		configure(t, f, 3) // a joiner that never got in has no session of its own
+		check(t, f, Running, 3, "")
+	})
+}
+
 // StartPod reads a controlled builder's command line and its token file
 // through the pod's Secret volume, as the kubelet lays it out.
 func TestStartPod(t *testing.T) {

@@ -233,12 +233,20 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		// rank once its builder answers again, by the same table at the
 		// next epoch configured on every builder; again and again, backing
 		// off while its rejoins do not hold (each costs the set a join
-		// timeout of dropped events).
+		// timeout of dropped events). A lost unit still in its session (a
+		// partition) is reset first, to join as a new process.
 		poll = r.poll(ctx, pods, now)
 		d := runplan.DecideRejoins(table, poll.Reports, attempts, now, r.RejoinBackoff)
 		attempts = d.Attempts
 		switch {
 		case len(d.Now) > 0:
+			if err := r.resetLost(ctx, run, d.Reset, pods, poll, string(secret.Data[builderpod.ControlTokenKey])); err != nil {
+				// Nothing is published: the rejoin epoch must not reach a
+				// builder still in its session. The next poll decides again.
+				setPhase(run, ebv1.PhasePending, ebv1.ReasonControlFailed, clip(err.Error())+
+					"; the rejoin waits until every lost builder still running its session is reset")
+				return ctrl.Result{}, errors.Join(err, r.patchStatus(ctx, orig, run))
+			}
 			next := runplan.Rejoin(table, d.Now)
 			setRejoinAttempts(cm, attempts)
 			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, now); err != nil {
@@ -374,6 +382,32 @@ func rejoinAttempts(cm *corev1.ConfigMap) (runplan.RejoinAttempts, error) {
 		return nil, fmt.Errorf("ConfigMap %s annotation %s: %w", cm.Name, annRejoins, err)
 	}
 	return attempts, nil
+}
+
+// resetLost sends reset to the builders of lost ranks that still run
+// their session (runplan.RejoinDecision.Reset), before a rejoin epoch is
+// configured on them, and takes their answers (NOT_READY) as their
+// reports: drive then configures them with the new epoch and starts them
+// as it does a restarted process. It fails if any did not take it.
+func (r *EventBuilderRunReconciler) resetLost(ctx context.Context, run *ebv1.EventBuilderRun, ranks []int,
+	pods map[int32]*corev1.Pod, poll *builderstatus.Poll, token string) error {
+	var targets []buildercontrol.Builder
+	for _, rank := range ranks {
+		if pod := pods[int32(rank)]; pod != nil { // it answered the poll
+			targets = append(targets, buildercontrol.Builder{Rank: int32(rank), URL: r.StatusURL(pod)})
+		}
+	}
+	if len(targets) == 0 {
+		return nil
+	}
+	reps, err := r.Control.Send(ctx, token, buildercontrol.Reset, targets)
+	maps.Copy(poll.Reports, reps)
+	if len(reps) > 0 {
+		r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, commandReason[buildercontrol.Reset], string(buildercontrol.Reset),
+			"reset to %d builders (ranks %s): lost by their set, they still ran their session; they rejoin as new processes",
+			len(reps), shortlist.Join(slices.Sorted(maps.Keys(reps)), ", ", func(r int32) string { return strconv.Itoa(int(r)) }))
+	}
+	return err
 }
 
 // setRejoinAttempts writes the record into cm's annotations (the caller

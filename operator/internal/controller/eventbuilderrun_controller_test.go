@@ -524,6 +524,121 @@ func TestLostUnitRejoins(t *testing.T) {
 	}
 }
 
+// expectPodsKept checks that the run's pods are still pods, none
+// replaced (a new epoch reaches the builders by configure).
+func expectPodsKept(t *testing.T, pods []corev1.Pod) {
+	t.Helper()
+	names := make([]string, len(pods))
+	for i, p := range pods {
+		names[i] = p.Name
+	}
+	now := waitPods(t, pods[0].Namespace, pods[0].Labels[builderpod.LabelRun], names...)
+	for _, p := range pods {
+		if now[p.Name].UID != p.UID {
+			t.Errorf("pod %s replaced", p.Name)
+		}
+	}
+}
+
+// rejoinRecord reads the rejoin attempts recorded on the run's rank-table
+// ConfigMap.
+func rejoinRecord(ctx context.Context, key client.ObjectKey) (runplan.RejoinAttempts, error) {
+	cm := &corev1.ConfigMap{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name + "-ranks"}, cm); err != nil {
+		return nil, err
+	}
+	return rejoinAttempts(cm)
+}
+
+// waitAllAt waits for every unit of the run to report RUNNING at one
+// epoch of at least from, nobody lost, and returns that epoch.
+func waitAllAt(t *testing.T, key client.ObjectKey, from int64) int64 {
+	t.Helper()
+	var epoch int64
+	eventually(t, fmt.Sprintf("every unit RUNNING at one epoch from %d, nobody lost", from), func() error {
+		st := getRun(t, key).Status
+		epoch = st.Epoch
+		if epoch < from || len(st.Units) == 0 {
+			return fmt.Errorf("epoch %d", epoch)
+		}
+		for _, u := range st.Units {
+			if u.Epoch != epoch || u.PendingEpoch != 0 || len(u.LostPeers) != 0 || u.State != builderstatus.StateRunning {
+				return fmt.Errorf("unit row %+v at table epoch %d", u, epoch)
+			}
+		}
+		return nil
+	})
+	return epoch
+}
+
+// A unit that loses its set while its builder still answers the operator
+// (a partition: its data network down, its control API up) goes on alone
+// in its session, RUNNING at the epoch it was lost in. Configured with the
+// rejoin epoch as it is, it would join the set at its own place in the
+// event stream, and the first cycle would put every unit in ERROR (out of
+// step; the emulation does as eb-builder). So the operator resets it
+// first, and it rejoins as a restarted process does: configured with the
+// new epoch and started. A partition that healed before the operator
+// looked rejoins at once; one still cut off at its rejoin is reset, cannot
+// join, waits its back-off and, healed, is reset and rejoins.
+func TestPartitionedUnitIsResetToRejoin(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	key, pods, emu := startRun(t, "partition", 3)
+	ns := key.Namespace
+
+	// Healed already: rank 1 and its peers lost each other (its own
+	// report first: the operator acts on its peers' majority).
+	emu[1].LosePeer(0)
+	emu[1].LosePeer(2)
+	emu[0].LosePeer(1)
+	emu[2].LosePeer(1)
+	if fo := waitFailoverConfigured(t, key, 2); fo.Outcome != ebv1.OutcomeRejoined || len(fo.Moves) != 1 || fo.Moves[0].FailedRank != 1 {
+		t.Errorf("lastFailover %+v, want rank 1 Rejoined at epoch 2", fo)
+	}
+	waitCommands(t, "the partitioned partition-eb-1", emu[1], "configure@1 start reset configure@2 start")
+	if e := waitAllAt(t, key, 2); e != 2 {
+		t.Errorf("the healed partition took until epoch %d, want one rejoin (2)", e)
+	}
+	expectEvent(t, ns, "partition", "BuildersReset")
+	eventually(t, "the rejoin record cleared", func() error {
+		if a, err := rejoinRecord(ctx, key); err != nil || len(a) != 0 {
+			return fmt.Errorf("rejoin attempts %+v (%v)", a, err)
+		}
+		return nil
+	})
+
+	// Cut off now: rejoined at epoch 3 (reset first) it cannot join, and
+	// waits; its network back, the next rejoin (reset again) holds.
+	uid := string(pods[1].UID)
+	farm.SetUnreachable(uid, true)
+	waitFailover(t, key, 3)
+	eventually(t, "the rejoin at epoch 3 recorded as failed", func() error {
+		if a, err := rejoinRecord(ctx, key); err != nil || !a[1].Failed || a[1].Epoch != 3 {
+			return fmt.Errorf("rejoin attempts %+v (%v)", a, err)
+		}
+		return nil
+	})
+	farm.SetUnreachable(uid, false)
+	last := waitAllAt(t, key, 4)
+	want1, want := "configure@1 start reset configure@2 start", "configure@1 start configure@2"
+	for e := int64(3); e <= last; e++ {
+		want1 += fmt.Sprintf(" reset configure@%d start", e)
+		want += fmt.Sprintf(" configure@%d", e)
+	}
+	waitCommands(t, "partition-eb-1", emu[1], want1)
+	for _, i := range []int{0, 2} {
+		waitCommands(t, pods[i].Name, emu[i], want)
+	}
+	for i, b := range emu {
+		if e, p := b.Epoch(); e != last || p != 0 || b.State() != builderemu.Running {
+			t.Errorf("builder of rank %d: %s at epoch %d pending %d, want RUNNING at %d", i, b.State(), e, p, last)
+		}
+	}
+	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+	expectPodsKept(t, pods)
+}
+
 // A lost unit whose builder answers the operator but cannot join the set
 // (its node's data network is down) would cost the set a join timeout of
 // dropped events on every poll: its rejoins back off. Each one that does

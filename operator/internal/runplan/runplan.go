@@ -311,12 +311,16 @@ func byMajority(t planner.RankTable, reports map[int32]builderstatus.Report, nam
 // Rejoins finds the live ranks of t that their peers report lost
 // (LostPeers) and whose own builder answers the poll again, in any state
 // but ERROR: its process restarted (a pod recreated, a container
-// restarted) or a partition healed. A lost unit cannot come back into its
-// epoch; a new epoch of the same table takes it back: at the switch the
-// running set reconnects a peer lost in the old epoch and live in the new
-// one (Rejoin). A lost rank whose builder does not answer (its pod is
-// being recreated) or is in ERROR is not listed: it waits, and no epoch
-// is spent on it. Ranks in order.
+// restarted: NOT_READY), or it lost its set and still runs its session
+// (RUNNING or PAUSED at the epoch it was lost in: its data network went
+// down while its control API answers, a partition that may heal). A lost
+// unit cannot come back into its epoch; a new epoch of the same table
+// takes it back: at the switch the running set reconnects a peer lost in
+// the old epoch and live in the new one (Rejoin), as a fresh process
+// (DecideRejoins resets one still in its session first). A lost rank
+// whose builder does not answer (its pod is being recreated) or is in
+// ERROR is not listed: it waits, and no epoch is spent on it. Ranks in
+// order.
 func Rejoins(t planner.RankTable, reports map[int32]builderstatus.Report) []int {
 	lost := LostPeers(t, reports)
 	var out []int
@@ -410,7 +414,15 @@ func (a RejoinAttempts) Waiting(now time.Time, b RejoinBackoff) []Deferral {
 
 // RejoinDecision is what DecideRejoins found.
 type RejoinDecision struct {
-	Now    []int // rejoin at the next epoch (Rejoin), in rank order
+	Now []int // rejoin at the next epoch (Rejoin), in rank order
+	// Reset: when Now is not empty, the lost ranks whose builder still
+	// runs its session (RUNNING or PAUSED), in rank order. Each must be
+	// sent reset (NOT_READY) before the rejoin epoch is configured on it,
+	// so that it joins as a fresh process: configured in its session, it
+	// would join the set as a unit already building, at the place in the
+	// event stream where it went on alone, and the set's first cycle
+	// would find them out of step (every unit in ERROR).
+	Reset  []int
 	Failed []int // ranks whose last rejoin this decision finds did not hold, in rank order
 	// Attempts is the record to keep: with the rejoin table when Now is
 	// not empty (counting its epoch), else where Changed.
@@ -425,6 +437,8 @@ type RejoinDecision struct {
 // Delay(attempts) from the last. A rejoin holds when its peers report the
 // rank up (UpPeers) at its epoch or later: its record is dropped, and a
 // later loss rejoins at once again. Records of ranks no longer live go.
+// The rejoin epoch is configured on every builder, so every lost rank
+// still in its session (not only those in Now) is listed in Reset.
 func DecideRejoins(t planner.RankTable, reports map[int32]builderstatus.Report, attempts RejoinAttempts,
 	now time.Time, b RejoinBackoff) RejoinDecision {
 	lost, up := LostPeers(t, reports), UpPeers(t, reports)
@@ -451,10 +465,25 @@ func DecideRejoins(t planner.RankTable, reports map[int32]builderstatus.Report, 
 		d.Now = append(d.Now, rank)
 		d.Attempts[rank] = RejoinAttempt{Attempts: at.Attempts + 1, Epoch: t.Epoch + 1, Time: now}
 	}
+	if len(d.Now) > 0 {
+		for _, r := range t.Ranks {
+			if rep, answers := reports[int32(r.Rank)]; lost[r.Rank] && answers && InSession(rep.State) {
+				d.Reset = append(d.Reset, r.Rank)
+			}
+		}
+	}
 	d.Changed = !maps.EqualFunc(d.Attempts, attempts, func(x, y RejoinAttempt) bool {
 		return x.Attempts == y.Attempts && x.Epoch == y.Epoch && x.Time.Equal(y.Time) && x.Failed == y.Failed
 	})
 	return d
+}
+
+// InSession: a builder in state runs a session with its set (RUNNING or
+// PAUSED), with a place in the event stream; NOT_READY and READY have
+// none yet (a READY builder starts with the set or joins it afresh), and
+// ERROR ended it.
+func InSession(state string) bool {
+	return state == builderstatus.StateRunning || state == builderstatus.StatePaused
 }
 
 // String says how long the rank waits, for the Ready condition and events.

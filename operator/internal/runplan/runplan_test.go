@@ -440,13 +440,26 @@ func TestDecideRejoins(t *testing.T) {
 		}
 		return rep
 	}
-	answers := builderstatus.Report{State: builderstatus.StateRunning, Epoch: 3}
-	at := func(epoch int64, rank1 string, rank1Answers bool) map[int32]builderstatus.Report {
+	// at: the peers' reports at epoch, rank 1 lost, up or connecting for
+	// them; rank 1's builder in state self ("" silent): NOT_READY
+	// restarted, else at epoch 3.
+	const silent, restarted = "", builderstatus.StateNotReady
+	run, paused, ready := builderstatus.StateRunning, builderstatus.StatePaused, builderstatus.StateReady
+	at := func(epoch int64, rank1, self string) map[int32]builderstatus.Report {
 		reps := map[int32]builderstatus.Report{0: peer(epoch, rank1), 2: peer(epoch, rank1), 3: peer(epoch, rank1)}
-		if rank1Answers {
-			reps[1] = answers
+		switch self {
+		case silent:
+		case restarted:
+			reps[1] = builderstatus.Report{State: self}
+		default:
+			reps[1] = builderstatus.Report{State: self, Epoch: 3}
 		}
 		return reps
+	}
+	// Ranks 1 and 2 lost by 0 and 3, both answering in state self at epoch 3.
+	twoLost := func(self string) map[int32]builderstatus.Report {
+		rep := builderstatus.Report{State: run, Epoch: 3, LostPeers: []int32{1, 2}}
+		return map[int32]builderstatus.Report{0: rep, 3: rep, 1: {State: self, Epoch: 3}, 2: {State: self, Epoch: 3}}
 	}
 	pending := RejoinAttempt{Attempts: 1, Epoch: 3, Time: ago(1)}
 	failed := func(attempts int, secondsAgo int) RejoinAttempt {
@@ -458,31 +471,46 @@ func TestDecideRejoins(t *testing.T) {
 		attempts RejoinAttempts
 		want     RejoinDecision
 	}{
-		{"first rejoin: at once", at(3, builderstatus.PeerLost, true), RejoinAttempts{},
+		{"first rejoin of a restarted process: at once", at(3, builderstatus.PeerLost, restarted), RejoinAttempts{},
 			RejoinDecision{Now: []int{1}, Attempts: RejoinAttempts{1: {Attempts: 1, Epoch: 4, Time: t0}}, Changed: true}},
-		{"its epoch is being switched to: the peers still report the old one", at(2, builderstatus.PeerLost, true),
+		{"a partition (healed or not): it still runs its session, RUNNING; reset first", at(3, builderstatus.PeerLost, run), RejoinAttempts{},
+			RejoinDecision{Now: []int{1}, Reset: []int{1}, Attempts: RejoinAttempts{1: {Attempts: 1, Epoch: 4, Time: t0}}, Changed: true}},
+		{"PAUSED in its session: reset first", at(3, builderstatus.PeerLost, paused), RejoinAttempts{},
+			RejoinDecision{Now: []int{1}, Reset: []int{1}, Attempts: RejoinAttempts{1: {Attempts: 1, Epoch: 4, Time: t0}}, Changed: true}},
+		{"READY: no session to leave, not reset", at(3, builderstatus.PeerLost, ready), RejoinAttempts{},
+			RejoinDecision{Now: []int{1}, Attempts: RejoinAttempts{1: {Attempts: 1, Epoch: 4, Time: t0}}, Changed: true}},
+		{"in ERROR: neither rejoined nor reset", at(3, builderstatus.PeerLost, builderstatus.StateError), RejoinAttempts{},
+			RejoinDecision{Attempts: RejoinAttempts{}}},
+		{"its epoch is being switched to: the peers still report the old one", at(2, builderstatus.PeerLost, run),
 			RejoinAttempts{1: pending}, RejoinDecision{Attempts: RejoinAttempts{1: pending}}},
-		{"joining: neither lost nor up yet", at(3, "connecting", true),
+		{"joining: neither lost nor up yet", at(3, "connecting", run),
 			RejoinAttempts{1: pending}, RejoinDecision{Attempts: RejoinAttempts{1: pending}}},
-		{"lost again at its epoch: failed, the next waits 10 s", at(3, builderstatus.PeerLost, true), RejoinAttempts{1: pending},
+		{"lost again at its epoch: failed, the next waits 10 s, nothing reset", at(3, builderstatus.PeerLost, run), RejoinAttempts{1: pending},
 			RejoinDecision{Failed: []int{1}, Attempts: RejoinAttempts{1: failed(1, 1)}, Changed: true}},
-		{"lost at a later epoch than its rejoin's: failed too", at(3, builderstatus.PeerLost, true),
+		{"lost at a later epoch than its rejoin's: failed too", at(3, builderstatus.PeerLost, run),
 			RejoinAttempts{1: {Attempts: 1, Epoch: 2, Time: ago(1)}},
 			RejoinDecision{Failed: []int{1}, Attempts: RejoinAttempts{1: {Attempts: 1, Epoch: 2, Time: ago(1), Failed: true}}, Changed: true}},
-		{"still waiting", at(3, builderstatus.PeerLost, true), RejoinAttempts{1: failed(1, 5)},
+		{"still waiting", at(3, builderstatus.PeerLost, run), RejoinAttempts{1: failed(1, 5)},
 			RejoinDecision{Attempts: RejoinAttempts{1: failed(1, 5)}}},
-		{"waited: the second rejoin", at(3, builderstatus.PeerLost, true), RejoinAttempts{1: failed(1, 10)},
-			RejoinDecision{Now: []int{1}, Attempts: RejoinAttempts{1: {Attempts: 2, Epoch: 4, Time: t0}}, Changed: true}},
-		{"after two, 20 s", at(3, builderstatus.PeerLost, true), RejoinAttempts{1: failed(2, 15)},
+		{"waited: the second rejoin, RUNNING where the first left it: reset first", at(3, builderstatus.PeerLost, run), RejoinAttempts{1: failed(1, 10)},
+			RejoinDecision{Now: []int{1}, Reset: []int{1}, Attempts: RejoinAttempts{1: {Attempts: 2, Epoch: 4, Time: t0}}, Changed: true}},
+		{"after two, 20 s", at(3, builderstatus.PeerLost, run), RejoinAttempts{1: failed(2, 15)},
 			RejoinDecision{Attempts: RejoinAttempts{1: failed(2, 15)}}},
-		{"after nine, the 40 s cap", at(3, builderstatus.PeerLost, true), RejoinAttempts{1: failed(9, 40)},
-			RejoinDecision{Now: []int{1}, Attempts: RejoinAttempts{1: {Attempts: 10, Epoch: 4, Time: t0}}, Changed: true}},
-		{"silent once its wait is over: it waits for its builder", at(3, builderstatus.PeerLost, false), RejoinAttempts{1: failed(1, 60)},
+		{"after nine, the 40 s cap", at(3, builderstatus.PeerLost, run), RejoinAttempts{1: failed(9, 40)},
+			RejoinDecision{Now: []int{1}, Reset: []int{1}, Attempts: RejoinAttempts{1: {Attempts: 10, Epoch: 4, Time: t0}}, Changed: true}},
+		{"silent once its wait is over: it waits for its builder", at(3, builderstatus.PeerLost, silent), RejoinAttempts{1: failed(1, 60)},
 			RejoinDecision{Attempts: RejoinAttempts{1: failed(1, 60)}}},
-		{"its peers report it up: it held, the record goes", at(3, builderstatus.PeerUp, true), RejoinAttempts{1: failed(3, 1)},
+		{"its peers report it up: it held, the record goes", at(3, builderstatus.PeerUp, run), RejoinAttempts{1: failed(3, 1)},
 			RejoinDecision{Attempts: RejoinAttempts{}, Changed: true}},
-		{"a record of a rank no longer live goes", at(3, builderstatus.PeerUp, true), RejoinAttempts{7: failed(1, 1)},
+		{"a record of a rank no longer live goes", at(3, builderstatus.PeerUp, run), RejoinAttempts{7: failed(1, 1)},
 			RejoinDecision{Attempts: RejoinAttempts{}, Changed: true}},
+		{"one rejoins, one waits: the new epoch reaches both, both in their session are reset", twoLost(run),
+			RejoinAttempts{2: failed(1, 5)},
+			RejoinDecision{Now: []int{1}, Reset: []int{1, 2}, Attempts: RejoinAttempts{1: {Attempts: 1, Epoch: 4, Time: t0}, 2: failed(1, 5)}, Changed: true}},
+		{"both waiting: no epoch, nothing reset", twoLost(run), RejoinAttempts{1: failed(1, 5), 2: failed(1, 5)},
+			RejoinDecision{Attempts: RejoinAttempts{1: failed(1, 5), 2: failed(1, 5)}}},
+		{"one rejoins, the other restarted: nothing to reset", twoLost(restarted), RejoinAttempts{2: failed(1, 5)},
+			RejoinDecision{Now: []int{1}, Attempts: RejoinAttempts{1: {Attempts: 1, Epoch: 4, Time: t0}, 2: failed(1, 5)}, Changed: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := DecideRejoins(table, tc.reports, tc.attempts, t0, b)
