@@ -90,7 +90,8 @@ type EventBuilderRunReconciler struct {
 	// PollInterval is how often the builders of a run are polled.
 	PollInterval time.Duration
 	// RejoinBackoff spaces the rejoins of a lost rank (runs without a
-	// fabric) whose rejoins do not hold.
+	// fabric) whose rejoins do not hold; zero fields are
+	// runplan.DefaultRejoinBackoff's.
 	RejoinBackoff runplan.RejoinBackoff
 }
 

@@ -350,7 +350,9 @@ func Rejoin(t planner.RankTable, ranks []int) Recovery {
 // RejoinBackoff spaces the rejoins of a rank whose rejoins do not hold
 // (its builder answers the operator but cannot join the set, e.g. its
 // node's data network is down): each rejoin costs the set a join timeout
-// of dropped events.
+// of dropped events. A zero (or negative) field takes
+// DefaultRejoinBackoff's: the zero RejoinBackoff is the default, never
+// "no back-off".
 type RejoinBackoff struct {
 	First time.Duration // after one rejoin that did not hold
 	Max   time.Duration
@@ -359,8 +361,20 @@ type RejoinBackoff struct {
 // DefaultRejoinBackoff waits 10 s, 20 s, 40 s, ... up to 5 min.
 var DefaultRejoinBackoff = RejoinBackoff{First: 10 * time.Second, Max: 5 * time.Minute}
 
+// orDefault fills b's zero fields from DefaultRejoinBackoff.
+func (b RejoinBackoff) orDefault() RejoinBackoff {
+	if b.First <= 0 {
+		b.First = DefaultRejoinBackoff.First
+	}
+	if b.Max <= 0 {
+		b.Max = DefaultRejoinBackoff.Max
+	}
+	return b
+}
+
 // Delay is the wait after attempts rejoins in a row that did not hold.
 func (b RejoinBackoff) Delay(attempts int) time.Duration {
+	b = b.orDefault()
 	d := b.First
 	for i := 1; i < attempts && d < b.Max; i++ {
 		d *= 2

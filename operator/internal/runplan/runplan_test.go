@@ -412,13 +412,34 @@ func TestRequestKeyChangesWithWhatIsPlanned(t *testing.T) {
 }
 
 func TestRejoinBackoffDelay(t *testing.T) {
-	b := DefaultRejoinBackoff
-	for attempts, want := range map[int]time.Duration{
-		1: 10 * time.Second, 2: 20 * time.Second, 3: 40 * time.Second, 5: 160 * time.Second, 6: 5 * time.Minute, 100: 5 * time.Minute,
+	for _, tc := range []struct {
+		name string
+		b    RejoinBackoff
+		want map[int]time.Duration // by attempts
+	}{
+		{"default", DefaultRejoinBackoff, map[int]time.Duration{
+			1: 10 * time.Second, 2: 20 * time.Second, 3: 40 * time.Second, 5: 160 * time.Second, 6: 5 * time.Minute, 100: 5 * time.Minute}},
+		{"the zero value is the default, not no back-off", RejoinBackoff{}, map[int]time.Duration{
+			1: 10 * time.Second, 2: 20 * time.Second, 6: 5 * time.Minute, 100: 5 * time.Minute}},
+		{"no First: the default's", RejoinBackoff{Max: time.Minute}, map[int]time.Duration{1: 10 * time.Second, 3: 40 * time.Second, 4: time.Minute}},
+		{"no Max: the default's", RejoinBackoff{First: time.Second}, map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 100: 5 * time.Minute}},
+		{"negative: the default's", RejoinBackoff{First: -time.Second, Max: -time.Second}, map[int]time.Duration{1: 10 * time.Second, 100: 5 * time.Minute}},
+		{"set", RejoinBackoff{First: 2 * time.Second, Max: 4 * time.Second}, map[int]time.Duration{1: 2 * time.Second, 2: 4 * time.Second, 3: 4 * time.Second}},
 	} {
-		if got := b.Delay(attempts); got != want {
-			t.Errorf("Delay(%d) = %v, want %v", attempts, got, want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			for attempts, want := range tc.want {
+				if got := tc.b.Delay(attempts); got != want {
+					t.Errorf("Delay(%d) = %v, want %v", attempts, got, want)
+				}
+			}
+		})
+	}
+	// The zero value backs off in DecideRejoins too: a rejoin that failed
+	// 1 s ago waits.
+	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	a := RejoinAttempts{1: {Attempts: 1, Epoch: 3, Time: t0.Add(-time.Second), Failed: true}}
+	if a.Due(t0, RejoinBackoff{}) || len(a.Waiting(t0, RejoinBackoff{})) != 1 {
+		t.Error("with the zero RejoinBackoff a failed rejoin is due at once")
 	}
 }
 
