@@ -174,7 +174,14 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	}
 	attempts, err := rejoinAttempts(cm)
 	if err != nil {
-		return ctrl.Result{}, err
+		// Hand-edited or corrupt: a record that cannot be read must not
+		// wedge the run. Without it, rejoins back off afresh.
+		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, "RejoinRecordInvalid", "Rejoin",
+			"%s: ignored and removed; the rejoins of lost ranks back off afresh", clip(err.Error()))
+		delete(cm.Annotations, annRejoins)
+		if err := r.Update(ctx, cm); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	var endpoints map[string]planner.Endpoint
 	if fabric != nil {
@@ -373,14 +380,15 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 }
 
 // rejoinAttempts reads the record of rejoins that have not held yet from
-// the rank-table ConfigMap (none without one).
+// the rank-table ConfigMap (none without one). A record that does not
+// parse is an error, naming the annotation, with an empty record.
 func rejoinAttempts(cm *corev1.ConfigMap) (runplan.RejoinAttempts, error) {
 	attempts := runplan.RejoinAttempts{}
 	if cm == nil || cm.Annotations[annRejoins] == "" {
 		return attempts, nil
 	}
 	if err := json.Unmarshal([]byte(cm.Annotations[annRejoins]), &attempts); err != nil {
-		return nil, fmt.Errorf("ConfigMap %s annotation %s: %w", cm.Name, annRejoins, err)
+		return runplan.RejoinAttempts{}, fmt.Errorf("ConfigMap %s annotation %s: %w", cm.Name, annRejoins, err)
 	}
 	return attempts, nil
 }

@@ -9,10 +9,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -637,6 +639,90 @@ func TestPartitionedUnitIsResetToRejoin(t *testing.T) {
 	}
 	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
 	expectPodsKept(t, pods)
+}
+
+// A rejoin record that does not parse (hand-edited, corrupt) does not
+// wedge the run: it is reported by a Warning event naming the annotation
+// and the parse error, and removed; the run goes on.
+func TestInvalidRejoinRecordIsDropped(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	key, pods, _ := startRun(t, "record", 2)
+	cm := &corev1.ConfigMap{}
+	cmKey := client.ObjectKey{Namespace: key.Namespace, Name: "record-ranks"}
+	if err := k8s.Get(ctx, cmKey, cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Annotations[annRejoins] = `{"1":{"attempts":"two"}}`
+	if err := k8s.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a Warning event naming the annotation and the parse error", func() error {
+		var list eventsv1.EventList
+		if err := k8s.List(ctx, &list, client.InNamespace(key.Namespace)); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Reason == "RejoinRecordInvalid" && e.Type == corev1.EventTypeWarning &&
+				strings.Contains(e.Note, "annotation eventbuilder.daq.io/rejoin-attempts") && strings.Contains(e.Note, "cannot unmarshal") {
+				return nil
+			}
+		}
+		return errors.New("none yet")
+	})
+	eventually(t, "the annotation removed", func() error {
+		if err := k8s.Get(ctx, cmKey, cm); err != nil {
+			return err
+		}
+		if v, ok := cm.Annotations[annRejoins]; ok {
+			return fmt.Errorf("annotation %q", v)
+		}
+		return nil
+	})
+	seen := getRun(t, key).Status.LastSampleTime
+	eventually(t, "the run polled again, Running", func() error {
+		st := getRun(t, key).Status
+		if st.Phase != ebv1.PhaseRunning || !st.LastSampleTime.After(seen.Time) {
+			return fmt.Errorf("phase %s, last sample %v", st.Phase, st.LastSampleTime)
+		}
+		return nil
+	})
+	expectPodsKept(t, pods)
+}
+
+func TestRejoinAttemptsAnnotation(t *testing.T) {
+	with := func(v string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "r-ranks", Annotations: map[string]string{annRejoins: v}}}
+	}
+	for _, tc := range []struct {
+		name string
+		cm   *corev1.ConfigMap
+		want runplan.RejoinAttempts
+		err  string // in the error, which names the annotation
+	}{
+		{"no ConfigMap", nil, runplan.RejoinAttempts{}, ""},
+		{"no annotation", &corev1.ConfigMap{}, runplan.RejoinAttempts{}, ""},
+		{"a record", with(`{"1":{"attempts":2,"epoch":5,"time":"2030-01-01T12:00:00Z","failed":true}}`),
+			runplan.RejoinAttempts{1: {Attempts: 2, Epoch: 5, Time: time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC), Failed: true}}, ""},
+		{"not JSON", with(`{`), runplan.RejoinAttempts{}, "unexpected end of JSON input"},
+		{"a rank that is not a number", with(`{"one":{"attempts":1}}`), runplan.RejoinAttempts{}, "one"},
+		{"a field of the wrong type (part read)", with(`{"1":{"epoch":3},"2":{"attempts":"two"}}`), runplan.RejoinAttempts{}, "cannot unmarshal string"},
+		{"a list", with(`[]`), runplan.RejoinAttempts{}, "cannot unmarshal array"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := rejoinAttempts(tc.cm)
+			switch {
+			case tc.err == "" && err != nil:
+				t.Errorf("error %v", err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) ||
+				!strings.Contains(err.Error(), "ConfigMap r-ranks annotation eventbuilder.daq.io/rejoin-attempts")):
+				t.Errorf("error %v, want one naming the annotation and saying %q", err, tc.err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("record %+v, want %+v", got, tc.want)
+			}
+		})
+	}
 }
 
 // A lost unit whose builder answers the operator but cannot join the set
