@@ -27,9 +27,10 @@ public:
 };
 
 // Why a peer was given up on. join_timeout: it did not join the running set
-// within --join-timeout-ms of a switch (docs/control-api.md).
-enum class Link_failure { closed, reset, timeout, error, join_timeout };
-inline constexpr std::size_t link_failure_kinds = 5;
+// within --join-timeout-ms of a switch; out_of_step: it joined from a session
+// of its own, at another place in the event stream (docs/control-api.md).
+enum class Link_failure { closed, reset, timeout, error, join_timeout, out_of_step };
+inline constexpr std::size_t link_failure_kinds = 6;
 std::string_view link_failure_name(Link_failure failure);
 
 // Moves exact-size messages between the units of a run (the role of

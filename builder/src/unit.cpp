@@ -412,18 +412,31 @@ bool Unit::switch_table(Configure_request& table, const Configure_request& next,
         auto connections = connect_peers(listener_, table.rank, table.peers, joining, position,
                                          static_cast<int>(config_.peer_timeout_ms), join_timeout(), session_stop_);
         if (!connections) throw Stopped();
-        std::vector<bool> connected(units);
+        std::vector<bool> connected(units), out_of_step(units);
         for (Rank peer = 0; peer < units; ++peer) {
-            connected[peer] = connections->connected(peer);
+            const std::optional<Mesh_position>& hello = connections->hellos[peer];
+            // A unit that went on building on its own (cut off from this set
+            // while it ran) is elsewhere in the event stream: it is refused
+            // as one not connected, never built with.
+            out_of_step[peer] = connections->connected(peer) && hello->in_session &&
+                                (hello->next_chunk != next_chunk_ || hello->cycles_done != cycles_done_);
+            connected[peer] = connections->connected(peer) && !out_of_step[peer];
             // A new process waits for this unit's verdict; a running unit (it
             // had lost this one) does not.
-            fresh[peer] = joining[peer] && connected[peer] && !connections->hellos[peer]->in_session;
+            fresh[peer] = connected[peer] && !hello->in_session;
         }
         transport.connect(std::move(connections->mesh));
-        for (Rank peer = 0; peer < units; ++peer)
-            if (joining[peer] && !connected[peer])
+        for (Rank peer = 0; peer < units; ++peer) {
+            if (out_of_step[peer])
+                transport.lose(peer, Link_failure::out_of_step,
+                               "it joins from a session of its own, at chunk " +
+                                   std::to_string(connections->hellos[peer]->next_chunk) + " after " +
+                                   std::to_string(connections->hellos[peer]->cycles_done) + " cycles, this unit at " +
+                                   std::to_string(next_chunk_) + " after " + std::to_string(cycles_done_));
+            else if (joining[peer] && !connected[peer])
                 transport.lose(peer, Link_failure::join_timeout,
                                "not connected within the join timeout (--join-timeout-ms)");
+        }
     }
     agree_on_joiners(table.rank, after, joining, going_on, fresh, transport);
     for (Rank peer = 0; peer < after.units(); ++peer)

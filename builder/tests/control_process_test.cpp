@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,10 +16,13 @@
 #include <csignal>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "fd.hpp"
 #include "rank.hpp"
+#include "stop_flag.hpp"
 #include "test_support.hpp"
 
 namespace eb {
@@ -638,6 +642,152 @@ INSTANTIATE_TEST_SUITE_P(ControlProcess, UnreachableJoiner,
                          testing::Values(Unreachable::no_process, Unreachable::from_one_unit), [](const auto& unreachable) {
                              return unreachable.param == Unreachable::no_process ? "NoProcess" : "ReachedByOnlySomeUnits";
                          });
+
+// A TCP relay on 127.0.0.1 to a unit's data port: the data network between
+// that unit and those that dial it through the relay. cut() ends every
+// connection it carries, as that network going down would, and it relays
+// new ones again afterwards.
+class Relay {
+public:
+    explicit Relay(std::uint16_t target) : target_(target), port_(test::free_ports(1)[0]) {
+        listener_ = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        const int one = 1;
+        ::setsockopt(listener_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        const sockaddr_in address = loopback(port_);
+        if (::bind(listener_.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
+            ::listen(listener_.get(), 64) != 0)
+            throw std::runtime_error("relay: cannot listen on port " + std::to_string(port_));
+        thread_ = std::jthread([this] { run(); });
+    }
+    ~Relay() { stop_.request(); }
+
+    std::uint16_t port() const { return port_; }
+    void cut() {
+        std::lock_guard lock(mutex_);
+        for (const auto& [a, b] : pairs_) {
+            ::shutdown(a.get(), SHUT_RDWR);
+            ::shutdown(b.get(), SHUT_RDWR);
+        }
+    }
+
+private:
+    static sockaddr_in loopback(std::uint16_t port) {
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_port = htons(port);
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        return address;
+    }
+
+    void run() {
+        while (!stop_.requested()) {
+            std::vector<pollfd> watch{{stop_.fd(), POLLIN, 0}, {listener_.get(), POLLIN, 0}};
+            for (const auto& [a, b] : pairs_) watch.insert(watch.end(), {{a.get(), POLLIN, 0}, {b.get(), POLLIN, 0}});
+            if (::poll(watch.data(), watch.size(), -1) < 0) continue;  // EINTR
+            std::vector<bool> ended(pairs_.size());
+            for (std::size_t pair = 0; pair < pairs_.size(); ++pair)
+                for (const bool forth : {true, false})
+                    if (watch[2 + 2 * pair + (forth ? 0 : 1)].revents != 0 && !ended[pair])
+                        ended[pair] = !pump(forth ? pairs_[pair].first : pairs_[pair].second,
+                                            forth ? pairs_[pair].second : pairs_[pair].first);
+            std::lock_guard lock(mutex_);
+            for (std::size_t pair = pairs_.size(); pair-- > 0;)
+                if (ended[pair]) pairs_.erase(pairs_.begin() + static_cast<std::ptrdiff_t>(pair));
+            if (watch[1].revents != 0) accept_one();
+        }
+    }
+
+    // Moves what `from` has to `to`; false once either side is done.
+    static bool pump(const Fd& from, const Fd& to) {
+        char buffer[65536];
+        const ssize_t n = ::read(from.get(), buffer, sizeof buffer);
+        for (ssize_t sent = 0; n > 0 && sent < n;) {
+            const ssize_t m = ::send(to.get(), buffer + sent, static_cast<std::size_t>(n - sent), MSG_NOSIGNAL);
+            if (m <= 0) return false;
+            sent += m;
+        }
+        return n > 0;
+    }
+
+    void accept_one() {  // mutex held
+        Fd accepted(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+        Fd dialled(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        const sockaddr_in address = loopback(target_);
+        if (accepted && ::connect(dialled.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0)
+            pairs_.emplace_back(std::move(accepted), std::move(dialled));
+    }
+
+    const std::uint16_t target_, port_;
+    Fd listener_;
+    Stop_flag stop_;
+    std::mutex mutex_;  // guards pairs_ against cut(); only the relay's thread changes it
+    std::vector<std::pair<Fd, Fd>> pairs_;
+    std::jthread thread_;  // last: stopped before the rest goes
+};
+
+// A unit cut off from its set while its process ran (its data network
+// down) builds on alone at its own place in the event stream. Taken back
+// by a later epoch like a restarted process, it must not put the set out
+// of step (every unit in ERROR): the set refuses it as a joiner that did
+// not connect and it refuses the set, building on alone, until a reset
+// makes it join afresh. The units dial rank 3 through a relay, cut once
+// the set builds. Then an epoch 2 makes rank 3 a dummy for the others (the
+// operator cannot reach it either), so they do 3 chunks a cycle while it
+// does 4: the two cannot meet at the same place by chance.
+TEST(ControlProcess, AUnitThatBuiltOnAloneIsRefusedByTheSetItRejoinsAndJoinsAfterAReset) {
+    Controlled_set set(4, Controlled_set::all_ranks(4), {"--join-timeout-ms", "2000"});
+    const std::set<Rank> running{0, 1, 2}, everyone{0, 1, 2, 3};
+    Relay relay(set.data_port(3));
+    const std::string direct = "127.0.0.1:" + std::to_string(set.data_port(3));
+    const auto configure = [&](const std::set<Rank>& ranks, std::uint64_t epoch, const std::set<Rank>& live) {
+        for (const Rank rank : ranks) {
+            std::string body = set.configure_body(rank, epoch, live);
+            if (rank != 3) body.replace(body.find(direct), direct.size(), "127.0.0.1:" + std::to_string(relay.port()));
+            ASSERT_EQ(set.command(rank, "configure", body).status, 200) << rank;
+        }
+    };
+    ASSERT_TRUE(set.all_answer()) << set.logs();
+    configure(everyone, 1, everyone);
+    set.command_all("start");
+    ASSERT_TRUE(test::eventually([&] { return set.number(3, "events_built") > 0; }, 20s)) << set.logs();
+
+    relay.cut();
+    ASSERT_TRUE(set.all_report(running, R"("lost_peers":[3])", 10s)) << set.logs();
+    ASSERT_TRUE(set.all_report({3}, R"("lost_peers":[0,1,2])", 10s)) << set.logs();
+    configure(running, 2, running);
+    ASSERT_TRUE(set.all_report(running, R"("epoch":2,"pending_epoch":0)", 10s)) << set.logs();
+    const std::uint64_t alone_at = set.number(3, "next_event"), set_at = set.number(0, "next_event");
+    ASSERT_TRUE(test::eventually([&] {
+        return set.number(3, "next_event") > alone_at && set.number(0, "next_event") > set_at;
+    }, 10s)) << "both build on\n" << set.logs();
+
+    configure(everyone, 3, everyone);
+    ASSERT_TRUE(set.all_report(everyone, R"("epoch":3,"pending_epoch":0)", 10s)) << set.logs();
+    ASSERT_TRUE(set.all_report(running, R"("lost_peers":[3])", 10s)) << set.logs();
+    ASSERT_TRUE(set.all_report({3}, R"("lost_peers":[0,1,2])", 10s)) << set.logs();
+    for (const Rank rank : everyone) {
+        const std::string metrics = test::http_get(set.http_port(rank), "/metrics")->body;
+        EXPECT_NE(metrics.find(std::string("eb_transport_errors_total{kind=\"out_of_step\"} ") +
+                               (rank == 3 ? "3\n" : "1\n")),
+                  std::string::npos) << rank << "\n" << metrics;
+    }
+    // The set cycles on without it (its MEPs miss source 3: dropped).
+    const std::uint64_t next = set.number(0, "next_event");
+    ASSERT_TRUE(test::eventually([&] { return set.number(0, "next_event") > next; }, 10s)) << set.logs();
+    EXPECT_TRUE(set.all_report(everyone, R"("state":"RUNNING","activity":"building")", 0ms)) << set.logs();
+
+    // The operator's remedy: reset it, then take it back by a new epoch.
+    ASSERT_EQ(set.command(3, "reset").status, 200);
+    configure({3}, 4, everyone);
+    ASSERT_EQ(set.command(3, "start").status, 200);
+    configure(running, 4, everyone);
+    ASSERT_TRUE(set.all_report(everyone, R"("epoch":4,"pending_epoch":0)", 20s)) << set.logs();
+    ASSERT_TRUE(set.all_report(everyone, R"("lost_peers":[])", 10s)) << set.logs();
+    const std::uint64_t joined_at = set.number(3, "events_built");
+    ASSERT_TRUE(test::eventually([&] { return set.number(3, "events_built") > joined_at; }, 10s)) << set.logs();
+    EXPECT_TRUE(set.all_report(everyone, R"("state":"RUNNING","activity":"building")", 0ms)) << set.logs();
+    for (const Rank rank : everyone) EXPECT_EQ(set.parse_errors(rank), 0u) << "rank " << rank;
+}
 
 }  // namespace
 }  // namespace eb
