@@ -518,12 +518,7 @@ func TestLostUnitRejoins(t *testing.T) {
 	}
 	expectEvent(t, ns, "rejoin", "UnitRejoined")
 	expectEvent(t, ns, "rejoin", "FailoverConfigured")
-	now := waitPods(t, ns, "rejoin", "rejoin-eb-0", "rejoin-eb-1", "rejoin-eb-2")
-	for _, p := range pods {
-		if now[p.Name].UID != p.UID {
-			t.Errorf("pod %s replaced", p.Name)
-		}
-	}
+	expectPodsKept(t, pods)
 }
 
 // expectPodsKept checks that the run's pods are still pods, none
@@ -802,12 +797,7 @@ func TestRejoinBacksOffWhileItDoesNotHold(t *testing.T) {
 	if e, _ := emu[1].Epoch(); e != 4 {
 		t.Errorf("rank 1's builder at epoch %d", e)
 	}
-	now := waitPods(t, ns, "backoff", "backoff-eb-0", "backoff-eb-1", "backoff-eb-2")
-	for _, p := range pods {
-		if now[p.Name].UID != p.UID {
-			t.Errorf("pod %s replaced", p.Name)
-		}
-	}
+	expectPodsKept(t, pods)
 }
 
 // Builders that refuse the operator's token (401), or have none (403),
