@@ -215,7 +215,7 @@ bool Unit::run() {
         {
             std::lock_guard lock(mutex_);
             in_session_ = false;
-            phase_ = Session_phase::none;
+            show_phase(Session_phase::none);
             changed_.notify_all();  // a signalled unit waits for this
         }
         if (end == Session_end::completed && config_.self_configured()) return true;
@@ -237,10 +237,9 @@ std::optional<Configure_request> Unit::wait_for_work() {
 void Unit::hold_error(const std::string& error) {
     if (buffers_) buffers_->fail_output();  // the consumer must not take this for a complete run
     status_.fail(error);
-    status_.set_activity("idle");
     log_error(error, "; holding ERROR until reset");
     std::unique_lock lock(mutex_);
-    phase_ = Session_phase::none;
+    show_phase(Session_phase::none);
     while (status_.state() == Control_state::error && !process_stop_.requested()) changed_.wait_for(lock, idle_poll);
 }
 
@@ -251,9 +250,10 @@ void Unit::set_phase(Session_phase phase) {
 
 void Unit::show_phase(Session_phase phase) {
     phase_ = phase;
-    status_.set_activity(phase == Session_phase::connecting ? "connecting"
-                         : phase == Session_phase::paused   ? "paused"
-                                                            : "building");
+    status_.set_activity(phase == Session_phase::none         ? "idle"
+                         : phase == Session_phase::connecting ? "connecting"
+                         : phase == Session_phase::paused     ? "paused"
+                                                              : "building");
 }
 
 Vote Unit::vote() {
@@ -321,6 +321,7 @@ Unit::Session_end Unit::run_session(Configure_request table) {
         while (!next) {
             if (target_cycles != 0 && cycles_done_ >= target_cycles) {
                 log_info("built the requested ", config_.events, " events");
+                status_.set_activity("idle");  // waiting for a consumer to drain the ring is not building
                 if (config_.self_configured()) buffers_->finish_output();
                 status_.set_state(Control_state::ready);
                 return Session_end::completed;

@@ -245,6 +245,33 @@ TEST_F(Run, AConsumerFailsWhenItsBuilderFailed) {
     EXPECT_NE(builder.log().find("stopped: 300 events built, 0 incomplete, 3 MEPs"), std::string::npos);
 }
 
+// A builder that has built its --events waits for its consumer to take the
+// last MEPs before it ends. That wait is not building: the activity is idle
+// and the building time (the rates over a run divide by it) stands still,
+// up to the final line.
+TEST_F(Run, WaitingForTheConsumerIsNoBuildingTime) {
+    const std::vector<std::string> common = {"--peers", peers(1), "--packing-factor", "100", "--run", run_name_,
+                                             "--ring-mib", "1", "--events", "500"};
+    Child& builder = start_builder(0, with(common, {"--output", "shm"}));
+    std::string status;
+    ASSERT_TRUE(test::eventually(
+        [&] {
+            status = status_body(0);
+            return test::json_number(status, "events_built") == 500u &&
+                   status.find(R"("activity":"idle")") != std::string::npos;
+        },
+        10s))
+        << status;
+    const std::size_t at = status.find(R"("building_seconds":)") + 19;
+    const std::string building = status.substr(at, status.find(',', at) - at);
+    Child& consumer = start("consumer", "eb-consumer", with(common, {"--rank", "0"}));
+    ASSERT_EQ(consumer.wait_exit(10s), 0);
+    ASSERT_EQ(builder.wait_exit(10s), 0);
+    EXPECT_NE(builder.log().find(" dropped in " + building + " s of building (the requested events are built)"),
+              std::string::npos)
+        << building << "\n" << builder.log();
+}
+
 // A builder whose peer dies is no failed builder: it keeps its ring open and
 // builds on, dropping (and counting) every MEP that misses the dead source,
 // so its consumer only ever sees complete MEPs, in sequence, and ends
