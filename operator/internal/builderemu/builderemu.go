@@ -11,8 +11,9 @@
 // tables holds it, pause and stop acting on the whole running set, a
 // dummy's standby start, lost peers (reset by a new epoch, but for
 // joiners that cannot join: dead, or SetUnreachable), a unit that lost
-// its set and went on alone joining back in its session (every unit of
-// the set in ERROR, out of step, as eb-builder does), /status,
+// its set and went on alone, taken back by an epoch while still in its
+// session (it and the set refuse each other: lost both ways, it builds on
+// alone until a reset), /status,
 // /healthz and /readyz. Live RUNNING builders count events at a fixed rate.
 //
 // A Farm serves any number of emulated builders from one local HTTP
@@ -186,9 +187,11 @@ func (f *Farm) Kill(key string) {
 // --join-timeout-ms. Cut while it runs live in its set, it and its running
 // live peers of its epoch mark each other lost (as after
 // --peer-timeout-ms), and it goes on alone in its session, RUNNING at
-// that epoch: restored (the partition healed), it must be reset before a
-// new epoch takes it back, or that epoch's first cycle finds the set out
-// of step. It lasts across Restart (the key is the pod's).
+// that epoch: restored (the partition healed), a new epoch that takes it
+// back finds it at its own place in the event stream, and it and the set
+// refuse each other (lost both ways, eb_transport_errors_total
+// {kind="out_of_step"} in eb-builder) until it is reset and joins as a
+// fresh process. It lasts across Restart (the key is the pod's).
 func (f *Farm) SetUnreachable(key string, cut bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -717,11 +720,7 @@ func sameTable(a, b *table) bool {
 // it, once every unit live in both its tables holds that table and runs
 // (the end of the first cycle in which they all hold it). Units that
 // become dummies stand by; units that become live join; lost peers reset,
-// but for joiners that cannot join (dead or unreachable): lost at once,
-// where eb-builder gives up on them after --join-timeout-ms. A joiner
-// that still runs its own session (it lost the set, went on alone, and
-// was configured without a reset) puts every unit switching to that
-// epoch in ERROR: their first cycle finds them out of step.
+// but for joiners that cannot join (failedJoiners).
 func (m *mesh) switchEpochs(now time.Time) {
 	for changed := true; changed; {
 		changed = false
@@ -731,65 +730,51 @@ func (m *mesh) switchEpochs(now time.Time) {
 				switching = append(switching, b)
 			}
 		}
-		outOfStep := map[int64]int32{} // by epoch switched to: a joiner in its session
+		// Who is in a session of its own as they switch (before any does).
+		inSession := map[*Builder]bool{}
 		for _, b := range switching {
-			if rank, stale := m.staleJoiner(b, b.pending); stale {
-				outOfStep[b.pending.Epoch] = rank
-			}
+			inSession[b] = b.inSession
 		}
 		for _, b := range switching {
 			changed = true
 			b.advance(now)
 			to := b.pending
-			if rank, bad := outOfStep[to.Epoch]; bad {
-				b.state, b.pending, b.inSession = Error, nil, false
-				b.lastError = fmt.Sprintf("epoch %d: the units are out of step: rank %d joined in its own session, not as a new process", to.Epoch, rank)
-				continue
-			}
+			b.lost = m.failedJoiners(b, to, inSession)
+			b.table, b.pending = to, nil
 			b.inSession = to.live(b.rank) && (b.inSession || !b.farm.unreachable[b.key])
-			b.table, b.pending, b.lost = to, nil, m.failedJoiners(b, to)
 		}
 	}
-}
-
-// staleJoiner finds a rank that joins b's set when it switches to `to`
-// (live there, and a dummy before or lost by b) whose builder, reachable,
-// switches too from a table it ran in its own session: it would join at
-// its own place in the event stream, not the set's.
-func (m *mesh) staleJoiner(b *Builder, to *table) (int32, bool) {
-	if !to.live(b.rank) || b.farm.unreachable[b.key] {
-		return 0, false
-	}
-	for _, r := range to.Ranks {
-		rank := int32(r.Rank)
-		if rank == b.rank || !to.live(rank) || (b.table.live(rank) && !b.lost[rank]) {
-			continue
-		}
-		if p := m.byRank[rank]; p != nil && !p.dead && !b.farm.unreachable[p.key] && p.inSession && p.pending != nil {
-			return rank, true
-		}
-	}
-	return 0, false
 }
 
 // failedJoiners are the ranks that join b's set when it switches to `to`
 // (live there, and a dummy before or lost by b) and cannot: their builder
-// is dead or unreachable. An unreachable b loses nobody: it is the one
-// that cannot join.
-func (m *mesh) failedJoiners(b *Builder, to *table) map[int32]bool {
+// is dead or unreachable (eb-builder gives up on them after
+// --join-timeout-ms), or it switches too in a session of its own while b
+// is in one (both went on building, at different places in the event
+// stream: eb-builder refuses such a joiner, out of step, and it refuses
+// them). An unreachable b cannot reach them: in its own session it goes
+// on alone without them all; joining, it loses nobody (it is the one that
+// cannot join, and waits).
+func (m *mesh) failedJoiners(b *Builder, to *table, inSession map[*Builder]bool) map[int32]bool {
 	failed := map[int32]bool{}
-	if !to.live(b.rank) || b.farm.unreachable[b.key] {
+	if !to.live(b.rank) {
 		return failed
 	}
+	cut := b.farm.unreachable[b.key]
 	for _, r := range to.Ranks {
 		rank := int32(r.Rank)
 		if rank == b.rank || !to.live(rank) || (b.table.live(rank) && !b.lost[rank]) {
 			continue
 		}
-		if p := m.byRank[rank]; p != nil && (p.dead || b.farm.unreachable[p.key]) {
+		p := m.byRank[rank]
+		switch {
+		case cut:
+			failed[rank] = inSession[b]
+		case p != nil && (p.dead || b.farm.unreachable[p.key] || (inSession[b] && inSession[p])):
 			failed[rank] = true
 		}
 	}
+	maps.DeleteFunc(failed, func(_ int32, f bool) bool { return !f })
 	return failed
 }
 

@@ -572,8 +572,8 @@ func waitAllAt(t *testing.T, key client.ObjectKey, from int64) int64 {
 // (a partition: its data network down, its control API up) goes on alone
 // in its session, RUNNING at the epoch it was lost in. Configured with the
 // rejoin epoch as it is, it would join the set at its own place in the
-// event stream, and the first cycle would put every unit in ERROR (out of
-// step; the emulation does as eb-builder). So the operator resets it
+// event stream, out of step: refused (the emulation does as eb-builder:
+// lost both ways), it would never rejoin. So the operator resets it
 // first, and it rejoins as a restarted process does: configured with the
 // new epoch and started. A partition that healed before the operator
 // looked rejoins at once; one still cut off at its rejoin is reset, cannot

@@ -434,8 +434,9 @@ type RejoinDecision struct {
 	// sent reset (NOT_READY) before the rejoin epoch is configured on it,
 	// so that it joins as a fresh process: configured in its session, it
 	// would join the set as a unit already building, at the place in the
-	// event stream where it went on alone, and the set's first cycle
-	// would find them out of step (every unit in ERROR).
+	// event stream where it went on alone, out of step: the builder
+	// refuses it (lost both ways, and it builds on alone; older builders
+	// put every unit in ERROR), so it could never rejoin.
 	Reset  []int
 	Failed []int // ranks whose last rejoin this decision finds did not hold, in rank order
 	// Attempts is the record to keep: with the rejoin table when Now is
