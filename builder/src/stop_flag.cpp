@@ -43,9 +43,16 @@ void Stop_flag::request() noexcept {
 }
 
 void Stop_flag::clear() noexcept {
+    // The flag first: a request() from here on is kept, never overwritten.
+    // One that comes before the drain has its write drained with the old
+    // ones, so the fd is made readable again for it.
+    requested_.store(false);
     std::uint64_t count = 0;
     [[maybe_unused]] const ssize_t read = ::read(event_.get(), &count, sizeof count);  // zeroes the counter
-    requested_.store(false);
+    if (requested_.load()) {
+        const std::uint64_t one = 1;
+        [[maybe_unused]] const ssize_t written = ::write(event_.get(), &one, sizeof one);
+    }
 }
 
 bool Stop_flag::wait_for(std::chrono::milliseconds timeout) const {

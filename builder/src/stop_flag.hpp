@@ -23,6 +23,10 @@ public:
     void request() noexcept;
     bool requested() const noexcept { return requested_.load(); }
     // Re-arms the flag for the next session; only while nothing waits on it.
+    // A request() that sets the flag once clear() has begun is kept (flag
+    // set, fd readable). One that set it before is cleared with the rest;
+    // should its write to the fd come after the drain, the fd stays readable
+    // with the flag clear (pollers that wake find no stop).
     void clear() noexcept;
     int fd() const noexcept { return event_.get(); }
 
