@@ -2,8 +2,18 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 namespace eb {
 namespace {
+
+// Returns once steady_clock has moved past its reading at the call, so a
+// time measured across it must have grown (back-to-back readings may be equal).
+void let_the_clock_tick() {
+    const auto start = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() == start) {
+    }
+}
 
 // Rates over a whole run divide by the time spent building, not by the
 // process's age: paused, connecting and idle spells do not count.
@@ -13,14 +23,18 @@ TEST(UnitStatus, BuildingTimeCountsOnlyBuildingSpells) {
 
     status.set_activity("building");
     const double first = status.snapshot().building_seconds;
+    let_the_clock_tick();
     EXPECT_GT(status.snapshot().building_seconds, first) << "grows while building";
 
+    let_the_clock_tick();
     status.set_activity("paused");
     const double paused = status.snapshot().building_seconds;
     EXPECT_GT(paused, first);
+    let_the_clock_tick();
     EXPECT_EQ(status.snapshot().building_seconds, paused) << "stands still while paused";
 
     status.set_activity("building");
+    let_the_clock_tick();
     EXPECT_GT(status.snapshot().building_seconds, paused) << "a second spell adds to the first";
 }
 
