@@ -37,6 +37,29 @@ Command_outcome refused(std::string error) { return {Command_outcome::Kind::refu
 
 Rank_table request_table(const Configure_request& request) { return Rank_table(request.functions); }
 
+// Of the peers a connect reached (by rank): those connected both ways, and
+// those of them that are building in a session already (their hello says so).
+struct Reached {
+    std::vector<bool> connected, in_session;
+};
+
+Reached reached_peers(const Mesh_connections& connections) {
+    const Rank units = static_cast<Rank>(connections.hellos.size());
+    Reached reached{std::vector<bool>(units), std::vector<bool>(units)};
+    for (Rank peer = 0; peer < units; ++peer) {
+        reached.connected[peer] = connections.connected(peer);
+        reached.in_session[peer] = reached.connected[peer] && connections.hellos[peer]->in_session;
+    }
+    return reached;
+}
+
+// Each live peer of `rank` in `table`, lost or up as the transport holds it.
+void show_peers(Unit_status& status, const Rank_table& table, Rank rank, const Tcp_transport& transport) {
+    for (Rank peer = 0; peer < table.units(); ++peer)
+        if (peer != rank && table.live(peer))
+            status.set_peer(peer, transport.lost(peer) ? Link_state::lost : Link_state::up);
+}
+
 }  // namespace
 
 Unit::Unit(const Config& config, Unit_status& status, const Stop_flag& process_stop)
@@ -291,16 +314,12 @@ Unit::Session_end Unit::run_session(Configure_request table) {
     }
     status_.set_next_event(next_chunk_ * config_.packing_factor);
     // The running units this process reached: each sends it a verdict.
-    std::vector<bool> connected(ranks.units()), running(ranks.units());
-    for (Rank peer = 0; peer < ranks.units(); ++peer) {
-        connected[peer] = connections->connected(peer);
-        running[peer] = connected[peer] && connections->hellos[peer]->in_session;
-    }
+    const Reached reached = reached_peers(*connections);
     Tcp_transport transport(rank, std::move(connections->mesh), session_stop_,
                             [this](Rank peer, Link_failure failure, const std::string&) { status_.peer_lost(peer, failure); });
-    if (joining && !take_verdicts(ranks, rank, connected, running, transport)) return Session_end::left;
-    for (Rank peer = 0; peer < ranks.units(); ++peer)
-        if (peer != rank && ranks.live(peer)) status_.set_peer(peer, transport.lost(peer) ? Link_state::lost : Link_state::up);
+    if (joining && !take_verdicts(ranks, rank, reached.connected, reached.in_session, transport))
+        return Session_end::left;
+    show_peers(status_, ranks, rank, transport);
 
     const std::uint64_t target_cycles = cycles_for_events(config_.events, config_.packing_factor);
     while (true) {  // one table (epoch) per turn
@@ -413,18 +432,19 @@ bool Unit::switch_table(Configure_request& table, const Configure_request& next,
         auto connections = connect_peers(listener_, table.rank, table.peers, joining, position,
                                          static_cast<int>(config_.peer_timeout_ms), join_timeout(), session_stop_);
         if (!connections) throw Stopped();
+        const Reached reached = reached_peers(*connections);
         std::vector<bool> connected(units), out_of_step(units);
         for (Rank peer = 0; peer < units; ++peer) {
             const std::optional<Mesh_position>& hello = connections->hellos[peer];
             // A unit that went on building on its own (cut off from this set
             // while it ran) is elsewhere in the event stream: it is refused
             // as one not connected, never built with.
-            out_of_step[peer] = connections->connected(peer) && hello->in_session &&
+            out_of_step[peer] = reached.in_session[peer] &&
                                 (hello->next_chunk != next_chunk_ || hello->cycles_done != cycles_done_);
-            connected[peer] = connections->connected(peer) && !out_of_step[peer];
+            connected[peer] = reached.connected[peer] && !out_of_step[peer];
             // A new process waits for this unit's verdict; a running unit (it
             // had lost this one) does not.
-            fresh[peer] = connected[peer] && !hello->in_session;
+            fresh[peer] = reached.connected[peer] && !reached.in_session[peer];
         }
         transport.connect(std::move(connections->mesh));
         for (Rank peer = 0; peer < units; ++peer) {
@@ -440,9 +460,7 @@ bool Unit::switch_table(Configure_request& table, const Configure_request& next,
         }
     }
     agree_on_joiners(table.rank, after, joining, going_on, fresh, transport);
-    for (Rank peer = 0; peer < after.units(); ++peer)
-        if (peer != table.rank && after.live(peer))
-            status_.set_peer(peer, transport.lost(peer) ? Link_state::lost : Link_state::up);
+    show_peers(status_, after, table.rank, transport);
     return true;
 }
 

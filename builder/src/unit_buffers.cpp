@@ -11,7 +11,7 @@
 namespace eb {
 
 Unit_buffers::Unit_buffers(const Config& config, Rank rank, Unit_status& status, const Stop_flag& stop)
-    : config_(config), status_(status), stop_(stop), rank_(rank), packing_factor_(config.packing_factor) {}
+    : config_(config), status_(status), stop_(stop), rank_(rank) {}
 
 void Unit_buffers::fit(const Rank_table& table) {
     if (!table.runs_ru(rank_) && source_) {
@@ -82,7 +82,8 @@ void Unit_buffers::expect(const Rank_table& table, std::uint64_t cycle_chunk) {
     Mep_checker& checker = checking_output_->checker();
     checker.expect_sources(table.rus());
     const std::uint64_t first_chunk = cycle_chunk + table.bu_index(rank_);
-    checker.expect_sequence(first_chunk * packing_factor_, std::uint64_t{packing_factor_} * table.bus().size());
+    checker.expect_sequence(first_chunk * config_.packing_factor,
+                            std::uint64_t{config_.packing_factor} * table.bus().size());
 }
 
 double Unit_buffers::mfp_ring_fill() const { return ring_source_ != nullptr ? ring_source_->fill() : -1; }

@@ -63,7 +63,6 @@ private:
     Shm_ring_reader* ring_source_ = nullptr;
     Checking_writer* checking_output_ = nullptr;
     Rank rank_;
-    std::uint32_t packing_factor_;
 };
 
 }  // namespace eb
