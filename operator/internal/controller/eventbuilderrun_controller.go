@@ -172,14 +172,18 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// Hand-edited or corrupt records must not wedge the run: each that
+	// cannot be read is removed, and a Warning says what that costs.
 	attempts, err := rejoinAttempts(cm)
 	if err != nil {
-		// Hand-edited or corrupt: a record that cannot be read must not
-		// wedge the run. Without it, rejoins back off afresh.
-		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, "RejoinRecordInvalid", "Rejoin",
-			"%s: ignored and removed; the rejoins of lost ranks back off afresh", clip(err.Error()))
-		delete(cm.Annotations, annRejoins)
-		if err := r.Update(ctx, cm); err != nil {
+		if err := r.dropRecord(ctx, run, cm, annRejoins, err, "RejoinRecordInvalid", "Rejoin",
+			"the rejoins of lost ranks back off afresh"); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if _, err := lastFailover(cm); err != nil {
+		if err := r.dropRecord(ctx, run, cm, annLastFailover, err, "FailoverRecordInvalid", "Failover",
+			"status.lastFailover is empty until the next failover"); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -338,12 +342,8 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	st.Epoch, st.RankCount, st.LiveUnits = table.Epoch, int32(table.N()), runplan.LiveUnits(table)
 	st.SparesLeft = runplan.SparesLeft(table, endpoints)
 	st.Ranks = rankStatus(table, endpoints, pods, poll, orig.Status.Ranks)
-	st.LastFailover = nil
-	if raw := cm.Annotations[annLastFailover]; raw != "" {
-		st.LastFailover = &ebv1.FailoverStatus{}
-		if err := json.Unmarshal([]byte(raw), st.LastFailover); err != nil {
-			return ctrl.Result{}, fmt.Errorf("ConfigMap %s annotation %s: %w", cm.Name, annLastFailover, err)
-		}
+	if st.LastFailover, err = lastFailover(cm); err != nil {
+		return ctrl.Result{}, err
 	}
 	var berrs *buildercontrol.Errors
 	switch {
@@ -382,6 +382,28 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 // rejoinAttempts reads the record of rejoins that have not held yet from
 // the rank-table ConfigMap (none without one). A record that does not
 // parse is an error, naming the annotation, with an empty record.
+// lastFailover is the run's last failover record, nil when there is none.
+func lastFailover(cm *corev1.ConfigMap) (*ebv1.FailoverStatus, error) {
+	if cm == nil || cm.Annotations[annLastFailover] == "" {
+		return nil, nil
+	}
+	fo := &ebv1.FailoverStatus{}
+	if err := json.Unmarshal([]byte(cm.Annotations[annLastFailover]), fo); err != nil {
+		return nil, fmt.Errorf("ConfigMap %s annotation %s: %w", cm.Name, annLastFailover, err)
+	}
+	return fo, nil
+}
+
+// dropRecord removes a record annotation that cannot be read (readErr)
+// from the rank-table ConfigMap, with a Warning event naming it, the
+// parse error and what is lost with it.
+func (r *EventBuilderRunReconciler) dropRecord(ctx context.Context, run *ebv1.EventBuilderRun, cm *corev1.ConfigMap,
+	annotation string, readErr error, reason, action, consequence string) error {
+	r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, reason, action, "%s: ignored and removed; %s", clip(readErr.Error()), consequence)
+	delete(cm.Annotations, annotation)
+	return r.Update(ctx, cm)
+}
+
 func rejoinAttempts(cm *corev1.ConfigMap) (runplan.RejoinAttempts, error) {
 	attempts := runplan.RejoinAttempts{}
 	if cm == nil || cm.Annotations[annRejoins] == "" {
@@ -616,13 +638,9 @@ func setConfigured(run *ebv1.EventBuilderRun, epoch int64, ok bool, missing []in
 // epoch and not complete yet, with when every live builder had accepted
 // the new table: the failover's end to end duration.
 func (r *EventBuilderRunReconciler) recordConfigured(ctx context.Context, run *ebv1.EventBuilderRun, cm *corev1.ConfigMap, epoch int64) error {
-	raw := cm.Annotations[annLastFailover]
-	if raw == "" {
-		return nil
-	}
-	var fo ebv1.FailoverStatus
-	if err := json.Unmarshal([]byte(raw), &fo); err != nil {
-		return fmt.Errorf("ConfigMap %s annotation %s: %w", cm.Name, annLastFailover, err)
+	fo, err := lastFailover(cm)
+	if err != nil || fo == nil {
+		return err
 	}
 	if fo.Epoch != epoch || fo.ConfiguredTime != nil || fo.Outcome == ebv1.OutcomeStopped {
 		return nil

@@ -636,53 +636,60 @@ func TestPartitionedUnitIsResetToRejoin(t *testing.T) {
 	expectPodsKept(t, pods)
 }
 
-// A rejoin record that does not parse (hand-edited, corrupt) does not
-// wedge the run: it is reported by a Warning event naming the annotation
-// and the parse error, and removed; the run goes on.
-func TestInvalidRejoinRecordIsDropped(t *testing.T) {
+// A record that does not parse (hand-edited, corrupt) does not wedge the
+// run: it is reported by a Warning event naming the annotation and the
+// parse error, and removed; the run goes on.
+func TestInvalidRecordIsDropped(t *testing.T) {
 	requireEnvtest(t)
-	ctx := context.Background()
-	key, pods, _ := startRun(t, "record", 2)
-	cm := &corev1.ConfigMap{}
-	cmKey := client.ObjectKey{Namespace: key.Namespace, Name: "record-ranks"}
-	if err := k8s.Get(ctx, cmKey, cm); err != nil {
-		t.Fatal(err)
-	}
-	cm.Annotations[annRejoins] = `{"1":{"attempts":"two"}}`
-	if err := k8s.Update(ctx, cm); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "a Warning event naming the annotation and the parse error", func() error {
-		var list eventsv1.EventList
-		if err := k8s.List(ctx, &list, client.InNamespace(key.Namespace)); err != nil {
-			return err
-		}
-		for _, e := range list.Items {
-			if e.Reason == "RejoinRecordInvalid" && e.Type == corev1.EventTypeWarning &&
-				strings.Contains(e.Note, "annotation eventbuilder.daq.io/rejoin-attempts") && strings.Contains(e.Note, "cannot unmarshal") {
-				return nil
+	for _, tc := range []struct{ name, annotation, value, reason string }{
+		{"rejoin", annRejoins, `{"1":{"attempts":"two"}}`, "RejoinRecordInvalid"},
+		{"failover", annLastFailover, `{"epoch":"three"}`, "FailoverRecordInvalid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			key, pods, _ := startRun(t, "record-"+tc.name, 2)
+			cm := &corev1.ConfigMap{}
+			cmKey := client.ObjectKey{Namespace: key.Namespace, Name: key.Name + "-ranks"}
+			if err := k8s.Get(ctx, cmKey, cm); err != nil {
+				t.Fatal(err)
 			}
-		}
-		return errors.New("none yet")
-	})
-	eventually(t, "the annotation removed", func() error {
-		if err := k8s.Get(ctx, cmKey, cm); err != nil {
-			return err
-		}
-		if v, ok := cm.Annotations[annRejoins]; ok {
-			return fmt.Errorf("annotation %q", v)
-		}
-		return nil
-	})
-	seen := getRun(t, key).Status.LastSampleTime
-	eventually(t, "the run polled again, Running", func() error {
-		st := getRun(t, key).Status
-		if st.Phase != ebv1.PhaseRunning || !st.LastSampleTime.After(seen.Time) {
-			return fmt.Errorf("phase %s, last sample %v", st.Phase, st.LastSampleTime)
-		}
-		return nil
-	})
-	expectPodsKept(t, pods)
+			cm.Annotations[tc.annotation] = tc.value
+			if err := k8s.Update(ctx, cm); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "a Warning event naming the annotation and the parse error", func() error {
+				var list eventsv1.EventList
+				if err := k8s.List(ctx, &list, client.InNamespace(key.Namespace)); err != nil {
+					return err
+				}
+				for _, e := range list.Items {
+					if e.Reason == tc.reason && e.Type == corev1.EventTypeWarning &&
+						strings.Contains(e.Note, "annotation "+tc.annotation) && strings.Contains(e.Note, "cannot unmarshal") {
+						return nil
+					}
+				}
+				return errors.New("none yet")
+			})
+			eventually(t, "the annotation removed", func() error {
+				if err := k8s.Get(ctx, cmKey, cm); err != nil {
+					return err
+				}
+				if v, ok := cm.Annotations[tc.annotation]; ok {
+					return fmt.Errorf("annotation %q", v)
+				}
+				return nil
+			})
+			seen := getRun(t, key).Status.LastSampleTime
+			eventually(t, "the run polled again, Running", func() error {
+				st := getRun(t, key).Status
+				if st.Phase != ebv1.PhaseRunning || !st.LastSampleTime.After(seen.Time) {
+					return fmt.Errorf("phase %s, last sample %v", st.Phase, st.LastSampleTime)
+				}
+				return nil
+			})
+			expectPodsKept(t, pods)
+		})
+	}
 }
 
 func TestRejoinAttemptsAnnotation(t *testing.T) {
