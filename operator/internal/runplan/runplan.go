@@ -8,11 +8,9 @@ package runplan
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
-
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -236,11 +234,7 @@ func Failures(t planner.RankTable, endpoints map[string]planner.Endpoint, nodes 
 			out = append(out, Failure{r.Rank, ebv1.EndpointNodeNotReady})
 		case pod != nil && pod.Status.Phase == corev1.PodFailed &&
 			pod.DeletionTimestamp.IsZero() && pod.Labels[builderpod.LabelEndpoint] == r.Endpoint:
-			reason := pod.Status.Reason
-			if reason == "" {
-				reason = "PodFailed"
-			}
-			out = append(out, Failure{r.Rank, reason})
+			out = append(out, Failure{r.Rank, podFailureReason(pod)})
 		case lost[r.Rank]:
 			out = append(out, Failure{r.Rank, ReasonPeerLost})
 		}
@@ -308,205 +302,6 @@ func byMajority(t planner.RankTable, reports map[int32]builderstatus.Report, nam
 	return named
 }
 
-// Rejoins finds the live ranks of t that their peers report lost
-// (LostPeers) and whose own builder answers the poll again, in any state
-// but ERROR: its process restarted (a pod recreated, a container
-// restarted: NOT_READY), or it lost its set and still runs its session
-// (RUNNING or PAUSED at the epoch it was lost in: its data network went
-// down while its control API answers, a partition that may heal). A lost
-// unit cannot come back into its epoch; a new epoch of the same table
-// takes it back: at the switch the running set reconnects a peer lost in
-// the old epoch and live in the new one (Rejoin), as a fresh process
-// (DecideRejoins resets one still in its session first). A lost rank
-// whose builder does not answer (its pod is being recreated) or is in
-// ERROR is not listed: it waits, and no epoch is spent on it. Ranks in
-// order.
-func Rejoins(t planner.RankTable, reports map[int32]builderstatus.Report) []int {
-	lost := LostPeers(t, reports)
-	var out []int
-	for _, r := range t.Ranks {
-		rep, answers := reports[int32(r.Rank)]
-		if lost[r.Rank] && answers && rep.State != builderstatus.StateError {
-			out = append(out, r.Rank)
-		}
-	}
-	return out
-}
-
-// Rejoin is the recovery of a run without a fabric whose lost ranks
-// (Rejoins) answer again: the same table at the next epoch, one for all
-// of them, with every rank where it was. Configured on every builder, it
-// takes the lost units back into the running set.
-func Rejoin(t planner.RankTable, ranks []int) Recovery {
-	rec := Recovery{Table: t, Outcome: ebv1.OutcomeRejoined}
-	for _, rank := range ranks {
-		r := t.Ranks[rank]
-		rec.Moves = append(rec.Moves, ebv1.UnitMove{Unit: int32(r.Unit), FailedRank: int32(rank), FailedEndpoint: r.Endpoint, Reason: ReasonPeerLost})
-	}
-	rec.Table.Epoch = t.Epoch + 1
-	return rec
-}
-
-// RejoinBackoff spaces the rejoins of a rank whose rejoins do not hold
-// (its builder answers the operator but cannot join the set, e.g. its
-// node's data network is down): each rejoin costs the set a join timeout
-// of dropped events. A zero (or negative) field takes
-// DefaultRejoinBackoff's: the zero RejoinBackoff is the default, never
-// "no back-off".
-type RejoinBackoff struct {
-	First time.Duration // after one rejoin that did not hold
-	Max   time.Duration
-}
-
-// DefaultRejoinBackoff waits 10 s, 20 s, 40 s, ... up to 5 min.
-var DefaultRejoinBackoff = RejoinBackoff{First: 10 * time.Second, Max: 5 * time.Minute}
-
-// orDefault fills b's zero fields from DefaultRejoinBackoff.
-func (b RejoinBackoff) orDefault() RejoinBackoff {
-	if b.First <= 0 {
-		b.First = DefaultRejoinBackoff.First
-	}
-	if b.Max <= 0 {
-		b.Max = DefaultRejoinBackoff.Max
-	}
-	return b
-}
-
-// Delay is the wait after attempts rejoins in a row that did not hold.
-func (b RejoinBackoff) Delay(attempts int) time.Duration {
-	b = b.orDefault()
-	d := b.First
-	for i := 1; i < attempts && d < b.Max; i++ {
-		d *= 2
-	}
-	return min(d, b.Max)
-}
-
-// RejoinAttempt is the durable record of a rank's rejoins since it last
-// built (kept with the rank table, so a restarted operator keeps backing
-// off).
-type RejoinAttempt struct {
-	Attempts int       `json:"attempts"` // rejoin epochs published for the rank since it last built
-	Epoch    int64     `json:"epoch"`    // the last of them
-	Time     time.Time `json:"time"`     // when it was published
-	// Failed: its peers reported it lost again at that epoch or later;
-	// the next rejoin waits Delay(Attempts) from Time.
-	Failed bool `json:"failed,omitempty"`
-}
-
-// RejoinAttempts are the records by rank.
-type RejoinAttempts map[int]RejoinAttempt
-
-// Due says whether a deferred rejoin's wait has ended at now.
-func (a RejoinAttempts) Due(now time.Time, b RejoinBackoff) bool {
-	for _, at := range a {
-		if at.Failed && !now.Before(at.Time.Add(b.Delay(at.Attempts))) {
-			return true
-		}
-	}
-	return false
-}
-
-// Deferral is a lost rank waiting out its backoff before its next rejoin.
-type Deferral struct {
-	Rank     int
-	Attempts int // rejoins in a row that did not hold
-	Until    time.Time
-}
-
-// Waiting are the ranks whose next rejoin waits at now, in rank order.
-func (a RejoinAttempts) Waiting(now time.Time, b RejoinBackoff) []Deferral {
-	var out []Deferral
-	for _, rank := range slices.Sorted(maps.Keys(a)) {
-		at := a[rank]
-		if until := at.Time.Add(b.Delay(at.Attempts)); at.Failed && now.Before(until) {
-			out = append(out, Deferral{Rank: rank, Attempts: at.Attempts, Until: until})
-		}
-	}
-	return out
-}
-
-// RejoinDecision is what DecideRejoins found.
-type RejoinDecision struct {
-	Now []int // rejoin at the next epoch (Rejoin), in rank order
-	// Reset: when Now is not empty, the lost ranks whose builder still
-	// runs its session (RUNNING or PAUSED), in rank order. Each must be
-	// sent reset (NOT_READY) before the rejoin epoch is configured on it,
-	// so that it joins as a fresh process: configured in its session, it
-	// would join the set as a unit already building, at the place in the
-	// event stream where it went on alone, out of step: the builder
-	// refuses it (lost both ways, and it builds on alone; older builders
-	// put every unit in ERROR), so it could never rejoin.
-	Reset  []int
-	Failed []int // ranks whose last rejoin this decision finds did not hold, in rank order
-	// Attempts is the record to keep: with the rejoin table when Now is
-	// not empty (counting its epoch), else where Changed.
-	Attempts RejoinAttempts
-	Changed  bool
-}
-
-// DecideRejoins applies the backoff to the rejoins of a run without a
-// fabric (Rejoins: lost ranks whose builder answers), at now. A rank's
-// first rejoin goes at once. A rejoin fails when the rank is reported lost
-// again (LostPeers) at its epoch or later; the next one waits
-// Delay(attempts) from the last. A rejoin holds when its peers report the
-// rank up (UpPeers) at its epoch or later: its record is dropped, and a
-// later loss rejoins at once again. Records of ranks no longer live go.
-// The rejoin epoch is configured on every builder, so every lost rank
-// still in its session (not only those in Now) is listed in Reset.
-func DecideRejoins(t planner.RankTable, reports map[int32]builderstatus.Report, attempts RejoinAttempts,
-	now time.Time, b RejoinBackoff) RejoinDecision {
-	lost, up := LostPeers(t, reports), UpPeers(t, reports)
-	d := RejoinDecision{Attempts: RejoinAttempts{}}
-	for rank, at := range attempts {
-		switch {
-		case rank < 0 || rank >= len(t.Ranks) || t.Ranks[rank].Role != planner.Live:
-		case t.Epoch >= at.Epoch && up[rank] && !lost[rank]:
-		case t.Epoch >= at.Epoch && lost[rank] && !at.Failed:
-			at.Failed = true
-			d.Failed = append(d.Failed, rank)
-			d.Attempts[rank] = at
-		default:
-			d.Attempts[rank] = at
-		}
-	}
-	slices.Sort(d.Failed)
-	for _, rank := range Rejoins(t, reports) {
-		// A lost rank with a record has just been marked Failed, if not before.
-		if at, known := d.Attempts[rank]; known && now.Before(at.Time.Add(b.Delay(at.Attempts))) {
-			continue
-		}
-		at := d.Attempts[rank]
-		d.Now = append(d.Now, rank)
-		d.Attempts[rank] = RejoinAttempt{Attempts: at.Attempts + 1, Epoch: t.Epoch + 1, Time: now}
-	}
-	if len(d.Now) > 0 {
-		for _, r := range t.Ranks {
-			if rep, answers := reports[int32(r.Rank)]; lost[r.Rank] && answers && InSession(rep.State) {
-				d.Reset = append(d.Reset, r.Rank)
-			}
-		}
-	}
-	d.Changed = !maps.EqualFunc(d.Attempts, attempts, func(x, y RejoinAttempt) bool {
-		return x.Attempts == y.Attempts && x.Epoch == y.Epoch && x.Time.Equal(y.Time) && x.Failed == y.Failed
-	})
-	return d
-}
-
-// InSession: a builder in state runs a session with its set (RUNNING or
-// PAUSED), with a place in the event stream; NOT_READY and READY have
-// none yet (a READY builder starts with the set or joins it afresh), and
-// ERROR ended it.
-func InSession(state string) bool {
-	return state == builderstatus.StateRunning || state == builderstatus.StatePaused
-}
-
-// String says how long the rank waits, for the Ready condition and events.
-func (d Deferral) String() string {
-	return fmt.Sprintf("rank %d waits to rejoin until %s (failed rejoins: %d)",
-		d.Rank, d.Until.UTC().Format(time.RFC3339), d.Attempts)
-}
-
 // FailedSpares finds the spare ranks of t whose pod failed on the spare's
 // endpoint (refused by the kubelet's admission, or evicted), by endpoint,
 // with the pod's reason: such a spare cannot take a unit over. Its pod is
@@ -519,13 +314,18 @@ func FailedSpares(t planner.RankTable, pods map[int32]*corev1.Pod) map[string]st
 			!pod.DeletionTimestamp.IsZero() || pod.Labels[builderpod.LabelEndpoint] != r.Endpoint {
 			continue
 		}
-		reason := pod.Status.Reason
-		if reason == "" {
-			reason = "PodFailed"
-		}
-		out[r.Endpoint] = reason
+		out[r.Endpoint] = podFailureReason(pod)
 	}
 	return out
+}
+
+// podFailureReason is why a pod failed (Evicted, TopologyAffinityError,
+// ...), or PodFailed when the kubelet gave no reason.
+func podFailureReason(pod *corev1.Pod) string {
+	if pod.Status.Reason != "" {
+		return pod.Status.Reason
+	}
+	return "PodFailed"
 }
 
 // WithoutEndpoints returns f with the named endpoints unschedulable: the
