@@ -67,14 +67,13 @@ void Unit_buffers::open_output(const Rank_table& table) {
                                                           config_.ring_mib << 20, stop_);
             ring_output_ = ring.get();
             output_ = std::move(ring);
-            counted_ = std::make_unique<Counted_writer>(*output_, config_.packing_factor, status_);
             break;
         }
-        case Output_kind::discard:
-            output_ = std::make_unique<Discarding_writer>();
-            counted_ = std::make_unique<Counted_writer>(*output_, config_.packing_factor, status_);
-            break;
+        case Output_kind::discard: output_ = std::make_unique<Discarding_writer>(); break;
     }
+    // The checking writer counts what it checked; the others are counted here.
+    if (checking_output_ == nullptr)
+        counted_ = std::make_unique<Counted_writer>(*output_, config_.packing_factor, status_);
 }
 
 void Unit_buffers::expect(const Rank_table& table, std::uint64_t cycle_chunk) {
