@@ -23,6 +23,14 @@ for tool in eb-builder eb-barrier-probe; do
 done
 
 bench() { echo "BENCH name=$1 value=$2 unit=$3"; }
+# wait_all LOG WHAT: waits for every started process; if one fails, shows
+# the $work/LOG-*.log files and stops the bench.
+wait_all() {
+  for pid in "${pids[@]}"; do
+    wait "$pid" || { cat "$work/$1"-*.log >&2; echo "bench: $2 failed" >&2; exit 1; }
+  done
+  pids=()
+}
 # A block of `count` ports below the ephemeral range, starting at a random place.
 ports() { local base=$((10000 + RANDOM % 20000)); for ((i = 0; i < $1; i++)); do echo $((base + i)); done; }
 peers_of() { local list=""; for port in "$@"; do list+="${list:+,}127.0.0.1:$port"; done; echo "$list"; }
@@ -41,10 +49,7 @@ run_builder() {
       --events "$events" --packing-factor 10000 --fragment-size 128 --output "$1" >"$work/unit-$rank.log" 2>&1 &
     pids+=($!)
   done
-  for pid in "${pids[@]}"; do
-    wait "$pid" || { cat "$work"/unit-*.log >&2; echo "bench: a builder unit failed" >&2; exit 1; }
-  done
-  pids=()
+  wait_all unit "a builder unit"
   # "stopped: E events built, I incomplete, M MEPs, B bytes, D dropped in T s of building"
   local incomplete
   read -r built bytes seconds incomplete < <(awk '/stopped:/ {
@@ -106,10 +111,7 @@ for kind in centralized tournament; do
         --http-port 1 "$witness" >"$work/probe-$rank.log" 2>&1 &
       pids+=($!)
     done
-    for pid in "${pids[@]}"; do
-      wait "$pid" || { cat "$work"/probe-*.log >&2; echo "bench: a barrier probe failed" >&2; exit 1; }
-    done
-    pids=()
+    wait_all probe "a barrier probe"
     ns=$(sed -n 's/^barrier_ns=//p' "$work/probe-0.log")
     bench "barrier_latency_${kind}_n$n" "$(awk -v ns="$ns" 'BEGIN { printf "%.1f", ns / 1000 }')" us
   done
