@@ -278,10 +278,4 @@ func AlreadyIn(cmd Command, state string) bool {
 }
 
 // clip shortens what a builder said for a message.
-func clip(s string) string {
-	const most = 200
-	if len(s) > most {
-		return s[:most] + "..."
-	}
-	return s
-}
+func clip(s string) string { return shortlist.Clip(s, 200) }

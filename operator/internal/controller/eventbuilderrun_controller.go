@@ -491,13 +491,7 @@ func converging(run *ebv1.EventBuilderRun) bool {
 
 // clip bounds a message that an Event will carry (events.k8s.io refuses
 // notes over 1024 characters).
-func clip(msg string) string {
-	const most = 700
-	if len(msg) > most {
-		return msg[:most] + "..."
-	}
-	return msg
-}
+func clip(msg string) string { return shortlist.Clip(msg, 700) }
 
 // ensureSecret returns the run's control-token Secret, creating it with
 // a fresh random token if it is missing. The builders read the token from

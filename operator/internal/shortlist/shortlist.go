@@ -1,6 +1,7 @@
-// Package shortlist renders lists inside messages that people read and that
-// Events carry: events.k8s.io refuses notes over 1024 characters, so a list
-// names a few items and then says how many more there are.
+// Package shortlist keeps lists and texts short inside messages that people
+// read and that Events carry: events.k8s.io refuses notes over 1024
+// characters, so a list names a few items and then says how many more there
+// are, and a long text is clipped.
 package shortlist
 
 import (
@@ -25,4 +26,12 @@ func Join[T any](items []T, sep string, name func(T) string) string {
 		b.WriteString(name(item))
 	}
 	return b.String()
+}
+
+// Clip cuts text longer than most bytes to its first most, then "...".
+func Clip(text string, most int) string {
+	if len(text) > most {
+		return text[:most] + "..."
+	}
+	return text
 }

@@ -26,3 +26,20 @@ func TestJoin(t *testing.T) {
 		}
 	}
 }
+
+func TestClip(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		most int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"eleven char", 10, "eleven cha..."},
+		{"", 0, ""},
+	} {
+		if got := Clip(tc.text, tc.most); got != tc.want {
+			t.Errorf("Clip(%q, %d) = %q, want %q", tc.text, tc.most, got, tc.want)
+		}
+	}
+}
