@@ -11,6 +11,7 @@
 #include "local_mesh.hpp"
 #include "source_cursor.hpp"
 #include "tcp_transport.hpp"
+#include "unit_status.hpp"
 
 namespace eb {
 namespace {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "barrier.hpp"
-#include "config.hpp"
+#include "flags.hpp"
 #include "fd.hpp"
 #include "log.hpp"
 #include "tcp_mesh.hpp"

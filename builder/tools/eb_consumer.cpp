@@ -10,7 +10,7 @@
 #include <charconv>
 #include <iostream>
 
-#include "config.hpp"
+#include "flags.hpp"
 #include "schedule.hpp"
 #include "log.hpp"
 #include "mep_checker.hpp"

@@ -13,7 +13,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "config.hpp"
+#include "flags.hpp"
 #include "generator_reader.hpp"
 #include "event_model.hpp"
 #include "log.hpp"

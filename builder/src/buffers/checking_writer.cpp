@@ -12,8 +12,8 @@ namespace {
 constexpr std::uint64_t damaged_meps_logged = 10;
 }  // namespace
 
-Checking_writer::Checking_writer(Mep_checker checker, Unit_status& status)
-    : checker_(std::move(checker)), status_(status) {}
+Checking_writer::Checking_writer(Mep_checker checker, Mep_tally& tally)
+    : checker_(std::move(checker)), tally_(tally) {}
 
 std::span<std::byte> Checking_writer::allocate(std::size_t bytes) {
     if (allocated_) throw std::logic_error("Checking_writer: one MEP at a time");
@@ -31,12 +31,12 @@ void Checking_writer::commit() {
     if (!allocated_) throw std::logic_error("Checking_writer: commit without allocate");
     allocated_ = false;
     Mep_verdict verdict = checker_.check(mep_);
-    status_.add_mep(verdict.events_complete, verdict.events_incomplete, mep_.size());
+    tally_.add_mep(verdict.events_complete, verdict.events_incomplete, mep_.size());
     if (verdict.events_incomplete == 0) return;
     if (++damaged_meps_ <= damaged_meps_logged)
         log_warning("MEP with ", verdict.events_incomplete, " incomplete events: ", verdict.first_problem,
                     damaged_meps_ == damaged_meps_logged ? " (further damaged MEPs are only counted)" : "");
-    status_.note_problem(std::move(verdict.first_problem));
+    tally_.note_problem(std::move(verdict.first_problem));
 }
 
 }  // namespace eb

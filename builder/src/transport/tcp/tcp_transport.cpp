@@ -13,18 +13,6 @@
 
 namespace eb {
 
-std::string_view link_failure_name(Link_failure failure) {
-    switch (failure) {
-        case Link_failure::closed: return "closed";
-        case Link_failure::reset: return "reset";
-        case Link_failure::timeout: return "timeout";
-        case Link_failure::error: return "error";
-        case Link_failure::join_timeout: return "join_timeout";
-        case Link_failure::out_of_step: return "out_of_step";
-    }
-    return "error";
-}
-
 Tcp_transport::Tcp_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop, Loss_observer on_loss)
     : rank_(rank), mesh_(std::move(mesh)), stop_(stop), on_loss_(std::move(on_loss)), lost_(mesh_.to.size()) {}
 

@@ -4,7 +4,7 @@
 #include <deque>
 
 #include "buffer.hpp"
-#include "unit_status.hpp"
+#include "mep_tally.hpp"
 
 namespace eb {
 
@@ -13,8 +13,8 @@ namespace eb {
 // checking happens in the consumer.
 class Counted_writer final : public Buffer_writer {
 public:
-    Counted_writer(Buffer_writer& inner, std::uint32_t events_per_mep, Unit_status& status)
-        : inner_(inner), events_per_mep_(events_per_mep), status_(status) {}
+    Counted_writer(Buffer_writer& inner, std::uint32_t events_per_mep, Mep_tally& tally)
+        : inner_(inner), events_per_mep_(events_per_mep), tally_(tally) {}
 
     std::span<std::byte> allocate(std::size_t bytes) override {
         const auto room = inner_.allocate(bytes);
@@ -23,12 +23,12 @@ public:
     }
     void commit() override {
         inner_.commit();
-        status_.add_mep(events_per_mep_, 0, sizes_.front());
+        tally_.add_mep(events_per_mep_, 0, sizes_.front());
         sizes_.pop_front();
     }
     void commit_incomplete() override {
         inner_.commit();
-        status_.add_mep(0, events_per_mep_, sizes_.front());
+        tally_.add_mep(0, events_per_mep_, sizes_.front());
         sizes_.pop_front();
     }
     void discard() override {
@@ -39,7 +39,7 @@ public:
 private:
     Buffer_writer& inner_;
     std::uint32_t events_per_mep_;
-    Unit_status& status_;
+    Mep_tally& tally_;
     std::deque<std::uint64_t> sizes_;  // of allocated, uncommitted MEPs
 };
 

@@ -1,4 +1,4 @@
-#include "config.hpp"
+#include "flags.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -5,7 +5,7 @@
 
 #include "buffer.hpp"
 #include "mep_checker.hpp"
-#include "unit_status.hpp"
+#include "mep_tally.hpp"
 
 namespace eb {
 
@@ -13,7 +13,7 @@ namespace eb {
 // and counted in the unit status. Holds one MEP at a time in a reused buffer.
 class Checking_writer final : public Buffer_writer {
 public:
-    Checking_writer(Mep_checker checker, Unit_status& status);
+    Checking_writer(Mep_checker checker, Mep_tally& tally);
 
     std::span<std::byte> allocate(std::size_t bytes) override;
     void commit() override;
@@ -23,7 +23,7 @@ public:
 
 private:
     Mep_checker checker_;
-    Unit_status& status_;
+    Mep_tally& tally_;
     std::vector<std::byte> mep_;
     bool allocated_ = false;
     std::uint64_t damaged_meps_ = 0;

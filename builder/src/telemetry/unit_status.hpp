@@ -12,6 +12,7 @@
 
 #include "control_state.hpp"
 #include "histogram.hpp"
+#include "mep_tally.hpp"
 #include "parse_error.hpp"
 #include "rank.hpp"
 #include "transport.hpp"
@@ -55,7 +56,7 @@ struct Status_snapshot {
 // The unit's state and counters, written by the data path and the control
 // API and read by the HTTP and progress threads. Counters are relaxed
 // atomics: each is exact, the set of them is not read as one transaction.
-class Unit_status {
+class Unit_status final : public Mep_tally {
 public:
     explicit Unit_status(Rank rank);
 
@@ -67,7 +68,7 @@ public:
     // Also times the activity "building", which rates over a whole run need.
     void set_activity(std::string_view activity);
     // Remembers a problem that did not stop the unit (e.g. incomplete events).
-    void note_problem(std::string problem);
+    void note_problem(std::string problem) override;
 
     // A new table: every rank starts as dummy or connecting.
     void set_table(std::uint32_t epoch, const std::vector<bool>& live);
@@ -76,7 +77,7 @@ public:
     void set_peer(Rank peer, Link_state state);
     void peer_lost(Rank peer, Link_failure failure);
 
-    void add_mep(std::uint64_t events_complete, std::uint64_t events_incomplete, std::uint64_t bytes);
+    void add_mep(std::uint64_t events_complete, std::uint64_t events_incomplete, std::uint64_t bytes) override;
     std::atomic<std::uint64_t>& events_dropped() { return events_dropped_; }
     void set_rates(double events_per_second, double bytes_per_second);
     void set_ring_fill(double mfp, double mep);

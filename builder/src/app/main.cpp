@@ -8,7 +8,7 @@
 #include <variant>
 #include <vector>
 
-#include "config.hpp"
+#include "flags.hpp"
 #include "control_token.hpp"
 #include "http_server.hpp"
 #include "log.hpp"
