@@ -36,15 +36,19 @@ public:
     explicit Corrupting_reader(Buffer_reader& inner) : inner_(inner) {}
     std::span<const std::byte> next() override {
         const auto mfp = inner_.next();
+        const std::byte* before = copy_.data();
         copy_.assign(mfp.begin(), mfp.end());
+        if (copy_.data() != before) regions_.assign({std::span<const std::byte>(copy_.data(), copy_.capacity())});
         copy_[0] ^= std::byte{0xFF};  // the magic
         return copy_;
     }
     void release() override { inner_.release(); }
+    const Memory_regions& regions() const override { return regions_; }
 
 private:
     Buffer_reader& inner_;
     std::vector<std::byte> copy_;
+    Memory_regions regions_;
 };
 
 // One unit's RU and/or BU around `transport`, counting into `status`.
@@ -183,8 +187,8 @@ TEST(EventBuilder, StopsWhenAskedAndReportsIt) {
     EXPECT_EQ(running_status.snapshot().meps_built, 3u);
 }
 
-// Passes transfers on, and asks `stop` once `left` have completed: a reset
-// that arrives in the middle of a cycle.
+// Passes everything on, and asks `stop` once `left` control transfers have
+// completed: a reset that arrives in the middle of a cycle.
 class Stopping_transport final : public Transport {
 public:
     Stopping_transport(Transport& inner, Stop_flag& stop, int left) : inner_(inner), stop_(stop), left_(left) {}
@@ -196,6 +200,16 @@ public:
         if (--left_ == 0) stop_.request();
         return done;
     }
+    std::unique_ptr<Registered_memory> register_memory(std::span<const std::byte> region) override {
+        return inner_.register_memory(region);
+    }
+    void post_data(std::span<const Send> sends, std::span<const Receive> receives) override {
+        inner_.post_data(sends, receives);
+    }
+    bool wait_data(std::span<const Rank> sent_to, std::span<const Rank> received_from) override {
+        return inner_.wait_data(sent_to, received_from);
+    }
+    void quiesce() override { inner_.quiesce(); }
 
 private:
     Transport& inner_;

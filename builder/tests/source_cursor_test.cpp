@@ -19,6 +19,7 @@ public:
     explicit Unseekable(Buffer_reader& inner) : inner_(inner) {}
     std::span<const std::byte> next() override { return inner_.next(); }
     void release() override { inner_.release(); }
+    const Memory_regions& regions() const override { return inner_.regions(); }
 
 private:
     Buffer_reader& inner_;

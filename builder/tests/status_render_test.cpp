@@ -43,9 +43,37 @@ TEST(StatusRender, StatusJsonHasEveryFieldWithEscapedError) {
               R"("events_built":123000,"events_incomplete":7,"events_dropped":2000,"meps_built":123,)"
               R"("bytes_built":70849536,"building_seconds":2.5,"events_per_second":1.5e+06,"bytes_per_second":2.5e+08,)"
               R"("peers":[{"rank":0,"state":"up"},{"rank":1,"state":"lost"},{"rank":2,"state":"self"},)"
-              R"({"rank":3,"state":"dummy"}],"lost_peers":[1],"numa":null,)"
+              R"({"rank":3,"state":"dummy"}],"lost_peers":[1],"numa":null,"transport":{"kind":"tcp"},)"
               R"("allowed":["configure","pause","stop","reset"],)"
               R"("last_error":"rank 1 said \"bye\"\n\tand left\u0001"})");
+}
+
+Transport_report verbs_transport() {
+    Transport_report transport;
+    transport.kind = "verbs";
+    transport.device = "rxe0";
+    transport.port = 1;
+    transport.gid_index = 1;
+    transport.port_state = "ACTIVE";
+    transport.link_layer = "Ethernet";
+    transport.peers = {{0, "RTS"}, {1, "ERR"}};
+    return transport;
+}
+
+TEST(StatusRender, AVerbsTransportShowsDevicePortGidAndEachQueuePair) {
+    Status_snapshot status = sample(Control_state::running);
+    status.transport = verbs_transport();
+    EXPECT_NE(status_json(status).find(
+                  R"("transport":{"kind":"verbs","device":"rxe0","port":1,"gid_index":1,"port_state":"ACTIVE",)"
+                  R"("link_layer":"Ethernet","peers":[{"rank":0,"qp_state":"RTS"},{"rank":1,"qp_state":"ERR"}]})"),
+              std::string::npos)
+        << status_json(status);
+    const std::string metrics = prometheus_metrics(status);
+    for (const char* line : {"eb_transport_info{kind=\"verbs\"} 1\n", "eb_verbs_port_active 1\n",
+                             "eb_peer_qp_ready{peer=\"0\"} 1\n", "eb_peer_qp_ready{peer=\"1\"} 0\n"})
+        EXPECT_NE(metrics.find(line), std::string::npos) << line;
+    status.transport.port_state = "DOWN";
+    EXPECT_NE(prometheus_metrics(status).find("eb_verbs_port_active 0\n"), std::string::npos);
 }
 
 TEST(StatusRender, StatusJsonNamesEveryStateAndItsCommands) {
@@ -78,8 +106,10 @@ TEST(StatusRender, PromtoolAcceptsTheMetrics) {
     if (!std::filesystem::exists(promtool))
         GTEST_SKIP() << promtool << " is missing: install Debian's prometheus package (make test does)";
     for (const Control_state state : {Control_state::not_ready, Control_state::running, Control_state::error}) {
+        Status_snapshot snapshot = sample(state);
+        if (state == Control_state::running) snapshot.transport = verbs_transport();
         const auto path = std::filesystem::temp_directory_path() / ("eb-metrics-" + std::to_string(::getpid()));
-        std::ofstream(path) << prometheus_metrics(sample(state));
+        std::ofstream(path) << prometheus_metrics(snapshot);
         const std::string command = std::string(promtool) + " check metrics < " + path.string() + " 2>&1";
         FILE* pipe = ::popen(command.c_str(), "r");
         ASSERT_NE(pipe, nullptr);

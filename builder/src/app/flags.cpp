@@ -16,7 +16,8 @@ constexpr std::string_view known_flags[] = {
     "--rank",   "--peers",       "--http-port", "--packing-factor", "--fragment-size", "--events",
     "--size-model", "--rate",   "--source",    "--source-file",    "--output",        "--run",
     "--ring-mib",   "--layout", "--dummies",   "--barrier",        "--barrier-every", "--token-file",
-    "--peer-timeout-ms", "--join-timeout-ms", "--incomplete", "--numa-node", "--rdma-device"};
+    "--peer-timeout-ms", "--join-timeout-ms", "--incomplete", "--numa-node", "--rdma-device",
+    "--transport", "--gid-index"};
 
 std::optional<std::uint64_t> parse_number(std::string_view text, std::uint64_t max) {
     std::uint64_t value = 0;
@@ -104,6 +105,7 @@ constexpr std::string_view output_kinds[] = {"check", "shm", "discard"};
 constexpr std::string_view layouts[] = {"folded", "unfolded"};
 constexpr std::string_view barrier_kinds[] = {"none", "centralized", "tournament"};
 constexpr std::string_view incomplete_policies[] = {"drop", "flag"};
+constexpr std::string_view transport_kinds[] = {"tcp", "verbs"};
 
 // Shared-memory names are /eb-<run>-<rank>-...: keep them short and portable.
 std::optional<Usage_error> parse_run_name(std::string_view value, std::string& run_name) {
@@ -147,6 +149,13 @@ std::optional<Usage_error> parse_flag(std::string_view flag, std::string_view va
     if (flag == "--peer-timeout-ms") return parse_into(config.peer_timeout_ms, flag, value, 100, 600'000);
     if (flag == "--join-timeout-ms") return parse_into(config.join_timeout_ms, flag, value, 100, 600'000);
     if (flag == "--incomplete") return parse_choice(config.incomplete, flag, value, incomplete_policies);
+    if (flag == "--transport") return parse_choice(config.transport, flag, value, transport_kinds);
+    if (flag == "--gid-index") {
+        std::uint32_t index = 0;
+        if (auto error = parse_into(index, flag, value, 0, 255)) return error;
+        config.gid_index = static_cast<int>(index);
+        return std::nullopt;
+    }
     if (flag == "--numa-node") {
         std::uint32_t node = 0;
         if (auto error = parse_into(node, flag, value, 0, 1023)) return error;
@@ -159,6 +168,7 @@ std::optional<Usage_error> parse_flag(std::string_view flag, std::string_view va
             return Usage_error{"--rdma-device " + quoted(value) + ": expected a device name such as mlx5_0"};
         if (!config.numa.empty()) return Usage_error{"--numa-node and --rdma-device exclude each other; give one"};
         config.numa = value;
+        config.rdma_device = value;
         return std::nullopt;
     }
     return Usage_error{"unknown flag " + std::string(flag) + "; see --help for the flags"};
@@ -308,8 +318,13 @@ leaves alone and its peers count it lost.
   --incomplete P         drop (default) or flag MEPs missing a lost source
   --numa-node N          pin threads and memory to NUMA node N (default: the
                          environment variable EB_NUMA_NODE, if set)
-  --rdma-device D        pin to the NUMA node of RDMA device D (default:
+  --rdma-device D        pin to the NUMA node of RDMA device D, and move data
+                         through it with --transport verbs (default:
                          EB_RDMA_DEVICE, if set and no node is given)
+  --transport T          tcp (default) or verbs (RDMA: libibverbs RC queue
+                         pairs, set up over the TCP connections to the peers)
+  --gid-index N          verbs over RoCE: the GID index to use (default: a
+                         RoCE v2 GID with an IPv4 address, picked)
   --help                 show this text
 
 Endpoints: POST /control/{configure,start,pause,resume,stop,reset}; GET

@@ -28,7 +28,10 @@ std::string numa_request(const eb::Config& config) {
     return "";
 }
 
-int run_unit(const eb::Config& config) {
+int run_unit(eb::Config config) {
+    // The operator names the unit's RDMA device in the environment.
+    if (const char* device = std::getenv("EB_RDMA_DEVICE"); config.rdma_device.empty() && device != nullptr)
+        config.rdma_device = device;
     if (config.rank_given) eb::set_log_rank(config.rank);
     // Before any thread starts: threads inherit the CPU and memory binding.
     const eb::Numa_plan numa = eb::plan_numa(numa_request(config));
@@ -49,6 +52,9 @@ int run_unit(const eb::Config& config) {
     eb::stop_on_signals(signalled);
     eb::Unit_status status(config.rank);
     status.set_numa_json(eb::numa_report_json(placement));
+    eb::Transport_report transport;
+    transport.kind = eb::transport_kind_name(config.transport);
+    status.set_transport(transport);
     eb::Unit unit(config, status, signalled);
     // Bind the control port (and, self-configured, the data port) before
     // anything runs, so a clash fails the start.

@@ -2,10 +2,17 @@
 
 #include <atomic>
 #include <chrono>
+#include <stdexcept>
 
 #include "fd.hpp"
 
 namespace eb {
+
+// Wait loops end with this when the process is asked to stop.
+class Stopped : public std::runtime_error {
+public:
+    Stopped() : std::runtime_error("stopped") {}
+};
 
 // "Stop now", set by SIGTERM/SIGINT, when the run is over or when a unit's
 // session ends. Besides the flag it offers a file descriptor that turns

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <span>
 
+#include "memory_regions.hpp"
+
 namespace eb {
 
 // Buffer interfaces of the reference design (section III-B). Elements are byte
@@ -20,6 +22,10 @@ public:
 
     // Gives the oldest held element back to the buffer.
     virtual void release() = 0;
+
+    // Where next() hands elements out from (for a transport that registers
+    // memory with the NIC).
+    virtual const Memory_regions& regions() const = 0;
 
     // Moves on so that the next element starts at event `first_event_id`,
     // when a unit joins a running set. Only a source that can seek (the
@@ -44,6 +50,10 @@ public:
 
     // Takes back the newest allocated, uncommitted element: it is never published.
     virtual void discard() = 0;
+
+    // Where allocate() hands room out from (for a transport that registers
+    // memory with the NIC).
+    virtual const Memory_regions& regions() const = 0;
 };
 
 }  // namespace eb

@@ -17,7 +17,9 @@ Checking_writer::Checking_writer(Mep_checker checker, Mep_tally& tally)
 
 std::span<std::byte> Checking_writer::allocate(std::size_t bytes) {
     if (allocated_) throw std::logic_error("Checking_writer: one MEP at a time");
+    const std::byte* before = mep_.data();
     mep_.resize(bytes);
+    if (mep_.data() != before) regions_.assign({std::span<const std::byte>(mep_.data(), mep_.capacity())});
     allocated_ = true;
     return mep_;
 }

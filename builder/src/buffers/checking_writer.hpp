@@ -18,6 +18,7 @@ public:
     std::span<std::byte> allocate(std::size_t bytes) override;
     void commit() override;
     void discard() override;
+    const Memory_regions& regions() const override { return regions_; }
 
     Mep_checker& checker() { return checker_; }
 
@@ -26,6 +27,7 @@ private:
     Mep_tally& tally_;
     std::vector<std::byte> mep_;
     bool allocated_ = false;
+    Memory_regions regions_;  // mep_, whole capacity; changes when it grows
     std::uint64_t damaged_meps_ = 0;
 };
 

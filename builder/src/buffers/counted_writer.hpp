@@ -35,6 +35,7 @@ public:
         inner_.discard();
         sizes_.pop_back();
     }
+    const Memory_regions& regions() const override { return inner_.regions(); }
 
 private:
     Buffer_writer& inner_;

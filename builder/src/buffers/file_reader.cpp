@@ -16,6 +16,7 @@ File_reader::File_reader(const std::string& path) {
     if (file.bad()) throw std::runtime_error("--source-file " + path + ": read error");
     data_.resize(bytes.size());
     std::transform(bytes.begin(), bytes.end(), data_.begin(), [](char c) { return static_cast<std::byte>(c); });
+    regions_.assign({std::span<const std::byte>(data_)});
 }
 
 std::span<const std::byte> File_reader::next() {

@@ -19,11 +19,13 @@ public:
 
     std::span<const std::byte> next() override;
     void release() override;
+    const Memory_regions& regions() const override { return regions_; }
 
 private:
     std::vector<std::byte> data_;
     std::size_t read_ = 0;
     std::size_t held_ = 0;
+    Memory_regions regions_;  // the whole file
 };
 
 }  // namespace eb

@@ -32,7 +32,14 @@ std::span<const std::byte> Generator_reader::next() {
     const std::uint64_t first_event = next_mfp_ * packing_factor_;
     for (std::uint32_t i = 0; i < packing_factor_; ++i) sizes_[i] = fragment_sizes_(first_event + i);
     auto& slot = slots_[next_mfp_ % slots_.size()];
+    const std::byte* before = slot.data();
     slot.resize(mfp_bytes(sizes_));
+    if (slot.data() != before) {
+        std::vector<std::span<const std::byte>> spans;
+        for (const auto& each : slots_)
+            if (each.capacity() != 0) spans.emplace_back(each.data(), each.capacity());
+        regions_.assign(std::move(spans));
+    }
     write_mfp(slot, {.source_id = source_id_, .first_event_id = first_event, .type = fragment_type(source_id_)},
               sizes_);
     ++next_mfp_;

@@ -22,6 +22,7 @@ public:
     std::span<const std::byte> next() override;
     void release() override;
     void skip_to(std::uint64_t first_event_id) override;
+    const Memory_regions& regions() const override { return regions_; }
 
 private:
     std::uint32_t source_id_;
@@ -31,6 +32,7 @@ private:
     std::vector<std::vector<std::byte>> slots_;
     std::uint64_t next_mfp_ = 0;
     std::size_t held_ = 0;
+    Memory_regions regions_;  // the slots, whole capacity; changes when one grows
 };
 
 }  // namespace eb

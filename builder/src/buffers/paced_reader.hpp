@@ -19,6 +19,7 @@ public:
 
     std::span<const std::byte> next() override;
     void release() override { inner_.release(); }
+    const Memory_regions& regions() const override { return inner_.regions(); }
     void skip_to(std::uint64_t first_event_id) override {
         inner_.skip_to(first_event_id);
         due_ = {};  // pace from now, not from the events skipped

@@ -145,6 +145,7 @@ Shm_ring_writer::Shm_ring_writer(std::string name, std::size_t capacity, const S
     control.capacity = capacity_;
     control.writer_pid.store(::getpid());
     control.magic.store(ring_magic, std::memory_order_release);
+    regions_.assign({map_.bytes()});
 }
 
 Shm_ring_writer::~Shm_ring_writer() {
@@ -277,6 +278,7 @@ Shm_ring_reader::Shm_ring_reader(std::string name, const Stop_flag& stop) : name
     }
     read_ = control.tail.load(std::memory_order_acquire);  // resume after the last release
     resumed_ = read_ != 0;
+    regions_.assign({map_.bytes()});
 }
 
 Shm_ring_reader::~Shm_ring_reader() {

@@ -27,12 +27,6 @@ namespace eb {
 // The segment name of a unit's ring, e.g. /eb-run1-3-mep.
 std::string ring_name(const std::string& run, std::uint32_t rank, const char* what);
 
-// Wait loops end with this when the process is asked to stop.
-class Stopped : public std::runtime_error {
-public:
-    Stopped() : std::runtime_error("stopped") {}
-};
-
 // The other side broke the ring's contract or died.
 class Ring_error : public std::runtime_error {
 public:
@@ -62,6 +56,7 @@ public:
     explicit operator bool() const { return base_ != nullptr; }
     Ring_control& control() const { return *static_cast<Ring_control*>(base_); }
     std::byte* data() const;
+    std::span<const std::byte> bytes() const { return {static_cast<const std::byte*>(base_), bytes_}; }
 
 private:
     void* base_ = nullptr;
@@ -82,6 +77,7 @@ public:
     // Fraction of the ring published or allocated and not yet released.
     double fill() const;
     void commit() override;
+    const Memory_regions& regions() const override { return regions_; }
 
     // Largest element that fits.
     std::size_t max_element() const;
@@ -108,6 +104,7 @@ private:
     std::uint64_t reserved_ = 0;         // end of the last allocation
     std::deque<std::uint64_t> pending_;  // ends of allocations not committed yet
     Ring_end end_ = Ring_end::open;
+    Memory_regions regions_;  // the whole mapping
 };
 
 class Shm_ring_reader final : public Buffer_reader {
@@ -127,6 +124,7 @@ public:
     // How the writer closed the ring, once next() returned empty.
     Ring_end end() const { return end_; }
     void release() override;
+    const Memory_regions& regions() const override { return regions_; }
 
     pid_t writer_pid() const;
     // Whether this reader took over a ring another reader had already read
@@ -138,6 +136,7 @@ private:
     Ring_mapping map_;
     std::uint64_t capacity_ = 0;
     const Stop_flag& stop_;
+    Memory_regions regions_;  // the whole mapping
     std::uint64_t read_ = 0;          // end of the last element handed out
     bool resumed_ = false;
     Ring_end end_ = Ring_end::open;

@@ -21,6 +21,7 @@ public:
 
     std::span<const std::byte> next() override;
     void release() override;
+    const Memory_regions& regions() const override { return inner_.regions(); }
 
     // The next next() hands out the MFP of chunk `chunk`; nothing handed out
     // is held any more. Throws what the source's skip_to throws.

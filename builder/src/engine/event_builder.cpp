@@ -49,7 +49,24 @@ Event_builder::Event_builder(Settings settings, const Rank_table& table, Transpo
 }
 
 Event_builder::~Event_builder() {
+    if (data_posted_) transport_.quiesce();  // before the memory goes back to the buffers
     if (mep_open_) unit_.output->discard();
+}
+
+void Event_builder::register_buffer(Transport& transport, const Memory_regions& regions, std::uint64_t& version,
+                                    std::vector<std::unique_ptr<Registered_memory>>& registrations) {
+    if (regions.version() == version) return;
+    registrations.clear();
+    for (const std::span<const std::byte> span : regions.spans())
+        registrations.push_back(transport.register_memory(span));
+    version = regions.version();
+}
+
+void Event_builder::register_regions() {
+    if (unit_.source != nullptr)
+        register_buffer(transport_, unit_.source->regions(), source_version_, source_registrations_);
+    if (unit_.output != nullptr)
+        register_buffer(transport_, unit_.output->regions(), output_version_, output_registrations_);
 }
 
 std::optional<Cycle_decision> Event_builder::run_cycle(std::uint64_t cycle_chunk, const Vote& vote) {
@@ -83,7 +100,10 @@ std::span<const std::byte> Event_builder::next_mfp(std::uint64_t chunk, Rank bu)
                     rejected_mfps_ == rejected_mfps_logged ? " (further rejections are only counted)" : "");
     std::vector<std::byte>& stand_in = stand_ins_[bu];
     const std::vector<std::uint16_t> sizes(settings_.packing_factor, 0);
-    stand_in.resize(mfp_bytes(sizes));
+    if (stand_in.empty()) {  // always this size: it never moves once registered
+        stand_in.resize(mfp_bytes(sizes));
+        stand_in_registrations_.push_back(transport_.register_memory(stand_in));
+    }
     write_mfp(stand_in, {rank_, chunk * settings_.packing_factor, fragment_type_missing}, sizes);
     return stand_in;
 }
@@ -151,22 +171,32 @@ void Event_builder::lay_out_mep(std::uint64_t cycle_chunk) {
 
 bool Event_builder::run_phases() {
     const Rank units = table_.units();
+    register_regions();
+    // Every MFP of the MEP has its receive posted before any send of the
+    // cycle: an RDMA transport lands each straight at its offset on arrival.
+    data_receives_.clear();
+    if (unit_.output != nullptr)
+        for (std::size_t slot = 0; slot < table_.rus().size(); ++slot)
+            if (!slot_missing_[slot])
+                data_receives_.push_back({table_.rus()[slot], mep_.subspan(offsets_[slot], mfp_sizes_[slot])});
+    data_posted_ = true;
+    transport_.post_data({}, data_receives_);
     for (Rank phase = 0; phase < units; ++phase) {
         const Rank bu = send_target(rank_, phase, units);
         const Rank ru = receive_source(rank_, phase, units);
         const bool sends = unit_.source != nullptr && table_.runs_bu(bu);
         bool receives = unit_.output != nullptr && table_.runs_ru(ru);
-        Send send{bu, sends ? mfps_[bu] : std::span<const std::byte>{}};
-        Receive receive{ru, {}};
         if (receives) {
             const std::size_t slot = static_cast<std::size_t>(
                 std::lower_bound(table_.rus().begin(), table_.rus().end(), ru) - table_.rus().begin());
             receives = !slot_missing_[slot];
-            receive.into = mep_.subspan(offsets_[slot], mfp_sizes_[slot]);
         }
         const auto phase_start = Clock::now();
-        if ((sends || receives) &&
-            !transport_.transfer({&send, sends ? 1u : 0u}, {&receive, receives ? 1u : 0u}))
+        if (sends) {
+            const Send send{bu, mfps_[bu]};
+            transport_.post_data({&send, 1}, {});
+        }
+        if ((sends || receives) && !transport_.wait_data({&bu, sends ? 1u : 0u}, {&ru, receives ? 1u : 0u}))
             return false;
         // Lost while its MFP was on the way: the slot is part-written.
         if (receives && transport_.lost(ru)) mep_damaged_ = true;
@@ -177,6 +207,7 @@ bool Event_builder::run_phases() {
             if (unit_.barrier_wait != nullptr) unit_.barrier_wait->observe(seconds_between(phase_end, Clock::now()));
         }
     }
+    data_posted_ = false;
     return true;
 }
 

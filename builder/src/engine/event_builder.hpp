@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -23,9 +24,10 @@ namespace eb {
 //   1. RU: take the cycle's MFPs (one per live BU), check each. Every live
 //      unit sends every other a cycle header: the MFP size for it, if any,
 //      and its votes. BU: lay out the MEP, write its header.
-//   2. N phases: in phase n the RU sends to BU (rank + n) mod N and the BU
-//      receives from RU (rank - n) mod N straight into its place in the MEP;
-//      pairs with a dummy or a missing role idle. A barrier every k phases.
+//   2. The BU posts a receive for every RU's MFP straight at its place in
+//      the MEP. N phases: in phase n the RU sends to BU (rank + n) mod N and
+//      the BU waits for the MFP of RU (rank - n) mod N; pairs with a dummy
+//      or a missing role idle. A barrier every k phases.
 //   3. Release the MFPs, commit the MEP; return what the votes decided.
 // A lost peer is built around: its MFPs are missing from the MEPs (dropped,
 // or delivered flagged incomplete) and the chunks it would have built are
@@ -49,8 +51,9 @@ public:
     };
 
     Event_builder(Settings settings, const Rank_table& table, Transport& transport, Unit unit);
-    // A cycle left unfinished (stopped, or a peer broke the protocol) gives
-    // its MEP back to the output, which the next session builds into.
+    // A cycle left unfinished (stopped, or a peer broke the protocol) first
+    // cancels what it posted on the transport, then gives its MEP back to
+    // the output, which the next session builds into.
     ~Event_builder();
     Event_builder(const Event_builder&) = delete;
     Event_builder& operator=(const Event_builder&) = delete;
@@ -71,6 +74,11 @@ private:
     std::span<const std::byte> next_mfp(std::uint64_t chunk, Rank bu);
     void check_header(Rank from, std::uint64_t cycle_chunk) const;
     bool first_live_ru_left() const;  // the lowest-ranked RU not lost is this unit's
+    // Registers the source's and the output's memory for the data channel,
+    // again only when a buffer's regions changed (a slot grew).
+    void register_regions();
+    static void register_buffer(Transport& transport, const Memory_regions& regions, std::uint64_t& version,
+                                std::vector<std::unique_ptr<Registered_memory>>& registrations);
 
     Settings settings_;
     const Rank_table& table_;
@@ -89,6 +97,11 @@ private:
     std::vector<std::uint64_t> mfp_sizes_;          // by slot (index in table.rus())
     std::vector<bool> slot_missing_;                // by slot: the RU was lost
     std::vector<std::vector<std::byte>> stand_ins_;  // per destination BU: MFP of missing fragments
+    std::vector<std::unique_ptr<Registered_memory>> stand_in_registrations_;
+    std::vector<std::unique_ptr<Registered_memory>> source_registrations_, output_registrations_;
+    std::uint64_t source_version_ = 0, output_version_ = 0;  // of the regions registered; 0: none
+    std::vector<Receive> data_receives_;  // the MFPs of this cycle's MEP
+    bool data_posted_ = false;            // data operations posted and not all waited for
     std::vector<std::byte> missing_mfp_;  // a lost source's slot in flagged MEPs
     std::span<std::byte> mep_;
     bool mep_open_ = false;               // allocated and neither committed nor discarded

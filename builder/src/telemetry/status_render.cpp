@@ -30,6 +30,19 @@ void add_sample(std::string& out, std::string_view name, std::string_view label,
         "\n");
 }
 
+std::string transport_json(const Transport_report& transport) {
+    std::string json = "{\"kind\":" + json_string(transport.kind);
+    if (transport.kind != "verbs") return json + "}";
+    json += ",\"device\":" + json_string(transport.device) + ",\"port\":" + std::to_string(transport.port) +
+            ",\"gid_index\":" + std::to_string(transport.gid_index) +
+            ",\"port_state\":" + json_string(transport.port_state) +
+            ",\"link_layer\":" + json_string(transport.link_layer) + ",\"peers\":[";
+    for (std::size_t i = 0; i < transport.peers.size(); ++i)
+        json += (i == 0 ? "" : ",") + std::string("{\"rank\":") + std::to_string(transport.peers[i].rank) +
+                ",\"qp_state\":" + json_string(transport.peers[i].qp_state) + "}";
+    return json + "]}";
+}
+
 }  // namespace
 
 std::string status_json(const Status_snapshot& status) {
@@ -56,7 +69,8 @@ std::string status_json(const Status_snapshot& status) {
            ",\"building_seconds\":" + number(status.building_seconds) +
            ",\"events_per_second\":" + number(status.events_per_second) +
            ",\"bytes_per_second\":" + number(status.bytes_per_second) + ",\"peers\":" + peers +
-           "],\"lost_peers\":" + lost + "],\"numa\":" + status.numa_json + ",\"allowed\":" + allowed +
+           "],\"lost_peers\":" + lost + "],\"numa\":" + status.numa_json +
+           ",\"transport\":" + transport_json(status.transport) + ",\"allowed\":" + allowed +
            "],\"last_error\":" + json_string(status.last_error) + "}";
 }
 
@@ -96,6 +110,15 @@ std::string prometheus_metrics(const Status_snapshot& status) {
     for (const Control_state state : {Control_state::not_ready, Control_state::ready, Control_state::running,
                                       Control_state::paused, Control_state::error})
         add_sample(out, "eb_state", "state", control_state_name(state), status.state == state ? "1" : "0");
+    add_help(out, "eb_transport_info", "gauge", "1 for the transport the unit moves data with.");
+    add_sample(out, "eb_transport_info", "kind", status.transport.kind, "1");
+    if (status.transport.kind == "verbs") {
+        add_metric(out, "eb_verbs_port_active", "gauge", "1 while the RDMA port is ACTIVE, else 0.",
+                   status.transport.port_state == "ACTIVE" ? "1" : "0");
+        add_help(out, "eb_peer_qp_ready", "gauge", "1 while the queue pairs to a connected peer are in RTS, else 0.");
+        for (const Transport_report::Peer& peer : status.transport.peers)
+            add_sample(out, "eb_peer_qp_ready", "peer", std::to_string(peer.rank), peer.qp_state == "RTS" ? "1" : "0");
+    }
     add_metric(out, "eb_epoch", "gauge", "Epoch of the rank table the unit runs under (0: none yet).",
                std::to_string(status.epoch));
     add_help(out, "eb_ring_fill_ratio", "gauge", "Fraction of a shared-memory ring in use.");

@@ -92,6 +92,11 @@ void Unit_status::set_numa_json(std::string json) {
     numa_json_ = std::move(json);
 }
 
+void Unit_status::set_transport(Transport_report report) {
+    std::lock_guard lock(mutex_);
+    transport_ = std::move(report);
+}
+
 Status_snapshot Unit_status::snapshot() const {
     Status_snapshot snapshot;
     snapshot.rank = rank_;
@@ -124,6 +129,7 @@ Status_snapshot Unit_status::snapshot() const {
     snapshot.mfp_ring_fill = mfp_ring_fill_;
     snapshot.mep_ring_fill = mep_ring_fill_;
     snapshot.numa_json = numa_json_;
+    snapshot.transport = transport_;
     return snapshot;
 }
 

@@ -16,6 +16,7 @@
 #include "parse_error.hpp"
 #include "rank.hpp"
 #include "transport.hpp"
+#include "transport_report.hpp"
 
 namespace eb {
 
@@ -49,6 +50,7 @@ struct Status_snapshot {
     double mfp_ring_fill = -1;  // fraction; < 0: no such ring
     double mep_ring_fill = -1;
     std::string numa_json = "null";
+    Transport_report transport;
     Histogram_snapshot phase_time;
     Histogram_snapshot barrier_wait;
 };
@@ -82,6 +84,7 @@ public:
     void set_rates(double events_per_second, double bytes_per_second);
     void set_ring_fill(double mfp, double mep);
     void set_numa_json(std::string json);
+    void set_transport(Transport_report report);
 
     Histogram& phase_time() { return phase_time_; }
     Histogram& barrier_wait() { return barrier_wait_; }
@@ -116,6 +119,7 @@ private:
     double events_per_second_ = 0, bytes_per_second_ = 0;
     double mfp_ring_fill_ = -1, mep_ring_fill_ = -1;
     std::string numa_json_ = "null";
+    Transport_report transport_;
 };
 
 }  // namespace eb

@@ -9,6 +9,7 @@
 #include "peer_address.hpp"
 #include "rank.hpp"
 #include "rank_table.hpp"
+#include "transport_factory.hpp"
 
 namespace eb {
 
@@ -43,6 +44,9 @@ struct Config {
     std::uint32_t join_timeout_ms = 5000;  // a joiner not connected by then is lost (docs/control-api.md)
     Incomplete_policy incomplete = Incomplete_policy::drop;
     std::string numa;  // --numa-node N or --rdma-device NAME; empty: unpinned
+    Transport_kind transport = Transport_kind::tcp;
+    std::string rdma_device;  // --rdma-device, else EB_RDMA_DEVICE: the verbs transport's device
+    int gid_index = -1;       // --gid-index; < 0: picked
 
     // With --peers the process configures and starts itself; without, it
     // waits for the control API (docs/control-api.md).
@@ -52,6 +56,10 @@ struct Config {
     Rank_table rank_table() const { return Rank_table(flag_functions(units(), layout, dummies)); }
 
     Rank units() const { return static_cast<Rank>(peers.size()); }
+
+    Transport_settings transport_settings() const {
+        return {transport, rdma_device, gid_index, peer_timeout_ms, join_timeout_ms};
+    }
 };
 
 }  // namespace eb

@@ -54,10 +54,11 @@ Reached reached_peers(const Mesh_connections& connections) {
 }
 
 // Each live peer of `rank` in `table`, lost or up as the transport holds it.
-void show_peers(Unit_status& status, const Rank_table& table, Rank rank, const Tcp_transport& transport) {
+void show_peers(Unit_status& status, const Rank_table& table, Rank rank, const Mesh_transport& transport) {
     for (Rank peer = 0; peer < table.units(); ++peer)
         if (peer != rank && table.live(peer))
             status.set_peer(peer, transport.lost(peer) ? Link_state::lost : Link_state::up);
+    status.set_transport(transport.report());
 }
 
 }  // namespace
@@ -315,8 +316,10 @@ Unit::Session_end Unit::run_session(Configure_request table) {
     status_.set_next_event(next_chunk_ * config_.packing_factor);
     // The running units this process reached: each sends it a verdict.
     const Reached reached = reached_peers(*connections);
-    Tcp_transport transport(rank, std::move(connections->mesh), session_stop_,
-                            [this](Rank peer, Link_failure failure, const std::string&) { status_.peer_lost(peer, failure); });
+    const std::unique_ptr<Mesh_transport> owned_transport =
+        make_transport(config_.transport_settings(), rank, std::move(connections->mesh), session_stop_,
+                       [this](Rank peer, Link_failure failure, const std::string&) { status_.peer_lost(peer, failure); });
+    Mesh_transport& transport = *owned_transport;
     if (joining && !take_verdicts(ranks, rank, reached.connected, reached.in_session, transport))
         return Session_end::left;
     show_peers(status_, ranks, rank, transport);
@@ -402,7 +405,7 @@ bool Unit::wait_while_paused() {
     return true;
 }
 
-bool Unit::switch_table(Configure_request& table, const Configure_request& next, Tcp_transport& transport) {
+bool Unit::switch_table(Configure_request& table, const Configure_request& next, Mesh_transport& transport) {
     const Rank_table before = request_table(table);
     const Rank_table after = request_table(next);
     {
@@ -467,7 +470,7 @@ bool Unit::switch_table(Configure_request& table, const Configure_request& next,
 std::chrono::milliseconds Unit::join_timeout() const { return std::chrono::milliseconds(config_.join_timeout_ms); }
 
 bool Unit::take_verdicts(const Rank_table& ranks, Rank rank, std::vector<bool> connected,
-                         const std::vector<bool>& running, Tcp_transport& transport) {
+                         const std::vector<bool>& running, Mesh_transport& transport) {
     const Rank units = ranks.units();
     std::vector<Membership> verdicts(units, Membership(units));
     std::vector<Receive> receives;
@@ -496,7 +499,7 @@ bool Unit::take_verdicts(const Rank_table& ranks, Rank rank, std::vector<bool> c
 
 void Unit::agree_on_joiners(Rank rank, const Rank_table& after, const std::vector<bool>& joining,
                             const std::vector<bool>& going_on, const std::vector<bool>& fresh,
-                            Tcp_transport& transport) {
+                            Mesh_transport& transport) {
     const Rank units = after.units();
     // Joiners not connected are lost already.
     Membership report(units);

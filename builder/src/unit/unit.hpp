@@ -18,7 +18,7 @@
 #include "rank_table.hpp"
 #include "stop_flag.hpp"
 #include "table_switch.hpp"
-#include "tcp_transport.hpp"
+#include "mesh_transport.hpp"
 #include "unit_buffers.hpp"
 #include "unit_status.hpp"
 
@@ -59,18 +59,18 @@ private:
     const Configure_request* newest_table() const;  // pending or in force, if any; mutex held
     std::optional<Configure_request> wait_for_work();
     Session_end run_session(Configure_request table);
-    bool switch_table(Configure_request& table, const Configure_request& next, Tcp_transport& transport);
+    bool switch_table(Configure_request& table, const Configure_request& next, Mesh_transport& transport);
     // A join never wedges the set (docs/control-api.md, "Joiners"): at a
     // switch the units that go on from the old table tell each other whom
     // they connected, keep only joiners every one of them connected, send
     // each new process their verdict and give up on the other joiners.
     void agree_on_joiners(Rank rank, const Rank_table& after, const std::vector<bool>& joining,
-                          const std::vector<bool>& going_on, const std::vector<bool>& fresh, Tcp_transport& transport);
+                          const std::vector<bool>& going_on, const std::vector<bool>& fresh, Mesh_transport& transport);
     // A process joining a running set: waits for the verdicts of the running
     // units it connected (`running`), builds with the ranks they all keep and
     // gives up on the others. Returns false if it is not taken in.
     bool take_verdicts(const Rank_table& ranks, Rank rank, std::vector<bool> connected,
-                       const std::vector<bool>& running, Tcp_transport& transport);
+                       const std::vector<bool>& running, Mesh_transport& transport);
     std::chrono::milliseconds join_timeout() const;
     Vote vote();
     bool wait_while_paused();

@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -74,6 +75,62 @@ bool Tcp_transport::transfer(std::span<const Send> sends, std::span<const Receiv
     // Checked up front too: a transfer that is all local never reaches poll().
     if (stop_.requested()) return false;
     post(sends, receives);
+    return drive(std::nullopt);
+}
+
+bool Tcp_transport::transfer_until(std::span<const Send> sends, std::span<const Receive> receives,
+                                   Clock::time_point deadline) {
+    if (stop_.requested()) return false;
+    post(sends, receives);
+    return drive(deadline);
+}
+
+std::unique_ptr<Registered_memory> Tcp_transport::register_memory(std::span<const std::byte>) {
+    return std::make_unique<Registered_memory>();  // the kernel copies: nothing to register
+}
+
+void Tcp_transport::post_data(std::span<const Send> sends, std::span<const Receive> receives) {
+    for (const Receive& receive : receives) {
+        if (receive.peer >= units())
+            throw std::out_of_range("Tcp_transport: receive from rank " + std::to_string(receive.peer));
+        if (receive.peer == rank_) self_receive_ = receive.into;
+        else if (!lost_[receive.peer])
+            posted_data_.push_back(
+                {mesh_.from[receive.peer].get(), receive.peer, nullptr, receive.into.data(), receive.into.size()});
+    }
+    for (const Send& send : sends) {
+        if (send.peer >= units()) throw std::out_of_range("Tcp_transport: send to rank " + std::to_string(send.peer));
+        if (send.peer == rank_) {
+            // The unit's own MFP takes the local shortcut: one copy, no socket.
+            if (!self_receive_ || self_receive_->size() != send.data.size())
+                throw std::logic_error("Tcp_transport: a data send to self needs a posted receive of the same size");
+            std::memcpy(self_receive_->data(), send.data.data(), send.data.size());
+            self_receive_.reset();
+        } else if (!lost_[send.peer]) {
+            posted_data_.push_back({mesh_.to[send.peer].get(), send.peer, send.data.data(), nullptr, send.data.size()});
+        }
+    }
+}
+
+bool Tcp_transport::wait_data(std::span<const Rank> sent_to, std::span<const Rank> received_from) {
+    if (stop_.requested()) return false;
+    // Only the operations waited for move: the stream holds them in this order.
+    operations_.clear();
+    std::erase_if(posted_data_, [&](const Operation& operation) {
+        const std::span<const Rank> peers = operation.out ? sent_to : received_from;
+        if (std::find(peers.begin(), peers.end(), operation.peer) == peers.end()) return false;
+        operations_.push_back(operation);
+        return true;
+    });
+    return drive(std::nullopt);
+}
+
+void Tcp_transport::quiesce() {
+    posted_data_.clear();  // the kernel holds no pointer into the caller's memory
+    self_receive_.reset();
+}
+
+bool Tcp_transport::drive(std::optional<Clock::time_point> deadline) {
     while (true) {
         poll_set_.clear();
         poll_set_.push_back({stop_.fd(), POLLIN, 0});
@@ -84,7 +141,18 @@ bool Tcp_transport::transfer(std::span<const Send> sends, std::span<const Receiv
                 poll_set_.push_back({operation.fd, static_cast<short>(operation.out ? POLLOUT : POLLIN), 0});
         }
         if (poll_set_.size() == 1) return true;
-        if (::poll(poll_set_.data(), poll_set_.size(), -1) < 0 && errno != EINTR)
+        int timeout_ms = -1;
+        if (deadline) {
+            const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now()).count();
+            if (left <= 0) {
+                for (Operation& operation : operations_)
+                    if (operation.left != 0)
+                        lose(operation.peer, Link_failure::timeout, "it did not answer the connection set-up in time");
+                continue;
+            }
+            timeout_ms = static_cast<int>(left);
+        }
+        if (::poll(poll_set_.data(), poll_set_.size(), timeout_ms) < 0 && errno != EINTR)
             throw Transport_error("poll: " + error_text(errno));
         if (poll_set_[0].revents != 0) return false;
     }

@@ -2,42 +2,52 @@
 
 #include <poll.h>
 
-#include <functional>
+#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "mesh_transport.hpp"
 #include "stop_flag.hpp"
 #include "tcp_mesh.hpp"
-#include "transport.hpp"
 
 namespace eb {
 
 // Transport over a mesh of TCP connections. A transfer posts every operation
 // non-blocking and drives them all with one poll() loop, so a unit's sends
 // and receives progress together and linear shifting cannot deadlock. Bytes
-// go straight between the caller's buffers and the kernel: no staging copy.
+// go straight between the caller's buffers and the kernel: no staging copy,
+// no registration. One stream per direction carries both channels, so a
+// posted data operation only moves when it is waited for, in the order the
+// program waits, which is the order of the stream.
 // The mesh can change between transfers (a new rank table): peers are
 // connected and disconnected one by one.
-class Tcp_transport final : public Transport {
+class Tcp_transport final : public Mesh_transport {
 public:
-    // Called once per lost peer, from the transferring thread.
-    using Loss_observer = std::function<void(Rank peer, Link_failure failure, const std::string& detail)>;
+    using Clock = std::chrono::steady_clock;
 
     Tcp_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop, Loss_observer on_loss = {});
 
     Rank rank() const override { return rank_; }
     Rank units() const override { return static_cast<Rank>(mesh_.to.size()); }
     bool transfer(std::span<const Send> sends, std::span<const Receive> receives) override;
+    std::unique_ptr<Registered_memory> register_memory(std::span<const std::byte> region) override;
+    void post_data(std::span<const Send> sends, std::span<const Receive> receives) override;
+    bool wait_data(std::span<const Rank> sent_to, std::span<const Rank> received_from) override;
+    void quiesce() override;
     bool lost(Rank peer) const override { return lost_[peer]; }
 
-    // Adds the connections of peers that joined; clears their lost mark.
-    void connect(Tcp_mesh joined);
-    // Closes the connections to `peer` (it left the mesh) and clears its lost mark.
-    void disconnect(Rank peer);
-    // Marks `peer` lost (once: later calls do nothing), closes its
-    // connections and tells the observer; a failed transfer does this, and a
-    // unit that gives up on a joiner.
-    void lose(Rank peer, Link_failure failure, const std::string& detail);
+    void connect(Tcp_mesh joined) override;
+    void disconnect(Rank peer) override;
+    void lose(Rank peer, Link_failure failure, const std::string& detail) override;
+    Transport_report report() const override { return {}; }
+
+    // A transfer with a deadline: the peers whose operations are not done by
+    // then are lost (timeout). For a set-up exchange with peers that may not
+    // speak the protocol at all.
+    bool transfer_until(std::span<const Send> sends, std::span<const Receive> receives, Clock::time_point deadline);
+    // The connections, for a transport that uses them out of band.
+    const Tcp_mesh& mesh() const { return mesh_; }
 
 private:
     struct Operation {
@@ -49,6 +59,8 @@ private:
     };
 
     void post(std::span<const Send> sends, std::span<const Receive> receives);
+    // Drives operations_ until all are done; false if stopped first.
+    bool drive(std::optional<Clock::time_point> deadline);
     void progress(Operation& operation);  // as far as the socket allows now
 
     Rank rank_;
@@ -57,6 +69,8 @@ private:
     Loss_observer on_loss_;
     std::vector<bool> lost_;
     std::vector<Operation> operations_;  // reused across transfers
+    std::vector<Operation> posted_data_;  // posted, not yet waited for
+    std::optional<std::span<std::byte>> self_receive_;  // a posted data receive from this unit's own rank
     std::vector<pollfd> poll_set_;
 };
 

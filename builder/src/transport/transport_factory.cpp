@@ -1,0 +1,36 @@
+#include "transport_factory.hpp"
+
+#include "tcp_transport.hpp"
+#ifdef EB_WITH_VERBS
+#include "verbs_transport.hpp"
+#endif
+
+namespace eb {
+
+std::string_view transport_kind_name(Transport_kind kind) { return kind == Transport_kind::verbs ? "verbs" : "tcp"; }
+
+bool verbs_available() {
+#ifdef EB_WITH_VERBS
+    return true;
+#else
+    return false;
+#endif
+}
+
+std::unique_ptr<Mesh_transport> make_transport(const Transport_settings& settings, Rank rank, Tcp_mesh mesh,
+                                               const Stop_flag& stop, Mesh_transport::Loss_observer on_loss) {
+    if (settings.kind == Transport_kind::tcp)
+        return std::make_unique<Tcp_transport>(rank, std::move(mesh), stop, std::move(on_loss));
+#ifdef EB_WITH_VERBS
+    return std::make_unique<Verbs_transport>(
+        rank, std::move(mesh), stop,
+        Verbs_transport::Settings{settings.rdma_device, 1, settings.gid_index, settings.peer_timeout_ms,
+                                  settings.setup_timeout_ms},
+        std::move(on_loss));
+#else
+    throw Transport_error("this eb-builder was built without libibverbs: --transport verbs is not available; "
+                          "rebuild with libibverbs-dev installed, or use --transport tcp");
+#endif
+}
+
+}  // namespace eb
