@@ -39,7 +39,8 @@ OFFLINE_NODE_IMAGE := eventbuilder/kind-node:$(K8S_VERSION)-$(NODE_HASH)
 NODE_IMAGE_FILE := $(BUILD)/node-image
 
 DEMO_CLUSTER := eventbuilder-demo
-PACKAGES := build-essential cmake ninja-build libgtest-dev debootstrap clang libclang-rt-14-dev iperf3 nlohmann-json3-dev prometheus
+PACKAGES := build-essential cmake ninja-build libgtest-dev debootstrap clang libclang-rt-14-dev iperf3 nlohmann-json3-dev prometheus \
+  libibverbs-dev
 
 export PATH := $(K8S_BIN):$(PATH)
 
@@ -50,7 +51,7 @@ help: ## Show the targets.
 ##@ Entry points
 
 .PHONY: test
-test: test-builder test-operator test-chart test-e2e ## Everything: C++ and Go tests, envtest, chart checks, the kind e2e suite.
+test: test-builder test-verbs test-operator test-chart test-e2e ## Everything: C++ and Go tests (also over RDMA verbs), envtest, chart checks, the kind e2e suite.
 
 .PHONY: demo
 demo: images node-image $(KIND) $(HELM) ## Bring up a kind cluster, install the chart, run a sample, print rates; leaves it up.
@@ -60,8 +61,20 @@ demo: images node-image $(KIND) $(HELM) ## Bring up a kind cluster, install the 
 
 .PHONY: test-builder
 test-builder: build-builder ## C++ unit and multi-process tests, and a bounded fuzzing run of each parser.
-	ctest --test-dir $(BUILD)/builder --output-on-failure
+	ctest --test-dir $(BUILD)/builder --output-on-failure -LE verbs
 	builder/fuzz/run.sh $(BUILD)/builder-fuzz
+
+# The verbs suites need an RDMA device: a real HCA where there is one, else
+# Soft-RoCE (rdma_rxe) in a VM booted from Debian's kernel (hack/verbs-vm).
+VERBS_TIMEOUT ?= 900
+
+.PHONY: test-verbs
+test-verbs: build-builder ## The builder's multi-process suites over libibverbs RC (real HCA, else Soft-RoCE in a VM).
+	hack/verbs-vm/run.sh --timeout $(VERBS_TIMEOUT) -- ctest --test-dir $(BUILD)/builder -L verbs --output-on-failure --no-tests=error
+
+.PHONY: verbs-selftest
+verbs-selftest: ## Check the verbs runner itself (device ACTIVE, ib_write_bw, 4 processes).
+	hack/verbs-vm/selftest.sh
 
 .PHONY: test-operator
 test-operator: packages $(K8S_BIN)/etcd ## Go unit tests and envtest against a real API server.

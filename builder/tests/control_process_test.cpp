@@ -80,6 +80,8 @@ public:
                                       "--token-file", dir_ + "/token", "--packing-factor", std::to_string(packing_factor),
                                       "--fragment-size", "64", "--rate", "200000", "--barrier", "tournament"};
         args.insert(args.end(), flags_.begin(), flags_.end());
+        const std::vector<std::string> transport = test::transport_flags();
+        args.insert(args.end(), transport.begin(), transport.end());
         processes_[rank] = std::make_unique<test::Child>(
             EB_BUILDER_EXE, args,
             dir_ + "/builder-" + std::to_string(rank) + "-" + std::to_string(starts_[rank]++) + ".log");

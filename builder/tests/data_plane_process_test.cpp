@@ -60,6 +60,8 @@ protected:
     // The eb-builder of `rank` with an HTTP port of its own.
     Child& start_builder(Rank rank, std::vector<std::string> args) {
         args.insert(args.end(), {"--rank", std::to_string(rank), "--http-port", std::to_string(http_ports_.at(rank))});
+        const std::vector<std::string> transport = test::transport_flags();
+        args.insert(args.end(), transport.begin(), transport.end());
         return start("builder-" + std::to_string(rank), "eb-builder", args);
     }
     bool ring_exists(Rank rank, const char* what) const {

@@ -59,6 +59,8 @@ public:
         std::vector<std::string> args = {"--rank", std::to_string(rank), "--peers", peers_, "--http-port",
                                          std::to_string(http_ports_[rank])};
         args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+        const std::vector<std::string> transport = test::transport_flags();
+        args.insert(args.end(), transport.begin(), transport.end());
         processes_[rank] = std::make_unique<Child>(builder_exe, args, dir_ + "/rank-" + std::to_string(rank) + ".log");
     }
     void start_all() {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <cstdlib>
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -191,6 +192,12 @@ std::string make_temp_dir() {
     std::string pattern = (std::filesystem::temp_directory_path() / "eb-test-XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
     return pattern;
+}
+
+std::vector<std::string> transport_flags() {
+    const char* transport = std::getenv("EB_TEST_TRANSPORT");
+    if (transport == nullptr || *transport == '\0') return {};
+    return {"--transport", transport};
 }
 
 }  // namespace eb::test

@@ -58,6 +58,11 @@ private:
     std::string log_path_;
 };
 
+// The eb-builder flags that pick the transport under test: --transport
+// $EB_TEST_TRANSPORT when set (make test-verbs runs the process suites with
+// verbs on a real device), nothing (TCP) otherwise.
+std::vector<std::string> transport_flags();
+
 // A fresh directory for the current test's files.
 std::string make_temp_dir();
 

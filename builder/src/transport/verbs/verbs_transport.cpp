@@ -325,7 +325,6 @@ void Verbs_transport::set_up(const std::vector<Rank>& joined) {
             lose(peer, Link_failure::error, error.what());
         }
     }
-    watch_.clear();  // rebuilt with the new connections
 }
 
 void Verbs_transport::post_control_receive(Rank peer, std::uint32_t slot) {
@@ -385,6 +384,9 @@ bool Verbs_transport::transfer(std::span<const Send> sends, std::span<const Rece
     // Receives take the peer's messages in the order they arrived, which is
     // the order the peer sent them: the protocol's order.
     std::vector<bool> taken(receives.size());
+    waited_.clear();
+    for (const Send& send : sends) waited_.push_back(send.peer);
+    for (const Receive& receive : receives) waited_.push_back(receive.peer);
     return progress_until([&] {
         bool done = true;
         for (std::size_t i = 0; i < receives.size(); ++i) {
@@ -410,7 +412,7 @@ bool Verbs_transport::transfer(std::span<const Send> sends, std::span<const Rece
         for (const Send& send : sends)
             if (send.peer != rank_ && !lost(send.peer) && peers_[send.peer].busy[control][sending]) done = false;
         return done;
-    });
+    }, waited_);
 }
 
 std::unique_ptr<Registered_memory> Verbs_transport::register_memory(std::span<const std::byte> region) {
@@ -488,13 +490,15 @@ void Verbs_transport::post_data(std::span<const Send> sends, std::span<const Rec
 
 bool Verbs_transport::wait_data(std::span<const Rank> sent_to, std::span<const Rank> received_from) {
     if (stop_.requested()) return false;
+    waited_.assign(sent_to.begin(), sent_to.end());
+    waited_.insert(waited_.end(), received_from.begin(), received_from.end());
     return progress_until([&] {
         for (const Rank peer : sent_to)
             if (peer != rank_ && !lost(peer) && peers_[peer].busy[data][sending]) return false;
         for (const Rank peer : received_from)
             if (peer != rank_ && !lost(peer) && peers_[peer].busy[data][receiving]) return false;
         return true;
-    });
+    }, waited_);
 }
 
 void Verbs_transport::quiesce() {
@@ -516,7 +520,6 @@ void Verbs_transport::drop_qps(Peer& peer) {
 void Verbs_transport::disconnect(Rank peer) {
     drop_qps(peers_[peer]);
     tcp_.disconnect(peer);
-    watch_.clear();
 }
 
 void Verbs_transport::lose(Rank peer, Link_failure failure, const std::string& detail) {
@@ -525,12 +528,11 @@ void Verbs_transport::lose(Rank peer, Link_failure failure, const std::string& d
 
 void Verbs_transport::forget_lost_peer(Rank peer, Link_failure failure, const std::string& detail) {
     drop_qps(peers_[peer]);
-    watch_.clear();
     if (on_loss_) on_loss_(peer, failure, detail);
 }
 
 template <typename Done>
-bool Verbs_transport::progress_until(Done done) {
+bool Verbs_transport::progress_until(Done done, const std::vector<Rank>& waited) {
     int idle = 0;
     while (!done()) {
         if (stop_.requested()) return false;
@@ -544,7 +546,7 @@ bool Verbs_transport::progress_until(Done done) {
         if (const int error = ibv_req_notify_cq(cq_.get(), 0); error != 0)
             throw Transport_error(verbs_error("arming the completion queue", error));
         if (poll_completions()) continue;
-        wait_for_events();
+        wait_for_events(waited);
         idle = 0;
     }
     return true;
@@ -582,16 +584,14 @@ void Verbs_transport::handle(const ibv_wc& completion) {
                  std::to_string(peer.data_receive_bytes));
 }
 
-void Verbs_transport::wait_for_events() {
-    if (watch_.empty()) {
-        watch_ = {{stop_.fd(), POLLIN, 0}, {channel_->fd, POLLIN, 0}, {context_->async_fd, POLLIN, 0}};
-        watched_.clear();
-        for (Rank peer = 0; peer < units(); ++peer)
-            if (peer != rank_ && !lost(peer) && tcp_.mesh().from[peer]) {
-                watch_.push_back({tcp_.mesh().from[peer].get(), POLLIN, 0});
-                watched_.push_back(peer);
-            }
-    }
+void Verbs_transport::wait_for_events(const std::vector<Rank>& waited) {
+    // Only the connections of the peers waited for: a peer that closed once
+    // it had delivered everything (the set stopping) is no loss until this
+    // unit needs it again.
+    watch_ = {{stop_.fd(), POLLIN, 0}, {channel_->fd, POLLIN, 0}, {context_->async_fd, POLLIN, 0}};
+    for (const Rank peer : waited)
+        if (peer != rank_ && !lost(peer) && tcp_.mesh().from[peer])
+            watch_.push_back({tcp_.mesh().from[peer].get(), POLLIN, 0});
     if (::poll(watch_.data(), watch_.size(), -1) < 0) {
         if (errno == EINTR) return;
         throw Transport_error("poll: " + error_text(errno));
@@ -602,11 +602,12 @@ void Verbs_transport::wait_for_events() {
         if (ibv_get_cq_event(channel_.get(), &cq, &context) == 0) ibv_ack_cq_events(cq, 1);
     }
     if (watch_[2].revents != 0) handle_async_events();
-    // Copied: a loss rebuilds watch_.
-    std::vector<Rank> closed;
-    for (std::size_t i = 3; i < watch_.size(); ++i)
-        if (watch_[i].revents != 0) closed.push_back(watched_[i - 3]);
-    for (const Rank peer : closed) check_connection(peer);
+    const bool closing = std::any_of(watch_.begin() + 3, watch_.end(), [](const pollfd& entry) { return entry.revents != 0; });
+    // What a peer sent before it closed is delivered first: its completions
+    // may be queued behind the close. The caller looks again before a loss.
+    if (!closing || poll_completions()) return;
+    for (const Rank peer : waited)
+        if (peer != rank_ && !lost(peer) && tcp_.mesh().from[peer]) check_connection(peer);
 }
 
 void Verbs_transport::check_connection(Rank peer) {

@@ -109,13 +109,14 @@ private:
     std::byte* control_slot(Rank peer, Direction direction, std::uint32_t slot);
     std::uint64_t work_id(Rank peer, Channel channel, Direction direction, std::uint32_t slot = 0) const;
 
-    // Progress until done() or stopped (false). Handles completions, async
-    // events and closed connections on the way.
+    // Progress until done() or stopped (false), waiting on the peers in
+    // `waited`. Handles completions, async events and those peers' closed
+    // connections on the way.
     template <typename Done>
-    bool progress_until(Done done);
+    bool progress_until(Done done, const std::vector<Rank>& waited);
     bool poll_completions();  // true if any arrived
     void handle(const ibv_wc& completion);
-    void wait_for_events();
+    void wait_for_events(const std::vector<Rank>& waited);
     void handle_async_events();
     void check_connection(Rank peer);
     // Called by the TCP side once per lost peer: drops its queue pairs.
@@ -148,8 +149,8 @@ private:
     std::span<std::byte> self_receive_;
     bool has_self_receive_ = false;
     bool quiesced_ = false;
-    std::vector<pollfd> watch_;
-    std::vector<Rank> watched_;  // the rank of each TCP entry of watch_
+    std::vector<pollfd> watch_;  // reused
+    std::vector<Rank> waited_;   // reused: the peers a wait is for
 };
 
 }  // namespace eb
