@@ -13,8 +13,8 @@ type Transport string
 const (
 	// TransportTCP moves data over TCP sockets; runs anywhere.
 	TransportTCP Transport = "tcp"
-	// TransportVerbs moves data with RDMA (libibverbs RC). Not supported by
-	// this operator version yet: a run asking for it fails.
+	// TransportVerbs moves data with RDMA (libibverbs RC) on each unit's
+	// NIC: the endpoint's rdmaDevice, reached through spec.resources.rdma.
 	TransportVerbs Transport = "verbs"
 )
 
@@ -60,6 +60,7 @@ const (
 
 // EventBuilderRunSpec is the desired state of an event-building run.
 // +kubebuilder:validation:XValidation:rule="!has(self.spares) || self.spares == 0 || has(self.fabricRef)",message="spec.spares: warm spares are endpoints of a Fabric; set spec.fabricRef, or spec.spares to 0"
+// +kubebuilder:validation:XValidation:rule="!has(self.builder.transport) || self.builder.transport != 'verbs' || (has(self.resources) && has(self.resources.rdma))",message="spec.builder.transport verbs needs spec.resources.rdma: the RDMA device plugin's resource (e.g. rdma/hca_numa{numa}) is what puts the NIC's /dev/infiniband devices in the pod; set spec.resources.rdma (with spec.resources.cpus and spec.resources.memory), or spec.builder.transport to tcp"
 // +kubebuilder:validation:XValidation:rule="has(self.fabricRef) || !has(self.resources) || !((has(self.resources.rdma) && self.resources.rdma.contains('{numa}')) || (has(self.resources.network) && self.resources.network.contains('{numa}')) || (has(self.resources.readout) && self.resources.readout.resource.contains('{numa}')))",message="spec.resources: {numa} in rdma, readout.resource or network stands for the endpoint's NUMA node, which only a run on a Fabric has; set spec.fabricRef, or name one resource without {numa}"
 type EventBuilderRunSpec struct {
 	// units is the number of event-builder units. Without a fabric each
@@ -150,7 +151,8 @@ type UnitResources struct {
 	Hugepages *Hugepages `json:"hugepages,omitempty"`
 
 	// rdma is the extended resource of the unit's RDMA NIC, one per unit,
-	// e.g. rdma/hca_numa{numa}.
+	// e.g. rdma/hca_numa{numa}: the RDMA device plugin puts the NIC's
+	// /dev/infiniband devices in the pod. Transport verbs needs it.
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[-A-Za-z0-9_.{}]+$`
 	// +optional
@@ -209,7 +211,9 @@ type BuilderSpec struct {
 	// +optional
 	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
 
-	// transport between units: tcp, or verbs (RDMA, not supported yet).
+	// transport between units: tcp, or verbs (RDMA, libibverbs RC; needs
+	// spec.resources.rdma). A verbs builder runs as root with the one
+	// capability IPC_LOCK, to register (pin) its buffers for RDMA.
 	// +kubebuilder:default=tcp
 	// +optional
 	Transport Transport `json:"transport,omitempty"`
@@ -276,14 +280,13 @@ const ConditionConfigured = "Configured"
 
 // Reasons of the Ready condition.
 const (
-	ReasonAllUnitsRunning      = "AllUnitsRunning"
-	ReasonUnitsPending         = "UnitsPending"
-	ReasonBuilderError         = "BuilderError"
-	ReasonUnsupportedTransport = "UnsupportedTransport"
-	ReasonFabricNotFound       = "FabricNotFound"
-	ReasonPlanFailed           = "PlanFailed"
-	ReasonUnitsLost            = "UnitsLost"
-	ReasonNoSpareLeft          = "NoSpareLeft"
+	ReasonAllUnitsRunning = "AllUnitsRunning"
+	ReasonUnitsPending    = "UnitsPending"
+	ReasonBuilderError    = "BuilderError"
+	ReasonFabricNotFound  = "FabricNotFound"
+	ReasonPlanFailed      = "PlanFailed"
+	ReasonUnitsLost       = "UnitsLost"
+	ReasonNoSpareLeft     = "NoSpareLeft"
 	// The API server refused a builder pod (quota, admission policy,
 	// invalid resource name); the message quotes it.
 	ReasonPodCreateFailed = "PodCreateFailed"
@@ -333,6 +336,29 @@ type RankStatus struct {
 	// RUNNING: it stands by as a dummy); empty when it did not answer.
 	// +optional
 	State string `json:"state,omitempty"`
+	// transport is the RDMA port that builder reported in that poll
+	// (verbs runs only).
+	// +optional
+	Transport *RankTransport `json:"transport,omitempty"`
+}
+
+// RankTransport is what a builder of a verbs run reports of its RDMA
+// port. Its queue pairs, one per peer, are in the builder's /status and
+// metrics only: a farm's run has hundreds of ranks.
+type RankTransport struct {
+	// device is the RDMA device the builder opened, e.g. mlx5_0.
+	// +optional
+	Device string `json:"device,omitempty"`
+	// gidIndex is the index in the port's GID table its queue pairs
+	// address peers with (RoCE); unset on InfiniBand, which addresses
+	// them by LID.
+	// +optional
+	GIDIndex *int32 `json:"gidIndex,omitempty"`
+	// portState is the state of the device's port: ACTIVE when it can
+	// carry data; DOWN, INIT or ARMED point at the link or the subnet
+	// manager.
+	// +optional
+	PortState string `json:"portState,omitempty"`
 }
 
 // Failover outcomes.

@@ -13,8 +13,9 @@
 // joiners that cannot join: dead, or SetUnreachable), a unit that lost
 // its set and went on alone, taken back by an epoch while still in its
 // session (it and the set refuse each other: lost both ways, it builds on
-// alone until a reset), /status,
-// /healthz and /readyz. Live RUNNING builders count events at a fixed rate.
+// alone until a reset), /status (with the transport: tcp, or verbs with
+// its RDMA port and a queue pair per peer), /healthz and /readyz. Live
+// RUNNING builders count events at a fixed rate.
 //
 // A Farm serves any number of emulated builders from one local HTTP
 // server, each under its own path (Farm.URL); builders of one run share a
@@ -41,7 +42,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 )
 
@@ -73,6 +76,11 @@ type Options struct {
 	// (default 10 000), EventSize their bytes (default 1000).
 	EventRate float64
 	EventSize int64
+	// Transport is --transport: tcp (the default) or verbs, whose
+	// emulated port (RDMADevice, --rdma-device) is always ACTIVE but for
+	// an unreachable builder's, which is DOWN.
+	Transport  ebv1.Transport
+	RDMADevice string
 }
 
 // Request is one control command a builder received.
@@ -132,6 +140,9 @@ func (f *Farm) Start(key string, o Options) *Builder {
 	}
 	if o.EventSize == 0 {
 		o.EventSize = 1000
+	}
+	if o.Transport == "" {
+		o.Transport = ebv1.TransportTCP
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -424,6 +435,7 @@ func (b *Builder) status() *statusDoc {
 			d.Peers[i] = builderstatus.Peer{Rank: int32(r.Rank), State: st}
 		}
 	}
+	d.Transport = b.transport(d.Peers)
 	for r := range b.lost {
 		d.LostPeers = append(d.LostPeers, r)
 	}
@@ -436,6 +448,29 @@ func (b *Builder) status() *statusDoc {
 		d.BytesPerSecond = b.opts.EventRate * float64(b.opts.EventSize)
 	}
 	return d
+}
+
+// transport is the builder's report of its transport: the kind alone for
+// tcp; for verbs the port and a queue pair per live peer, ready to send
+// (RTS) once the peer is up, in error once it is lost, being connected
+// (INIT) before.
+func (b *Builder) transport(peers []builderstatus.Peer) *builderstatus.Transport {
+	t := &builderstatus.Transport{Kind: b.opts.Transport}
+	if t.Kind != ebv1.TransportVerbs {
+		return t
+	}
+	// An InfiniBand port: addressed by LID, no GID index.
+	t.Device, t.Port, t.GIDIndex, t.PortState, t.LinkLayer = b.opts.RDMADevice, 1, ptr.To[int32](-1), "ACTIVE", "InfiniBand"
+	if b.farm.unreachable[b.key] {
+		t.PortState = "DOWN"
+	}
+	qpState := map[string]string{builderstatus.PeerUp: "RTS", builderstatus.PeerLost: "ERR", "connecting": "INIT"}
+	for _, p := range peers {
+		if st, ok := qpState[p.State]; ok {
+			t.Peers = append(t.Peers, builderstatus.QueuePair{Rank: p.Rank, QPState: st})
+		}
+	}
+	return t
 }
 
 // allowed are the commands the state machine accepts in a state.
@@ -832,6 +867,13 @@ func (f *Farm) StartPod(key string, pod *corev1.Pod, secret *corev1.Secret, runL
 			o.Rank = int32(r)
 		case "--token-file":
 			tokenFile = val
+		case "--transport":
+			o.Transport = ebv1.Transport(val)
+			if o.Transport != ebv1.TransportTCP && o.Transport != ebv1.TransportVerbs {
+				return nil, fmt.Errorf("--transport %q: expected tcp or verbs", val)
+			}
+		case "--rdma-device":
+			o.RDMADevice = val
 		case "--peers", "--dummies":
 			return nil, fmt.Errorf("%s: a self-configured builder; the emulation only runs controlled ones", flag)
 		}

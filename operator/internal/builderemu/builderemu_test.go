@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 )
@@ -444,8 +446,12 @@ func TestStartPod(t *testing.T) {
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-control"}, Data: map[string][]byte{"token": []byte("abc\n")}}
 	b, err := f.StartPod("k", pod("--rank", "4", "--token-file", "/var/run/control/token"), secret, "run")
-	if err != nil || b.opts.Token != "abc" || b.opts.Rank != 4 || b.opts.Mesh != "ns/r" {
+	if err != nil || b.opts.Token != "abc" || b.opts.Rank != 4 || b.opts.Mesh != "ns/r" || b.opts.Transport != "tcp" {
 		t.Errorf("StartPod: %v, options %+v", err, b)
+	}
+	b, err = f.StartPod("v", pod("--rank", "4", "--token-file", "/var/run/control/token", "--transport", "verbs", "--rdma-device", "mlx5_1"), secret, "run")
+	if err != nil || b.opts.Transport != "verbs" || b.opts.RDMADevice != "mlx5_1" {
+		t.Errorf("StartPod of a verbs builder: %v, options %+v", err, b)
 	}
 	for _, tc := range []struct {
 		args []string
@@ -455,6 +461,7 @@ func TestStartPod(t *testing.T) {
 		{[]string{"--rank", "0", "--token-file", "/elsewhere/token"}, "no volume is mounted there"},
 		{[]string{"--rank", "0", "--token-file", "/var/run/control/other"}, "no file other"},
 		{[]string{"--rank"}, "no value"},
+		{[]string{"--rank", "0", "--transport", "udp"}, "expected tcp or verbs"},
 	} {
 		if _, err := f.StartPod("x", pod(tc.args...), secret, "run"); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want an error saying %q", tc.args, err, tc.want)
@@ -463,4 +470,49 @@ func TestStartPod(t *testing.T) {
 	if _, err := f.StartPod("x", pod("--token-file", "/var/run/control/token"), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, "run"); err == nil {
 		t.Errorf("a pod whose Secret does not exist started")
 	}
+}
+
+// A builder reports its transport as eb-builder does: the kind alone for
+// tcp; for verbs the device it was given, its port, and a queue pair per
+// live peer (ready to send once up, in error once lost).
+func TestTransportReport(t *testing.T) {
+	f := NewFarm()
+	defer f.Close()
+	f.Start("tcp", Options{Token: "tok", Rank: -1})
+	for r := range 3 {
+		f.Start(fmt.Sprint(r), Options{Token: "tok", Rank: int32(r), Mesh: "m", Transport: "verbs", RDMADevice: fmt.Sprintf("mlx5_%d", r)})
+	}
+	status := func(key string) builderstatus.Report {
+		rep, err := builderstatus.NewClient(time.Second).Get(context.Background(), f.URL(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	if got := status("tcp").Transport; got == nil || !reflect.DeepEqual(*got, builderstatus.Transport{Kind: "tcp"}) {
+		t.Errorf("tcp builder reports transport %+v", got)
+	}
+	port := func(state string, qps ...builderstatus.QueuePair) builderstatus.Transport {
+		return builderstatus.Transport{Kind: "verbs", Device: "mlx5_0", Port: 1, GIDIndex: ptr.To[int32](-1), PortState: state,
+			LinkLayer: "InfiniBand", Peers: qps}
+	}
+	check := func(when string, want builderstatus.Transport) {
+		t.Helper()
+		if got := status("0").Transport; got == nil || !reflect.DeepEqual(*got, want) {
+			t.Errorf("%s: rank 0 reports transport %+v, want %+v", when, got, want)
+		}
+	}
+	check("unconfigured", port("ACTIVE"))
+	for r := range 3 {
+		post(t, f.URL(fmt.Sprint(r)), "tok", "configure", cfgBody(r, 1, "live", "live", "dummy"))
+	}
+	check("configured", port("ACTIVE", builderstatus.QueuePair{Rank: 1, QPState: "INIT"}))
+	for r := range 3 {
+		post(t, f.URL(fmt.Sprint(r)), "tok", "start", "")
+	}
+	check("running", port("ACTIVE", builderstatus.QueuePair{Rank: 1, QPState: "RTS"}))
+	f.Kill("1")
+	check("peer lost", port("ACTIVE", builderstatus.QueuePair{Rank: 1, QPState: "ERR"}))
+	f.SetUnreachable("0", true)
+	check("data network down", port("DOWN", builderstatus.QueuePair{Rank: 1, QPState: "ERR"}))
 }

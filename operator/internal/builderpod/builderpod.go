@@ -124,22 +124,34 @@ func Service(run *ebv1.EventBuilderRun) *corev1.Service {
 // Args is the eb-builder command line of a rank: a builder in controlled
 // mode. It starts NOT_READY and gets its rank table from the operator's
 // configure call (builder/docs/control-api.md), so nothing here depends on
-// the table: a new epoch never changes a pod. Everything else the builder
-// needs (its NUMA node, NIC) it gets from the environment.
-func Args(run *ebv1.EventBuilderRun, rank int32) []string {
+// the table: a new epoch never changes a pod. Its placement (NUMA node,
+// NIC) it finds in the environment. A verbs builder is told its transport
+// and, on a fabric, the device to open: the endpoint's rdmaDevice (as in
+// EB_RDMA_DEVICE; the flag also pins it to that device's NUMA node, the
+// endpoint's); without one the builder chooses.
+func Args(run *ebv1.EventBuilderRun, rank int32, place *Placement) []string {
 	b := run.Spec.Builder
 	// The API server defaults the source; nil only in hand-made objects.
 	var fragmentSize int32
 	if b.Source != nil && b.Source.Generator != nil {
 		fragmentSize = b.Source.Generator.FragmentSize
 	}
-	return []string{
+	args := []string{
 		"--rank", strconv.Itoa(int(rank)),
 		"--http-port", strconv.Itoa(HTTPPort),
 		"--token-file", ControlTokenPath,
 		"--packing-factor", strconv.Itoa(int(b.PackingFactor)),
 		"--fragment-size", strconv.Itoa(int(fragmentSize)),
 	}
+	// tcp is the builder's default and goes unsaid: TCP pods keep the
+	// command line (and spec hash) they always had.
+	if b.Transport == ebv1.TransportVerbs {
+		args = append(args, "--transport", string(ebv1.TransportVerbs))
+		if place != nil && place.RDMADevice != "" {
+			args = append(args, "--rdma-device", place.RDMADevice)
+		}
+	}
+	return args
 }
 
 // SpecHash hashes what a builder pod runs: its node, Multus networks, the
@@ -262,6 +274,36 @@ func networks(network string, numa int) string {
 	return string(b)
 }
 
+// securityContext is the builder container's: a read-only root
+// filesystem, no privilege escalation, every capability dropped but what
+// the transport needs. RDMA registers (pins) the builder's buffers, which
+// RLIMIT_MEMLOCK bounds unless the process holds CAP_IPC_LOCK. Kubernetes
+// gives a non-root process no ambient capabilities (and no_new_privs
+// blocks file capabilities), so an added IPC_LOCK is effective for root
+// only: a verbs builder runs as root with IPC_LOCK its one capability
+// (the README says why not the runtime's memlock limit). TCP builders run
+// as uid 65532, with nothing to pin; with rdma they keep the IPC_LOCK
+// they always had (inert: in the bounding set only), so their pods stay
+// as they were and are not replaced.
+func securityContext(transport ebv1.Transport, rdma bool) *corev1.SecurityContext {
+	sc := &corev1.SecurityContext{
+		RunAsNonRoot:             ptr.To(true),
+		RunAsUser:                ptr.To[int64](nonRootUID),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	switch {
+	case transport == ebv1.TransportVerbs:
+		sc.RunAsNonRoot, sc.RunAsUser = ptr.To(false), ptr.To[int64](0)
+		sc.Capabilities.Add = []corev1.Capability{"IPC_LOCK"}
+	case rdma:
+		sc.Capabilities.Add = []corev1.Capability{"IPC_LOCK"}
+	}
+	return sc
+}
+
 // Pod renders the pod of one rank: a live rank, or a warm spare (which
 // runs the same builder, standing by as a dummy until a configure makes
 // its rank live). place is nil for runs without a fabric: the scheduler
@@ -292,17 +334,6 @@ func Pod(run *ebv1.EventBuilderRun, rank int32, place *Placement, secretUID stri
 	if res.Network != "" {
 		annotations[NetworksAnnotation] = networks(res.Network, numa)
 	}
-	caps := &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
-	if res.RDMA != "" {
-		// RDMA memory registration pins buffers. IPC_LOCK lets a process
-		// lock memory beyond RLIMIT_MEMLOCK, but the builder runs as uid
-		// 65532 with no_new_privs: a non-root process gets no ambient
-		// capabilities, so IPC_LOCK lands in its bounding set only and is
-		// never effective. It is kept for images run as root; non-root
-		// builders rely on the runtime's RLIMIT_MEMLOCK (see the README).
-		caps.Add = []corev1.Capability{"IPC_LOCK"}
-	}
-
 	mounts := []corev1.VolumeMount{
 		// The root filesystem is read-only; give the builder a scratch dir.
 		{Name: "tmp", MountPath: "/tmp"},
@@ -357,7 +388,7 @@ func Pod(run *ebv1.EventBuilderRun, rank int32, place *Placement, secretUID stri
 				Image:           run.Spec.Builder.Image,
 				ImagePullPolicy: run.Spec.Builder.ImagePullPolicy,
 				Command:         []string{"eb-builder"},
-				Args:            Args(run, rank),
+				Args:            Args(run, rank, place),
 				Env:             env,
 				Ports: []corev1.ContainerPort{
 					{Name: DataPortName, ContainerPort: DataPort, Protocol: corev1.ProtocolTCP},
@@ -383,15 +414,8 @@ func Pod(run *ebv1.EventBuilderRun, rank int32, place *Placement, secretUID stri
 					TimeoutSeconds:   3,
 					FailureThreshold: 3,
 				},
-				SecurityContext: &corev1.SecurityContext{
-					RunAsNonRoot:             ptr.To(true),
-					RunAsUser:                ptr.To[int64](nonRootUID),
-					ReadOnlyRootFilesystem:   ptr.To(true),
-					AllowPrivilegeEscalation: ptr.To(false),
-					Capabilities:             caps,
-					SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-				},
-				VolumeMounts: mounts,
+				SecurityContext: securityContext(run.Spec.Builder.Transport, res.RDMA != ""),
+				VolumeMounts:    mounts,
 			}},
 			Volumes: volumes,
 		},

@@ -46,10 +46,64 @@ func TestPeers(t *testing.T) {
 
 func TestArgs(t *testing.T) {
 	// A controlled builder: no table on the command line.
-	want := []string{"--rank", "3", "--http-port", "8080", "--token-file", "/var/run/eventbuilder/control/token",
+	base := []string{"--rank", "3", "--http-port", "8080", "--token-file", "/var/run/eventbuilder/control/token",
 		"--packing-factor", "30000", "--fragment-size", "133"}
-	if got := Args(testRun("demo", 4), 3); !slices.Equal(got, want) {
-		t.Errorf("Args() =\n  %q\nwant\n  %q", got, want)
+	onFabric := &Placement{Endpoint: "eb007-numa1", Node: "eb007", NUMA: 1, RDMADevice: "mlx5_1", Netdev: "ib1"}
+	for _, tc := range []struct {
+		name      string
+		transport ebv1.Transport
+		place     *Placement
+		want      []string
+	}{
+		// tcp is the builder's default: TCP command lines stay as they were.
+		{"tcp", ebv1.TransportTCP, nil, base},
+		{"tcp on a fabric", ebv1.TransportTCP, onFabric, base},
+		{"verbs on a fabric: the endpoint's device", ebv1.TransportVerbs, onFabric,
+			append(slices.Clone(base), "--transport", "verbs", "--rdma-device", "mlx5_1")},
+		{"verbs without a fabric: the builder chooses", ebv1.TransportVerbs, nil,
+			append(slices.Clone(base), "--transport", "verbs")},
+		{"verbs on an endpoint without rdmaDevice", ebv1.TransportVerbs, &Placement{Endpoint: "e", Node: "n"},
+			append(slices.Clone(base), "--transport", "verbs")},
+	} {
+		run := testRun("demo", 4)
+		run.Spec.Builder.Transport = tc.transport
+		if got := Args(run, 3, tc.place); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: Args() =\n  %q\nwant\n  %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Only verbs builders run as root, and only for IPC_LOCK: a non-root
+// process never has an added capability in its effective set.
+func TestSecurityContext(t *testing.T) {
+	nonRoot := corev1.SecurityContext{
+		RunAsNonRoot:             ptr.To(true),
+		RunAsUser:                ptr.To[int64](65532),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	withCaps := func(sc corev1.SecurityContext, add ...corev1.Capability) corev1.SecurityContext {
+		sc.Capabilities = &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: add}
+		return sc
+	}
+	root := withCaps(nonRoot, "IPC_LOCK")
+	root.RunAsNonRoot, root.RunAsUser = ptr.To(false), ptr.To[int64](0)
+	for _, tc := range []struct {
+		name      string
+		transport ebv1.Transport
+		rdma      bool
+		want      corev1.SecurityContext
+	}{
+		{"tcp", ebv1.TransportTCP, false, nonRoot},
+		// As before verbs: IPC_LOCK inert in the bounding set.
+		{"tcp with rdma", ebv1.TransportTCP, true, withCaps(nonRoot, "IPC_LOCK")},
+		{"verbs", ebv1.TransportVerbs, true, root},
+	} {
+		if got := securityContext(tc.transport, tc.rdma); !reflect.DeepEqual(*got, tc.want) {
+			t.Errorf("%s: security context %+v, want %+v", tc.name, got, tc.want)
+		}
 	}
 }
 
@@ -216,6 +270,51 @@ func TestFabricPod(t *testing.T) {
 		if !reflect.DeepEqual(ch.got, ch.want) {
 			t.Errorf("%s = %v, want %v", ch.what, ch.got, ch.want)
 		}
+	}
+}
+
+// A verbs unit on a fabric: its endpoint's device on the command line
+// (and, as for TCP, in the environment), its NUMA node's RDMA resource,
+// root with IPC_LOCK alone; the pod's volumes stay the builder group's.
+func TestVerbsFabricPod(t *testing.T) {
+	run := testRun("demo", 4)
+	run.Spec.Builder.Transport = ebv1.TransportVerbs
+	mem := resource.MustParse("16Gi")
+	run.Spec.Resources = ebv1.UnitResources{CPUs: 8, Memory: &mem, RDMA: "rdma/hca_numa{numa}"}
+	place := &Placement{Endpoint: "eb007-numa1", Node: "eb007", NUMA: 1, RDMADevice: "mlx5_1", Netdev: "ib1"}
+	pod := Pod(run, 5, place, "uid")
+	c := pod.Spec.Containers[0]
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	sc := c.SecurityContext
+	checks := []struct {
+		what      string
+		got, want any
+	}{
+		{"transport args", c.Args[len(c.Args)-4:], []string{"--transport", "verbs", "--rdma-device", "mlx5_1"}},
+		{"RDMA env", env[EnvRDMADevice], "mlx5_1"},
+		{"NUMA env", env[EnvNUMANode], "1"},
+		{"requests", quantities(c.Resources.Requests), map[string]string{"cpu": "8", "memory": "16Gi", "rdma/hca_numa1": "1"}},
+		{"runAsUser", *sc.RunAsUser, int64(0)},
+		{"runAsNonRoot", *sc.RunAsNonRoot, false},
+		{"capabilities added", sc.Capabilities.Add, []corev1.Capability{"IPC_LOCK"}},
+		{"capabilities dropped", sc.Capabilities.Drop, []corev1.Capability{"ALL"}},
+		{"allowPrivilegeEscalation", *sc.AllowPrivilegeEscalation, false},
+		{"readOnlyRootFilesystem", *sc.ReadOnlyRootFilesystem, true},
+		{"volumes' group", *pod.Spec.SecurityContext.FSGroup, int64(65532)},
+	}
+	for _, ch := range checks {
+		if !reflect.DeepEqual(ch.got, ch.want) {
+			t.Errorf("%s = %v, want %v", ch.what, ch.got, ch.want)
+		}
+	}
+	// Switching a run's transport replaces its pods.
+	tcp := run.DeepCopy()
+	tcp.Spec.Builder.Transport = ebv1.TransportTCP
+	if Pod(tcp, 5, place, "uid").Annotations[SpecHashAnnotation] == pod.Annotations[SpecHashAnnotation] {
+		t.Errorf("the transport changed but the spec hash did not")
 	}
 }
 

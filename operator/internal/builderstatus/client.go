@@ -9,6 +9,10 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"k8s.io/utils/ptr"
+
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 )
 
 // The builder's state machine states (builder/docs/control-api.md).
@@ -61,6 +65,49 @@ type Report struct {
 	// Allowed are the commands the state machine accepts now.
 	Allowed   []string `json:"allowed"`
 	LastError string   `json:"last_error"`
+	// Transport is the data transport the builder runs; nil from
+	// builders that do not report it.
+	Transport *Transport `json:"transport,omitempty"`
+}
+
+// Transport is the builder's report of its transport: the kind alone for
+// tcp; for verbs the RDMA device and port it opened and the state of its
+// queue pair to each peer.
+type Transport struct {
+	// Kind is its --transport, spelled as spec.builder.transport.
+	Kind   ebv1.Transport `json:"kind"`
+	Device string         `json:"device,omitempty"`
+	Port   int32          `json:"port,omitempty"`
+	// GIDIndex is the port's GID table entry the queue pairs address
+	// peers with (RoCE); -1 on InfiniBand, which addresses them by LID.
+	GIDIndex *int32 `json:"gid_index,omitempty"`
+	// PortState is the port's state (ACTIVE, DOWN, INIT, ARMED...),
+	// LinkLayer its link layer (InfiniBand or Ethernet: RoCE).
+	PortState string      `json:"port_state,omitempty"`
+	LinkLayer string      `json:"link_layer,omitempty"`
+	Peers     []QueuePair `json:"peers,omitempty"`
+}
+
+// QueuePair is the state of a builder's queue pair to one peer (RESET,
+// INIT, RTR, RTS: ready to send, ERR...).
+type QueuePair struct {
+	Rank    int32  `json:"rank"`
+	QPState string `json:"qp_state"`
+}
+
+// RankTransport is what the run's rank table shows of a report's
+// transport: the RDMA port of a verbs builder, nil for any other (the
+// queue pairs, one per peer, stay out of the status: too many at scale).
+func (r Report) RankTransport() *ebv1.RankTransport {
+	t := r.Transport
+	if t == nil || t.Kind != ebv1.TransportVerbs {
+		return nil
+	}
+	rt := &ebv1.RankTransport{Device: t.Device, PortState: t.PortState}
+	if t.GIDIndex != nil && *t.GIDIndex >= 0 {
+		rt.GIDIndex = ptr.To(*t.GIDIndex)
+	}
+	return rt
 }
 
 // Peer is a builder's view of one rank: self, up, connecting, lost or dummy.

@@ -8,6 +8,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/utils/ptr"
+
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 )
 
 func TestClientGet(t *testing.T) {
@@ -46,6 +50,22 @@ func TestClientGet(t *testing.T) {
 				LostPeers: []int32{1}, Allowed: []string{"configure", "pause", "stop", "reset"}},
 		},
 		{
+			name: "verbs transport",
+			handler: func(w http.ResponseWriter, _ *http.Request) {
+				_, _ = w.Write([]byte(`{"rank":0,"state":"RUNNING","transport":{"kind":"verbs","device":"rxe0","port":1,"gid_index":1,
+   "port_state":"ACTIVE","link_layer":"Ethernet","peers":[{"rank":1,"qp_state":"RTS"},{"rank":2,"qp_state":"ERR"}]}}`))
+			},
+			want: Report{State: StateRunning, Transport: &Transport{Kind: ebv1.TransportVerbs, Device: "rxe0", Port: 1, GIDIndex: ptr.To[int32](1),
+				PortState: "ACTIVE", LinkLayer: "Ethernet", Peers: []QueuePair{{1, "RTS"}, {2, "ERR"}}}},
+		},
+		{
+			name: "tcp transport",
+			handler: func(w http.ResponseWriter, _ *http.Request) {
+				_, _ = w.Write([]byte(`{"state":"READY","transport":{"kind":"tcp"}}`))
+			},
+			want: Report{State: StateReady, Transport: &Transport{Kind: ebv1.TransportTCP}},
+		},
+		{
 			name:    "HTTP error",
 			handler: func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "boom", http.StatusInternalServerError) },
 			wantErr: "500",
@@ -74,5 +94,29 @@ func TestClientGet(t *testing.T) {
 				t.Errorf("Get() = %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// The rank table shows a verbs builder's port, nothing of a TCP one's or
+// of a builder that does not report its transport.
+func TestRankTransport(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   *Transport
+		want *ebv1.RankTransport
+	}{
+		{"not reported", nil, nil},
+		{"tcp", &Transport{Kind: ebv1.TransportTCP}, nil},
+		{"RoCE", &Transport{Kind: ebv1.TransportVerbs, Device: "rxe0", Port: 1, GIDIndex: ptr.To[int32](1), PortState: "ACTIVE", LinkLayer: "Ethernet",
+			Peers: []QueuePair{{1, "RTS"}}}, &ebv1.RankTransport{Device: "rxe0", GIDIndex: ptr.To[int32](1), PortState: "ACTIVE"}},
+		{"GID index 0", &Transport{Kind: ebv1.TransportVerbs, Device: "mlx5_0", GIDIndex: ptr.To[int32](0), PortState: "DOWN"},
+			&ebv1.RankTransport{Device: "mlx5_0", GIDIndex: ptr.To[int32](0), PortState: "DOWN"}},
+		// InfiniBand addresses peers by LID: no GID index to show.
+		{"InfiniBand", &Transport{Kind: ebv1.TransportVerbs, Device: "mlx5_1", GIDIndex: ptr.To[int32](-1), PortState: "ACTIVE", LinkLayer: "InfiniBand"},
+			&ebv1.RankTransport{Device: "mlx5_1", PortState: "ACTIVE"}},
+	} {
+		if got := (Report{Transport: tc.in}).RankTransport(); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: RankTransport() = %+v, want %+v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -127,14 +127,6 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	}
 	orig := run.DeepCopy()
 
-	switch {
-	case run.Spec.Builder.Transport == ebv1.TransportVerbs:
-		setPhase(run, ebv1.PhaseFailed, ebv1.ReasonUnsupportedTransport,
-			"spec.builder.transport: verbs (RDMA) is not supported by this operator version yet; set it to tcp")
-		// Nothing to poll; a spec change brings the run back here.
-		return ctrl.Result{}, r.patchStatus(ctx, orig, run)
-	}
-
 	var fabric *planner.Fabric
 	var nodes, health runplan.Nodes
 	var graceLeft time.Duration // until a node in its NotReady grace period fails
@@ -656,14 +648,14 @@ func (r *EventBuilderRunReconciler) recordConfigured(ctx context.Context, run *e
 	return nil
 }
 
-// rankStatus is the rank table as the status shows it, with the pod and
-// builder state of every live and spare rank (carried over from prev
-// when the builders were not polled).
+// rankStatus is the rank table as the status shows it, with the pod,
+// builder state and RDMA port of every live and spare rank (carried over
+// from prev when the builders were not polled).
 func rankStatus(t planner.RankTable, endpoints map[string]planner.Endpoint, pods map[int32]*corev1.Pod,
 	poll *builderstatus.Poll, prev []ebv1.RankStatus) []ebv1.RankStatus {
-	last := map[int32]string{}
+	last := map[int32]ebv1.RankStatus{}
 	for _, p := range prev {
-		last[p.Rank] = p.State
+		last[p.Rank] = p
 	}
 	out := runplan.Ranks(t, endpoints)
 	for i := range out {
@@ -672,9 +664,10 @@ func rankStatus(t planner.RankTable, endpoints map[string]planner.Endpoint, pods
 		if rk.Role == ebv1.RoleDummy || pod == nil {
 			continue
 		}
-		rk.Pod, rk.State = pod.Name, last[rk.Rank]
+		rk.Pod, rk.State, rk.Transport = pod.Name, last[rk.Rank].State, last[rk.Rank].Transport
 		if poll != nil {
-			rk.State = poll.Reports[rk.Rank].State
+			rep := poll.Reports[rk.Rank]
+			rk.State, rk.Transport = rep.State, rep.RankTransport()
 		}
 	}
 	return out

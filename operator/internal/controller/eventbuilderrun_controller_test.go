@@ -909,30 +909,6 @@ func TestPodCreateFailureIsReported(t *testing.T) {
 	waitPhase(t, client.ObjectKeyFromObject(run), ebv1.PhasePending, ebv1.ReasonUnitsPending)
 }
 
-func TestVerbsTransportFails(t *testing.T) {
-	requireEnvtest(t)
-	ctx := context.Background()
-	ns := newNamespace(t)
-	run := &ebv1.EventBuilderRun{
-		ObjectMeta: metav1.ObjectMeta{Name: "rdma", Namespace: ns},
-		Spec: ebv1.EventBuilderRunSpec{
-			Units:   2,
-			Builder: ebv1.BuilderSpec{Image: "eventbuilder/builder:test", Transport: ebv1.TransportVerbs},
-		},
-	}
-	if err := k8s.Create(ctx, run); err != nil {
-		t.Fatalf("create run: %v", err)
-	}
-	cond := waitPhase(t, client.ObjectKeyFromObject(run), ebv1.PhaseFailed, ebv1.ReasonUnsupportedTransport)
-	if !strings.Contains(cond.Message, "spec.builder.transport") {
-		t.Errorf("message %q does not name spec.builder.transport", cond.Message)
-	}
-	expectEvent(t, ns, "rdma", ebv1.ReasonUnsupportedTransport)
-	if pods, err := runPods(ctx, ns, "rdma"); err != nil || len(pods) != 0 {
-		t.Errorf("a failed run got %d pods (err %v), want none", len(pods), err)
-	}
-}
-
 func TestInvalidRunsAreRejected(t *testing.T) {
 	requireEnvtest(t)
 	ns := newNamespace(t)
@@ -973,6 +949,12 @@ func TestInvalidRunsAreRejected(t *testing.T) {
 			s["resources"] = map[string]any{"cpus": int64(2), "memory": "1Gi", "hugepages": map[string]any{"pageSize": "4Ki", "size": "1Gi"}}
 		}, "spec.resources.hugepages.pageSize"},
 		{"bogus failure policy", "", func(s map[string]any) { s["failurePolicy"] = "Pray" }, "spec.failurePolicy"},
+		// Without the device plugin's resource the pod has no /dev/infiniband.
+		{"verbs without rdma", "", func(s map[string]any) { s["builder"].(map[string]any)["transport"] = "verbs" }, "set spec.resources.rdma"},
+		{"verbs with pinned cpus but no rdma", "", func(s map[string]any) {
+			s["builder"].(map[string]any)["transport"] = "verbs"
+			s["resources"] = map[string]any{"cpus": int64(2), "memory": "1Gi"}
+		}, "spec.builder.transport verbs needs spec.resources.rdma"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := valid()

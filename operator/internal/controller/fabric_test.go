@@ -644,6 +644,67 @@ func TestSpareThatCannotJoinIsFailedOver(t *testing.T) {
 	}
 }
 
+// A verbs run on a fabric: every builder (live and spare) is given its
+// endpoint's RDMA device and NUMA node's RDMA resource, runs as root with
+// IPC_LOCK alone, and the rank table shows the port each reports.
+func TestVerbsRunOnAFabric(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	smallFabric(t, "verbs")
+	run := fabricRun(ns, "verbs", "verbs", 5, 2)
+	run.Spec.Builder.Transport = ebv1.TransportVerbs
+	if err := k8s.Create(ctx, run); err != nil {
+		t.Fatalf("create run: %v", err)
+	}
+	key := client.ObjectKeyFromObject(run)
+	pods := waitPods(t, ns, "verbs", "verbs-eb-0", "verbs-eb-1", "verbs-eb-2", "verbs-eb-3", "verbs-eb-4", "verbs-eb-5", "verbs-eb-6")
+	device := map[string]string{} // by pod
+	for name, pod := range pods {
+		c := pod.Spec.Containers[0]
+		env := map[string]string{}
+		for _, e := range c.Env {
+			env[e.Name] = e.Value
+		}
+		numa := env["EB_NUMA_NODE"]
+		device[name] = "mlx5_" + numa
+		sc := c.SecurityContext
+		switch {
+		case !slices.Equal(c.Args[len(c.Args)-4:], []string{"--transport", "verbs", "--rdma-device", device[name]}):
+			t.Errorf("%s args %q, want --transport verbs --rdma-device %s", name, c.Args, device[name])
+		case env["EB_RDMA_DEVICE"] != device[name]:
+			t.Errorf("%s env %v", name, env)
+		case c.Resources.Limits.Name(corev1.ResourceName("rdma/hca_numa"+numa), resource.DecimalSI).Value() != 1:
+			t.Errorf("%s resources %v, want one rdma/hca_numa%s", name, c.Resources, numa)
+		case *sc.RunAsUser != 0 || *sc.RunAsNonRoot || *sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem:
+			t.Errorf("%s security context %+v, want root, no privilege escalation, read-only root", name, sc)
+		case !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"IPC_LOCK"}) || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}):
+			t.Errorf("%s capabilities %+v, want IPC_LOCK only", name, sc.Capabilities)
+		}
+	}
+
+	for _, pod := range pods {
+		startPod(t, &pod)
+	}
+	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+	eventually(t, "every builder's RDMA port in the rank table", func() error {
+		ranks := getRun(t, key).Status.Ranks
+		if len(ranks) != 8 {
+			return fmt.Errorf("%d ranks in status, want 8", len(ranks))
+		}
+		for _, rk := range ranks {
+			var want *ebv1.RankTransport
+			if rk.Pod != "" {
+				want = &ebv1.RankTransport{Device: device[rk.Pod], PortState: "ACTIVE"} // InfiniBand: no GID index
+			}
+			if !reflect.DeepEqual(rk.Transport, want) {
+				return fmt.Errorf("rank %d (%s) transport %+v, want %+v", rk.Rank, rk.Role, rk.Transport, want)
+			}
+		}
+		return nil
+	})
+}
+
 // A warm spare whose pod the kubelet refuses is not used: it does not
 // count as left, and its pod is kept (not recreated in a loop) to show why.
 func TestFailedSpareIsNotUsed(t *testing.T) {
