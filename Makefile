@@ -98,6 +98,10 @@ test-e2e: images node-image $(KIND) $(HELM) ## The kind end-to-end suite (create
 bench: build-builder ## Data-mover benchmark: builder vs iperf3 on loopback, barrier latency vs N (BENCH lines).
 	builder/bench/run.sh $(BUILD)/builder
 
+.PHONY: bench-verbs
+bench-verbs: build-builder ## ib_write_bw, then the builder over verbs and over TCP on one verbs device (BENCH lines).
+	hack/verbs-vm/run.sh --timeout $(VERBS_TIMEOUT) -- builder/bench/verbs.sh $(BUILD)/builder
+
 .PHONY: bench-operator
 bench-operator: packages $(K8S_BIN)/etcd ## Operator scale benchmark against a real API server (BENCH lines).
 	KUBEBUILDER_ASSETS=$(K8S_BIN) operator/hack/bench.sh

@@ -22,58 +22,21 @@ for tool in eb-builder eb-barrier-probe; do
   [ -x "$build/$tool" ] || { echo "bench: $build/$tool missing; run make build-builder" >&2; exit 1; }
 done
 
-bench() { echo "BENCH name=$1 value=$2 unit=$3"; }
-# wait_all LOG WHAT: waits for every started process; if one fails, shows
-# the $work/LOG-*.log files and stops the bench.
-wait_all() {
-  for pid in "${pids[@]}"; do
-    wait "$pid" || { cat "$work/$1"-*.log >&2; echo "bench: $2 failed" >&2; exit 1; }
-  done
-  pids=()
-}
-# A block of `count` ports below the ephemeral range, starting at a random place.
-ports() { local base=$((10000 + RANDOM % 20000)); for ((i = 0; i < $1; i++)); do echo $((base + i)); done; }
-peers_of() { local list=""; for port in "$@"; do list+="${list:+,}127.0.0.1:$port"; done; echo "$list"; }
+packing_factor=10000
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # (a) the builder, twice: the data mover alone (--output discard: MEPs
 # assembled and dropped, as iperf3 drops its bytes), then with every event
 # checked in process (--output check, the default).
-mapfile -t data_ports < <(ports "$units")
-peers=$(peers_of "${data_ports[@]}")
-# run_builder OUTPUT: runs the units; sets built and bytes (summed over the
-# units) and seconds (the longest time any unit spent building).
-run_builder() {
-  echo ">> builder: $units folded units, $events events each, packing factor 10000, 128-byte fragments, tournament barrier every phase, --output $1" >&2
-  for ((rank = 0; rank < units; rank++)); do
-    "$build/eb-builder" --rank "$rank" --peers "$peers" --http-port $((data_ports[0] + units + rank)) \
-      --events "$events" --packing-factor 10000 --fragment-size 128 --output "$1" >"$work/unit-$rank.log" 2>&1 &
-    pids+=($!)
-  done
-  wait_all unit "a builder unit"
-  # "stopped: E events built, I incomplete, M MEPs, B bytes, D dropped in T s of building"
-  local incomplete
-  read -r built bytes seconds incomplete < <(awk '/stopped:/ {
-      for (i = 1; i <= NF; i++) {
-        if ($(i+1) == "events" && $(i+2) == "built,") e += $i
-        if ($(i+1) == "incomplete,") n += $i
-        if ($(i+1) == "bytes,") b += $i
-        if ($(i+1) == "s" && $(i+2) == "of") t = ($i > t ? $i : t)
-      } } END { print e, b, t, n }' "$work"/unit-*.log)
-  [ -n "$seconds" ] && [ "$seconds" != 0 ] || { cat "$work"/unit-*.log >&2; echo "bench: no building time in the units' final lines" >&2; exit 1; }
-  [ "$incomplete" = 0 ] || { echo "bench: $incomplete events were incomplete" >&2; exit 1; }
-}
-gbps() { awk -v b="$1" -v t="$2" 'BEGIN { printf "%.2f", b * 8 / t / 1e9 }'; }
-# A unit's own MFP is copied locally; (N-1)/N of the MEP bytes cross a socket.
-network() { awk -v g="$1" -v n="$units" 'BEGIN { printf "%.2f", g * (n - 1) / n }'; }
-
-run_builder discard
+run_builder --output discard
 mep_gbps=$(gbps "$bytes" "$seconds")
 net_gbps=$(network "$mep_gbps")
 bench "builder_throughput_n$units" "$mep_gbps" Gb/s
 bench "builder_network_throughput_n$units" "$net_gbps" Gb/s
 bench "builder_event_rate_n$units" "$(awk -v e="$built" -v t="$seconds" 'BEGIN { printf "%.0f", e / t }')" Hz
 
-run_builder check
+run_builder --output check
 checked_gbps=$(gbps "$bytes" "$seconds")
 checked_net_gbps=$(network "$checked_gbps")
 bench "builder_checked_throughput_n$units" "$checked_gbps" Gb/s

@@ -515,5 +515,34 @@ TEST_F(ProcessTest, PortInUseFailsTheStartWithCode1) {
     stop_all_and_expect_clean_exit(cluster);
 }
 
+// Units of one set that disagree on --transport are told so as they
+// connect, before any data moves (no RDMA device is needed to see it).
+TEST_F(ProcessTest, UnitsOnDifferentTransportsAreRefusedNamingTheFlag) {
+    const std::string dir = test::make_temp_dir();
+    const auto ports = test::free_ports(4);
+    const std::string peers = "127.0.0.1:" + std::to_string(ports[0]) + ",127.0.0.1:" + std::to_string(ports[1]);
+    std::vector<std::unique_ptr<Child>> units;
+    for (const Rank rank : {0u, 1u})
+        units.push_back(std::make_unique<Child>(
+            builder_exe,
+            std::vector<std::string>{"--rank", std::to_string(rank), "--peers", peers, "--http-port",
+                                     std::to_string(ports[2 + rank]), "--transport", rank == 0 ? "tcp" : "verbs"},
+            dir + "/rank-" + std::to_string(rank) + ".log"));
+    for (const Rank rank : {0u, 1u}) {
+        std::string last;
+        EXPECT_TRUE(eventually(
+            [&] {
+                const auto status = test::http_get(ports[2 + rank], "/status");
+                last = status ? status->body : "";
+                return last.find(R"("state":"ERROR")") != std::string::npos;
+            },
+            10s))
+            << "rank " << rank << ": " << last << units[rank]->log();
+        EXPECT_NE(last.find("every unit of a set needs the same --transport"), std::string::npos) << last;
+    }
+    units.clear();
+    std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace eb

@@ -295,7 +295,8 @@ Unit::Session_end Unit::run_session(Configure_request table) {
     if (!buffers_) buffers_.emplace(config_, rank, status_, session_stop_);
     buffers_->fit(ranks);  // before connecting: a source ring may take a while
 
-    const Mesh_position position{static_cast<std::uint32_t>(table.epoch), false, next_chunk_, cycles_done_};
+    const Mesh_position position{static_cast<std::uint32_t>(table.epoch), false, next_chunk_, cycles_done_,
+                                 config_.transport == Transport_kind::verbs};
     auto connections = connect_peers(listener_, rank, table.peers, live_ranks(ranks), position,
                                      static_cast<int>(config_.peer_timeout_ms), join_timeout(), session_stop_);
     if (!connections) return Session_end::stopped;
@@ -431,7 +432,8 @@ bool Unit::switch_table(Configure_request& table, const Configure_request& next,
     }
     if (any_joining) {
         set_phase(Session_phase::connecting);
-        const Mesh_position position{static_cast<std::uint32_t>(next.epoch), true, next_chunk_, cycles_done_};
+        const Mesh_position position{static_cast<std::uint32_t>(next.epoch), true, next_chunk_, cycles_done_,
+                                     config_.transport == Transport_kind::verbs};
         auto connections = connect_peers(listener_, table.rank, table.peers, joining, position,
                                          static_cast<int>(config_.peer_timeout_ms), join_timeout(), session_stop_);
         if (!connections) throw Stopped();

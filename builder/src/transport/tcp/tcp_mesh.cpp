@@ -39,10 +39,11 @@ constexpr std::uint32_t hello_magic = 0x4C484245;  // "EBHL"
 // 4: a switch is followed by the reports and verdicts of table_switch.hpp.
 constexpr std::uint16_t mesh_protocol_version = 4;
 constexpr std::uint16_t hello_in_session = 1;
+constexpr std::uint16_t hello_verbs = 2;
 struct Hello {
     std::uint32_t magic;
     std::uint16_t version;
-    std::uint16_t flags;  // hello_in_session
+    std::uint16_t flags;  // hello_in_session, hello_verbs
     std::uint32_t rank;
     std::uint32_t units;
     std::uint32_t epoch;
@@ -60,13 +61,21 @@ bool peer_closed(int fd) {
     return got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
-// Sent on a dial from another epoch just before closing it, so the dialler
-// knows to dial again rather than take the close for a departure.
+// Sent on a dial just before closing it: from another epoch, so the dialler
+// knows to dial again rather than take the close for a departure; over
+// another transport, so the dialler fails as the refusing unit does.
 constexpr std::byte epoch_refusal{'R'};
+constexpr std::byte transport_refusal{'T'};
 
-bool refused_epoch(int fd) {
+std::optional<std::byte> refusal(int fd) {
     std::byte first{};
-    return ::recv(fd, &first, 1, MSG_PEEK | MSG_DONTWAIT) == 1 && first == epoch_refusal;
+    if (::recv(fd, &first, 1, MSG_PEEK | MSG_DONTWAIT) != 1) return std::nullopt;
+    return first;
+}
+
+std::string transport_mismatch(Rank peer, bool peer_verbs, bool verbs) {
+    return "rank " + std::to_string(peer) + " moves data over " + (peer_verbs ? "verbs" : "tcp") +
+           ", this unit over " + (verbs ? "verbs" : "tcp") + ": every unit of a set needs the same --transport";
 }
 
 // This unit's connection to one peer's BU.
@@ -200,9 +209,11 @@ std::optional<Mesh_connections> Mesh_builder::run() {
             Dial& dial = dials_[watched_dials[i]];
             if (!dial.up) {
                 finish_dial(watched_dials[i], woke);
-            } else if (refused_epoch(dial.fd.get())) {
+            } else if (const auto why = refusal(dial.fd.get()); why == epoch_refusal) {
                 dial.up = false;
                 fail_dial(watched_dials[i], "it is on another rank table epoch; dialling again", woke);
+            } else if (why == transport_refusal) {
+                throw Transport_error(transport_mismatch(watched_dials[i], !position_.verbs, position_.verbs));
             } else {
                 dial.settled = true;  // closed: the peer went away; the transport will find it lost
             }
@@ -270,7 +281,8 @@ void Mesh_builder::finish_dial(Rank peer, Clock::time_point now) {
     if (connected_to_itself(dial.fd.get())) return fail_dial(peer, "connected to itself, nobody listens yet", now);
 
     const Hello hello{hello_magic,         mesh_protocol_version,
-                      static_cast<std::uint16_t>(position_.in_session ? hello_in_session : 0),
+                      static_cast<std::uint16_t>((position_.in_session ? hello_in_session : 0) |
+                                                 (position_.verbs ? hello_verbs : 0)),
                       rank_,               units(),
                       position_.epoch,     0,
                       position_.next_chunk, position_.cycles_done};
@@ -357,9 +369,14 @@ void Mesh_builder::read_hello(Greeting& greeting) {
             dial.last_failure = "restarted; dialling it again";
         }
     }
+    const bool verbs = (hello.flags & hello_verbs) != 0;
+    if (verbs != position_.verbs) {
+        (void)::send(greeting.fd.get(), &transport_refusal, 1, MSG_NOSIGNAL);
+        throw Transport_error(transport_mismatch(hello.rank, verbs, position_.verbs));
+    }
     accepted_[hello.rank] = std::move(greeting.fd);
-    hellos_[hello.rank] =
-        Mesh_position{hello.epoch, (hello.flags & hello_in_session) != 0, hello.next_chunk, hello.cycles_done};
+    hellos_[hello.rank] = Mesh_position{hello.epoch, (hello.flags & hello_in_session) != 0, hello.next_chunk,
+                                        hello.cycles_done, verbs};
     if (hellos_[hello.rank]->in_session && !join_deadline_) {
         join_deadline_ = Clock::now() + join_timeout_;
         log_info("rank ", hello.rank, " dialled in from a running set: joining it; peers not connected within ",

@@ -33,6 +33,9 @@ struct Mesh_position {
     bool in_session = false;  // already building with the others (a mesh that grows)
     std::uint64_t next_chunk = 0;
     std::uint64_t cycles_done = 0;
+    // Moves data over verbs queue pairs set up on this mesh (else over it):
+    // in the hello too, so units of one set that disagree are told at once.
+    bool verbs = false;
 };
 
 struct Mesh_connections {
