@@ -16,23 +16,29 @@ wait_all() {
 ports() { local base=$((10000 + RANDOM % 20000)); for ((i = 0; i < $1; i++)); do echo $((base + i)); done; }
 peers_of() { local list=""; for port in "$@"; do list+="${list:+,}127.0.0.1:$port"; done; echo "$list"; }
 
+cpu_time=()
+[ -x /usr/bin/time ] && cpu_time=(/usr/bin/time -f "%U %S" -o)
 # run_builder FLAG...: runs $units folded eb-builder units of $build on
 # loopback ports, each building $events events with --packing-factor
 # $packing_factor and 128-byte fragments, plus FLAGs; sets built and bytes
-# (summed over the units) and seconds (the longest time any unit spent
-# building). Fails, showing the logs, if a unit fails or any event is
+# (summed over the units), seconds (the longest time any unit spent
+# building) and cpu (user + system seconds of all units; 0 without GNU time). Fails, showing the logs, if a unit fails or any event is
 # incomplete.
 run_builder() {
   local data_ports peers
   mapfile -t data_ports < <(ports "$units")
   peers=$(peers_of "${data_ports[@]}")
   echo ">> builder: $units folded units, $events events each, packing factor $packing_factor, 128-byte fragments, $*" >&2
+  rm -f "$work"/cpu-*
   for ((rank = 0; rank < units; rank++)); do
-    "$build/eb-builder" --rank "$rank" --peers "$peers" --http-port $((data_ports[0] + units + rank)) \
-      --events "$events" --packing-factor "$packing_factor" --fragment-size 128 "$@" >"$work/unit-$rank.log" 2>&1 &
+    # GNU time, where there is one, counts each unit's CPU seconds.
+    "${cpu_time[@]}" ${cpu_time:+"$work/cpu-$rank"} "$build/eb-builder" --rank "$rank" --peers "$peers" \
+      --http-port $((data_ports[0] + units + rank)) --events "$events" --packing-factor "$packing_factor" \
+      --fragment-size 128 "$@" >"$work/unit-$rank.log" 2>&1 &
     pids+=($!)
   done
   wait_all unit "a builder unit"
+  cpu=$(cat "$work"/cpu-* 2>/dev/null | awk '{ s += $1 + $2 } END { printf "%.2f", s }')
   # "stopped: E events built, I incomplete, M MEPs, B bytes, D dropped in T s of building"
   local incomplete
   read -r built bytes seconds incomplete < <(awk '/stopped:/ {
@@ -48,3 +54,14 @@ run_builder() {
 gbps() { awk -v b="$1" -v t="$2" 'BEGIN { printf "%.2f", b * 8 / t / 1e9 }'; }
 # A unit's own MFP is copied locally; (N-1)/N of the MEP bytes cross a socket.
 network() { awk -v g="$1" -v n="$units" 'BEGIN { printf "%.2f", g * (n - 1) / n }'; }
+# spread VALUE...: "median min max" of the values.
+spread() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)], v[1], v[NR] }'; }
+# bench_spread NAME UNIT VALUE...: the median as NAME, the extremes as NAME_min and NAME_max.
+bench_spread() {
+  local name=$1 unit=$2 median low high
+  shift 2
+  read -r median low high < <(spread "$@")
+  bench "$name" "$median" "$unit"
+  bench "${name}_min" "$low" "$unit"
+  bench "${name}_max" "$high" "$unit"
+}

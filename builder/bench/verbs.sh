@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The verbs transport against the device's own figure and against TCP, in one
 # run on one device (make bench-verbs runs it in the Soft-RoCE VM, or on an
-# RDMA host, through hack/verbs-vm/run.sh):
-#  (a) ib_write_bw (perftest, one RC QP) at the builder's MFP size;
+# RDMA host, through hack/verbs-vm/run.sh), each figure the median of
+# EB_BENCH_RUNS runs (default 3, taken in turn) with its min and max:
+#  (a) ib_write_bw (perftest, one RC QP), both directions at once (-b) at the
+#      builder's MFP size: the same two flows as two builder units make;
 #  (b) N eb-builder units over --transport verbs, MEPs assembled and dropped
-#      (--output discard: the data mover);
+#      (--output discard: the data mover), and their CPU seconds per GB;
 #  (c) the same units over TCP.
 # Absolute figures on Soft-RoCE under an emulated CPU mean nothing; the
 # ratios, taken in the same run, do. Prints BENCH lines on stdout.
@@ -14,8 +16,9 @@ build=$(cd "${1:?usage: builder/bench/verbs.sh BUILD_DIR}" && pwd)
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${EB_RDMA_DEVICE:?run this through hack/verbs-vm/run.sh (make bench-verbs)}"
 units=${EB_BENCH_UNITS:-2}
-events=${EB_BENCH_EVENTS:-600000}  # per BU
-seconds=${EB_BENCH_SECONDS:-10}    # of ib_write_bw
+events=${EB_BENCH_EVENTS:-3000000}  # per BU
+ib_seconds=${EB_BENCH_SECONDS:-8}  # of each ib_write_bw
+runs=${EB_BENCH_RUNS:-3}
 packing_factor=1000
 work=$(mktemp -d)
 pids=()
@@ -23,27 +26,34 @@ cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; r
 trap cleanup EXIT
 # shellcheck source-path=SCRIPTDIR
 source "$here/lib.sh"
+# shellcheck source=../../hack/verbs-vm/lib.sh
+source "$here/../../hack/verbs-vm/lib.sh"
 
 # An MFP of 128-byte fragments (docs/formats.md): a 32-byte header, a type
 # byte and a 2-byte size per fragment, padded to 8 bytes, then the payloads.
 mfp_bytes=$(((32 + 3 * packing_factor + 7) / 8 * 8 + 128 * packing_factor))
-rate() { awk -v e="$built" -v t="$seconds" 'BEGIN { printf "%.0f", e / t }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
+cpu_per_gb() { awk -v c="$cpu" -v b="$bytes" -v n="$units" 'BEGIN { printf "%.2f", c / (b * (n - 1) / n / 1e9) }'; }
 
-# (a) The device's reference figure at the same message size.
-ib_gbps=$("$here/../../hack/verbs-vm/bench-perftest.sh" "$mfp_bytes" "$seconds" | sed -n 's/^BENCH name=ib_write_bw value=\([0-9.]*\) .*/\1/p')
-[ -n "$ib_gbps" ] || { echo "bench: no figure from ib_write_bw" >&2; exit 1; }
-bench "ib_write_bw_${mfp_bytes}B" "$ib_gbps" Gb/s
+ib=() verbs=() tcp=() verbs_cpu=() tcp_cpu=()
+for ((run = 1; run <= runs; run++)); do
+  echo ">> run $run of $runs: ib_write_bw -b, $mfp_bytes-byte messages, $ib_seconds s" >&2
+  perftest_pair ib_write_bw $((18514 + run)) "$work/ib" -b -s "$mfp_bytes" -D "$ib_seconds" -q 1 --report_gbits
+  ib+=("$(average_gbits "$work/ib")")
+  [ -n "${ib[-1]}" ] || { cat "$work/ib" >&2; echo "bench: no 'BW average' from ib_write_bw" >&2; exit 1; }
+  run_builder --output discard --transport verbs --rdma-device "$EB_RDMA_DEVICE"
+  verbs+=("$(network "$(gbps "$bytes" "$seconds")")") verbs_cpu+=("$(cpu_per_gb)")
+  run_builder --output discard --transport tcp
+  tcp+=("$(network "$(gbps "$bytes" "$seconds")")") tcp_cpu+=("$(cpu_per_gb)")
+done
 
-# (b), (c) The builder, both transports, the same units and events.
-run_builder --output discard --transport verbs --rdma-device "$EB_RDMA_DEVICE"
-verbs_gbps=$(network "$(gbps "$bytes" "$seconds")")
-bench "builder_verbs_network_throughput_n$units" "$verbs_gbps" Gb/s
-bench "builder_verbs_event_rate_n$units" "$(rate)" Hz
-
-run_builder --output discard --transport tcp
-tcp_gbps=$(network "$(gbps "$bytes" "$seconds")")
-bench "builder_tcp_network_throughput_n$units" "$tcp_gbps" Gb/s
-bench "builder_tcp_event_rate_n$units" "$(rate)" Hz
-
-bench verbs_vs_ib_write_bw "$(awk -v a="$verbs_gbps" -v b="$ib_gbps" 'BEGIN { printf "%.3f", a / b }')" ratio
-bench verbs_vs_tcp "$(awk -v a="$verbs_gbps" -v b="$tcp_gbps" 'BEGIN { printf "%.3f", a / b }')" ratio
+bench_spread "ib_write_bw_bidirectional_${mfp_bytes}B" Gb/s "${ib[@]}"
+bench_spread "builder_verbs_network_throughput_n$units" Gb/s "${verbs[@]}"
+bench_spread "builder_tcp_network_throughput_n$units" Gb/s "${tcp[@]}"
+bench "builder_verbs_cpu_seconds_per_gb_n$units" "$(spread "${verbs_cpu[@]}" | cut -d' ' -f1)" s/GB
+bench "builder_tcp_cpu_seconds_per_gb_n$units" "$(spread "${tcp_cpu[@]}" | cut -d' ' -f1)" s/GB
+ib_median=$(spread "${ib[@]}" | cut -d' ' -f1)
+verbs_median=$(spread "${verbs[@]}" | cut -d' ' -f1)
+tcp_median=$(spread "${tcp[@]}" | cut -d' ' -f1)
+bench verbs_vs_ib_write_bw "$(ratio "$verbs_median" "$ib_median")" ratio
+bench verbs_vs_tcp "$(ratio "$verbs_median" "$tcp_median")" ratio

@@ -57,8 +57,11 @@ struct Config {
 
     Rank units() const { return static_cast<Rank>(peers.size()); }
 
+    // A joiner may still be connecting to other units for up to the join
+    // timeout before it sends its queue-pair addresses: the set-up waits that
+    // long and a peer timeout more.
     Transport_settings transport_settings() const {
-        return {transport, rdma_device, gid_index, peer_timeout_ms, join_timeout_ms};
+        return {transport, rdma_device, gid_index, peer_timeout_ms, join_timeout_ms + peer_timeout_ms};
     }
 };
 
