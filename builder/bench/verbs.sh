@@ -4,7 +4,8 @@
 # RDMA host, through hack/verbs-vm/run.sh), each figure the median of
 # EB_BENCH_RUNS runs (default 3, taken in turn) with its min and max:
 #  (a) ib_write_bw (perftest, one RC QP), both directions at once (-b) at the
-#      builder's MFP size: the same two flows as two builder units make;
+#      builder's MFP size: the same two flows as two builder units make; and
+#      ib_send_bw the same way, as the builder SENDs its MFPs;
 #  (b) N eb-builder units over --transport verbs, MEPs assembled and dropped
 #      (--output discard: the data mover), and their CPU seconds per GB;
 #  (c) the same units over TCP.
@@ -16,8 +17,8 @@ build=$(cd "${1:?usage: builder/bench/verbs.sh BUILD_DIR}" && pwd)
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${EB_RDMA_DEVICE:?run this through hack/verbs-vm/run.sh (make bench-verbs)}"
 units=${EB_BENCH_UNITS:-2}
-events=${EB_BENCH_EVENTS:-3000000}  # per BU
-ib_seconds=${EB_BENCH_SECONDS:-8}  # of each ib_write_bw
+events=${EB_BENCH_EVENTS:-2000000}  # per BU
+ib_seconds=${EB_BENCH_SECONDS:-6}  # of each ib_write_bw
 runs=${EB_BENCH_RUNS:-3}
 packing_factor=1000
 work=$(mktemp -d)
@@ -35,12 +36,15 @@ mfp_bytes=$(((32 + 3 * packing_factor + 7) / 8 * 8 + 128 * packing_factor))
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 cpu_per_gb() { awk -v c="$cpu" -v b="$bytes" -v n="$units" 'BEGIN { printf "%.2f", c / (b * (n - 1) / n / 1e9) }'; }
 
-ib=() verbs=() tcp=() verbs_cpu=() tcp_cpu=()
+ib=() send=() verbs=() tcp=() verbs_cpu=() tcp_cpu=()
 for ((run = 1; run <= runs; run++)); do
   echo ">> run $run of $runs: ib_write_bw -b, $mfp_bytes-byte messages, $ib_seconds s" >&2
   perftest_pair ib_write_bw $((18514 + run)) "$work/ib" -b -s "$mfp_bytes" -D "$ib_seconds" -q 1 --report_gbits
   ib+=("$(average_gbits "$work/ib")")
   [ -n "${ib[-1]}" ] || { cat "$work/ib" >&2; echo "bench: no 'BW average' from ib_write_bw" >&2; exit 1; }
+  perftest_pair ib_send_bw $((18524 + run)) "$work/send" -b -s "$mfp_bytes" -D "$ib_seconds" -q 1 --report_gbits
+  send+=("$(average_gbits "$work/send")")
+  [ -n "${send[-1]}" ] || { cat "$work/send" >&2; echo "bench: no 'BW average' from ib_send_bw" >&2; exit 1; }
   run_builder --output discard --transport verbs --rdma-device "$EB_RDMA_DEVICE"
   verbs+=("$(network "$(gbps "$bytes" "$seconds")")") verbs_cpu+=("$(cpu_per_gb)")
   run_builder --output discard --transport tcp
@@ -48,6 +52,7 @@ for ((run = 1; run <= runs; run++)); do
 done
 
 bench_spread "ib_write_bw_bidirectional_${mfp_bytes}B" Gb/s "${ib[@]}"
+bench_spread "ib_send_bw_bidirectional_${mfp_bytes}B" Gb/s "${send[@]}"
 bench_spread "builder_verbs_network_throughput_n$units" Gb/s "${verbs[@]}"
 bench_spread "builder_tcp_network_throughput_n$units" Gb/s "${tcp[@]}"
 bench "builder_verbs_cpu_seconds_per_gb_n$units" "$(spread "${verbs_cpu[@]}" | cut -d' ' -f1)" s/GB
@@ -56,4 +61,5 @@ ib_median=$(spread "${ib[@]}" | cut -d' ' -f1)
 verbs_median=$(spread "${verbs[@]}" | cut -d' ' -f1)
 tcp_median=$(spread "${tcp[@]}" | cut -d' ' -f1)
 bench verbs_vs_ib_write_bw "$(ratio "$verbs_median" "$ib_median")" ratio
+bench verbs_vs_ib_send_bw "$(ratio "$verbs_median" "$(spread "${send[@]}" | cut -d' ' -f1)")" ratio
 bench verbs_vs_tcp "$(ratio "$verbs_median" "$tcp_median")" ratio
