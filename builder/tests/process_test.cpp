@@ -348,16 +348,21 @@ TEST_F(ProcessTest, StopsByItselfAfterTheRequestedEventsRoundedUpToMeps) {
 
 // --output discard assembles MEPs and drops them unchecked (the bench's data
 // mover alone): they are counted like delivered ones, with their bytes.
+// Also from the prepared source, whose MFPs pass the RU's checks though they
+// are made only once.
 TEST_F(ProcessTest, DiscardOutputCountsEveryMepItDrops) {
-    Cluster& cluster = make_cluster(2, {"--events", "2000", "--packing-factor", "1000", "--fragment-size", "100",
-                                        "--output", "discard"});
-    cluster.start_all();
-    for (Rank rank = 0; rank < 2; ++rank) {
-        EXPECT_EQ(cluster.process(rank).wait_exit(20s), 0) << "rank " << rank;
-        EXPECT_NE(cluster.process(rank).log().find("stopped: 2000 events built, 0 incomplete, 2 MEPs"),
-                  std::string::npos)
-            << cluster.process(rank).log();
-        EXPECT_EQ(cluster.process(rank).log().find(" 0 bytes,"), std::string::npos) << "the MEPs' bytes are counted";
+    for (const char* source : {"generator", "prepared"}) {
+        Cluster& cluster = make_cluster(2, {"--events", "2000", "--packing-factor", "1000", "--fragment-size", "100",
+                                            "--output", "discard", "--source", source});
+        cluster.start_all();
+        for (Rank rank = 0; rank < 2; ++rank) {
+            EXPECT_EQ(cluster.process(rank).wait_exit(20s), 0) << source << " rank " << rank;
+            EXPECT_NE(cluster.process(rank).log().find("stopped: 2000 events built, 0 incomplete, 2 MEPs"),
+                      std::string::npos)
+                << cluster.process(rank).log();
+            EXPECT_EQ(cluster.process(rank).log().find(" 0 bytes,"), std::string::npos) << "the MEPs' bytes are counted";
+            EXPECT_EQ(cluster.process(rank).log().find("rejected"), std::string::npos) << cluster.process(rank).log();
+        }
     }
 }
 

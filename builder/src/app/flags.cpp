@@ -100,7 +100,7 @@ std::optional<Usage_error> parse_dummies(std::string_view list, std::vector<Rank
 }
 
 constexpr std::string_view size_models[] = {"fixed", "poisson"};
-constexpr std::string_view source_kinds[] = {"generator", "shm", "file"};
+constexpr std::string_view source_kinds[] = {"generator", "shm", "file", "prepared"};
 constexpr std::string_view output_kinds[] = {"check", "shm", "discard"};
 constexpr std::string_view layouts[] = {"folded", "unfolded"};
 constexpr std::string_view barrier_kinds[] = {"none", "centralized", "tournament"};
@@ -209,6 +209,9 @@ std::optional<Usage_error> check_consistency(const Config& config, std::optional
         return Usage_error{"--fragment-size " + std::to_string(config.fragment_size) +
                            " is too large a mean for --size-model poisson; at most " +
                            std::to_string(max_poisson_fragment_size)};
+    if (config.source == Source_kind::prepared && config.output != Output_kind::discard)
+        return Usage_error{"--source prepared repeats its first MFPs' payloads, which a checking consumer would count "
+                           "incomplete: use it with --output discard (it measures the data mover alone)"};
     if ((config.source == Source_kind::file) != !config.source_file.empty())
         return Usage_error{config.source == Source_kind::file
                                ? "--source file needs --source-file PATH (a file of MFPs, see docs/formats.md)"
@@ -295,7 +298,10 @@ leaves alone and its peers count it lost.
   --rate R               generated events per second per source (default 0:
                          as fast as possible)
   --source S             generator (default), shm (an MFP ring written by
-                         another process, e.g. eb-readout-emulator) or file
+                         another process, e.g. eb-readout-emulator), file, or
+                         prepared (MFPs made once and handed out again at no
+                         cost, as a readout card's DMA: with --output discard,
+                         to measure the data mover alone)
   --source-file PATH     MFPs to replay, with --source file
   --output O             check (default: verify every event in process), shm
                          (a MEP ring for a consumer process, e.g. eb-consumer)

@@ -14,7 +14,7 @@
 namespace eb {
 
 // Where the RU's MFPs come from and where the BU's MEPs go.
-enum class Source_kind { generator, shm, file };
+enum class Source_kind { generator, shm, file, prepared };
 enum class Output_kind { check, shm, discard };
 // What a BU does with a MEP that misses a lost source's MFP.
 enum class Incomplete_policy { drop, flag };

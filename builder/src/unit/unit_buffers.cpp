@@ -5,6 +5,7 @@
 #include "discarding_writer.hpp"
 #include "file_reader.hpp"
 #include "generator_reader.hpp"
+#include "prepared_reader.hpp"
 #include "log.hpp"
 #include "paced_reader.hpp"
 
@@ -48,6 +49,10 @@ void Unit_buffers::open_source(const Rank_table& table) {
             break;
         }
         case Source_kind::file: source_ = std::make_unique<File_reader>(config_.source_file); break;
+        case Source_kind::prepared:
+            source_ = std::make_unique<Prepared_reader>(rank_, config_.packing_factor, config_.event_model(),
+                                                        table.units());
+            break;
     }
     if (config_.rate != 0) paced_ = std::make_unique<Paced_reader>(*source_, config_.packing_factor, config_.rate, stop_);
     cursor_ = std::make_unique<Source_cursor>(paced_ ? *paced_ : *source_, config_.packing_factor);

@@ -1,0 +1,36 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "buffer.hpp"
+#include "event_model.hpp"
+
+namespace eb {
+
+// A source whose MFPs cost nothing to make, as a readout card's DMA costs the
+// RU nothing: --source prepared, to measure the data mover alone. It makes
+// `depth` MFPs with the generator once, then hands them out again in turn,
+// each with its header stamped for the events it stands for. Headers and
+// layouts are right (the RU's checks pass); payloads are the first MFPs', so
+// only an output that does not check them may take its MEPs.
+class Prepared_reader final : public Buffer_reader {
+public:
+    Prepared_reader(std::uint32_t source_id, std::uint32_t packing_factor, const Event_model& model,
+                    std::size_t depth);
+
+    std::span<const std::byte> next() override;
+    void release() override;
+    void skip_to(std::uint64_t first_event_id) override;
+    const Memory_regions& regions() const override { return regions_; }
+
+private:
+    std::uint32_t packing_factor_;
+    std::vector<std::vector<std::byte>> slots_;  // made once, never moved
+    std::uint64_t next_mfp_ = 0;
+    std::size_t held_ = 0;
+    Memory_regions regions_;
+};
+
+}  // namespace eb
