@@ -60,6 +60,18 @@ TEST(QpTimeouts, GiveAPeerUpWithinThePeerTimeout) {
     EXPECT_EQ(qp_timeouts(0).timeout, 1);  // clamped to the smallest the field holds
 }
 
+TEST(LinkFailureOf, NamesWhyAPeerIsLostFromACompletion) {
+    const std::pair<ibv_wc_status, Link_failure> cases[] = {
+        {IBV_WC_RETRY_EXC_ERR, Link_failure::timeout},   {IBV_WC_RNR_RETRY_EXC_ERR, Link_failure::timeout},
+        {IBV_WC_REM_OP_ERR, Link_failure::reset},        {IBV_WC_REM_ABORT_ERR, Link_failure::reset},
+        {IBV_WC_REM_INV_REQ_ERR, Link_failure::reset},   {IBV_WC_REM_ACCESS_ERR, Link_failure::reset},
+        {IBV_WC_LOC_LEN_ERR, Link_failure::error},       {IBV_WC_WR_FLUSH_ERR, Link_failure::error},
+        {IBV_WC_LOC_PROT_ERR, Link_failure::error},      {IBV_WC_GENERAL_ERR, Link_failure::error},
+    };
+    for (const auto& [status, failure] : cases)
+        EXPECT_EQ(link_failure_of(status), failure) << ibv_wc_status_str(status);
+}
+
 Qp_address good_address() {
     Qp_address address;
     address.rank = 3;

@@ -48,6 +48,18 @@ double give_up_ms(const Qp_timeouts& timeouts) {
     return (timeouts.retry_count + 1) * 4.096e-3 * std::ldexp(1.0, timeouts.timeout);
 }
 
+Link_failure link_failure_of(ibv_wc_status status) {
+    switch (status) {
+        case IBV_WC_RETRY_EXC_ERR:
+        case IBV_WC_RNR_RETRY_EXC_ERR: return Link_failure::timeout;
+        case IBV_WC_REM_OP_ERR:
+        case IBV_WC_REM_ABORT_ERR:
+        case IBV_WC_REM_INV_REQ_ERR:
+        case IBV_WC_REM_ACCESS_ERR: return Link_failure::reset;
+        default: return Link_failure::error;
+    }
+}
+
 std::optional<std::string> check_qp_address(const Qp_address& address, std::uint32_t rank, std::uint8_t link_layer) {
     if (address.magic != Qp_address::magic_value)
         return "it sent no queue-pair address: does it run --transport verbs? every unit of a set needs the same "

@@ -1,10 +1,14 @@
 #pragma once
 
+#include <infiniband/verbs.h>
+
 #include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
+
+#include "transport.hpp"
 
 namespace eb {
 
@@ -36,6 +40,12 @@ struct Qp_timeouts {
 Qp_timeouts qp_timeouts(std::uint32_t peer_timeout_ms);
 // How long (in ms) a peer that acknowledges nothing takes to be given up.
 double give_up_ms(const Qp_timeouts& timeouts);
+
+// Why a peer is lost, from a work completion in error: no acknowledgement
+// within the retries is a timeout; the peer's queue pair answering with an
+// error (its process died and the kernel tore it down, or it refused the
+// message) is the peer resetting the connection; anything else is an error.
+Link_failure link_failure_of(ibv_wc_status status);
 
 // What a unit tells a peer, over the TCP mesh, to connect its two queue
 // pairs to it (the rc_pingpong "destination"): fixed-size, little endian.

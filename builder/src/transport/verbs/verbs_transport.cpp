@@ -55,11 +55,6 @@ const char* qp_state_name(ibv_qp_state state) {
     }
 }
 
-Link_failure failure_of(ibv_wc_status status) {
-    return status == IBV_WC_RETRY_EXC_ERR || status == IBV_WC_RNR_RETRY_EXC_ERR ? Link_failure::timeout
-                                                                                 : Link_failure::error;
-}
-
 void set_non_blocking(int fd, const char* what) {
     const int flags = ::fcntl(fd, F_GETFL);
     if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
@@ -183,8 +178,10 @@ void Verbs_transport::open_device() {
     if (channel_ == nullptr) throw Transport_error(verbs_error("creating a completion channel", errno));
     set_non_blocking(channel_->fd, "completion channel");
     set_non_blocking(context_->async_fd, "asynchronous event queue");
-    // Per peer: a control send, control_slots control receives, a data send and receive.
-    const int depth = static_cast<int>(peers_.size() * (control_slots + 3) + 16);
+    // Per peer: a control send, control_slots control receives, a data send
+    // and receive; twice that, for the flushed work of queue pairs destroyed
+    // (a lost peer, a rejoin) whose completions may still be queued.
+    const int depth = static_cast<int>(2 * peers_.size() * (control_slots + 3) + 64);
     cq_.reset(ibv_create_cq(context_.get(), depth, nullptr, channel_.get(), 0));
     if (cq_ == nullptr) throw Transport_error(verbs_error("creating a completion queue of " + std::to_string(depth), errno));
     control_memory_.resize(peers_.size() * (1 + control_slots) * control_slot_bytes_);
@@ -316,11 +313,13 @@ void Verbs_transport::set_up(const std::vector<Rank>& joined) {
         }
         Peer& state = peers_[peer];
         try {
+            // Receives first (a QP in INIT takes them): the peer may send as
+            // soon as its side is in RTS.
+            for (std::uint32_t slot = 0; slot < control_slots; ++slot) post_control_receive(peer, slot);
             connect_qp(state.qps[control].get(), remote[peer], remote[peer].control_qpn, remote[peer].control_psn,
                        local[peer].control_psn);
             connect_qp(state.qps[data].get(), remote[peer], remote[peer].data_qpn, remote[peer].data_psn,
                        local[peer].data_psn);
-            for (std::uint32_t slot = 0; slot < control_slots; ++slot) post_control_receive(peer, slot);
         } catch (const Transport_error& error) {
             lose(peer, Link_failure::error, error.what());
         }
@@ -568,7 +567,7 @@ void Verbs_transport::handle(const ibv_wc& completion) {
     const auto channel = static_cast<Channel>((completion.wr_id >> 1) & 1);
     const auto direction = static_cast<Direction>(completion.wr_id & 1);
     if (completion.status != IBV_WC_SUCCESS) {
-        lose(rank, failure_of(completion.status),
+        lose(rank, link_failure_of(completion.status),
              std::string(direction == sending ? "sending" : "receiving") + " (" +
                  (channel == data ? "data" : "control") + "): " + ibv_wc_status_str(completion.status));
         return;
