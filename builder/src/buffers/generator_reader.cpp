@@ -12,11 +12,7 @@ void Buffer_reader::skip_to(std::uint64_t first_event_id) {
                              ": only --source generator can join a running set; restart the run instead");
 }
 
-void Generator_reader::skip_to(std::uint64_t first_event_id) {
-    if (held_ != 0 || first_event_id % packing_factor_ != 0)
-        throw std::logic_error("Generator_reader: skip_to with MFPs held or inside an MFP");
-    next_mfp_ = first_event_id / packing_factor_;
-}
+void Generator_reader::skip_to(std::uint64_t first_event_id) { ring_.skip_to(first_event_id); }
 
 Generator_reader::Generator_reader(std::uint32_t source_id, std::uint32_t packing_factor, const Event_model& model,
                                    std::size_t depth)
@@ -24,14 +20,14 @@ Generator_reader::Generator_reader(std::uint32_t source_id, std::uint32_t packin
       packing_factor_(packing_factor),
       fragment_sizes_(model, source_id),
       sizes_(packing_factor),
-      slots_(depth) {}
+      slots_(depth),
+      ring_(depth, packing_factor, "Generator_reader") {}
 
 std::span<const std::byte> Generator_reader::next() {
-    if (held_ == slots_.size())
-        throw std::logic_error("Generator_reader: every slot is held; release one first");
-    const std::uint64_t first_event = next_mfp_ * packing_factor_;
+    const std::uint64_t mfp = ring_.take();
+    const std::uint64_t first_event = mfp * packing_factor_;
     for (std::uint32_t i = 0; i < packing_factor_; ++i) sizes_[i] = fragment_sizes_(first_event + i);
-    auto& slot = slots_[next_mfp_ % slots_.size()];
+    auto& slot = slots_[ring_.slot_of(mfp)];
     const std::byte* before = slot.data();
     slot.resize(mfp_bytes(sizes_));
     if (slot.data() != before) {
@@ -42,14 +38,9 @@ std::span<const std::byte> Generator_reader::next() {
     }
     write_mfp(slot, {.source_id = source_id_, .first_event_id = first_event, .type = fragment_type(source_id_)},
               sizes_);
-    ++next_mfp_;
-    ++held_;
     return slot;
 }
 
-void Generator_reader::release() {
-    if (held_ == 0) throw std::logic_error("Generator_reader: release without a held MFP");
-    --held_;
-}
+void Generator_reader::release() { ring_.release(); }
 
 }  // namespace eb

@@ -6,6 +6,7 @@
 
 #include "buffer.hpp"
 #include "event_model.hpp"
+#include "slot_ring.hpp"
 
 namespace eb {
 
@@ -30,8 +31,7 @@ private:
     Fragment_sizes fragment_sizes_;
     std::vector<std::uint16_t> sizes_;  // of the MFP being generated; reused
     std::vector<std::vector<std::byte>> slots_;
-    std::uint64_t next_mfp_ = 0;
-    std::size_t held_ = 0;
+    Slot_ring ring_;
     Memory_regions regions_;  // the slots, whole capacity; changes when one grows
 };
 

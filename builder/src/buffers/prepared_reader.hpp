@@ -6,6 +6,7 @@
 
 #include "buffer.hpp"
 #include "event_model.hpp"
+#include "slot_ring.hpp"
 
 namespace eb {
 
@@ -21,15 +22,14 @@ public:
                     std::size_t depth);
 
     std::span<const std::byte> next() override;
-    void release() override;
-    void skip_to(std::uint64_t first_event_id) override;
+    void release() override { ring_.release(); }
+    void skip_to(std::uint64_t first_event_id) override { ring_.skip_to(first_event_id); }
     const Memory_regions& regions() const override { return regions_; }
 
 private:
     std::uint32_t packing_factor_;
     std::vector<std::vector<std::byte>> slots_;  // made once, never moved
-    std::uint64_t next_mfp_ = 0;
-    std::size_t held_ = 0;
+    Slot_ring ring_;
     Memory_regions regions_;
 };
 
