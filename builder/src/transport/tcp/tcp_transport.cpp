@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -15,7 +14,12 @@
 namespace eb {
 
 Tcp_transport::Tcp_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop, Loss_observer on_loss)
-    : rank_(rank), mesh_(std::move(mesh)), stop_(stop), on_loss_(std::move(on_loss)), lost_(mesh_.to.size()) {}
+    : rank_(rank),
+      mesh_(std::move(mesh)),
+      stop_(stop),
+      on_loss_(std::move(on_loss)),
+      lost_(mesh_.to.size()),
+      self_(rank, units(), "Tcp_transport") {}
 
 void Tcp_transport::connect(Tcp_mesh joined) {
     for (Rank peer = 0; peer < units(); ++peer) {
@@ -43,32 +47,19 @@ void Tcp_transport::lose(Rank peer, Link_failure failure, const std::string& det
 }
 
 void Tcp_transport::post(std::span<const Send> sends, std::span<const Receive> receives) {
+    self_.check_ranks(sends, receives);
     operations_.clear();
-    const Send* to_self = nullptr;
-    const Receive* from_self = nullptr;
-    for (const Send& send : sends) {
-        if (send.peer >= units()) throw std::out_of_range("Tcp_transport: send to rank " + std::to_string(send.peer));
-        if (send.peer == rank_) to_self = &send;
-        else if (!lost_[send.peer])
+    for (const Send& send : sends)
+        if (send.peer != rank_ && !lost_[send.peer])
             operations_.push_back({mesh_.to[send.peer].get(), send.peer, send.data.data(), nullptr, send.data.size()});
-    }
-    for (const Receive& receive : receives) {
-        if (receive.peer >= units())
-            throw std::out_of_range("Tcp_transport: receive from rank " + std::to_string(receive.peer));
-        if (receive.peer == rank_) from_self = &receive;
-        else if (!lost_[receive.peer])
+    for (const Receive& receive : receives)
+        if (receive.peer != rank_ && !lost_[receive.peer])
             operations_.push_back(
                 {mesh_.from[receive.peer].get(), receive.peer, nullptr, receive.into.data(), receive.into.size()});
-    }
     for (const Operation& operation : operations_)
         if (operation.fd < 0)
             throw std::logic_error("Tcp_transport: no connection to rank " + std::to_string(operation.peer));
-    // The unit's own MFP takes the local shortcut: one copy, no socket.
-    if ((to_self == nullptr) != (from_self == nullptr) ||
-        (to_self != nullptr && to_self->data.size() != from_self->into.size()))
-        throw std::logic_error("Tcp_transport: a send to self needs a receive from self of the same size");
-    if (to_self != nullptr && !to_self->data.empty())
-        std::memcpy(from_self->into.data(), to_self->data.data(), to_self->data.size());
+    self_.transfer(sends, receives);  // the local shortcut: one copy, no socket
 }
 
 bool Tcp_transport::transfer(std::span<const Send> sends, std::span<const Receive> receives) {
@@ -90,25 +81,17 @@ std::unique_ptr<Registered_memory> Tcp_transport::register_memory(std::span<cons
 }
 
 void Tcp_transport::post_data(std::span<const Send> sends, std::span<const Receive> receives) {
+    self_.check_ranks(sends, receives);
     for (const Receive& receive : receives) {
-        if (receive.peer >= units())
-            throw std::out_of_range("Tcp_transport: receive from rank " + std::to_string(receive.peer));
-        if (receive.peer == rank_) self_receive_ = receive.into;
+        if (receive.peer == rank_) self_.post_receive(receive.into);
         else if (!lost_[receive.peer])
             posted_data_.push_back(
                 {mesh_.from[receive.peer].get(), receive.peer, nullptr, receive.into.data(), receive.into.size()});
     }
     for (const Send& send : sends) {
-        if (send.peer >= units()) throw std::out_of_range("Tcp_transport: send to rank " + std::to_string(send.peer));
-        if (send.peer == rank_) {
-            // The unit's own MFP takes the local shortcut: one copy, no socket.
-            if (!self_receive_ || self_receive_->size() != send.data.size())
-                throw std::logic_error("Tcp_transport: a data send to self needs a posted receive of the same size");
-            std::memcpy(self_receive_->data(), send.data.data(), send.data.size());
-            self_receive_.reset();
-        } else if (!lost_[send.peer]) {
+        if (send.peer == rank_) self_.send(send.data);  // the unit's own MFP: one copy, no socket
+        else if (!lost_[send.peer])
             posted_data_.push_back({mesh_.to[send.peer].get(), send.peer, send.data.data(), nullptr, send.data.size()});
-        }
     }
 }
 
@@ -127,7 +110,7 @@ bool Tcp_transport::wait_data(std::span<const Rank> sent_to, std::span<const Ran
 
 void Tcp_transport::quiesce() {
     posted_data_.clear();  // the kernel holds no pointer into the caller's memory
-    self_receive_.reset();
+    self_.cancel();
 }
 
 bool Tcp_transport::drive(std::optional<Clock::time_point> deadline) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "mesh_transport.hpp"
+#include "self_delivery.hpp"
 #include "stop_flag.hpp"
 #include "tcp_mesh.hpp"
 
@@ -70,7 +71,7 @@ private:
     std::vector<bool> lost_;
     std::vector<Operation> operations_;  // reused across transfers
     std::vector<Operation> posted_data_;  // posted, not yet waited for
-    std::optional<std::span<std::byte>> self_receive_;  // a posted data receive from this unit's own rank
+    Self_delivery self_;
     std::vector<pollfd> poll_set_;
 };
 

@@ -110,7 +110,8 @@ Verbs_transport::Verbs_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop
       control_slot_bytes_((max_control_bytes(static_cast<Rank>(mesh.to.size())) + 63) / 64 * 64),
       tcp_(rank, Tcp_mesh{std::vector<Fd>(mesh.to.size()), std::vector<Fd>(mesh.to.size())}, stop,
            [this](Rank peer, Link_failure failure, const std::string& detail) { forget_lost_peer(peer, failure, detail); }),
-      peers_(mesh.to.size()) {
+      peers_(mesh.to.size()),
+      self_(rank, static_cast<Rank>(mesh.to.size()), "Verbs_transport") {
     open_device();
     connect(std::move(mesh));
 }
@@ -356,33 +357,20 @@ void Verbs_transport::post_send(Rank peer, Channel channel, const std::byte* byt
 bool Verbs_transport::transfer(std::span<const Send> sends, std::span<const Receive> receives) {
     if (stop_.requested()) return false;
     if (quiesced_) throw std::logic_error("Verbs_transport: used after quiesce");
-    const Send* to_self = nullptr;
-    const Receive* from_self = nullptr;
+    self_.check_ranks(sends, receives);
+    self_.transfer(sends, receives);
     for (const Send& send : sends) {
-        if (send.peer >= units()) throw std::out_of_range("Verbs_transport: send to rank " + std::to_string(send.peer));
         if (send.data.size() > control_slot_bytes_)
             throw std::logic_error("Verbs_transport: a control message of " + std::to_string(send.data.size()) +
                                    " bytes is over " + std::to_string(control_slot_bytes_));
-        if (send.peer == rank_) to_self = &send;
-        else if (!lost(send.peer)) {
-            std::byte* slot = control_slot(send.peer, sending, 0);
-            std::memcpy(slot, send.data.data(), send.data.size());
-            post_send(send.peer, control, slot, static_cast<std::uint32_t>(send.data.size()), control_mr_->lkey);
-        }
+        if (send.peer == rank_ || lost(send.peer)) continue;
+        std::byte* slot = control_slot(send.peer, sending, 0);
+        std::memcpy(slot, send.data.data(), send.data.size());
+        post_send(send.peer, control, slot, static_cast<std::uint32_t>(send.data.size()), control_mr_->lkey);
     }
-    for (const Receive& receive : receives) {
-        if (receive.peer >= units())
-            throw std::out_of_range("Verbs_transport: receive from rank " + std::to_string(receive.peer));
-        if (receive.peer == rank_) from_self = &receive;
-    }
-    if ((to_self == nullptr) != (from_self == nullptr) ||
-        (to_self != nullptr && to_self->data.size() != from_self->into.size()))
-        throw std::logic_error("Verbs_transport: a send to self needs a receive from self of the same size");
-    if (to_self != nullptr && !to_self->data.empty())
-        std::memcpy(from_self->into.data(), to_self->data.data(), to_self->data.size());
     // Receives take the peer's messages in the order they arrived, which is
     // the order the peer sent them: the protocol's order.
-    std::vector<bool> taken(receives.size());
+    taken_.assign(receives.size(), false);
     waited_.clear();
     for (const Send& send : sends) waited_.push_back(send.peer);
     for (const Receive& receive : receives) waited_.push_back(receive.peer);
@@ -390,7 +378,7 @@ bool Verbs_transport::transfer(std::span<const Send> sends, std::span<const Rece
         bool done = true;
         for (std::size_t i = 0; i < receives.size(); ++i) {
             const Receive& receive = receives[i];
-            if (taken[i] || receive.peer == rank_ || lost(receive.peer)) continue;
+            if (taken_[i] || receive.peer == rank_ || lost(receive.peer)) continue;
             Peer& peer = peers_[receive.peer];
             if (peer.arrived.empty()) {
                 done = false;
@@ -398,7 +386,7 @@ bool Verbs_transport::transfer(std::span<const Send> sends, std::span<const Rece
             }
             const auto [slot, bytes] = peer.arrived.front();
             peer.arrived.pop_front();
-            taken[i] = true;
+            taken_[i] = true;
             if (bytes != receive.into.size()) {
                 lose(receive.peer, Link_failure::error,
                      "it sent a control message of " + std::to_string(bytes) + " bytes where " +
@@ -446,12 +434,10 @@ std::uint32_t Verbs_transport::lkey_of(std::span<const std::byte> bytes) const {
 
 void Verbs_transport::post_data(std::span<const Send> sends, std::span<const Receive> receives) {
     if (quiesced_) throw std::logic_error("Verbs_transport: used after quiesce");
+    self_.check_ranks(sends, receives);
     for (const Receive& receive : receives) {
-        if (receive.peer >= units())
-            throw std::out_of_range("Verbs_transport: receive from rank " + std::to_string(receive.peer));
         if (receive.peer == rank_) {
-            self_receive_ = receive.into;
-            has_self_receive_ = true;
+            self_.post_receive(receive.into);
             continue;
         }
         if (lost(receive.peer)) continue;
@@ -471,13 +457,8 @@ void Verbs_transport::post_data(std::span<const Send> sends, std::span<const Rec
         peer.data_receive_bytes = static_cast<std::uint32_t>(receive.into.size());
     }
     for (const Send& send : sends) {
-        if (send.peer >= units()) throw std::out_of_range("Verbs_transport: send to rank " + std::to_string(send.peer));
         if (send.peer == rank_) {
-            // The unit's own MFP: one local copy, as over TCP.
-            if (!has_self_receive_ || self_receive_.size() != send.data.size())
-                throw std::logic_error("Verbs_transport: a data send to self needs a posted receive of the same size");
-            std::memcpy(self_receive_.data(), send.data.data(), send.data.size());
-            has_self_receive_ = false;
+            self_.send(send.data);  // the unit's own MFP: one local copy, as over TCP
             continue;
         }
         if (lost(send.peer)) continue;
@@ -504,7 +485,7 @@ void Verbs_transport::quiesce() {
     // Destroying a QP flushes what was posted on it: after ibv_destroy_qp
     // returns the device touches none of that memory.
     for (Peer& peer : peers_) drop_qps(peer);
-    has_self_receive_ = false;
+    self_.cancel();
     quiesced_ = true;
 }
 

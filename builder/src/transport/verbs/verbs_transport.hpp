@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "mesh_transport.hpp"
+#include "self_delivery.hpp"
 #include "stop_flag.hpp"
 #include "tcp_transport.hpp"
 #include "verbs_choices.hpp"
@@ -146,11 +147,11 @@ private:
     Tcp_transport tcp_;  // the mesh: set-up exchange and loss of a peer's process
     std::vector<Peer> peers_;
     std::vector<Region> regions_;  // registered, by begin
-    std::span<std::byte> self_receive_;
-    bool has_self_receive_ = false;
+    Self_delivery self_;
     bool quiesced_ = false;
     std::vector<pollfd> watch_;  // reused
     std::vector<Rank> waited_;   // reused: the peers a wait is for
+    std::vector<bool> taken_;    // reused: the receives of a control transfer that took their message
 };
 
 }  // namespace eb
