@@ -141,6 +141,8 @@ TEST(Config, ErrorsNameTheFlagAndTheFix) {
         {{"--rank", "0", "--peers", "a:1", "--fragment-size", "70000"}, "--fragment-size '70000': expected a whole number in 0..65535"},
         {{"--rank", "0", "--peers", "a:1", "--barrier", "tree"}, "--barrier 'tree': expected one of none|centralized|tournament"},
         {{"--rank", "0", "--peers", "a:1", "--source", "prepared"}, "--source prepared repeats its first MFPs' payloads"},
+        {{"--rank", "0", "--peers", "a:1", "--transport", "rdma"}, "--transport 'rdma': expected one of tcp|verbs"},
+        {{"--rank", "0", "--peers", "a:1", "--gid-index", "256"}, "--gid-index '256'"},
         {{"--rank", "0", "--peers", "a:1", "--source", "prepared", "--output", "shm"}, "use it with --output discard"},
         {{"--rank", "0", "--peers", "a:1", "--layout", "flat"}, "--layout 'flat': expected one of folded|unfolded"},
         {{"--rank", "0", "--peers", "a:1", "--size-model", "gauss"}, "--size-model 'gauss': expected one of fixed|poisson"},

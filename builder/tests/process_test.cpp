@@ -549,5 +549,35 @@ TEST_F(ProcessTest, UnitsOnDifferentTransportsAreRefusedNamingTheFlag) {
     std::filesystem::remove_all(dir);
 }
 
+// A verbs unit whose RDMA device is not there holds ERROR naming the device
+// (on this host, or with the devices the host has), instead of building.
+TEST_F(ProcessTest, AVerbsUnitWithoutItsDeviceHoldsErrorNamingIt) {
+    const std::string dir = test::make_temp_dir();
+    const auto ports = test::free_ports(4);
+    const std::string peers = "127.0.0.1:" + std::to_string(ports[0]) + ",127.0.0.1:" + std::to_string(ports[1]);
+    std::vector<std::unique_ptr<Child>> units;
+    for (const Rank rank : {0u, 1u})
+        units.push_back(std::make_unique<Child>(
+            builder_exe,
+            std::vector<std::string>{"--rank", std::to_string(rank), "--peers", peers, "--http-port",
+                                     std::to_string(ports[2 + rank]), "--transport", "verbs", "--rdma-device",
+                                     "nosuch0"},
+            dir + "/rank-" + std::to_string(rank) + ".log"));
+    for (const Rank rank : {0u, 1u}) {
+        std::string last;
+        EXPECT_TRUE(eventually(
+            [&] {
+                const auto status = test::http_get(ports[2 + rank], "/status");
+                last = status ? status->body : "";
+                return last.find(R"("state":"ERROR")") != std::string::npos;
+            },
+            10s))
+            << "rank " << rank << ": " << last << units[rank]->log();
+        EXPECT_NE(last.find("RDMA device"), std::string::npos) << last;
+    }
+    units.clear();
+    std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace eb

@@ -166,6 +166,19 @@ TEST(TcpTransport, StopEndsATransferThatCannotComplete) {
     EXPECT_FALSE(mesh[0]->transfer({}, {&receive, 1}));
 }
 
+// A set-up exchange with a peer that never answers (it does not speak the
+// protocol) ends at its deadline with that peer lost as timed out.
+TEST(TcpTransport, ATransferWithADeadlineLosesThePeersNotDoneByThen) {
+    Stop_flag stop;
+    auto mesh = transports(2, stop);
+    std::vector<std::byte> in(64);
+    const Receive receive{1, in};  // rank 1 never sends
+    const auto start = Tcp_transport::Clock::now();
+    EXPECT_TRUE(mesh[0]->transfer_until({}, {&receive, 1}, start + std::chrono::milliseconds(200)));
+    EXPECT_GE(Tcp_transport::Clock::now() - start, std::chrono::milliseconds(200));
+    EXPECT_TRUE(mesh[0]->lost(1));
+}
+
 TEST(TcpTransport, SelfMessagesNeedBothSidesOfTheSameSize) {
     Stop_flag stop;
     Tcp_transport alone(0, Tcp_mesh{std::vector<Fd>(1), std::vector<Fd>(1)}, stop);
