@@ -1,6 +1,7 @@
 #include "event_builder.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -181,25 +182,31 @@ bool Event_builder::run_phases() {
                 data_receives_.push_back({table_.rus()[slot], mep_.subspan(offsets_[slot], mfp_sizes_[slot])});
     data_posted_ = true;
     transport_.post_data({}, data_receives_);
-    for (Rank phase = 0; phase < units; ++phase) {
-        const Rank bu = send_target(rank_, phase, units);
-        const Rank ru = receive_source(rank_, phase, units);
-        const bool sends = unit_.source != nullptr && table_.runs_bu(bu);
-        bool receives = unit_.output != nullptr && table_.runs_ru(ru);
-        if (receives) {
-            const std::size_t slot = static_cast<std::size_t>(
-                std::lower_bound(table_.rus().begin(), table_.rus().end(), ru) - table_.rus().begin());
-            receives = !slot_missing_[slot];
-        }
+    // Phase 0 pairs every unit with itself: no link carries it. Its copy is
+    // made in phase 1, once that phase's MFP is on the wire, so it costs no
+    // phase, wait or barrier of its own.
+    const Rank first_phase = units > 1 ? 1 : 0;
+    for (Rank phase = first_phase; phase < units; ++phase) {
+        std::array<Rank, 2> sent_to{}, received_from{};
+        std::size_t sends = 0, receives = 0;
+        const auto take_part = [&](Rank pairing) {
+            const Phase_pair pair = phase_pair(pairing);
+            if (pair.sends) {
+                const Send send{pair.bu, mfps_[pair.bu]};
+                transport_.post_data({&send, 1}, {});
+                sent_to[sends++] = pair.bu;
+            }
+            if (pair.receives) received_from[receives++] = pair.ru;
+        };
         const auto phase_start = Clock::now();
-        if (sends) {
-            const Send send{bu, mfps_[bu]};
-            transport_.post_data({&send, 1}, {});
-        }
-        if ((sends || receives) && !transport_.wait_data({&bu, sends ? 1u : 0u}, {&ru, receives ? 1u : 0u}))
+        take_part(phase);
+        if (phase == 1) take_part(0);  // after the wire's send: the copy overlaps it
+        if ((sends != 0 || receives != 0) &&
+            !transport_.wait_data(std::span(sent_to).first(sends), std::span(received_from).first(receives)))
             return false;
         // Lost while its MFP was on the way: the slot is part-written.
-        if (receives && transport_.lost(ru)) mep_damaged_ = true;
+        for (const Rank ru : std::span(received_from).first(receives))
+            if (transport_.lost(ru)) mep_damaged_ = true;
         const auto phase_end = Clock::now();
         if (unit_.phase_time != nullptr) unit_.phase_time->observe(seconds_between(phase_start, phase_end));
         if (unit_.barrier != nullptr && ++phases_run_ % settings_.barrier_every == 0) {
@@ -209,6 +216,18 @@ bool Event_builder::run_phases() {
     }
     data_posted_ = false;
     return true;
+}
+
+Event_builder::Phase_pair Event_builder::phase_pair(Rank phase) const {
+    const Rank units = table_.units();
+    Phase_pair pair{send_target(rank_, phase, units), receive_source(rank_, phase, units), false, false};
+    pair.sends = unit_.source != nullptr && table_.runs_bu(pair.bu);
+    if (unit_.output != nullptr && table_.runs_ru(pair.ru)) {
+        const std::size_t slot = static_cast<std::size_t>(
+            std::lower_bound(table_.rus().begin(), table_.rus().end(), pair.ru) - table_.rus().begin());
+        pair.receives = !slot_missing_[slot];
+    }
+    return pair;
 }
 
 bool Event_builder::first_live_ru_left() const {

@@ -27,7 +27,8 @@ namespace eb {
 //   2. The BU posts a receive for every RU's MFP straight at its place in
 //      the MEP. N phases: in phase n the RU sends to BU (rank + n) mod N and
 //      the BU waits for the MFP of RU (rank - n) mod N; pairs with a dummy
-//      or a missing role idle. A barrier every k phases.
+//      or a missing role idle. Phase 0 (each unit with itself) crosses no
+//      link: its copy runs inside phase 1. A barrier every k phases run.
 //   3. Release the MFPs, commit the MEP; return what the votes decided.
 // A lost peer is built around: its MFPs are missing from the MEPs (dropped,
 // or delivered flagged incomplete) and the chunks it would have built are
@@ -70,6 +71,13 @@ private:
     bool exchange_headers(std::uint64_t cycle_chunk, const Vote& vote);
     void lay_out_mep(std::uint64_t cycle_chunk);
     bool run_phases();
+    // Who this unit sends to and receives from in `phase`, and whether it
+    // does (a dummy, a missing role or a lost source: not).
+    struct Phase_pair {
+        Rank bu, ru;
+        bool sends, receives;
+    };
+    Phase_pair phase_pair(Rank phase) const;
     void finish_cycle();
     std::span<const std::byte> next_mfp(std::uint64_t chunk, Rank bu);
     void check_header(Rank from, std::uint64_t cycle_chunk) const;
