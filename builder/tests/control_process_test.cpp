@@ -43,7 +43,7 @@ test::Http_reply request(std::uint16_t port, std::string_view method, std::strin
     address.sin_port = htons(port);
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) return {};
-    std::string out = std::string(method) + " " + std::string(path) + " HTTP/1.1\r\nHost: test\r\n";
+    std::string out = std::string(method) + " " + std::string(path) + " HTTP/1.1\r\nHost: test\r\nConnection: close\r\n";
     if (bearer) out += "Authorization: Bearer " + std::string(*bearer) + "\r\n";
     out += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
     out += body;

@@ -92,7 +92,7 @@ std::optional<Http_reply> http_get(std::uint16_t port, std::string_view path) {
     const sockaddr_in address = loopback(port);
     if (!fd || ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0)
         return std::nullopt;
-    const std::string request = "GET " + std::string(path) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    const std::string request = "GET " + std::string(path) + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
     if (::send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size()))
         return std::nullopt;
 
@@ -103,7 +103,7 @@ std::optional<Http_reply> http_get(std::uint16_t port, std::string_view path) {
         if (::poll(&watch, 1, 100) <= 0) continue;
         char chunk[4096];
         const ssize_t got = ::recv(fd.get(), chunk, sizeof chunk, 0);
-        if (got <= 0) break;  // the server closes after each response
+        if (got <= 0) break;  // closed: the request asked for it
         reply.append(chunk, static_cast<std::size_t>(got));
     }
     int status = 0;

@@ -25,6 +25,8 @@ public:
 
     int get() const noexcept { return fd_; }
     explicit operator bool() const noexcept { return fd_ >= 0; }
+    // Hands the descriptor to a new owner, which must close it.
+    [[nodiscard]] int release() noexcept { return std::exchange(fd_, -1); }
     void reset() noexcept {
         if (fd_ >= 0) ::close(fd_);
         fd_ = -1;

@@ -5,28 +5,45 @@
 #include "control_api.hpp"
 #include "control_token.hpp"
 #include "fd.hpp"
+#include "http.hpp"
 #include "stop_flag.hpp"
+
+struct MHD_Connection;
 
 namespace eb {
 
-// Serves the control API (docs/control-api.md) on 0.0.0.0:port from one
-// thread, one request per connection. Enough for the operator, probes and
-// Prometheus scrapes.
+// Serves the control API (docs/control-api.md) on 0.0.0.0:port with
+// libmicrohttpd: one epoll loop per worker thread, so idle or trickling
+// clients cost a connection slot each and never hold up the probes.
+// Limits (http_server.cpp): connections, request head size, body size, time
+// to send a body, idle time.
 class Http_server {
 public:
+    static constexpr unsigned max_connections = 512;
+    static constexpr unsigned idle_timeout_seconds = 3;
+
     // Binds at once, so a port clash fails at startup, not in the thread.
     // Port 0 takes a free one (tests); port() tells which.
     Http_server(std::uint16_t port, Control_target& target, const Control_token& token, const Stop_flag& stop);
+    ~Http_server();
+    Http_server(const Http_server&) = delete;
+    Http_server& operator=(const Http_server&) = delete;
 
-    std::uint16_t port() const;
+    std::uint16_t port() const { return port_; }
 
-    // Answers requests until stop is requested.
+    // Answers requests until stop is requested. Throws std::runtime_error
+    // if the server cannot start.
     void serve();
 
+    // The answer to one whole request (public for the libmicrohttpd callback).
+    struct Context;
+
 private:
-    void answer(Fd client);
+    Http_response answer(MHD_Connection* connection, std::string_view method, std::string_view path,
+                         std::string_view body);
 
     Fd listener_;
+    std::uint16_t port_;
     Control_target& target_;
     const Control_token& token_;
     const Stop_flag& stop_;
