@@ -164,6 +164,12 @@ TEST(Config, ErrorsNameTheFlagAndTheFix) {
         {{"--join-timeout-ms", "99"}, "--join-timeout-ms '99': expected a whole number in 100..600000"},
         {{"--join-timeout-ms", "600001"}, "--join-timeout-ms '600001': expected a whole number in 100..600000"},
         {{"--rank", "0", "--peers", "a:1", "--incomplete", "keep"}, "--incomplete 'keep': expected one of drop|flag"},
+        // Controlled (the operator's way), the run's parameters are checked alike.
+        {{"--size-model", "poisson", "--fragment-size", "0"},
+         "--fragment-size 0: --size-model poisson needs a mean of at least 1 byte"},
+        {{"--rank", "2", "--packing-factor", "100000000", "--fragment-size", "100"}, "makes MFPs larger than 1024 MiB"},
+        {{"--source", "prepared"}, "use it with --output discard"},
+        {{"--source", "file"}, "--source file needs --source-file PATH"},
     };
     for (const auto& c : cases) {
         const Command_line parsed = parse(c.args);

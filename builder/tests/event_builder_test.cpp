@@ -187,6 +187,47 @@ TEST(EventBuilder, StopsWhenAskedAndReportsIt) {
     EXPECT_EQ(running_status.snapshot().meps_built, 3u);
 }
 
+// An output that takes MEPs of at most `limit` bytes and must never be asked
+// for more.
+class Small_output final : public Buffer_writer {
+public:
+    explicit Small_output(std::size_t limit) : limit_(limit) {}
+    std::span<std::byte> allocate(std::size_t bytes) override {
+        if (bytes > limit_) ADD_FAILURE() << "allocate(" << bytes << ") past max_element() " << limit_;
+        mep_.resize(bytes);
+        return mep_;
+    }
+    void commit() override {}
+    void discard() override {}
+    std::size_t max_element() const override { return limit_; }
+    const Memory_regions& regions() const override { return regions_; }
+
+private:
+    std::size_t limit_;
+    std::vector<std::byte> mep_;
+    Memory_regions regions_;
+};
+
+TEST(EventBuilder, AMepOverWhatTheOutputTakesIsAnErrorBeforeAllocating) {
+    const Rank_table table({RB});
+    Stop_flag stop;
+    Tcp_transport transport(0, Tcp_mesh{std::vector<Fd>(1), std::vector<Fd>(1)}, stop);
+    Unit_status status(0);
+    Generator_reader source(0, packing_factor, model, 1);
+    Small_output output(1000);
+    Event_builder builder({packing_factor, 1, 1, true}, table, transport,
+                          {&source, &output, nullptr, &status.parse_errors(), &status.events_dropped()});
+    try {
+        builder.run_cycle(0, {1, false, false});
+        FAIL() << "a MEP over 1000 bytes was laid out";
+    } catch (const Transport_error& error) {
+        const std::string message = error.what();
+        EXPECT_NE(message.find("over the 1000 this unit's output takes (largest: rank 0, "), std::string::npos)
+            << message;
+        EXPECT_NE(message.find("raise --ring-mib or lower --packing-factor"), std::string::npos) << message;
+    }
+}
+
 // Passes everything on, and asks `stop` once `left` control transfers have
 // completed: a reset that arrives in the middle of a cycle.
 class Stopping_transport final : public Transport {

@@ -483,6 +483,12 @@ TEST_F(ProcessTest, BadUsageExitsWithCode2NamingTheFlag) {
                   dir + "/dummies.log");
     EXPECT_EQ(dummies.wait_exit(10s), 2);
     EXPECT_NE(dummies.log().find("eb-builder: --dummies needs --peers"), std::string::npos) << dummies.log();
+    // Controlled, the run's parameters are checked at start as well, not when
+    // the first MFP is generated.
+    Child poisson(builder_exe, {"--size-model", "poisson", "--fragment-size", "0"}, dir + "/poisson.log");
+    EXPECT_EQ(poisson.wait_exit(10s), 2);
+    EXPECT_NE(poisson.log().find("--size-model poisson needs a mean of at least 1 byte"), std::string::npos)
+        << poisson.log();
 
     Child help(builder_exe, {"--help"}, dir + "/help.log");
     EXPECT_EQ(help.wait_exit(10s), 0);

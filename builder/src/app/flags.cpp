@@ -174,8 +174,37 @@ std::optional<Usage_error> parse_flag(std::string_view flag, std::string_view va
     return Usage_error{"unknown flag " + std::string(flag) + "; see --help for the flags"};
 }
 
-// Checks that need several flags at once.
-std::optional<Usage_error> check_consistency(const Config& config, std::optional<Rank> rank) {
+// Checks of the run's parameters that need several flags at once: the same
+// in both modes, as a controlled builder takes them from its flags too.
+std::optional<Usage_error> check_run_parameters(const Config& config) {
+    if (config.size_model == Size_model::poisson && config.fragment_size == 0)
+        return Usage_error{"--fragment-size 0: --size-model poisson needs a mean of at least 1 byte"};
+    if (config.size_model == Size_model::poisson && config.fragment_size > max_poisson_fragment_size)
+        return Usage_error{"--fragment-size " + std::to_string(config.fragment_size) +
+                           " is too large a mean for --size-model poisson; at most " +
+                           std::to_string(max_poisson_fragment_size)};
+    if (config.source == Source_kind::prepared && config.output != Output_kind::discard)
+        return Usage_error{"--source prepared repeats its first MFPs' payloads, which a checking consumer would count "
+                           "incomplete: use it with --output discard (it measures the data mover alone)"};
+    if ((config.source == Source_kind::file) != !config.source_file.empty())
+        return Usage_error{config.source == Source_kind::file
+                               ? "--source file needs --source-file PATH (a file of MFPs, see docs/formats.md)"
+                               : "--source-file is only read with --source file; add --source file or drop it"};
+    // Poisson sizes stop at mean + 12 sigma (event_model.cpp); the largest
+    // mean is that of the SciFi/UT group, source 2.
+    const double mean = mean_fragment_size(config.event_model(), 2);
+    const auto fragment_bound = static_cast<std::uint32_t>(
+        config.size_model == Size_model::fixed ? config.fragment_size
+                                               : std::min<double>(max_fragment_bytes, mean + 12 * std::sqrt(mean) + 16));
+    if (mfp_bytes(config.packing_factor, fragment_bound) > max_mfp_bytes)
+        return Usage_error{"--packing-factor " + std::to_string(config.packing_factor) + " x --fragment-size " +
+                           std::to_string(config.fragment_size) + " makes MFPs larger than " +
+                           std::to_string(max_mfp_bytes >> 20) + " MiB; lower either"};
+    return std::nullopt;
+}
+
+// Checks of the table flags, which only a self-configured builder has.
+std::optional<Usage_error> check_table_flags(const Config& config, std::optional<Rank> rank) {
     if (config.peers.empty()) {
         // Controlled: the table comes with configure; table flags make no sense.
         if (!config.dummies.empty())
@@ -203,29 +232,6 @@ std::optional<Usage_error> check_consistency(const Config& config, std::optional
     if (table.rus().empty() || table.bus().empty())
         return Usage_error{"--layout " + std::string(layout_name(config.layout)) + " with --dummies leaves no live " +
                            (table.rus().empty() ? "RU" : "BU") + "; keep at least one of each live"};
-    if (config.size_model == Size_model::poisson && config.fragment_size == 0)
-        return Usage_error{"--fragment-size 0: --size-model poisson needs a mean of at least 1 byte"};
-    if (config.size_model == Size_model::poisson && config.fragment_size > max_poisson_fragment_size)
-        return Usage_error{"--fragment-size " + std::to_string(config.fragment_size) +
-                           " is too large a mean for --size-model poisson; at most " +
-                           std::to_string(max_poisson_fragment_size)};
-    if (config.source == Source_kind::prepared && config.output != Output_kind::discard)
-        return Usage_error{"--source prepared repeats its first MFPs' payloads, which a checking consumer would count "
-                           "incomplete: use it with --output discard (it measures the data mover alone)"};
-    if ((config.source == Source_kind::file) != !config.source_file.empty())
-        return Usage_error{config.source == Source_kind::file
-                               ? "--source file needs --source-file PATH (a file of MFPs, see docs/formats.md)"
-                               : "--source-file is only read with --source file; add --source file or drop it"};
-    // Poisson sizes stop at mean + 12 sigma (event_model.cpp); the largest
-    // mean is that of the SciFi/UT group, source 2.
-    const double mean = mean_fragment_size(config.event_model(), 2);
-    const auto fragment_bound = static_cast<std::uint32_t>(
-        config.size_model == Size_model::fixed ? config.fragment_size
-                                               : std::min<double>(max_fragment_bytes, mean + 12 * std::sqrt(mean) + 16));
-    if (mfp_bytes(config.packing_factor, fragment_bound) > max_mfp_bytes)
-        return Usage_error{"--packing-factor " + std::to_string(config.packing_factor) + " x --fragment-size " +
-                           std::to_string(config.fragment_size) + " makes MFPs larger than " +
-                           std::to_string(max_mfp_bytes >> 20) + " MiB; lower either"};
     return std::nullopt;
 }
 
@@ -261,7 +267,8 @@ Command_line parse_command_line(std::span<const std::string_view> args) {
         if (auto error = parse_flag(flag, *value, config, rank)) return *error;
     }
 
-    if (auto error = check_consistency(config, rank)) return *error;
+    if (auto error = check_run_parameters(config)) return *error;
+    if (auto error = check_table_flags(config, rank)) return *error;
     config.rank = rank.value_or(0);
     config.rank_given = rank.has_value();
     return config;

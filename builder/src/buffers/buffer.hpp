@@ -5,6 +5,7 @@
 #include <span>
 
 #include "memory_regions.hpp"
+#include "wire_format.hpp"
 
 namespace eb {
 
@@ -38,8 +39,11 @@ class Buffer_writer {
 public:
     virtual ~Buffer_writer() = default;
 
-    // Room for one element of exactly `bytes` bytes, writable until committed.
+    // Room for one element of exactly `bytes` bytes (at most max_element()),
+    // writable until committed.
     virtual std::span<std::byte> allocate(std::size_t bytes) = 0;
+    // The largest element allocate() takes.
+    virtual std::size_t max_element() const { return max_mep_bytes; }
 
     // Publishes the oldest allocated element to the reading side.
     virtual void commit() = 0;

@@ -36,6 +36,7 @@ public:
         sizes_.pop_back();
     }
     const Memory_regions& regions() const override { return inner_.regions(); }
+    std::size_t max_element() const override { return inner_.max_element(); }
 
 private:
     Buffer_writer& inner_;

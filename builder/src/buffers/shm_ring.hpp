@@ -79,8 +79,8 @@ public:
     void commit() override;
     const Memory_regions& regions() const override { return regions_; }
 
-    // Largest element that fits.
-    std::size_t max_element() const;
+    // Largest element that fits: half the ring, so two are always in flight.
+    std::size_t max_element() const override;
 
     // Waits until the reader has released every committed element, so none
     // is lost by closing; throws Stopped.

@@ -156,6 +156,16 @@ void Event_builder::lay_out_mep(std::uint64_t cycle_chunk) {
         mfp_sizes_[slot] = slot_missing_[slot] ? missing_mfp_.size() : received_[ru].bytes;
     }
     Mep_layout layout = mep_layout(mfp_sizes_);
+    if (layout.total_bytes > unit_.output->max_element()) {
+        // Each announced size is bounded; their sum must be too, before allocating it.
+        const auto largest = std::max_element(mfp_sizes_.begin(), mfp_sizes_.end()) - mfp_sizes_.begin();
+        throw Transport_error("the MFPs announced for chunk " + std::to_string(chunk) + " make a MEP of " +
+                              std::to_string(layout.total_bytes) + " bytes, over the " +
+                              std::to_string(unit_.output->max_element()) +
+                              " this unit's output takes (largest: rank " + std::to_string(table_.rus()[largest]) +
+                              ", " + std::to_string(mfp_sizes_[largest]) +
+                              " bytes); raise --ring-mib or lower --packing-factor");
+    }
     mep_ = unit_.output->allocate(layout.total_bytes);
     mep_open_ = true;
     write_mep_header(mep_, layout, chunk * settings_.packing_factor, settings_.packing_factor, settings_.epoch);

@@ -27,6 +27,9 @@ constexpr std::uint64_t align_up(std::uint64_t bytes) {
 // Largest MFP a unit generates or accepts; bounds the allocation a corrupt or
 // hostile size announcement can cause.
 inline constexpr std::uint64_t max_mfp_bytes = std::uint64_t{1} << 30;
+// Largest MEP an output allocates unless it holds less (a shared-memory
+// ring): an LHCb-size MEP, 326 MFPs of 30 000 fragments, is about 1 GiB.
+inline constexpr std::uint64_t max_mep_bytes = std::uint64_t{4} << 30;
 
 // Multi-fragment packet (docs/formats.md): this header, then `fragment_count`
 // u8 fragment types, then as many u16 payload sizes, then the payloads, each
