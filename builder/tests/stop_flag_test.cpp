@@ -2,6 +2,10 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
 
 #include <gtest/gtest.h>
 
@@ -12,6 +16,20 @@ TEST(StopFlag, ASignalReachesTheFlagWhileItLives) {
     Stop_flag stop;
     stop_on_signals(stop);
     ::raise(SIGTERM);
+    EXPECT_TRUE(stop.requested());
+}
+
+// The handler runs between any two instructions, also between a failed call
+// and the read of its errno: it must leave errno as it found it, even when
+// its own write fails.
+TEST(StopFlag, TheSignalHandlerKeepsErrno) {
+    Stop_flag stop;
+    stop_on_signals(stop);
+    const std::uint64_t almost_full = 0xfffffffffffffffe;  // the next write of 1 fails with EAGAIN
+    ASSERT_EQ(::write(stop.fd(), &almost_full, sizeof almost_full), static_cast<ssize_t>(sizeof almost_full));
+    errno = EDOM;
+    ::raise(SIGTERM);
+    EXPECT_EQ(errno, EDOM);
     EXPECT_TRUE(stop.requested());
 }
 

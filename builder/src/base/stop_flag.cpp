@@ -18,7 +18,9 @@ static_assert(std::atomic<Stop_flag*>::is_always_lock_free, "the signal handler 
 std::atomic<Stop_flag*> signal_target{nullptr};
 
 extern "C" void on_stop_signal(int) {
+    const int interrupted_errno = errno;  // the interrupted code may be about to read it
     if (Stop_flag* target = signal_target.load(); target != nullptr) target->request();
+    errno = interrupted_errno;
 }
 
 }  // namespace

@@ -175,7 +175,7 @@ Command_outcome Unit::configure(const Configure_request& request) {
     if (!listener_ || port != listener_port_) {
         if (in_session) return refused("this rank's data port cannot change while running; stop the set first");
         try {
-            listener_ = listen_for_peers(port);
+            listener_ = std::make_shared<const Fd>(listen_for_peers(port));
             listener_port_ = port;
         } catch (const std::exception& error) {
             return {Command_outcome::Kind::invalid, "cannot listen on data port " + std::to_string(port) +
@@ -280,6 +280,11 @@ void Unit::show_phase(Session_phase phase) {
                                                               : "building");
 }
 
+std::shared_ptr<const Fd> Unit::session_listener() const {
+    std::lock_guard lock(mutex_);
+    return listener_;
+}
+
 Vote Unit::vote() {
     std::lock_guard lock(mutex_);
     // A reset while building leaves no table until the session has ended: no switch to vote for.
@@ -297,7 +302,7 @@ Unit::Session_end Unit::run_session(Configure_request table) {
 
     const Mesh_position position{static_cast<std::uint32_t>(table.epoch), false, next_chunk_, cycles_done_,
                                  config_.transport == Transport_kind::verbs};
-    auto connections = connect_peers(listener_, rank, table.peers, live_ranks(ranks), position,
+    auto connections = connect_peers(*session_listener(), rank, table.peers, live_ranks(ranks), position,
                                      static_cast<int>(config_.peer_timeout_ms), join_timeout(), session_stop_);
     if (!connections) return Session_end::stopped;
     // Join the set where it is: units already building say so in their hello;
@@ -434,7 +439,7 @@ bool Unit::switch_table(Configure_request& table, const Configure_request& next,
         set_phase(Session_phase::connecting);
         const Mesh_position position{static_cast<std::uint32_t>(next.epoch), true, next_chunk_, cycles_done_,
                                      config_.transport == Transport_kind::verbs};
-        auto connections = connect_peers(listener_, table.rank, table.peers, joining, position,
+        auto connections = connect_peers(*session_listener(), table.rank, table.peers, joining, position,
                                          static_cast<int>(config_.peer_timeout_ms), join_timeout(), session_stop_);
         if (!connections) throw Stopped();
         const Reached reached = reached_peers(*connections);

@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stop_token>
@@ -73,6 +74,8 @@ private:
                        const std::vector<bool>& running, Mesh_transport& transport);
     std::chrono::milliseconds join_timeout() const;
     Vote vote();
+    // The listener a session connects through, kept alive for it.
+    std::shared_ptr<const Fd> session_listener() const;
     bool wait_while_paused();
     void set_phase(Session_phase phase);
     void show_phase(Session_phase phase);  // mutex held
@@ -85,13 +88,15 @@ private:
     // buffers wait on it. Re-armed at the start of each session.
     Stop_flag session_stop_;
     std::optional<Unit_buffers> buffers_;
-    Fd listener_;
-    std::uint16_t listener_port_ = 0;
     // Where the unit is in the event stream, carried across sessions.
     std::uint64_t next_chunk_ = 0;
     std::uint64_t cycles_done_ = 0;
 
     mutable std::mutex mutex_;  // guards what follows
+    // The data port's listener: a configure (HTTP thread) may replace it while
+    // a session connects through the old one, which that session keeps alive.
+    std::shared_ptr<const Fd> listener_;
+    std::uint16_t listener_port_ = 0;
     std::condition_variable changed_;
     std::optional<Configure_request> current_;        // the table in force
     std::map<std::uint64_t, Configure_request> pending_;  // newer tables, by epoch

@@ -14,6 +14,13 @@ namespace eb {
 Unit_buffers::Unit_buffers(const Config& config, Rank rank, Unit_status& status, const Stop_flag& stop)
     : config_(config), status_(status), stop_(stop), rank_(rank) {}
 
+void Unit_buffers::close_output() {
+    counted_.reset();
+    output_.reset();
+    ring_output_ = nullptr;
+    checking_output_ = nullptr;
+}
+
 void Unit_buffers::fit(const Rank_table& table) {
     if (!table.runs_ru(rank_) && source_) {
         cursor_.reset();
@@ -25,10 +32,7 @@ void Unit_buffers::fit(const Rank_table& table) {
     if (!table.runs_bu(rank_) && output_) {
         log_info("this rank no longer runs a BU: closing its output");
         stop_output();
-        counted_.reset();
-        output_.reset();
-        ring_output_ = nullptr;
-        checking_output_ = nullptr;
+        close_output();
     }
     if (table.runs_bu(rank_) && !output_) open_output(table);
 }
@@ -104,6 +108,7 @@ void Unit_buffers::stop_output() {
 
 void Unit_buffers::fail_output() {
     if (ring_output_ != nullptr) ring_output_->fail();
+    close_output();  // the next session (after a reset) opens a fresh one
 }
 
 }  // namespace eb

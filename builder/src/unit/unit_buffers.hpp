@@ -43,11 +43,13 @@ public:
     // every MEP, when the output is a ring, then marks the ring complete.
     void finish_output();
     // Marks a ring output stopped (ended on request) or failed (on an error),
-    // so its consumer can tell either from a complete run.
+    // so its consumer can tell either from a complete run. A failed output is
+    // closed (a ring unlinked): the next fit() opens a fresh one.
     void stop_output();
     void fail_output();
 
 private:
+    void close_output();
     void open_source(const Rank_table& table);
     void open_output(const Rank_table& table);
 

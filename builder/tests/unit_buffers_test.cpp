@@ -1,0 +1,47 @@
+#include "unit_buffers.hpp"
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "shm_ring.hpp"
+#include "unit_status.hpp"
+
+namespace eb {
+namespace {
+
+// A unit held in ERROR marks its MEP ring failed for the consumer; after the
+// reset, the next session must not hand its MEPs to that failed ring.
+TEST(UnitBuffers, AfterAFailedOutputTheNextSessionWritesToAFreshRing) {
+    Config config;
+    config.output = Output_kind::shm;
+    config.ring_mib = 1;
+    config.run_name = "unitbuffers" + std::to_string(::getpid());
+    Unit_status status(0);
+    Stop_flag stop;
+    Unit_buffers buffers(config, 0, status, stop);
+    const Rank_table table({Rank_function::ru_bu});
+    buffers.fit(table);
+    buffers.fail_output();
+
+    buffers.fit(table);  // the next session
+    ASSERT_NE(buffers.output(), nullptr);
+    Shm_ring_reader consumer(ring_name(config.run_name, 0, "mep"), stop);
+    const auto mep = buffers.output()->allocate(64);
+    std::memset(mep.data(), 1, mep.size());
+    buffers.output()->commit();
+    EXPECT_EQ(consumer.next().size(), 64u) << "the new session's MEP reaches a consumer";
+    consumer.release();
+    buffers.stop_output();
+    try {
+        EXPECT_TRUE(consumer.next().empty());
+        EXPECT_EQ(consumer.end(), Ring_end::stopped) << "the new session's ring ends as that session did";
+    } catch (const Ring_error& error) {
+        FAIL() << "the consumer was told the new session failed: " << error.what();
+    }
+}
+
+}  // namespace
+}  // namespace eb
