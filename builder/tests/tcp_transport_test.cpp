@@ -227,12 +227,12 @@ bool ready(int fd, short events) {
 
 // A stand-in for a peer process, built from raw sockets: accepts the unit's
 // dial and reads its hello, and dials the unit with a hello of its own. The
-// hello is 40 bytes (tcp_mesh.cpp): magic, mesh protocol version 4, flags
+// hello is 40 bytes (tcp_mesh.cpp): magic, mesh protocol version 5, flags
 // (1: in session), rank, units, rank table epoch, reserved, next chunk,
 // cycles done.
 struct Hello_bytes {
     std::uint32_t magic = 0x4C484245;  // "EBHL"
-    std::uint16_t version = 4;
+    std::uint16_t version = 5;
     std::uint16_t flags = 0;
     std::uint32_t rank = 0;
     std::uint32_t units = 0;
@@ -243,7 +243,9 @@ struct Hello_bytes {
 };
 static_assert(sizeof(Hello_bytes) == 40);
 
-Fd accept_dial(const Fd& listener, std::uint32_t expected_rank, std::uint32_t expected_epoch = 1) {
+// Takes a unit's dial and its hello; answers 'A' (taken) if `take`, else
+// leaves the answer to the caller.
+Fd accept_dial(const Fd& listener, std::uint32_t expected_rank, std::uint32_t expected_epoch = 1, bool take = true) {
     if (!ready(listener.get(), POLLIN)) return Fd();
     Fd fd(::accept(listener.get(), nullptr, nullptr));
     Hello_bytes hello{};
@@ -256,6 +258,8 @@ Fd accept_dial(const Fd& listener, std::uint32_t expected_rank, std::uint32_t ex
     if (got != sizeof hello || hello.magic != Hello_bytes{}.magic || hello.version != Hello_bytes{}.version ||
         hello.rank != expected_rank || hello.epoch != expected_epoch)
         return Fd();
+    const char taken = 'A';
+    if (take && ::send(fd.get(), &taken, 1, MSG_NOSIGNAL) != 1) return Fd();
     return fd;
 }
 
@@ -343,7 +347,7 @@ TEST(TcpMesh, ADialFromAnotherEpochIsRefusedWithRAndTheRefusedDialRetried) {
 
     // Rank 1 refuses rank 0's dial as from another epoch: rank 0 dials again.
     {
-        const Fd refused = accept_dial(listener, 0);
+        const Fd refused = accept_dial(listener, 0, 1, /*take=*/false);
         ASSERT_TRUE(refused) << "rank 0 never dialled rank 1";
         const char refusal = 'R';
         ASSERT_EQ(::send(refused.get(), &refusal, 1, MSG_NOSIGNAL), 1);
@@ -363,6 +367,48 @@ TEST(TcpMesh, ADialFromAnotherEpochIsRefusedWithRAndTheRefusedDialRetried) {
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 constexpr auto join_timeout = 300ms;
+
+// A dial counts once the peer has taken its hello ('A'), not when the hello
+// is sent: a peer on another epoch refuses it after reading it, and a mesh
+// counted up by then would hand on a connection that is already refused
+// (found broken at the first send, the peer lost for good).
+TEST(TcpMesh, ADialIsUpOnlyOnceThePeerTookItsHello) {
+    const std::vector<std::uint16_t> ports = test::free_ports(2);
+    std::vector<Peer_address> peers;
+    for (const std::uint16_t port : ports) peers.push_back({"127.0.0.1", port});
+    Stop_flag stop;
+    const Fd listener = listen_for_peers(ports[1]);
+    std::optional<Tcp_mesh> mesh;
+    std::atomic<bool> done = false;
+    std::jthread unit([&, unit_listener = listen_for_peers(ports[0])]() mutable {
+        mesh = connect_mesh(std::move(unit_listener), 0, peers, {}, stop);
+        done = true;
+    });
+    struct Stop_on_exit {
+        Stop_flag& stop;
+        ~Stop_on_exit() { stop.request(); }
+    } stop_on_exit{stop};
+
+    const Fd in = dial_in(ports[0], 1, 2);  // rank 1's own dial is taken
+    ASSERT_TRUE(in);
+    {
+        const Fd pending = accept_dial(listener, 0, 1, /*take=*/false);
+        ASSERT_TRUE(pending) << "rank 0 never dialled rank 1";
+        EXPECT_FALSE(test::eventually([&] { return done.load(); }, 300ms)) << "up before the hello was taken";
+        const char refusal = 'R';
+        ASSERT_EQ(::send(pending.get(), &refusal, 1, MSG_NOSIGNAL), 1);
+    }
+    const Fd taken = accept_dial(listener, 0);
+    ASSERT_TRUE(taken) << "rank 0 did not dial again after the refusal";
+    unit.join();
+    ASSERT_TRUE(mesh);
+    const char byte = 'x';
+    EXPECT_EQ(::send(mesh->to[1].get(), &byte, 1, MSG_NOSIGNAL), 1) << "the connection handed on is the taken one";
+    char got = 0;
+    ASSERT_TRUE(ready(taken.get(), POLLIN));
+    EXPECT_EQ(::recv(taken.get(), &got, 1, 0), 1);
+    EXPECT_EQ(got, 'x');
+}
 
 // A running unit (rank 0, in session) connecting two joiners: rank 1
 // connects both ways, rank 2 takes rank 0's dial but never dials in. At the

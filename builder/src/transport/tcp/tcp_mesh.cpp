@@ -37,7 +37,7 @@ constexpr std::size_t peers_listed_per_report = 4;
 // it stands in the event stream.
 constexpr std::uint32_t hello_magic = 0x4C484245;  // "EBHL"
 // 4: a switch is followed by the reports and verdicts of table_switch.hpp.
-constexpr std::uint16_t mesh_protocol_version = 4;
+constexpr std::uint16_t mesh_protocol_version = 5;
 constexpr std::uint16_t hello_in_session = 1;
 constexpr std::uint16_t hello_verbs = 2;
 struct Hello {
@@ -66,12 +66,10 @@ bool peer_closed(int fd) {
 // another transport, so the dialler fails as the refusing unit does.
 constexpr std::byte epoch_refusal{'R'};
 constexpr std::byte transport_refusal{'T'};
-
-std::optional<std::byte> refusal(int fd) {
-    std::byte first{};
-    if (::recv(fd, &first, 1, MSG_PEEK | MSG_DONTWAIT) != 1) return std::nullopt;
-    return first;
-}
+// Sent on a dial whose hello was taken: only then is the dial up, so a dial
+// that reached a unit about to refuse it (another epoch) is never counted as
+// a connection, to be found broken at the first send.
+constexpr std::byte dial_accepted{'A'};
 
 std::string transport_mismatch(Rank peer, bool peer_verbs, bool verbs) {
     return "rank " + std::to_string(peer) + " moves data over " + (peer_verbs ? "verbs" : "tcp") +
@@ -81,7 +79,8 @@ std::string transport_mismatch(Rank peer, bool peer_verbs, bool verbs) {
 // This unit's connection to one peer's BU.
 struct Dial {
     Fd fd;  // set from the start of a connect attempt
-    bool up = false;
+    bool hello_sent = false;  // connected, hello sent, acceptance awaited
+    bool up = false;          // accepted
     Clock::time_point retry_at{};
     Clock::time_point give_up_at{};
     Clock::duration backoff = first_retry_delay;
@@ -143,6 +142,7 @@ private:
     void start_due_dials(Clock::time_point now);
     void start_dial(Rank peer, Clock::time_point now);
     void finish_dial(Rank peer, Clock::time_point now);
+    void take_answer(Rank peer, Clock::time_point now);
     void fail_dial(Rank peer, std::string why, Clock::time_point now);
     void give_up_overdue(Clock::time_point now);
     void accept_waiting(Clock::time_point now);
@@ -187,11 +187,12 @@ std::optional<Mesh_connections> Mesh_builder::run() {
 
         watch.assign({{stop_.fd(), POLLIN, 0}, {listener_.get(), POLLIN, 0}});
         watched_dials.clear();
-        // Dials in progress wait for POLLOUT; finished ones are watched for a
-        // peer that refused our dial as from another epoch.
+        // Dials in progress wait for POLLOUT, then for the peer's answer to
+        // the hello; accepted ones are watched for a peer that went away.
         for (Rank peer = 0; peer < units(); ++peer) {
-            if (dials_[peer].fd && !(dials_[peer].up && dials_[peer].settled)) {
-                watch.push_back({dials_[peer].fd.get(), static_cast<short>(dials_[peer].up ? POLLIN : POLLOUT), 0});
+            const Dial& dial = dials_[peer];
+            if (dial.fd && !(dial.up && dial.settled)) {
+                watch.push_back({dial.fd.get(), static_cast<short>(dial.hello_sent ? POLLIN : POLLOUT), 0});
                 watched_dials.push_back(peer);
             }
         }
@@ -207,13 +208,10 @@ std::optional<Mesh_connections> Mesh_builder::run() {
         for (std::size_t i = 0; i < watched_dials.size(); ++i) {
             if (watch[2 + i].revents == 0) continue;
             Dial& dial = dials_[watched_dials[i]];
-            if (!dial.up) {
+            if (!dial.hello_sent) {
                 finish_dial(watched_dials[i], woke);
-            } else if (const auto why = refusal(dial.fd.get()); why == epoch_refusal) {
-                dial.up = false;
-                fail_dial(watched_dials[i], "it is on another rank table epoch; dialling again", woke);
-            } else if (why == transport_refusal) {
-                throw Transport_error(transport_mismatch(watched_dials[i], !position_.verbs, position_.verbs));
+            } else if (!dial.up) {
+                take_answer(watched_dials[i], woke);
             } else {
                 dial.settled = true;  // closed: the peer went away; the transport will find it lost
             }
@@ -290,12 +288,32 @@ void Mesh_builder::finish_dial(Rank peer, Clock::time_point now) {
     // the connection is broken.
     if (::send(dial.fd.get(), &hello, sizeof hello, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof hello))
         return fail_dial(peer, "could not send the hello", now);
-    dial.up = true;
+    dial.hello_sent = true;
+    dial.give_up_at = now + hello_timeout;
+}
+
+void Mesh_builder::take_answer(Rank peer, Clock::time_point now) {
+    Dial& dial = dials_[peer];
+    std::byte answer{};
+    const ssize_t got = ::recv(dial.fd.get(), &answer, 1, 0);
+    if (got < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (got == 1 && answer == dial_accepted) {
+        dial.up = true;
+        return;
+    }
+    if (got == 1 && answer == transport_refusal)
+        throw Transport_error(transport_mismatch(peer, !position_.verbs, position_.verbs));
+    fail_dial(peer,
+              got == 1 && answer == epoch_refusal ? "it is on another rank table epoch; dialling again"
+                                                  : "it closed the connection before taking the hello; dialling again",
+              now);
 }
 
 void Mesh_builder::fail_dial(Rank peer, std::string why, Clock::time_point now) {
     Dial& dial = dials_[peer];
     dial.fd.reset();
+    dial.hello_sent = false;
+    dial.up = false;
     dial.settled = false;
     dial.last_failure = std::move(why);
     dial.retry_at = now + dial.backoff;
@@ -305,7 +323,8 @@ void Mesh_builder::fail_dial(Rank peer, std::string why, Clock::time_point now) 
 void Mesh_builder::give_up_overdue(Clock::time_point now) {
     for (Rank peer = 0; peer < units(); ++peer) {
         const Dial& dial = dials_[peer];
-        if (dial.fd && !dial.up && now >= dial.give_up_at) fail_dial(peer, "no answer to connect", now);
+        if (dial.fd && !dial.up && now >= dial.give_up_at)
+            fail_dial(peer, dial.hello_sent ? "no answer to the hello" : "no answer to connect", now);
     }
     std::erase_if(greetings_, [&](const Greeting& greeting) { return now >= greeting.give_up_at; });
 }
@@ -362,6 +381,7 @@ void Mesh_builder::read_hello(Greeting& greeting) {
         if (dial.up && peer_closed(dial.fd.get())) {
             log_warning("rank ", hello.rank, " closed our earlier connection: it restarted; dialling it again");
             dial.fd.reset();
+            dial.hello_sent = false;
             dial.up = false;
             dial.settled = false;
             dial.retry_at = Clock::now();
@@ -373,6 +393,10 @@ void Mesh_builder::read_hello(Greeting& greeting) {
     if (verbs != position_.verbs) {
         (void)::send(greeting.fd.get(), &transport_refusal, 1, MSG_NOSIGNAL);
         throw Transport_error(transport_mismatch(hello.rank, verbs, position_.verbs));
+    }
+    if (::send(greeting.fd.get(), &dial_accepted, 1, MSG_NOSIGNAL) != 1) {
+        greeting.fd.reset();  // gone meanwhile: it dials again
+        return;
     }
     accepted_[hello.rank] = std::move(greeting.fd);
     hellos_[hello.rank] = Mesh_position{hello.epoch, (hello.flags & hello_in_session) != 0, hello.next_chunk,
