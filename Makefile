@@ -51,7 +51,7 @@ help: ## Show the targets.
 ##@ Entry points
 
 .PHONY: test
-test: test-builder test-verbs test-operator test-chart test-e2e ## Everything: C++ and Go tests (also over RDMA verbs), envtest, chart checks, the kind e2e suite.
+test: test-builder test-sanitizers test-verbs test-operator test-chart test-e2e ## Everything: C++ and Go tests (also under sanitizers and over RDMA verbs), envtest, chart checks, the kind e2e suite.
 
 .PHONY: demo
 demo: images node-image $(KIND) $(HELM) ## Bring up a kind cluster, install the chart, run a sample, print rates; leaves it up.
@@ -63,6 +63,10 @@ demo: images node-image $(KIND) $(HELM) ## Bring up a kind cluster, install the 
 test-builder: build-builder ## C++ unit and multi-process tests, and a bounded fuzzing run of each parser.
 	ctest --test-dir $(BUILD)/builder --output-on-failure -LE verbs
 	builder/fuzz/run.sh $(BUILD)/builder-fuzz
+
+.PHONY: test-sanitizers
+test-sanitizers: packages ## The C++ suites built with ASan+UBSan (all, multi-process included) and TSan (in-process ones).
+	builder/tests/sanitize.sh $(BUILD)
 
 # The verbs suites need an RDMA device: a real HCA where there is one, else
 # Soft-RoCE (rdma_rxe) in a VM booted from Debian's kernel (hack/verbs-vm).

@@ -33,8 +33,10 @@ Fragment_sizes::Fragment_sizes(const Event_model& model, std::uint32_t source_id
     const auto last = static_cast<std::uint32_t>(
         std::min<double>(max_fragment_bytes, mean + 12 * std::sqrt(mean) + 16));
     double cumulative = 0;
+    double log_factorial = 0;  // log k!, summed here: lgamma() writes a global (signgam), racing other threads
     for (std::uint32_t k = 0; k <= last; ++k) {
-        cumulative += std::exp(k * std::log(mean) - mean - std::lgamma(k + 1.0));
+        if (k > 0) log_factorial += std::log(static_cast<double>(k));
+        cumulative += std::exp(k * std::log(mean) - mean - log_factorial);
         cdf_.push_back(static_cast<std::uint64_t>(std::min(cumulative, 1.0) * 4294967296.0));
     }
     cdf_.back() = std::uint64_t{1} << 32;  // every draw lands in the table
