@@ -368,6 +368,37 @@ using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 constexpr auto join_timeout = 300ms;
 
+// A process whose hello does not fit the table (another number of ranks, a
+// rank that is not live, this unit's own rank) is refused with 'U' and
+// closed; the unit goes on connecting its real peers, it does not fail.
+TEST(TcpMesh, AHelloThatDoesNotFitTheTableIsRefusedWithoutFailingTheUnit) {
+    const std::vector<std::uint16_t> ports = test::free_ports(3);
+    std::vector<Peer_address> peers;
+    for (const std::uint16_t port : ports) peers.push_back({"127.0.0.1", port});
+    Stop_flag stop;
+    const Fd listener = listen_for_peers(ports[1]);
+    std::optional<Mesh_connections> connections;
+    std::jthread unit([&, unit_listener = listen_for_peers(ports[0])] {
+        connections = connect_peers(unit_listener, 0, peers, {true, true, false}, {1, false, 0, 0},
+                                    default_peer_timeout_ms, join_timeout, stop);
+    });
+    struct Stop_on_exit {
+        Stop_flag& stop;
+        ~Stop_on_exit() { stop.request(); }
+    } stop_on_exit{stop};
+
+    for (const auto& [rank, units] : {std::pair<std::uint32_t, std::uint32_t>{1, 4}, {2, 3}, {0, 3}, {7, 3}}) {
+        const Fd stray = dial_in(ports[0], rank, units);
+        ASSERT_TRUE(stray);
+        EXPECT_EQ(read_until_closed(stray), std::optional<std::string>("U")) << "rank " << rank << " of " << units;
+    }
+    const Fd in = accept_dial(listener, 0), out = dial_in(ports[0], 1, 3);
+    ASSERT_TRUE(in && out);
+    unit.join();
+    ASSERT_TRUE(connections) << "the unit failed";
+    EXPECT_TRUE(connections->connected(1));
+}
+
 // A dial counts once the peer has taken its hello ('A'), not when the hello
 // is sent: a peer on another epoch refuses it after reading it, and a mesh
 // counted up by then would hand on a connection that is already refused

@@ -66,6 +66,9 @@ bool peer_closed(int fd) {
 // another transport, so the dialler fails as the refusing unit does.
 constexpr std::byte epoch_refusal{'R'};
 constexpr std::byte transport_refusal{'T'};
+// Sent on a dial whose hello does not fit this unit's table (another number
+// of ranks, a rank it does not expect): refused, and nobody's state changes.
+constexpr std::byte table_refusal{'U'};
 // Sent on a dial whose hello was taken: only then is the dial up, so a dial
 // that reached a unit about to refuse it (another epoch) is never counted as
 // a connection, to be found broken at the first send.
@@ -305,7 +308,10 @@ void Mesh_builder::take_answer(Rank peer, Clock::time_point now) {
         throw Transport_error(transport_mismatch(peer, !position_.verbs, position_.verbs));
     fail_dial(peer,
               got == 1 && answer == epoch_refusal ? "it is on another rank table epoch; dialling again"
-                                                  : "it closed the connection before taking the hello; dialling again",
+              : got == 1 && answer == table_refusal
+                  ? "it refused this unit's hello: its table has another number of ranks or does not expect this "
+                    "rank (every unit needs the same --peers and --dummies); dialling again"
+                  : "it closed the connection before taking the hello; dialling again",
               now);
 }
 
@@ -365,11 +371,16 @@ void Mesh_builder::read_hello(Greeting& greeting) {
         greeting.fd.reset();
         return;
     }
-    if (hello.units != units() || hello.rank >= units() || !wanted(hello.rank))
-        throw Transport_error("a peer dialled in as rank " + std::to_string(hello.rank) + " of " +
-                              std::to_string(hello.units) + " units, but this is rank " + std::to_string(rank_) +
-                              " of " + std::to_string(units()) +
-                              ": every unit needs the same --peers and --dummies lists and its own --rank");
+    if (hello.units != units() || hello.rank >= units() || !wanted(hello.rank)) {
+        // A stray or misconfigured process: refused, never a reason to fail.
+        log_warning("refused a dial from a process claiming rank ", hello.rank, " of ", hello.units,
+                    " units: this is rank ", rank_, " of ", units(),
+                    (hello.units == units() && hello.rank < units() ? ", which does not expect that rank now" : ""),
+                    "; every unit needs the same --peers and --dummies lists and its own --rank");
+        (void)::send(greeting.fd.get(), &table_refusal, 1, MSG_NOSIGNAL);
+        greeting.fd.reset();
+        return;
+    }
     if (accepted_[hello.rank]) {
         log_warning("rank ", hello.rank, " dialled in again; using the new connection");
         // A peer that restarted: our dial reached the old process, which the
