@@ -23,6 +23,21 @@ namespace {
 using namespace std::chrono_literals;
 using test::Child;
 
+// A unit's last log line: "stopped: E events built, I incomplete, M MEPs, B
+// bytes, D dropped ...".
+struct Final_counts {
+    std::uint64_t built = 0, incomplete = 0, meps = 0, bytes = 0, dropped = 0;
+};
+std::optional<Final_counts> final_counts(const std::string& log) {
+    const std::size_t at = log.rfind("stopped: ");
+    Final_counts counts;
+    if (at == std::string::npos ||
+        std::sscanf(log.c_str() + at, "stopped: %lu events built, %lu incomplete, %lu MEPs, %lu bytes, %lu dropped",
+                    &counts.built, &counts.incomplete, &counts.meps, &counts.bytes, &counts.dropped) != 5)
+        return std::nullopt;
+    return counts;
+}
+
 const std::string tools_dir = EB_TOOLS_DIR;
 
 // Processes of one test run and their logs, shown when the test fails.
@@ -274,6 +289,48 @@ TEST_F(Run, WaitingForTheConsumerIsNoBuildingTime) {
         << building << "\n" << builder.log();
 }
 
+// One BU's consumer stops reading: its ring fills, and after
+// --output-timeout-ms each further MEP of that BU is assembled and dropped
+// there, counted; the other BU and its consumer go on at full pace (no
+// global back pressure, reference design section IV-B), and at the stop the
+// counts add up: built + dropped = every event of the set's cycles.
+TEST_F(Run, AConsumerThatStopsReadingCostsOnlyItsOwnBuildersMeps) {
+    const std::vector<std::string> common = {"--peers", peers(2), "--packing-factor", "100", "--run", run_name_,
+                                             "--ring-mib", "1", "--output", "shm", "--output-timeout-ms", "50"};
+    Child& stuck_builder = start_builder(0, common);
+    Child& builder = start_builder(1, common);
+    Child& stuck = start("stuck-consumer", "eb-consumer", with(common, {"--rank", "0", "--meps", "2"}));
+    Child& consumer = start("consumer", "eb-consumer", with(common, {"--rank", "1"}));
+    ASSERT_EQ(stuck.wait_exit(10s), 0) << "it takes 2 MEPs and leaves";
+    // A 1 MiB ring holds about 80 MEPs of 13 KB: far more than that are built
+    // on, and rank 0 drops what its ring cannot take.
+    std::string status;
+    ASSERT_TRUE(test::eventually(
+        [&] {
+            status = status_body(0);
+            return test::json_number(status_body(1), "meps_built").value_or(0) > 400 &&
+                   test::json_number(status, "meps_discarded").value_or(0) > 100;
+        },
+        20s))
+        << status << "\n" << status_body(1);
+    const auto metrics = get(0, "/metrics");
+    ASSERT_TRUE(metrics);
+    EXPECT_EQ(metrics->body.find("eb_meps_discarded_total 0\n"), std::string::npos) << "the metric counts them";
+    EXPECT_NE(metrics->body.find("eb_meps_discarded_total "), std::string::npos);
+
+    stuck_builder.signal(SIGTERM);
+    builder.signal(SIGTERM);
+    ASSERT_EQ(stuck_builder.wait_exit(10s), 0);
+    ASSERT_EQ(builder.wait_exit(10s), 0);
+    EXPECT_EQ(consumer.wait_exit(10s), 0) << consumer.log();
+    const auto zero = final_counts(stuck_builder.log()), one = final_counts(builder.log());
+    ASSERT_TRUE(zero && one) << stuck_builder.log() << builder.log();
+    EXPECT_EQ(one->dropped, 0u) << "the other BU lost nothing";
+    EXPECT_GT(zero->dropped, 0u);
+    EXPECT_EQ(zero->built + zero->dropped, one->built + one->dropped) << "both BUs ran the same cycles";
+    EXPECT_NE(stuck_builder.log().find("the output had no room for it within 50 ms"), std::string::npos);
+}
+
 // A builder whose peer dies is no failed builder: it keeps its ring open and
 // builds on, dropping (and counting) every MEP that misses the dead source,
 // so its consumer only ever sees complete MEPs, in sequence, and ends
@@ -313,16 +370,11 @@ TEST_F(Run, ABuilderWhosePeerDiedKeepsItsRingOpenAndDeliversOnlyCompleteMeps) {
     EXPECT_EQ(builder.wait_exit(5s), 0);
     EXPECT_EQ(consumer.wait_exit(10s), 0) << "every MEP it got was complete and in sequence";
     EXPECT_NE(consumer.log().find("the builder stopped before finishing"), std::string::npos);
-    std::uint64_t built = 0, incomplete = 0, meps = 0, bytes = 0, dropped = 0;
-    const std::string log = builder.log();
-    const std::size_t at = log.rfind("stopped: ");
-    ASSERT_NE(at, std::string::npos) << "no final line";
-    ASSERT_EQ(std::sscanf(log.c_str() + at, "stopped: %lu events built, %lu incomplete, %lu MEPs, %lu bytes, %lu dropped",
-                          &built, &incomplete, &meps, &bytes, &dropped),
-              5);
-    EXPECT_EQ(incomplete, 0u);
-    EXPECT_GT(dropped, dropped_at_loss);
-    EXPECT_NE(consumer.log().find("consumer: " + std::to_string(meps) + " MEPs, " + std::to_string(built) +
+    const auto last = final_counts(builder.log());
+    ASSERT_TRUE(last) << "no final line: " << builder.log();
+    EXPECT_EQ(last->incomplete, 0u);
+    EXPECT_GT(last->dropped, dropped_at_loss);
+    EXPECT_NE(consumer.log().find("consumer: " + std::to_string(last->meps) + " MEPs, " + std::to_string(last->built) +
                                   " events complete, 0 incomplete, 0 rejected"),
               std::string::npos)
         << "the consumer got every MEP the builder delivered, and only those";

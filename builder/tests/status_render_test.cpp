@@ -40,7 +40,7 @@ Status_snapshot sample(Control_state state) {
 TEST(StatusRender, StatusJsonHasEveryFieldWithEscapedError) {
     EXPECT_EQ(status_json(sample(Control_state::running)),
               R"({"rank":2,"units":4,"state":"RUNNING","activity":"building","role":"live","epoch":3,"pending_epoch":4,"next_event":0,)"
-              R"("events_built":123000,"events_incomplete":7,"events_dropped":2000,"meps_built":123,)"
+              R"("events_built":123000,"events_incomplete":7,"events_dropped":2000,"meps_built":123,"meps_discarded":0,)"
               R"("bytes_built":70849536,"building_seconds":2.5,"events_per_second":1.5e+06,"bytes_per_second":2.5e+08,)"
               R"("peers":[{"rank":0,"state":"up"},{"rank":1,"state":"lost"},{"rank":2,"state":"self"},)"
               R"({"rank":3,"state":"dummy"}],"lost_peers":[1],"numa":null,"transport":{"kind":"tcp"},)"

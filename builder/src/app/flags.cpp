@@ -17,7 +17,7 @@ constexpr std::string_view known_flags[] = {
     "--size-model", "--rate",   "--source",    "--source-file",    "--output",        "--run",
     "--ring-mib",   "--layout", "--dummies",   "--barrier",        "--barrier-every", "--token-file",
     "--peer-timeout-ms", "--join-timeout-ms", "--incomplete", "--numa-node", "--rdma-device",
-    "--transport", "--gid-index"};
+    "--transport", "--gid-index", "--output-timeout-ms"};
 
 std::optional<std::uint64_t> parse_number(std::string_view text, std::uint64_t max) {
     std::uint64_t value = 0;
@@ -148,6 +148,7 @@ std::optional<Usage_error> parse_flag(std::string_view flag, std::string_view va
     }
     if (flag == "--peer-timeout-ms") return parse_into(config.peer_timeout_ms, flag, value, 100, 600'000);
     if (flag == "--join-timeout-ms") return parse_into(config.join_timeout_ms, flag, value, 100, 600'000);
+    if (flag == "--output-timeout-ms") return parse_into(config.output_timeout_ms, flag, value, 1, 600'000);
     if (flag == "--incomplete") return parse_choice(config.incomplete, flag, value, incomplete_policies);
     if (flag == "--transport") return parse_choice(config.transport, flag, value, transport_kinds);
     if (flag == "--gid-index") {
@@ -329,6 +330,9 @@ leaves alone and its peers count it lost.
                          a lost rank taken back) and is not connected to every
                          unit this long after the switch is lost (default 5000)
   --incomplete P         drop (default) or flag MEPs missing a lost source
+  --output-timeout-ms T  with --output shm: a MEP the ring has no room for
+                         within T ms (its consumer is behind) is dropped here
+                         and counted, so the set goes on (default 1000)
   --numa-node N          pin threads and memory to NUMA node N (default: the
                          environment variable EB_NUMA_NODE, if set)
   --rdma-device D        pin to the NUMA node of RDMA device D, and move data

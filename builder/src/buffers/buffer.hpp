@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -42,6 +43,12 @@ public:
     // Room for one element of exactly `bytes` bytes (at most max_element()),
     // writable until committed.
     virtual std::span<std::byte> allocate(std::size_t bytes) = 0;
+    // As allocate(), waiting at most `patience` for room; empty if none came
+    // by then (a consumer that is behind). A writer that never waits for
+    // room (in process) just allocates.
+    virtual std::span<std::byte> allocate_within(std::size_t bytes, std::chrono::milliseconds) {
+        return allocate(bytes);
+    }
     // The largest element allocate() takes.
     virtual std::size_t max_element() const { return max_mep_bytes; }
 

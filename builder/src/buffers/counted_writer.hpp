@@ -21,6 +21,11 @@ public:
         sizes_.push_back(bytes);
         return room;
     }
+    std::span<std::byte> allocate_within(std::size_t bytes, std::chrono::milliseconds patience) override {
+        const auto room = inner_.allocate_within(bytes, patience);
+        if (room.data() != nullptr) sizes_.push_back(bytes);
+        return room;
+    }
     void commit() override {
         inner_.commit();
         tally_.add_mep(events_per_mep_, 0, sizes_.front());

@@ -12,6 +12,9 @@ public:
     virtual ~Mep_tally() = default;
 
     virtual void add_mep(std::uint64_t events_complete, std::uint64_t events_incomplete, std::uint64_t bytes) = 0;
+    // A MEP assembled and dropped here because the output had no room for it
+    // in time: its events count as dropped.
+    virtual void add_discarded_mep(std::uint64_t events) = 0;
     // A damaged MEP's first problem, for the unit's last_error.
     virtual void note_problem(std::string problem) = 0;
 };

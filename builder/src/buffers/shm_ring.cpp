@@ -58,16 +58,20 @@ bool alive(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM
 // Polls `ready`: a short spin, then pauses growing from 10 us to 1 ms, so a
 // busy ring answers fast and an idle one costs little CPU. Checks the stop
 // flag and `check_peer` (which throws if the other side is gone) on the way.
+// With a deadline, returns false once it passed (true: ready).
 template <class Ready, class Check>
-void wait_until(const Stop_flag& stop, Ready ready, Check check_peer) {
+bool wait_until(const Stop_flag& stop, Ready ready, Check check_peer,
+                std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt) {
     auto pause = std::chrono::microseconds(10);
     for (std::uint64_t round = 0; !ready(); ++round) {
         if (round < 64) continue;
         if (stop.requested()) throw Stopped();
         if (round % 16 == 0) check_peer();
+        if (deadline && std::chrono::steady_clock::now() >= *deadline) return false;
         std::this_thread::sleep_for(pause);
         pause = std::min(pause * 2, std::chrono::microseconds(1000));
     }
+    return true;
 }
 
 Ring_mapping map_segment(int fd, std::size_t bytes, const std::string& name) {
@@ -192,7 +196,14 @@ void Shm_ring_writer::stop() { close(Ring_end::stopped); }
 
 void Shm_ring_writer::fail() { close(Ring_end::failed); }
 
-std::span<std::byte> Shm_ring_writer::allocate(std::size_t bytes) {
+std::span<std::byte> Shm_ring_writer::allocate(std::size_t bytes) { return reserve(bytes, std::nullopt); }
+
+std::span<std::byte> Shm_ring_writer::allocate_within(std::size_t bytes, std::chrono::milliseconds patience) {
+    return reserve(bytes, std::chrono::steady_clock::now() + patience);
+}
+
+std::span<std::byte> Shm_ring_writer::reserve(std::size_t bytes,
+                                              std::optional<std::chrono::steady_clock::time_point> deadline) {
     if (bytes > max_element())
         throw Ring_error("an element of " + std::to_string(bytes) + " bytes does not fit the ring " + name_ +
                          " (at most " + std::to_string(max_element()) + "); raise --ring-mib");
@@ -200,10 +211,11 @@ std::span<std::byte> Shm_ring_writer::allocate(std::size_t bytes) {
     const std::uint64_t need = record_bytes(bytes);
     const std::uint64_t offset = reserved_ % capacity_;
     const std::uint64_t skip = offset + need > capacity_ ? capacity_ - offset : 0;  // wrap to the start
-    wait_until(
-        stop_,
-        [&] { return reserved_ + skip + need - control.tail.load(std::memory_order_acquire) <= capacity_; },
-        [&] { check_reader(); });
+    if (!wait_until(
+            stop_,
+            [&] { return reserved_ + skip + need - control.tail.load(std::memory_order_acquire) <= capacity_; },
+            [&] { check_reader(); }, deadline))
+        return {};
     if (skip != 0) {
         const Record_header wrap{0, record_wrap};
         std::memcpy(map_.data() + offset, &wrap, sizeof wrap);

@@ -2,9 +2,11 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 
 #include "buffer.hpp"
@@ -73,6 +75,7 @@ public:
 
     // Waits for room; throws Stopped, or Ring_error if the reader died.
     std::span<std::byte> allocate(std::size_t bytes) override;
+    std::span<std::byte> allocate_within(std::size_t bytes, std::chrono::milliseconds patience) override;
     void discard() override;
     // Fraction of the ring published or allocated and not yet released.
     double fill() const;
@@ -94,6 +97,7 @@ public:
     void fail();
 
 private:
+    std::span<std::byte> reserve(std::size_t bytes, std::optional<std::chrono::steady_clock::time_point> deadline);
     void check_reader();
     void close(Ring_end end);
 

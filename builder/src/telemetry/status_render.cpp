@@ -65,6 +65,7 @@ std::string status_json(const Status_snapshot& status) {
            ",\"events_incomplete\":" + std::to_string(status.events_incomplete) +
            ",\"events_dropped\":" + std::to_string(status.events_dropped) +
            ",\"meps_built\":" + std::to_string(status.meps_built) +
+           ",\"meps_discarded\":" + std::to_string(status.meps_discarded) +
            ",\"bytes_built\":" + std::to_string(status.bytes_built) +
            ",\"building_seconds\":" + number(status.building_seconds) +
            ",\"events_per_second\":" + number(status.events_per_second) +
@@ -82,10 +83,14 @@ std::string prometheus_metrics(const Status_snapshot& status) {
                "Events delivered flagged incomplete or that failed a check (missing source, wrong id, payload).",
                std::to_string(status.events_incomplete));
     add_metric(out, "eb_events_dropped_total", "counter",
-               "Events not delivered because a source or the builder unit was lost.",
+               "Events not delivered: a source or the builder unit was lost, or the output had no room in time.",
                std::to_string(status.events_dropped));
     add_metric(out, "eb_meps_built_total", "counter", "MEPs assembled and handed to the consumer.",
                std::to_string(status.meps_built));
+    add_metric(out, "eb_meps_discarded_total", "counter",
+               "MEPs assembled and dropped by this builder unit because its output had no room in time "
+               "(--output-timeout-ms); their events count as dropped.",
+               std::to_string(status.meps_discarded));
     add_metric(out, "eb_bytes_built_total", "counter", "Bytes of the MEPs assembled.",
                std::to_string(status.bytes_built));
     add_metric(out, "eb_building_seconds_total", "counter",

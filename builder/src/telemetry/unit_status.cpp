@@ -75,6 +75,11 @@ void Unit_status::add_mep(std::uint64_t events_complete, std::uint64_t events_in
     bytes_built_.fetch_add(bytes, std::memory_order_relaxed);
 }
 
+void Unit_status::add_discarded_mep(std::uint64_t events) {
+    events_dropped_.fetch_add(events, std::memory_order_relaxed);
+    meps_discarded_.fetch_add(1, std::memory_order_relaxed);
+}
+
 void Unit_status::set_rates(double events_per_second, double bytes_per_second) {
     std::lock_guard lock(mutex_);
     events_per_second_ = events_per_second;
@@ -107,6 +112,7 @@ Status_snapshot Unit_status::snapshot() const {
     snapshot.events_incomplete = events_incomplete_.load(std::memory_order_relaxed);
     snapshot.events_dropped = events_dropped_.load(std::memory_order_relaxed);
     snapshot.meps_built = meps_built_.load(std::memory_order_relaxed);
+    snapshot.meps_discarded = meps_discarded_.load(std::memory_order_relaxed);
     snapshot.bytes_built = bytes_built_.load(std::memory_order_relaxed);
     for (std::size_t kind = 0; kind < parse_error_kinds; ++kind)
         snapshot.parse_errors[kind] = parse_errors_.get(static_cast<Parse_error>(kind));

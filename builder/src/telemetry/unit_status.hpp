@@ -36,8 +36,9 @@ struct Status_snapshot {
     std::uint64_t next_event = 0;  // the first event of the set's next cycle
     std::uint64_t events_built = 0;       // complete and verified
     std::uint64_t events_incomplete = 0;  // delivered flagged, or failed a check; never counted as built
-    std::uint64_t events_dropped = 0;     // not delivered: a source or the BU was lost
+    std::uint64_t events_dropped = 0;     // not delivered: a source or the BU was lost, or the output full
     std::uint64_t meps_built = 0;         // MEPs assembled and handed to the consumer
+    std::uint64_t meps_discarded = 0;     // assembled and dropped here: the output had no room in time
     std::uint64_t bytes_built = 0;        // bytes of those MEPs
     double building_seconds = 0;          // time spent with activity "building", all sessions
     double events_per_second = 0;
@@ -80,6 +81,7 @@ public:
     void peer_lost(Rank peer, Link_failure failure);
 
     void add_mep(std::uint64_t events_complete, std::uint64_t events_incomplete, std::uint64_t bytes) override;
+    void add_discarded_mep(std::uint64_t events) override;
     std::atomic<std::uint64_t>& events_dropped() { return events_dropped_; }
     void set_rates(double events_per_second, double bytes_per_second);
     void set_ring_fill(double mfp, double mep);
@@ -102,6 +104,7 @@ private:
     std::atomic<std::uint64_t> events_incomplete_{0};
     std::atomic<std::uint64_t> events_dropped_{0};
     std::atomic<std::uint64_t> meps_built_{0};
+    std::atomic<std::uint64_t> meps_discarded_{0};
     std::atomic<std::uint64_t> bytes_built_{0};
     Parse_error_counts parse_errors_;
     Histogram phase_time_;

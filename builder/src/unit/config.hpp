@@ -42,6 +42,7 @@ struct Config {
     std::string token_file;           // --token-file; empty: EB_CONTROL_TOKEN
     std::uint32_t peer_timeout_ms = 1000;
     std::uint32_t join_timeout_ms = 5000;  // a joiner not connected by then is lost (docs/control-api.md)
+    std::uint32_t output_timeout_ms = 1000;  // a MEP the output has no room for by then is dropped here
     Incomplete_policy incomplete = Incomplete_policy::drop;
     std::string numa;  // --numa-node N or --rdma-device NAME; empty: unpinned
     Transport_kind transport = Transport_kind::tcp;

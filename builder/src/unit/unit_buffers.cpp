@@ -5,6 +5,7 @@
 #include "discarding_writer.hpp"
 #include "file_reader.hpp"
 #include "generator_reader.hpp"
+#include "local_discard_writer.hpp"
 #include "prepared_reader.hpp"
 #include "log.hpp"
 #include "paced_reader.hpp"
@@ -15,6 +16,7 @@ Unit_buffers::Unit_buffers(const Config& config, Rank rank, Unit_status& status,
     : config_(config), status_(status), stop_(stop), rank_(rank) {}
 
 void Unit_buffers::close_output() {
+    patient_.reset();
     counted_.reset();
     output_.reset();
     ring_output_ = nullptr;
@@ -33,6 +35,13 @@ void Unit_buffers::fit(const Rank_table& table) {
         log_info("this rank no longer runs a BU: closing its output");
         stop_output();
         close_output();
+    }
+    // A failed ring stays while the unit holds ERROR, so a consumer still
+    // reads what was built and learns of the failure; the next session (after
+    // the reset) writes to a fresh one.
+    if (output_failed_) {
+        close_output();
+        output_failed_ = false;
     }
     if (table.runs_bu(rank_) && !output_) open_output(table);
 }
@@ -83,6 +92,10 @@ void Unit_buffers::open_output(const Rank_table& table) {
     // The checking writer counts what it checked; the others are counted here.
     if (checking_output_ == nullptr)
         counted_ = std::make_unique<Counted_writer>(*output_, config_.packing_factor, status_);
+    // Only a ring waits for room (for its consumer): no slow consumer holds up the set.
+    if (ring_output_ != nullptr)
+        patient_ = std::make_unique<Local_discard_writer>(
+            *counted_, std::chrono::milliseconds(config_.output_timeout_ms), config_.packing_factor, status_);
 }
 
 void Unit_buffers::expect(const Rank_table& table, std::uint64_t cycle_chunk) {
@@ -108,7 +121,7 @@ void Unit_buffers::stop_output() {
 
 void Unit_buffers::fail_output() {
     if (ring_output_ != nullptr) ring_output_->fail();
-    close_output();  // the next session (after a reset) opens a fresh one
+    output_failed_ = true;
 }
 
 }  // namespace eb

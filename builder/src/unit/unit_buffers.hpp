@@ -30,7 +30,9 @@ public:
     // Before building from chunk `chunk`, with an RU: the source hands out
     // that chunk next, however the last session ended (Source_cursor).
     void start_source_at(std::uint64_t chunk) { cursor_->start_at(chunk); }
-    Buffer_writer* output() const { return counted_ ? counted_.get() : output_.get(); }
+    Buffer_writer* output() const {
+        return patient_ ? patient_.get() : counted_ ? counted_.get() : output_.get();
+    }
 
     // Under a (new) table, from chunk `cycle_chunk` on: the checking output
     // expects the table's sources and this BU's chunks.
@@ -44,7 +46,7 @@ public:
     void finish_output();
     // Marks a ring output stopped (ended on request) or failed (on an error),
     // so its consumer can tell either from a complete run. A failed output is
-    // closed (a ring unlinked): the next fit() opens a fresh one.
+    // replaced by a fresh one at the next fit() (the session after a reset).
     void stop_output();
     void fail_output();
 
@@ -61,9 +63,11 @@ private:
     std::unique_ptr<Source_cursor> cursor_;  // over paced_ or source_
     std::unique_ptr<Buffer_writer> output_;
     std::unique_ptr<Buffer_writer> counted_;
+    std::unique_ptr<Buffer_writer> patient_;  // over counted_, for a ring: drops what finds no room in time
     Shm_ring_writer* ring_output_ = nullptr;
     Shm_ring_reader* ring_source_ = nullptr;
     Checking_writer* checking_output_ = nullptr;
+    bool output_failed_ = false;
     Rank rank_;
 };
 
