@@ -4,6 +4,9 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <sys/socket.h>
 
 #include <gtest/gtest.h>
@@ -367,6 +370,47 @@ TEST(TcpMesh, ADialFromAnotherEpochIsRefusedWithRAndTheRefusedDialRetried) {
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 constexpr auto join_timeout = 300ms;
+
+// Out of file descriptors, accept() fails while the listener stays readable:
+// the connect must not spin on it. Measured as the connecting thread's CPU
+// time over half a second at the limit.
+TEST(TcpMesh, OutOfFileDescriptorsTheConnectWaitsInsteadOfSpinning) {
+    const std::vector<std::uint16_t> ports = test::free_ports(2);
+    std::vector<Peer_address> peers;
+    for (const std::uint16_t port : ports) peers.push_back({"127.0.0.1", port});
+    Stop_flag stop;
+    Fd unit_listener = listen_for_peers(ports[0]);
+    const Fd waiting = dial_in(ports[0], 1, 2);  // queued on the listener, never accepted
+    ASSERT_TRUE(waiting);
+    rlimit limit{};
+    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &limit), 0);
+    const rlimit saved = limit;
+    std::vector<Fd> filler;
+    limit.rlim_cur = 256;  // then every descriptor up to it is taken
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &limit), 0);
+    for (Fd fd(::dup(0)); fd; fd = Fd(::dup(0))) filler.push_back(std::move(fd));
+
+    std::jthread unit([&, listener = std::move(unit_listener)] {
+        connect_peers(listener, 0, peers, {true, true}, {1, false, 0, 0}, default_peer_timeout_ms, join_timeout, stop);
+    });
+    clockid_t clock{};
+    ASSERT_EQ(::pthread_getcpuclockid(unit.native_handle(), &clock), 0);
+    const auto cpu = [&] {
+        timespec now{};
+        ::clock_gettime(clock, &now);
+        return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
+    };
+    std::this_thread::sleep_for(100ms);  // into the loop, at the limit
+    const auto before = cpu();
+    std::this_thread::sleep_for(500ms);  // the span measured
+    const auto used = std::chrono::duration_cast<std::chrono::milliseconds>(cpu() - before);
+    stop.request();
+    unit.join();
+    filler.clear();
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+    std::printf("connect at the descriptor limit: %lld ms of CPU in 500 ms\n", static_cast<long long>(used.count()));
+    EXPECT_LT(used, 100ms) << "the connect spins on a listener it cannot accept from";
+}
 
 // A process whose hello does not fit the table (another number of ranks, a
 // rank that is not live, this unit's own rank) is refused with 'U' and

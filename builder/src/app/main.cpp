@@ -65,10 +65,24 @@ int run_unit(eb::Config config) {
                  config.fragment_size, " B, barrier ", eb::barrier_name(config.barrier), " every ",
                  config.barrier_every, " phases");
 
-    std::jthread http_thread([&] { http.serve(); });
+    std::jthread http_thread([&] {
+        try {
+            http.serve();
+        } catch (const std::exception& error) {  // a unit nobody can drive or probe must not linger
+            eb::log_error("control API server: ", error.what(), "; stopping");
+            signalled.request();
+        }
+    });
     std::jthread progress_thread([&] { eb::report_progress(status, shutdown); });
+    // However this scope ends, an exception from the run included, both
+    // threads are told to end before they are joined (declared after them,
+    // this is destroyed first).
+    struct Shutdown_on_exit {
+        eb::Stop_flag& shutdown;
+        ~Shutdown_on_exit() { shutdown.request(); }
+    } shutdown_on_exit{shutdown};
     const bool completed = unit.run();
-    shutdown.request();  // ends both threads, joined on scope exit
+    shutdown.request();
 
     const eb::Status_snapshot last = status.snapshot();
     eb::log_info("stopped: ", last.events_built, " events built, ", last.events_incomplete, " incomplete, ",

@@ -12,6 +12,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <system_error>
 
 #include "log.hpp"
 #include "socket.hpp"
@@ -30,6 +31,7 @@ constexpr auto max_retry_delay = 1s;
 // yet) is abandoned and retried, re-resolving the name.
 constexpr auto connect_timeout = 2s;
 constexpr auto hello_timeout = 2s;
+constexpr auto accept_pause = 100ms;  // between accepts while out of file descriptors
 constexpr auto report_interval = 3s;
 constexpr std::size_t peers_listed_per_report = 4;
 
@@ -167,6 +169,10 @@ private:
     std::vector<Greeting> greetings_;
     Clock::time_point started_ = Clock::now();
     Clock::time_point next_report_ = started_ + report_interval;
+    // Out of file descriptors: the listener stays readable, so it is left
+    // alone until then instead of being polled (and failing) in a spin.
+    Clock::time_point accept_again_at_{};
+    Clock::time_point descriptor_warning_at_{};
     // Set once the connect joins a running set: then it ends by this time.
     std::optional<Clock::time_point> join_deadline_;
 };
@@ -188,7 +194,8 @@ std::optional<Mesh_connections> Mesh_builder::run() {
             next_report_ = now + report_interval;
         }
 
-        watch.assign({{stop_.fd(), POLLIN, 0}, {listener_.get(), POLLIN, 0}});
+        watch.assign({{stop_.fd(), POLLIN, 0},
+                      {listener_.get(), static_cast<short>(now >= accept_again_at_ ? POLLIN : 0), 0}});
         watched_dials.clear();
         // Dials in progress wait for POLLOUT, then for the peer's answer to
         // the hello; accepted ones are watched for a peer that went away.
@@ -264,7 +271,12 @@ void Mesh_builder::start_dial(Rank peer, Clock::time_point now) {
     if (resolved != 0) return fail_dial(peer, std::string("cannot resolve: ") + ::gai_strerror(resolved), now);
     const std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owned(found, &::freeaddrinfo);
 
-    Fd fd = tcp_socket();
+    Fd fd;
+    try {
+        fd = tcp_socket();
+    } catch (const std::system_error& error) {  // out of descriptors, say: try again later
+        return fail_dial(peer, error.what(), now);
+    }
     tune_data_socket(fd.get(), peer_timeout_ms_);
     if (::connect(fd.get(), found->ai_addr, found->ai_addrlen) != 0 && errno != EINPROGRESS)
         return fail_dial(peer, error_text(errno), now);
@@ -338,6 +350,15 @@ void Mesh_builder::give_up_overdue(Clock::time_point now) {
 void Mesh_builder::accept_waiting(Clock::time_point now) {
     while (true) {
         Fd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+        if (!fd && (errno == EMFILE || errno == ENFILE)) {
+            accept_again_at_ = now + accept_pause;
+            if (now >= descriptor_warning_at_) {
+                log_warning("cannot accept data connections: out of file descriptors (", error_text(errno),
+                            "); raise the open-files limit (ulimit -n) or run fewer units per process");
+                descriptor_warning_at_ = now + report_interval;
+            }
+            return;
+        }
         if (!fd) return;  // EAGAIN: none left; other errors concern only that dialler, who retries
         tune_data_socket(fd.get(), peer_timeout_ms_);
         greetings_.push_back(Greeting{std::move(fd), {}, 0, now + hello_timeout});
@@ -422,6 +443,7 @@ void Mesh_builder::read_hello(Greeting& greeting) {
 
 Clock::time_point Mesh_builder::next_deadline() const {
     Clock::time_point next = join_deadline_ ? std::min(next_report_, *join_deadline_) : next_report_;
+    if (accept_again_at_ > Clock::now()) next = std::min(next, accept_again_at_);
     for (Rank peer = 0; peer < units(); ++peer) {
         const Dial& dial = dials_[peer];
         if (!wanted(peer) || dial.up) continue;
