@@ -412,6 +412,32 @@ TEST(TcpMesh, OutOfFileDescriptorsTheConnectWaitsInsteadOfSpinning) {
     EXPECT_LT(used, 100ms) << "the connect spins on a listener it cannot accept from";
 }
 
+// A peer's name that takes long to resolve (DNS unreachable) holds up
+// neither a stop nor the peers whose addresses are at hand.
+TEST(TcpMesh, ASlowNameResolutionHoldsUpNeitherAStopNorTheOtherDials) {
+    const std::vector<std::uint16_t> ports = test::free_ports(3);
+    const std::vector<Peer_address> peers = {
+        {"127.0.0.1", ports[0]}, {"127.0.0.1", ports[1]}, {"slow-dns.example", ports[2]}};
+    Stop_flag stop;
+    const Fd listener = listen_for_peers(ports[1]);
+    const auto slow = [](const std::string&) -> Resolved {
+        std::this_thread::sleep_for(3s);
+        return std::string("no answer");
+    };
+    std::atomic<bool> done = false;
+    std::jthread unit([&, unit_listener = listen_for_peers(ports[0])] {
+        connect_peers(unit_listener, 0, peers, {true, true, true}, {1, false, 0, 0}, default_peer_timeout_ms,
+                      join_timeout, stop, slow);
+        done = true;
+    });
+    const Fd in = accept_dial(listener, 0);
+    EXPECT_TRUE(in) << "rank 1 was not dialled while rank 2's name was being resolved";
+    const auto asked = Clock::now();
+    stop.request();
+    ASSERT_TRUE(test::eventually([&] { return done.load(); }, 1s)) << "the stop waited for the resolver";
+    EXPECT_LT(Clock::now() - asked, 500ms);
+}
+
 // A process whose hello does not fit the table (another number of ranks, a
 // rank that is not live, this unit's own rank) is refused with 'U' and
 // closed; the unit goes on connecting its real peers, it does not fail.

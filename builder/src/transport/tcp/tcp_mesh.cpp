@@ -1,5 +1,6 @@
 #include "tcp_mesh.hpp"
 
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -7,12 +8,14 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <system_error>
+#include <thread>
 
 #include "log.hpp"
 #include "socket.hpp"
@@ -32,6 +35,8 @@ constexpr auto max_retry_delay = 1s;
 constexpr auto connect_timeout = 2s;
 constexpr auto hello_timeout = 2s;
 constexpr auto accept_pause = 100ms;  // between accepts while out of file descriptors
+constexpr auto resolve_timeout = 5s;  // a name with no answer by then: the dial fails and is tried again
+constexpr auto resolve_poll = 10ms;   // how often a name being resolved is looked at
 constexpr auto report_interval = 3s;
 constexpr std::size_t peers_listed_per_report = 4;
 
@@ -81,8 +86,17 @@ std::string transport_mismatch(Rank peer, bool peer_verbs, bool verbs) {
            ", this unit over " + (verbs ? "verbs" : "tcp") + ": every unit of a set needs the same --transport";
 }
 
+// A host name being resolved on a thread of its own; the thread keeps it
+// alive for as long as it runs, even once the dial gave up on it.
+struct Resolution {
+    std::atomic<bool> done{false};
+    Resolved result;
+};
+
 // This unit's connection to one peer's BU.
 struct Dial {
+    std::shared_ptr<Resolution> resolution;  // set while its name is being resolved
+    Clock::time_point resolve_give_up_at{};
     Fd fd;  // set from the start of a connect attempt
     bool hello_sent = false;  // connected, hello sent, acceptance awaited
     bool up = false;          // accepted
@@ -116,7 +130,7 @@ class Mesh_builder {
 public:
     Mesh_builder(const Fd& listener, Rank rank, std::span<const Peer_address> peers, std::vector<bool> wanted,
                  const Mesh_position& position, int peer_timeout_ms, Clock::duration join_timeout,
-                 const Stop_flag& stop)
+                 const Stop_flag& stop, Resolver resolve)
         : listener_(listener),
           rank_(rank),
           peers_(peers),
@@ -125,6 +139,7 @@ public:
           peer_timeout_ms_(peer_timeout_ms),
           join_timeout_(join_timeout),
           stop_(stop),
+          resolve_(std::move(resolve)),
           dials_(peers.size()),
           accepted_(peers.size()),
           hellos_(peers.size()) {
@@ -163,6 +178,7 @@ private:
     int peer_timeout_ms_;
     Clock::duration join_timeout_;
     const Stop_flag& stop_;
+    Resolver resolve_;
     std::vector<Dial> dials_;   // by rank
     std::vector<Fd> accepted_;  // by rank
     std::vector<std::optional<Mesh_position>> hellos_;  // by rank
@@ -262,14 +278,35 @@ void Mesh_builder::start_due_dials(Clock::time_point now) {
 
 void Mesh_builder::start_dial(Rank peer, Clock::time_point now) {
     const Peer_address& address = peers_[peer];
-    addrinfo hints{};
-    hints.ai_family = AF_INET;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* found = nullptr;
-    // Blocking, but the name of a pod that does not exist yet fails fast.
-    const int resolved = ::getaddrinfo(address.host.c_str(), std::to_string(address.port).c_str(), &hints, &found);
-    if (resolved != 0) return fail_dial(peer, std::string("cannot resolve: ") + ::gai_strerror(resolved), now);
-    const std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owned(found, &::freeaddrinfo);
+    Dial& dial = dials_[peer];
+    in_addr ip{};
+    if (::inet_pton(AF_INET, address.host.c_str(), &ip) != 1) {  // a name: resolved off this thread
+        if (!dial.resolution) {
+            dial.resolution = std::make_shared<Resolution>();
+            dial.resolve_give_up_at = now + resolve_timeout;
+            std::thread([resolution = dial.resolution, resolve = resolve_, host = address.host] {
+                resolution->result = resolve(host);
+                resolution->done.store(true, std::memory_order_release);
+            }).detach();
+            return;
+        }
+        if (!dial.resolution->done.load(std::memory_order_acquire)) {
+            if (now < dial.resolve_give_up_at) return;  // looked at again on the next turn
+            dial.resolution.reset();
+            return fail_dial(peer, "cannot resolve: no answer within " +
+                                       std::to_string(std::chrono::duration_cast<std::chrono::seconds>(resolve_timeout).count()) +
+                                       " s (is DNS reachable?)",
+                             now);
+        }
+        const Resolved resolved = std::move(dial.resolution->result);
+        dial.resolution.reset();
+        if (const auto* error = std::get_if<std::string>(&resolved)) return fail_dial(peer, "cannot resolve: " + *error, now);
+        ip = std::get<in_addr>(resolved);
+    }
+    sockaddr_in target{};
+    target.sin_family = AF_INET;
+    target.sin_port = htons(address.port);
+    target.sin_addr = ip;
 
     Fd fd;
     try {
@@ -278,7 +315,7 @@ void Mesh_builder::start_dial(Rank peer, Clock::time_point now) {
         return fail_dial(peer, error.what(), now);
     }
     tune_data_socket(fd.get(), peer_timeout_ms_);
-    if (::connect(fd.get(), found->ai_addr, found->ai_addrlen) != 0 && errno != EINPROGRESS)
+    if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&target), sizeof target) != 0 && errno != EINPROGRESS)
         return fail_dial(peer, error_text(errno), now);
     // Completion, immediate or not, is seen as POLLOUT in the main loop.
     dials_[peer].fd = std::move(fd);
@@ -444,6 +481,8 @@ void Mesh_builder::read_hello(Greeting& greeting) {
 Clock::time_point Mesh_builder::next_deadline() const {
     Clock::time_point next = join_deadline_ ? std::min(next_report_, *join_deadline_) : next_report_;
     if (accept_again_at_ > Clock::now()) next = std::min(next, accept_again_at_);
+    for (const Dial& dial : dials_)
+        if (dial.resolution) next = std::min(next, Clock::now() + resolve_poll);
     for (Rank peer = 0; peer < units(); ++peer) {
         const Dial& dial = dials_[peer];
         if (!wanted(peer) || dial.up) continue;
@@ -485,9 +524,22 @@ Fd listen_for_peers(std::uint16_t port) {
 std::optional<Mesh_connections> connect_peers(const Fd& listener, Rank rank, std::span<const Peer_address> peers,
                                               std::vector<bool> wanted, const Mesh_position& position,
                                               int peer_timeout_ms, std::chrono::milliseconds join_timeout,
-                                              const Stop_flag& stop) {
-    return Mesh_builder(listener, rank, peers, std::move(wanted), position, peer_timeout_ms, join_timeout, stop)
+                                              const Stop_flag& stop, Resolver resolve) {
+    return Mesh_builder(listener, rank, peers, std::move(wanted), position, peer_timeout_ms, join_timeout, stop,
+                        std::move(resolve))
         .run();
+}
+
+Resolved resolve_host(const std::string& host) {
+    addrinfo hints{};
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    if (const int resolved = ::getaddrinfo(host.c_str(), nullptr, &hints, &found); resolved != 0)
+        return std::string(::gai_strerror(resolved));
+    const in_addr address = reinterpret_cast<const sockaddr_in*>(found->ai_addr)->sin_addr;
+    ::freeaddrinfo(found);
+    return address;
 }
 
 std::optional<Tcp_mesh> connect_mesh(Fd listener, Rank rank, std::span<const Peer_address> peers,

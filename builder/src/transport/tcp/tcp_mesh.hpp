@@ -1,9 +1,14 @@
 #pragma once
 
+#include <netinet/in.h>
+
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
+#include <string>
+#include <variant>
 #include <vector>
 
 #include "fd.hpp"
@@ -45,6 +50,14 @@ struct Mesh_connections {
     bool connected(Rank peer) const { return bool(mesh.to[peer]) && bool(mesh.from[peer]); }
 };
 
+// A host name's IPv4 address, or why there is none. resolve_host asks the
+// system (getaddrinfo: DNS, /etc/hosts), which may block for seconds when DNS
+// is unreachable; the mesh calls it on a thread of its own, so neither a
+// stop nor the other peers' dials wait for it. Tests put in a slow one.
+using Resolved = std::variant<in_addr, std::string>;
+using Resolver = std::function<Resolved(const std::string& host)>;
+Resolved resolve_host(const std::string& host);
+
 // Dials every wanted peer (wanted[r]) and accepts a dial from each, retrying
 // resolution and connection with backoff (in Kubernetes, peers' names
 // resolve and their ports open at different times) and logging progress
@@ -58,7 +71,7 @@ struct Mesh_connections {
 std::optional<Mesh_connections> connect_peers(const Fd& listener, Rank rank, std::span<const Peer_address> peers,
                                               std::vector<bool> wanted, const Mesh_position& position,
                                               int peer_timeout_ms, std::chrono::milliseconds join_timeout,
-                                              const Stop_flag& stop);
+                                              const Stop_flag& stop, Resolver resolve = resolve_host);
 
 // --join-timeout-ms's default.
 inline constexpr std::chrono::milliseconds default_join_timeout{5000};
