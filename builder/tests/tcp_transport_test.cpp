@@ -173,13 +173,21 @@ TEST(TcpTransport, StopEndsATransferThatCannotComplete) {
 // protocol) ends at its deadline with that peer lost as timed out.
 TEST(TcpTransport, ATransferWithADeadlineLosesThePeersNotDoneByThen) {
     Stop_flag stop;
-    auto mesh = transports(2, stop);
+    auto meshes = test::connect_local_mesh(2, stop);
+    std::vector<std::pair<Link_failure, std::string>> losses;
+    Tcp_transport transport(0, std::move(meshes[0]), stop, [&](Rank, Link_failure failure, const std::string& detail) {
+        losses.emplace_back(failure, detail);
+    });
     std::vector<std::byte> in(64);
     const Receive receive{1, in};  // rank 1 never sends
     const auto start = Tcp_transport::Clock::now();
-    EXPECT_TRUE(mesh[0]->transfer_until({}, {&receive, 1}, start + std::chrono::milliseconds(200)));
+    EXPECT_TRUE(transport.transfer_until(
+        {}, {&receive, 1}, {start + std::chrono::milliseconds(200), Link_failure::join_timeout, "no addresses"}));
     EXPECT_GE(Tcp_transport::Clock::now() - start, std::chrono::milliseconds(200));
-    EXPECT_TRUE(mesh[0]->lost(1));
+    EXPECT_TRUE(transport.lost(1));
+    ASSERT_EQ(losses.size(), 1u);
+    EXPECT_EQ(losses[0].first, Link_failure::join_timeout) << "lost as the caller says: a join that timed out";
+    EXPECT_EQ(losses[0].second, "no addresses");
 }
 
 TEST(TcpTransport, SelfMessagesNeedBothSidesOfTheSameSize) {

@@ -66,14 +66,14 @@ bool Tcp_transport::transfer(std::span<const Send> sends, std::span<const Receiv
     // Checked up front too: a transfer that is all local never reaches poll().
     if (stop_.requested()) return false;
     post(sends, receives);
-    return drive(std::nullopt);
+    return drive(nullptr);
 }
 
 bool Tcp_transport::transfer_until(std::span<const Send> sends, std::span<const Receive> receives,
-                                   Clock::time_point deadline) {
+                                   const Deadline& deadline) {
     if (stop_.requested()) return false;
     post(sends, receives);
-    return drive(deadline);
+    return drive(&deadline);
 }
 
 std::unique_ptr<Registered_memory> Tcp_transport::register_memory(std::span<const std::byte>) {
@@ -105,7 +105,7 @@ bool Tcp_transport::wait_data(std::span<const Rank> sent_to, std::span<const Ran
         operations_.push_back(operation);
         return true;
     });
-    return drive(std::nullopt);
+    return drive(nullptr);
 }
 
 void Tcp_transport::quiesce() {
@@ -113,7 +113,7 @@ void Tcp_transport::quiesce() {
     self_.cancel();
 }
 
-bool Tcp_transport::drive(std::optional<Clock::time_point> deadline) {
+bool Tcp_transport::drive(const Deadline* deadline) {
     while (true) {
         poll_set_.clear();
         poll_set_.push_back({stop_.fd(), POLLIN, 0});
@@ -126,11 +126,10 @@ bool Tcp_transport::drive(std::optional<Clock::time_point> deadline) {
         if (poll_set_.size() == 1) return true;
         int timeout_ms = -1;
         if (deadline) {
-            const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now()).count();
+            const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline->at - Clock::now()).count();
             if (left <= 0) {
                 for (Operation& operation : operations_)
-                    if (operation.left != 0)
-                        lose(operation.peer, Link_failure::timeout, "it did not answer the connection set-up in time");
+                    if (operation.left != 0) lose(operation.peer, deadline->failure, deadline->detail);
                 continue;
             }
             timeout_ms = static_cast<int>(left);

@@ -44,9 +44,14 @@ public:
     Transport_report report() const override { return {}; }
 
     // A transfer with a deadline: the peers whose operations are not done by
-    // then are lost (timeout). For a set-up exchange with peers that may not
-    // speak the protocol at all.
-    bool transfer_until(std::span<const Send> sends, std::span<const Receive> receives, Clock::time_point deadline);
+    // then are lost, as `failure` with `detail`. For a set-up exchange with
+    // peers that may not speak the protocol at all.
+    struct Deadline {
+        Clock::time_point at;
+        Link_failure failure = Link_failure::timeout;
+        std::string detail = "it did not answer the connection set-up in time";
+    };
+    bool transfer_until(std::span<const Send> sends, std::span<const Receive> receives, const Deadline& deadline);
     // The connections, for a transport that uses them out of band.
     const Tcp_mesh& mesh() const { return mesh_; }
 
@@ -61,7 +66,7 @@ private:
 
     void post(std::span<const Send> sends, std::span<const Receive> receives);
     // Drives operations_ until all are done; false if stopped first.
-    bool drive(std::optional<Clock::time_point> deadline);
+    bool drive(const Deadline* deadline);
     void progress(Operation& operation);  // as far as the socket allows now
 
     Rank rank_;

@@ -113,7 +113,7 @@ Verbs_transport::Verbs_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop
       peers_(mesh.to.size()),
       self_(rank, static_cast<Rank>(mesh.to.size()), "Verbs_transport") {
     open_device();
-    connect(std::move(mesh));
+    join(std::move(mesh), Link_failure::timeout, "it did not answer the connection set-up in time");
 }
 
 void Verbs_transport::open_device() {
@@ -271,6 +271,13 @@ void Verbs_transport::connect_qp(ibv_qp* qp, const Qp_address& remote, std::uint
 }
 
 void Verbs_transport::connect(Tcp_mesh joined) {
+    // They joined a running set: one that cannot finish that is given up on
+    // as a join that timed out, as over TCP.
+    join(std::move(joined), Link_failure::join_timeout,
+         "it did not send its queue-pair addresses within the join timeout");
+}
+
+void Verbs_transport::join(Tcp_mesh joined, Link_failure late, const std::string& late_detail) {
     std::vector<Rank> peers;
     for (Rank peer = 0; peer < units(); ++peer)
         if (joined.to[peer] && joined.from[peer]) {
@@ -278,10 +285,10 @@ void Verbs_transport::connect(Tcp_mesh joined) {
             peers.push_back(peer);
         }
     tcp_.connect(std::move(joined));
-    set_up(peers);
+    set_up(peers, late, late_detail);
 }
 
-void Verbs_transport::set_up(const std::vector<Rank>& joined) {
+void Verbs_transport::set_up(const std::vector<Rank>& joined, Link_failure late, const std::string& late_detail) {
     std::vector<Qp_address> local(units()), remote(units());
     std::vector<Send> sends;
     std::vector<Receive> receives;
@@ -304,7 +311,8 @@ void Verbs_transport::set_up(const std::vector<Rank>& joined) {
         sends.push_back({peer, std::as_bytes(std::span(&mine, 1))});
         receives.push_back({peer, std::as_writable_bytes(std::span(&remote[peer], 1))});
     }
-    const auto deadline = Tcp_transport::Clock::now() + std::chrono::milliseconds(settings_.setup_timeout_ms);
+    const Tcp_transport::Deadline deadline{
+        Tcp_transport::Clock::now() + std::chrono::milliseconds(settings_.setup_timeout_ms), late, late_detail};
     if (!tcp_.transfer_until(sends, receives, deadline)) throw Stopped();
     for (const Rank peer : joined) {
         if (lost(peer)) continue;

@@ -100,7 +100,12 @@ private:
     };
 
     void open_device();
-    void set_up(const std::vector<Rank>& joined);
+    // Takes the connections of `joined` (dropping older queue pairs with
+    // those peers) and sets their queue pairs up.
+    void join(Tcp_mesh joined, Link_failure late, const std::string& late_detail);
+    // Exchanges queue-pair addresses with `joined`; a peer that sends none
+    // within the set-up timeout is lost as `late`.
+    void set_up(const std::vector<Rank>& joined, Link_failure late, const std::string& late_detail);
     Qp create_qp();
     void connect_qp(ibv_qp* qp, const Qp_address& remote, std::uint32_t remote_qpn, std::uint32_t remote_psn,
                     std::uint32_t local_psn);
