@@ -13,7 +13,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <array>
 #include <cstring>
+#include <cstdio>
+#include <fstream>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -238,12 +242,13 @@ bool ready(int fd, short events) {
 
 // A stand-in for a peer process, built from raw sockets: accepts the unit's
 // dial and reads its hello, and dials the unit with a hello of its own. The
-// hello is 40 bytes (tcp_mesh.cpp): magic, mesh protocol version 5, flags
+// The acceptor sends a 16-byte nonce; the dialler answers with a hello of 40
+// bytes (tcp_mesh.cpp): magic, mesh protocol version 6, flags
 // (1: in session), rank, units, rank table epoch, reserved, next chunk,
 // cycles done.
 struct Hello_bytes {
     std::uint32_t magic = 0x4C484245;  // "EBHL"
-    std::uint16_t version = 5;
+    std::uint16_t version = 6;
     std::uint16_t flags = 0;
     std::uint32_t rank = 0;
     std::uint32_t units = 0;
@@ -254,37 +259,63 @@ struct Hello_bytes {
 };
 static_assert(sizeof(Hello_bytes) == 40);
 
-// Takes a unit's dial and its hello; answers 'A' (taken) if `take`, else
-// leaves the answer to the caller.
-Fd accept_dial(const Fd& listener, std::uint32_t expected_rank, std::uint32_t expected_epoch = 1, bool take = true) {
+// Takes a unit's dial: sends a nonce, reads its hello and proof (checked
+// against `key`); answers 'A' (taken) if `take`, else leaves the answer to
+// the caller.
+Fd accept_dial(const Fd& listener, std::uint32_t expected_rank, std::uint32_t expected_epoch = 1, bool take = true,
+               const Data_key& key = Data_key()) {
     if (!ready(listener.get(), POLLIN)) return Fd();
     Fd fd(::accept(listener.get(), nullptr, nullptr));
-    Hello_bytes hello{};
+    const Data_key::Nonce nonce = Data_key::fresh_nonce();
+    if (::send(fd.get(), nonce.data(), nonce.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(nonce.size())) return Fd();
+    std::array<std::byte, sizeof(Hello_bytes) + Data_key::mac_bytes> message{};
     std::size_t got = 0;
-    while (fd && got < sizeof hello && ready(fd.get(), POLLIN)) {
-        const ssize_t n = ::recv(fd.get(), reinterpret_cast<char*>(&hello) + got, sizeof hello - got, 0);
+    while (fd && got < message.size() && ready(fd.get(), POLLIN)) {
+        const ssize_t n = ::recv(fd.get(), message.data() + got, message.size() - got, 0);
         if (n <= 0) return Fd();
         got += static_cast<std::size_t>(n);
     }
-    if (got != sizeof hello || hello.magic != Hello_bytes{}.magic || hello.version != Hello_bytes{}.version ||
-        hello.rank != expected_rank || hello.epoch != expected_epoch)
+    Hello_bytes hello{};
+    std::memcpy(&hello, message.data(), sizeof hello);
+    Data_key::Mac proof{};
+    std::memcpy(proof.data(), message.data() + sizeof hello, proof.size());
+    if (got != message.size() || hello.magic != Hello_bytes{}.magic || hello.version != Hello_bytes{}.version ||
+        hello.rank != expected_rank || hello.epoch != expected_epoch ||
+        !key.verify(nonce, std::span(message).first(sizeof hello), proof))
         return Fd();
     const char taken = 'A';
     if (take && ::send(fd.get(), &taken, 1, MSG_NOSIGNAL) != 1) return Fd();
     return fd;
 }
 
+// Dials a unit as `rank`: takes its nonce, sends the hello and the proof
+// made with `key` (or `proof`, if given: a recorded one).
 Fd dial_in(std::uint16_t port, std::uint32_t rank, std::uint32_t units, std::uint32_t epoch = 1,
-           bool in_session = false) {
+           bool in_session = false, const Data_key& key = Data_key(),
+           std::optional<Data_key::Mac> proof = std::nullopt, Data_key::Nonce* nonce_seen = nullptr) {
     Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     address.sin_port = htons(port);
     if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) return Fd();
+    Data_key::Nonce nonce{};
+    std::size_t got = 0;
+    while (got < nonce.size() && ready(fd.get(), POLLIN)) {
+        const ssize_t n = ::recv(fd.get(), nonce.data() + got, nonce.size() - got, 0);
+        if (n <= 0) return Fd();
+        got += static_cast<std::size_t>(n);
+    }
+    if (got != nonce.size()) return Fd();
+    if (nonce_seen != nullptr) *nonce_seen = nonce;
     const Hello_bytes hello{.flags = static_cast<std::uint16_t>(in_session ? 1 : 0), .rank = rank, .units = units,
                             .epoch = epoch};
-    if (::send(fd.get(), &hello, sizeof hello, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof hello)) return Fd();
+    std::array<std::byte, sizeof hello + Data_key::mac_bytes> message{};
+    std::memcpy(message.data(), &hello, sizeof hello);
+    const Data_key::Mac mac = proof ? *proof : key.prove(nonce, std::span(message).first(sizeof hello));
+    std::memcpy(message.data() + sizeof hello, mac.data(), mac.size());
+    if (::send(fd.get(), message.data(), message.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(message.size()))
+        return Fd();
     return fd;
 }
 
@@ -388,8 +419,13 @@ TEST(TcpMesh, OutOfFileDescriptorsTheConnectWaitsInsteadOfSpinning) {
     for (const std::uint16_t port : ports) peers.push_back({"127.0.0.1", port});
     Stop_flag stop;
     Fd unit_listener = listen_for_peers(ports[0]);
-    const Fd waiting = dial_in(ports[0], 1, 2);  // queued on the listener, never accepted
-    ASSERT_TRUE(waiting);
+    // A connection queued on the listener, never accepted.
+    const Fd waiting(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(ports[0]);
+    ASSERT_EQ(::connect(waiting.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
     rlimit limit{};
     ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &limit), 0);
     const rlimit saved = limit;
@@ -435,7 +471,7 @@ TEST(TcpMesh, ASlowNameResolutionHoldsUpNeitherAStopNorTheOtherDials) {
     std::atomic<bool> done = false;
     std::jthread unit([&, unit_listener = listen_for_peers(ports[0])] {
         connect_peers(unit_listener, 0, peers, {true, true, true}, {1, false, 0, 0}, default_peer_timeout_ms,
-                      join_timeout, stop, slow);
+                      join_timeout, stop, Data_key(), slow);
         done = true;
     });
     const Fd in = accept_dial(listener, 0);
@@ -444,6 +480,93 @@ TEST(TcpMesh, ASlowNameResolutionHoldsUpNeitherAStopNorTheOtherDials) {
     stop.request();
     ASSERT_TRUE(test::eventually([&] { return done.load(); }, 1s)) << "the stop waited for the resolver";
     EXPECT_LT(Clock::now() - asked, 500ms);
+}
+
+// With a run's data key, a dial must prove it over the acceptor's nonce: a
+// process with another key (or none), and one replaying a proof recorded on
+// another connection, are refused with 'K'; the unit goes on, unharmed.
+TEST(TcpMesh, ADialWithoutProofOfTheRunsKeyIsRefused) {
+    const std::vector<std::uint16_t> ports = test::free_ports(2);
+    std::vector<Peer_address> peers;
+    for (const std::uint16_t port : ports) peers.push_back({"127.0.0.1", port});
+    const Data_key key("the run's secret, 32 bytes long!"), other("another run's secret, 32 bytes!!");
+    Stop_flag stop;
+    const Fd listener = listen_for_peers(ports[1]);
+    std::optional<Mesh_connections> connections;
+    std::jthread unit([&, unit_listener = listen_for_peers(ports[0])] {
+        connections = connect_peers(unit_listener, 0, peers, {true, true}, {1, false, 0, 0}, default_peer_timeout_ms,
+                                    join_timeout, stop, key);
+    });
+    struct Stop_on_exit {
+        Stop_flag& stop;
+        ~Stop_on_exit() { stop.request(); }
+    } stop_on_exit{stop};
+
+    const Fd wrong_key = dial_in(ports[0], 1, 2, 1, false, other);
+    EXPECT_EQ(read_until_closed(wrong_key), std::optional<std::string>("K"));
+    const Fd no_key = dial_in(ports[0], 1, 2, 1, false);
+    EXPECT_EQ(read_until_closed(no_key), std::optional<std::string>("K"));
+    // A proof recorded on one connection, replayed on the next.
+    Data_key::Nonce recorded_nonce{};
+    const Fd first = dial_in(ports[0], 1, 2, 1, false, other, std::nullopt, &recorded_nonce);
+    EXPECT_EQ(read_until_closed(first), std::optional<std::string>("K"));
+    Hello_bytes hello{.rank = 1, .units = 2, .epoch = 1};
+    const Data_key::Mac recorded = key.prove(recorded_nonce, std::as_bytes(std::span(&hello, 1)));
+    const Fd replayed = dial_in(ports[0], 1, 2, 1, false, Data_key(), recorded);
+    EXPECT_EQ(read_until_closed(replayed), std::optional<std::string>("K")) << "a proof holds for one nonce only";
+
+    const Fd in = accept_dial(listener, 0, 1, true, key);
+    ASSERT_TRUE(in) << "rank 0's dial did not prove the key";
+    const Fd out = dial_in(ports[0], 1, 2, 1, false, key);
+    ASSERT_TRUE(out);
+    unit.join();
+    ASSERT_TRUE(connections);
+    EXPECT_TRUE(connections->connected(1));
+}
+
+TEST(DataKey, ProvesWithHmacSha256OverTheNonceAndTheMessage) {
+    // RFC 4231, test case 2: key "Jefe", data "what do ya want for nothing?",
+    // here split into a 16-byte nonce and the rest.
+    const std::string data = "what do ya want for nothing?";
+    Data_key::Nonce nonce{};
+    std::memcpy(nonce.data(), data.data(), nonce.size());
+    const Data_key::Mac mac =
+        Data_key("Jefe").prove(nonce, std::as_bytes(std::span(data.data() + nonce.size(), data.size() - nonce.size())));
+    std::string hex;
+    for (const std::byte b : mac) {
+        char two[3];
+        std::snprintf(two, sizeof two, "%02x", static_cast<unsigned>(b));
+        hex += two;
+    }
+    EXPECT_EQ(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+    EXPECT_EQ(Data_key().prove(nonce, {}), Data_key::Mac{}) << "no key: an all-zero proof";
+    EXPECT_TRUE(Data_key().verify(nonce, {}, Data_key::Mac{}));
+    EXPECT_FALSE(Data_key("Jefe").verify(nonce, {}, Data_key::Mac{}));
+}
+
+TEST(DataKey, LoadsFromTheFileOrTheEnvironmentAndNamesWhatIsWrong) {
+    const std::string dir = test::make_temp_dir();
+    std::ofstream(dir + "/key") << "0123456789abcdef0123\n";
+    std::ofstream(dir + "/short") << "tiny\n";
+    const auto from_file = Data_key::load(dir + "/key", "ignored when a file is given");
+    ASSERT_TRUE(std::holds_alternative<Data_key>(from_file));
+    EXPECT_TRUE(std::get<Data_key>(from_file).configured());
+    const Data_key::Nonce nonce{};
+    EXPECT_EQ(std::get<Data_key>(from_file).prove(nonce, {}), Data_key("0123456789abcdef0123").prove(nonce, {}))
+        << "the trailing newline is not part of the key";
+    EXPECT_TRUE(std::get<Data_key>(Data_key::load(std::nullopt, "0123456789abcdef")).configured());
+    EXPECT_FALSE(std::get<Data_key>(Data_key::load(std::nullopt, nullptr)).configured());
+    EXPECT_FALSE(std::get<Data_key>(Data_key::load(std::nullopt, "")).configured());
+
+    const auto too_short = Data_key::load(dir + "/short", nullptr);
+    ASSERT_TRUE(std::holds_alternative<std::string>(too_short));
+    EXPECT_EQ(std::get<std::string>(too_short), "--data-key-file " + dir +
+                                                    "/short: the data key has 4 bytes; it needs at least 16 "
+                                                    "(e.g. head -c 32 /dev/urandom | base64)");
+    const auto missing = Data_key::load(dir + "/absent", nullptr);
+    ASSERT_TRUE(std::holds_alternative<std::string>(missing));
+    EXPECT_NE(std::get<std::string>(missing).find("cannot be read"), std::string::npos);
+    std::filesystem::remove_all(dir);
 }
 
 // A process whose hello does not fit the table (another number of ranks, a

@@ -17,7 +17,7 @@ constexpr std::string_view known_flags[] = {
     "--size-model", "--rate",   "--source",    "--source-file",    "--output",        "--run",
     "--ring-mib",   "--layout", "--dummies",   "--barrier",        "--barrier-every", "--token-file",
     "--peer-timeout-ms", "--join-timeout-ms", "--incomplete", "--numa-node", "--rdma-device",
-    "--transport", "--gid-index", "--output-timeout-ms"};
+    "--transport", "--gid-index", "--output-timeout-ms", "--data-key-file"};
 
 std::optional<std::uint64_t> parse_number(std::string_view text, std::uint64_t max) {
     std::uint64_t value = 0;
@@ -144,6 +144,11 @@ std::optional<Usage_error> parse_flag(std::string_view flag, std::string_view va
     if (flag == "--token-file") {
         if (value.empty()) return Usage_error{"--token-file needs a path, e.g. /var/run/eventbuilder/control/token"};
         config.token_file = value;
+        return std::nullopt;
+    }
+    if (flag == "--data-key-file") {
+        if (value.empty()) return Usage_error{"--data-key-file needs a path, e.g. /var/run/eventbuilder/data/key"};
+        config.data_key_file = value;
         return std::nullopt;
     }
     if (flag == "--peer-timeout-ms") return parse_into(config.peer_timeout_ms, flag, value, 100, 600'000);
@@ -296,6 +301,10 @@ leaves alone and its peers count it lost.
                          (default 8080)
   --token-file PATH      bearer token for commands (default: the environment
                          variable EB_CONTROL_TOKEN; none: commands refused)
+  --data-key-file PATH   the run's data key (at least 16 bytes): each data
+                         connection proves it (HMAC over the peer's nonce and
+                         the hello), so no other process can take a rank
+                         (default: EB_DATA_KEY; none: unauthenticated)
   --packing-factor F     events per MFP and per MEP (default 1000)
   --fragment-size B      payload bytes per generated fragment (default 128)
   --events E             stop after building E events, rounded up to whole

@@ -45,6 +45,14 @@ int run_unit(eb::Config config) {
     if (const auto* error = std::get_if<std::string>(&token)) throw std::runtime_error(*error);
     if (!std::get<eb::Control_token>(token).configured())
         eb::log_warning("no control token (--token-file or EB_CONTROL_TOKEN): the control API refuses commands");
+    auto data_key = eb::Data_key::load(
+        config.data_key_file.empty() ? std::nullopt : std::optional<std::string>(config.data_key_file),
+        std::getenv("EB_DATA_KEY"));
+    if (const auto* error = std::get_if<std::string>(&data_key)) throw std::runtime_error(*error);
+    config.data_key = std::get<eb::Data_key>(std::move(data_key));
+    if (!config.data_key.configured())
+        eb::log_warning("no data key (--data-key-file or EB_DATA_KEY): data connections are not authenticated, and "
+                        "any process that reaches the data port can take a rank");
 
     // A signal asks the unit to stop (with its set); the API and the progress
     // reports go on until the unit has.

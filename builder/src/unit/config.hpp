@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "barrier_plan.hpp"
+#include "data_key.hpp"
 #include "event_model.hpp"
 #include "peer_address.hpp"
 #include "rank.hpp"
@@ -40,6 +41,8 @@ struct Config {
     Barrier_kind barrier = Barrier_kind::tournament;
     std::uint32_t barrier_every = 1;  // phases between barriers
     std::string token_file;           // --token-file; empty: EB_CONTROL_TOKEN
+    std::string data_key_file;        // --data-key-file; empty: EB_DATA_KEY
+    Data_key data_key;                // loaded from either at start (main); none: connections unauthenticated
     std::uint32_t peer_timeout_ms = 1000;
     std::uint32_t join_timeout_ms = 5000;  // a joiner not connected by then is lost (docs/control-api.md)
     std::uint32_t output_timeout_ms = 1000;  // a MEP the output has no room for by then is dropped here

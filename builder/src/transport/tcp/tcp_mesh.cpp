@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -44,7 +45,7 @@ constexpr std::size_t peers_listed_per_report = 4;
 // it stands in the event stream.
 constexpr std::uint32_t hello_magic = 0x4C484245;  // "EBHL"
 // 4: a switch is followed by the reports and verdicts of table_switch.hpp.
-constexpr std::uint16_t mesh_protocol_version = 5;
+constexpr std::uint16_t mesh_protocol_version = 6;
 constexpr std::uint16_t hello_in_session = 1;
 constexpr std::uint16_t hello_verbs = 2;
 struct Hello {
@@ -76,6 +77,9 @@ constexpr std::byte transport_refusal{'T'};
 // Sent on a dial whose hello does not fit this unit's table (another number
 // of ranks, a rank it does not expect): refused, and nobody's state changes.
 constexpr std::byte table_refusal{'U'};
+// Sent on a dial whose proof of the run's data key is wrong (another run, a
+// stray process, a replayed hello): refused, and nobody's state changes.
+constexpr std::byte key_refusal{'K'};
 // Sent on a dial whose hello was taken: only then is the dial up, so a dial
 // that reached a unit about to refuse it (another epoch) is never counted as
 // a connection, to be found broken at the first send.
@@ -98,7 +102,10 @@ struct Dial {
     std::shared_ptr<Resolution> resolution;  // set while its name is being resolved
     Clock::time_point resolve_give_up_at{};
     Fd fd;  // set from the start of a connect attempt
-    bool hello_sent = false;  // connected, hello sent, acceptance awaited
+    bool connected = false;   // the peer's nonce is awaited
+    Data_key::Nonce nonce{};
+    std::size_t nonce_received = 0;
+    bool hello_sent = false;  // hello and proof sent, acceptance awaited
     bool up = false;          // accepted
     Clock::time_point retry_at{};
     Clock::time_point give_up_at{};
@@ -107,10 +114,12 @@ struct Dial {
     std::string last_failure = "not tried yet";
 };
 
-// An accepted connection whose hello has not fully arrived.
+// An accepted connection, sent its nonce, whose hello and proof of the
+// run's data key have not fully arrived.
 struct Greeting {
     Fd fd;
-    std::array<std::byte, sizeof(Hello)> hello{};
+    Data_key::Nonce nonce{};
+    std::array<std::byte, sizeof(Hello) + Data_key::mac_bytes> hello{};
     std::size_t received = 0;
     Clock::time_point give_up_at;
 };
@@ -130,7 +139,7 @@ class Mesh_builder {
 public:
     Mesh_builder(const Fd& listener, Rank rank, std::span<const Peer_address> peers, std::vector<bool> wanted,
                  const Mesh_position& position, int peer_timeout_ms, Clock::duration join_timeout,
-                 const Stop_flag& stop, Resolver resolve)
+                 const Stop_flag& stop, const Data_key& key, Resolver resolve)
         : listener_(listener),
           rank_(rank),
           peers_(peers),
@@ -139,6 +148,7 @@ public:
           peer_timeout_ms_(peer_timeout_ms),
           join_timeout_(join_timeout),
           stop_(stop),
+          key_(key),
           resolve_(std::move(resolve)),
           dials_(peers.size()),
           accepted_(peers.size()),
@@ -162,6 +172,7 @@ private:
     void start_due_dials(Clock::time_point now);
     void start_dial(Rank peer, Clock::time_point now);
     void finish_dial(Rank peer, Clock::time_point now);
+    void take_nonce(Rank peer, Clock::time_point now);
     void take_answer(Rank peer, Clock::time_point now);
     void fail_dial(Rank peer, std::string why, Clock::time_point now);
     void give_up_overdue(Clock::time_point now);
@@ -178,6 +189,7 @@ private:
     int peer_timeout_ms_;
     Clock::duration join_timeout_;
     const Stop_flag& stop_;
+    const Data_key& key_;
     Resolver resolve_;
     std::vector<Dial> dials_;   // by rank
     std::vector<Fd> accepted_;  // by rank
@@ -218,7 +230,7 @@ std::optional<Mesh_connections> Mesh_builder::run() {
         for (Rank peer = 0; peer < units(); ++peer) {
             const Dial& dial = dials_[peer];
             if (dial.fd && !(dial.up && dial.settled)) {
-                watch.push_back({dial.fd.get(), static_cast<short>(dial.hello_sent ? POLLIN : POLLOUT), 0});
+                watch.push_back({dial.fd.get(), static_cast<short>(dial.connected ? POLLIN : POLLOUT), 0});
                 watched_dials.push_back(peer);
             }
         }
@@ -234,8 +246,10 @@ std::optional<Mesh_connections> Mesh_builder::run() {
         for (std::size_t i = 0; i < watched_dials.size(); ++i) {
             if (watch[2 + i].revents == 0) continue;
             Dial& dial = dials_[watched_dials[i]];
-            if (!dial.hello_sent) {
+            if (!dial.connected) {
                 finish_dial(watched_dials[i], woke);
+            } else if (!dial.hello_sent) {
+                take_nonce(watched_dials[i], woke);
             } else if (!dial.up) {
                 take_answer(watched_dials[i], woke);
             } else {
@@ -329,6 +343,18 @@ void Mesh_builder::finish_dial(Rank peer, Clock::time_point now) {
     if (::getsockopt(dial.fd.get(), SOL_SOCKET, SO_ERROR, &error, &length) != 0) error = errno;
     if (error != 0) return fail_dial(peer, error_text(error), now);
     if (connected_to_itself(dial.fd.get())) return fail_dial(peer, "connected to itself, nobody listens yet", now);
+    dial.connected = true;  // the peer's nonce comes first
+    dial.give_up_at = now + hello_timeout;
+}
+
+void Mesh_builder::take_nonce(Rank peer, Clock::time_point now) {
+    Dial& dial = dials_[peer];
+    const ssize_t got = ::recv(dial.fd.get(), dial.nonce.data() + dial.nonce_received,
+                               dial.nonce.size() - dial.nonce_received, 0);
+    if (got < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (got <= 0) return fail_dial(peer, "it closed the connection before sending its nonce; dialling again", now);
+    dial.nonce_received += static_cast<std::size_t>(got);
+    if (dial.nonce_received < dial.nonce.size()) return;
 
     const Hello hello{hello_magic,         mesh_protocol_version,
                       static_cast<std::uint16_t>((position_.in_session ? hello_in_session : 0) |
@@ -336,9 +362,13 @@ void Mesh_builder::finish_dial(Rank peer, Clock::time_point now) {
                       rank_,               units(),
                       position_.epoch,     0,
                       position_.next_chunk, position_.cycles_done};
+    std::array<std::byte, sizeof(Hello) + Data_key::mac_bytes> message{};
+    std::memcpy(message.data(), &hello, sizeof hello);
+    const Data_key::Mac proof = key_.prove(dial.nonce, std::span(message).first(sizeof hello));
+    std::memcpy(message.data() + sizeof hello, proof.data(), proof.size());
     // A fresh connection's send buffer is empty: the hello goes out whole or
     // the connection is broken.
-    if (::send(dial.fd.get(), &hello, sizeof hello, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof hello))
+    if (::send(dial.fd.get(), message.data(), message.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(message.size()))
         return fail_dial(peer, "could not send the hello", now);
     dial.hello_sent = true;
     dial.give_up_at = now + hello_timeout;
@@ -357,6 +387,9 @@ void Mesh_builder::take_answer(Rank peer, Clock::time_point now) {
         throw Transport_error(transport_mismatch(peer, !position_.verbs, position_.verbs));
     fail_dial(peer,
               got == 1 && answer == epoch_refusal ? "it is on another rank table epoch; dialling again"
+              : got == 1 && answer == key_refusal
+                  ? "it refused this unit's proof of the run's data key (the units hold different keys: "
+                    "--data-key-file or EB_DATA_KEY); dialling again"
               : got == 1 && answer == table_refusal
                   ? "it refused this unit's hello: its table has another number of ranks or does not expect this "
                     "rank (every unit needs the same --peers and --dummies); dialling again"
@@ -367,6 +400,8 @@ void Mesh_builder::take_answer(Rank peer, Clock::time_point now) {
 void Mesh_builder::fail_dial(Rank peer, std::string why, Clock::time_point now) {
     Dial& dial = dials_[peer];
     dial.fd.reset();
+    dial.connected = false;
+    dial.nonce_received = 0;
     dial.hello_sent = false;
     dial.up = false;
     dial.settled = false;
@@ -398,7 +433,12 @@ void Mesh_builder::accept_waiting(Clock::time_point now) {
         }
         if (!fd) return;  // EAGAIN: none left; other errors concern only that dialler, who retries
         tune_data_socket(fd.get(), peer_timeout_ms_);
-        greetings_.push_back(Greeting{std::move(fd), {}, 0, now + hello_timeout});
+        // A fresh nonce per connection: a proof recorded on another is worthless here.
+        Greeting greeting{std::move(fd), Data_key::fresh_nonce(), {}, 0, now + hello_timeout};
+        if (::send(greeting.fd.get(), greeting.nonce.data(), greeting.nonce.size(), MSG_NOSIGNAL) !=
+            static_cast<ssize_t>(greeting.nonce.size()))
+            continue;  // gone already
+        greetings_.push_back(std::move(greeting));
     }
 }
 
@@ -417,6 +457,16 @@ void Mesh_builder::read_hello(Greeting& greeting) {
     if (hello.magic != hello_magic || hello.version != mesh_protocol_version) {
         log_warning("dropped a data connection that did not open with an eb-builder hello of version ",
                     mesh_protocol_version);
+        greeting.fd.reset();
+        return;
+    }
+    Data_key::Mac proof{};
+    std::memcpy(proof.data(), greeting.hello.data() + sizeof(Hello), proof.size());
+    if (!key_.verify(greeting.nonce, std::span(greeting.hello).first(sizeof(Hello)), proof)) {
+        log_warning("refused a dial claiming rank ", hello.rank, ": its proof of the run's data key is wrong (",
+                    key_.configured() ? "another key, none, or a replayed hello" : "this unit has no key, it has one",
+                    "); every unit of a run needs the same --data-key-file or EB_DATA_KEY");
+        (void)::send(greeting.fd.get(), &key_refusal, 1, MSG_NOSIGNAL);
         greeting.fd.reset();
         return;
     }
@@ -450,6 +500,8 @@ void Mesh_builder::read_hello(Greeting& greeting) {
         if (dial.up && peer_closed(dial.fd.get())) {
             log_warning("rank ", hello.rank, " closed our earlier connection: it restarted; dialling it again");
             dial.fd.reset();
+            dial.connected = false;
+            dial.nonce_received = 0;
             dial.hello_sent = false;
             dial.up = false;
             dial.settled = false;
@@ -524,8 +576,8 @@ Fd listen_for_peers(std::uint16_t port) {
 std::optional<Mesh_connections> connect_peers(const Fd& listener, Rank rank, std::span<const Peer_address> peers,
                                               std::vector<bool> wanted, const Mesh_position& position,
                                               int peer_timeout_ms, std::chrono::milliseconds join_timeout,
-                                              const Stop_flag& stop, Resolver resolve) {
-    return Mesh_builder(listener, rank, peers, std::move(wanted), position, peer_timeout_ms, join_timeout, stop,
+                                              const Stop_flag& stop, const Data_key& key, Resolver resolve) {
+    return Mesh_builder(listener, rank, peers, std::move(wanted), position, peer_timeout_ms, join_timeout, stop, key,
                         std::move(resolve))
         .run();
 }

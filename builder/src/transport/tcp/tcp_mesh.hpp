@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "data_key.hpp"
 #include "fd.hpp"
 #include "peer_address.hpp"
 #include "rank.hpp"
@@ -71,7 +72,8 @@ Resolved resolve_host(const std::string& host);
 std::optional<Mesh_connections> connect_peers(const Fd& listener, Rank rank, std::span<const Peer_address> peers,
                                               std::vector<bool> wanted, const Mesh_position& position,
                                               int peer_timeout_ms, std::chrono::milliseconds join_timeout,
-                                              const Stop_flag& stop, Resolver resolve = resolve_host);
+                                              const Stop_flag& stop, const Data_key& key = Data_key(),
+                                              Resolver resolve = resolve_host);
 
 // --join-timeout-ms's default.
 inline constexpr std::chrono::milliseconds default_join_timeout{5000};
