@@ -426,17 +426,17 @@ TEST(TcpMesh, OutOfFileDescriptorsTheConnectWaitsInsteadOfSpinning) {
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     address.sin_port = htons(ports[0]);
     ASSERT_EQ(::connect(waiting.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
-    rlimit limit{};
-    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &limit), 0);
-    const rlimit saved = limit;
-    std::vector<Fd> filler;
-    limit.rlim_cur = 256;  // then every descriptor up to it is taken
-    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &limit), 0);
-    for (Fd fd(::dup(0)); fd; fd = Fd(::dup(0))) filler.push_back(std::move(fd));
-
+    // The thread starts before the descriptors run out (making a thread at
+    // the limit trips the sanitizers' runtimes), then connects at the limit.
+    std::atomic<bool> at_limit = false;
     std::jthread unit([&, listener = std::move(unit_listener)] {
+        while (!at_limit && !stop.requested()) std::this_thread::sleep_for(1ms);
         connect_peers(listener, 0, peers, {true, true}, {1, false, 0, 0}, default_peer_timeout_ms, join_timeout, stop);
     });
+    struct Stop_on_exit {  // also when an assertion returns early, so the unit thread ends
+        Stop_flag& stop;
+        ~Stop_on_exit() { stop.request(); }
+    } stop_on_exit{stop};
     clockid_t clock{};
     ASSERT_EQ(::pthread_getcpuclockid(unit.native_handle(), &clock), 0);
     const auto cpu = [&] {
@@ -444,6 +444,14 @@ TEST(TcpMesh, OutOfFileDescriptorsTheConnectWaitsInsteadOfSpinning) {
         ::clock_gettime(clock, &now);
         return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
     };
+    rlimit limit{};
+    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &limit), 0);
+    const rlimit saved = limit;
+    std::vector<Fd> filler;
+    limit.rlim_cur = 256;  // then every descriptor up to it is taken
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &limit), 0);
+    for (Fd fd(::dup(0)); fd; fd = Fd(::dup(0))) filler.push_back(std::move(fd));
+    at_limit = true;
     std::this_thread::sleep_for(100ms);  // into the loop, at the limit
     const auto before = cpu();
     std::this_thread::sleep_for(500ms);  // the span measured

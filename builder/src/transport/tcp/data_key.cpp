@@ -43,7 +43,7 @@ Data_key::Mac Data_key::prove(const Nonce& nonce, std::span<const std::byte> mes
     if (!configured()) return mac;
     std::vector<unsigned char> input(nonce.size() + message.size());
     std::memcpy(input.data(), nonce.data(), nonce.size());
-    std::memcpy(input.data() + nonce.size(), message.data(), message.size());
+    if (!message.empty()) std::memcpy(input.data() + nonce.size(), message.data(), message.size());
     std::size_t length = 0;
     if (EVP_Q_mac(nullptr, "HMAC", nullptr, "SHA256", nullptr, secret_.data(), secret_.size(), input.data(),
                   input.size(), reinterpret_cast<unsigned char*>(mac.data()), mac.size(), &length) == nullptr ||

@@ -322,12 +322,9 @@ void Mesh_builder::start_dial(Rank peer, Clock::time_point now) {
     target.sin_port = htons(address.port);
     target.sin_addr = ip;
 
-    Fd fd;
-    try {
-        fd = tcp_socket();
-    } catch (const std::system_error& error) {  // out of descriptors, say: try again later
-        return fail_dial(peer, error.what(), now);
-    }
+    // Out of descriptors, say: no exception, the dial is tried again later.
+    Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd) return fail_dial(peer, "socket: " + error_text(errno), now);
     tune_data_socket(fd.get(), peer_timeout_ms_);
     if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&target), sizeof target) != 0 && errno != EINPROGRESS)
         return fail_dial(peer, error_text(errno), now);
