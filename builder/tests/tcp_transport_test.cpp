@@ -259,6 +259,20 @@ struct Hello_bytes {
 };
 static_assert(sizeof(Hello_bytes) == 40);
 
+// The addresses of units on loopback at `ports`, in rank order.
+std::vector<Peer_address> loopback_peers(const std::vector<std::uint16_t>& ports) {
+    std::vector<Peer_address> peers;
+    for (const std::uint16_t port : ports) peers.push_back({"127.0.0.1", port});
+    return peers;
+}
+
+// Asks a test's stop once it ends, also when an assertion returns early, so
+// its unit thread ends and can be joined.
+struct Stop_on_exit {
+    Stop_flag& stop;
+    ~Stop_on_exit() { stop.request(); }
+};
+
 // Takes a unit's dial: sends a nonce, reads its hello and proof (checked
 // against `key`); answers 'A' (taken) if `take`, else leaves the answer to
 // the caller.
@@ -323,17 +337,13 @@ Fd dial_in(std::uint16_t port, std::uint32_t rank, std::uint32_t units, std::uin
 // rank 2: rank 0 must dial the new rank 1 instead of keeping its dead link.
 TEST(TcpMesh, APeerThatRestartsWhileConnectingIsDialledAgain) {
     const std::vector<std::uint16_t> ports = test::free_ports(3);  // rank 2 never starts
-    std::vector<Peer_address> peers;
-    for (const std::uint16_t port : ports) peers.push_back({"127.0.0.1", port});
+    const std::vector<Peer_address> peers = loopback_peers(ports);
     Stop_flag stop;
     Fd old_listener = listen_for_peers(ports[1]);
     std::jthread unit([&, listener = listen_for_peers(ports[0])]() mutable {
         connect_mesh(std::move(listener), 0, peers, {}, stop);
     });
-    struct Stop_on_exit {  // also when an assertion returns early, so the unit thread ends
-        Stop_flag& stop;
-        ~Stop_on_exit() { stop.request(); }
-    } stop_on_exit{stop};
+    const Stop_on_exit stop_on_exit{stop};
 
     Fd old_in = accept_dial(old_listener, 0);
     ASSERT_TRUE(old_in) << "rank 0 never dialled the first rank 1";
@@ -369,18 +379,14 @@ std::optional<std::string> read_until_closed(const Fd& fd) {
 // again, until both sides agree.
 TEST(TcpMesh, ADialFromAnotherEpochIsRefusedWithRAndTheRefusedDialRetried) {
     const std::vector<std::uint16_t> ports = test::free_ports(2);
-    std::vector<Peer_address> peers;
-    for (const std::uint16_t port : ports) peers.push_back({"127.0.0.1", port});
+    const std::vector<Peer_address> peers = loopback_peers(ports);
     Stop_flag stop;
     const Fd listener = listen_for_peers(ports[1]);
     std::optional<Tcp_mesh> mesh;
     std::jthread unit([&, unit_listener = listen_for_peers(ports[0])]() mutable {
         mesh = connect_mesh(std::move(unit_listener), 0, peers, {}, stop);
     });
-    struct Stop_on_exit {
-        Stop_flag& stop;
-        ~Stop_on_exit() { stop.request(); }
-    } stop_on_exit{stop};
+    const Stop_on_exit stop_on_exit{stop};
 
     // Rank 1 dials in from epoch 2: refused.
     const Fd from_epoch_2 = dial_in(ports[0], 1, 2, 2);
@@ -415,8 +421,7 @@ constexpr auto join_timeout = 300ms;
 // time over half a second at the limit.
 TEST(TcpMesh, OutOfFileDescriptorsTheConnectWaitsInsteadOfSpinning) {
     const std::vector<std::uint16_t> ports = test::free_ports(2);
-    std::vector<Peer_address> peers;
-    for (const std::uint16_t port : ports) peers.push_back({"127.0.0.1", port});
+    const std::vector<Peer_address> peers = loopback_peers(ports);
     Stop_flag stop;
     Fd unit_listener = listen_for_peers(ports[0]);
     // A connection queued on the listener, never accepted.
@@ -433,10 +438,7 @@ TEST(TcpMesh, OutOfFileDescriptorsTheConnectWaitsInsteadOfSpinning) {
         while (!at_limit && !stop.requested()) std::this_thread::sleep_for(1ms);
         connect_peers(listener, 0, peers, {true, true}, {1, false, 0, 0}, default_peer_timeout_ms, join_timeout, stop);
     });
-    struct Stop_on_exit {  // also when an assertion returns early, so the unit thread ends
-        Stop_flag& stop;
-        ~Stop_on_exit() { stop.request(); }
-    } stop_on_exit{stop};
+    const Stop_on_exit stop_on_exit{stop};
     clockid_t clock{};
     ASSERT_EQ(::pthread_getcpuclockid(unit.native_handle(), &clock), 0);
     const auto cpu = [&] {
@@ -495,8 +497,7 @@ TEST(TcpMesh, ASlowNameResolutionHoldsUpNeitherAStopNorTheOtherDials) {
 // another connection, are refused with 'K'; the unit goes on, unharmed.
 TEST(TcpMesh, ADialWithoutProofOfTheRunsKeyIsRefused) {
     const std::vector<std::uint16_t> ports = test::free_ports(2);
-    std::vector<Peer_address> peers;
-    for (const std::uint16_t port : ports) peers.push_back({"127.0.0.1", port});
+    const std::vector<Peer_address> peers = loopback_peers(ports);
     const Data_key key("the run's secret, 32 bytes long!"), other("another run's secret, 32 bytes!!");
     Stop_flag stop;
     const Fd listener = listen_for_peers(ports[1]);
@@ -505,10 +506,7 @@ TEST(TcpMesh, ADialWithoutProofOfTheRunsKeyIsRefused) {
         connections = connect_peers(unit_listener, 0, peers, {true, true}, {1, false, 0, 0}, default_peer_timeout_ms,
                                     join_timeout, stop, key);
     });
-    struct Stop_on_exit {
-        Stop_flag& stop;
-        ~Stop_on_exit() { stop.request(); }
-    } stop_on_exit{stop};
+    const Stop_on_exit stop_on_exit{stop};
 
     const Fd wrong_key = dial_in(ports[0], 1, 2, 1, false, other);
     EXPECT_EQ(read_until_closed(wrong_key), std::optional<std::string>("K"));
@@ -582,8 +580,7 @@ TEST(DataKey, LoadsFromTheFileOrTheEnvironmentAndNamesWhatIsWrong) {
 // closed; the unit goes on connecting its real peers, it does not fail.
 TEST(TcpMesh, AHelloThatDoesNotFitTheTableIsRefusedWithoutFailingTheUnit) {
     const std::vector<std::uint16_t> ports = test::free_ports(3);
-    std::vector<Peer_address> peers;
-    for (const std::uint16_t port : ports) peers.push_back({"127.0.0.1", port});
+    const std::vector<Peer_address> peers = loopback_peers(ports);
     Stop_flag stop;
     const Fd listener = listen_for_peers(ports[1]);
     std::optional<Mesh_connections> connections;
@@ -591,10 +588,7 @@ TEST(TcpMesh, AHelloThatDoesNotFitTheTableIsRefusedWithoutFailingTheUnit) {
         connections = connect_peers(unit_listener, 0, peers, {true, true, false}, {1, false, 0, 0},
                                     default_peer_timeout_ms, join_timeout, stop);
     });
-    struct Stop_on_exit {
-        Stop_flag& stop;
-        ~Stop_on_exit() { stop.request(); }
-    } stop_on_exit{stop};
+    const Stop_on_exit stop_on_exit{stop};
 
     for (const auto& [rank, units] : {std::pair<std::uint32_t, std::uint32_t>{1, 4}, {2, 3}, {0, 3}, {7, 3}}) {
         const Fd stray = dial_in(ports[0], rank, units);
@@ -614,8 +608,7 @@ TEST(TcpMesh, AHelloThatDoesNotFitTheTableIsRefusedWithoutFailingTheUnit) {
 // (found broken at the first send, the peer lost for good).
 TEST(TcpMesh, ADialIsUpOnlyOnceThePeerTookItsHello) {
     const std::vector<std::uint16_t> ports = test::free_ports(2);
-    std::vector<Peer_address> peers;
-    for (const std::uint16_t port : ports) peers.push_back({"127.0.0.1", port});
+    const std::vector<Peer_address> peers = loopback_peers(ports);
     Stop_flag stop;
     const Fd listener = listen_for_peers(ports[1]);
     std::optional<Tcp_mesh> mesh;
@@ -624,10 +617,7 @@ TEST(TcpMesh, ADialIsUpOnlyOnceThePeerTookItsHello) {
         mesh = connect_mesh(std::move(unit_listener), 0, peers, {}, stop);
         done = true;
     });
-    struct Stop_on_exit {
-        Stop_flag& stop;
-        ~Stop_on_exit() { stop.request(); }
-    } stop_on_exit{stop};
+    const Stop_on_exit stop_on_exit{stop};
 
     const Fd in = dial_in(ports[0], 1, 2);  // rank 1's own dial is taken
     ASSERT_TRUE(in);
@@ -656,8 +646,7 @@ TEST(TcpMesh, ADialIsUpOnlyOnceThePeerTookItsHello) {
 // is closed, not handed on.
 TEST(TcpMesh, ARunningSetGivesUpOnAJoinerNotConnectedBothWaysAtTheJoinTimeout) {
     const std::vector<std::uint16_t> ports = test::free_ports(3);
-    std::vector<Peer_address> peers;
-    for (const std::uint16_t port : ports) peers.push_back({"127.0.0.1", port});
+    const std::vector<Peer_address> peers = loopback_peers(ports);
     Stop_flag stop;
     const Fd joiner_1 = listen_for_peers(ports[1]), joiner_2 = listen_for_peers(ports[2]);
     std::optional<Mesh_connections> connections;
@@ -666,10 +655,7 @@ TEST(TcpMesh, ARunningSetGivesUpOnAJoinerNotConnectedBothWaysAtTheJoinTimeout) {
         connections = connect_peers(listener, 0, peers, {false, true, true}, {2, true, 10, 5}, default_peer_timeout_ms,
                                     join_timeout, stop);
     });
-    struct Stop_on_exit {
-        Stop_flag& stop;
-        ~Stop_on_exit() { stop.request(); }
-    } stop_on_exit{stop};
+    const Stop_on_exit stop_on_exit{stop};
 
     const Fd in_1 = accept_dial(joiner_1, 0, 2), out_1 = dial_in(ports[0], 1, 3, 2);
     ASSERT_TRUE(in_1 && out_1);
@@ -691,8 +677,7 @@ TEST(TcpMesh, ARunningSetGivesUpOnAJoinerNotConnectedBothWaysAtTheJoinTimeout) {
 // the peers not connected by the join timeout.
 TEST(TcpMesh, AStartingUnitWaitsWithoutLimitUntilARunningSetDialsIt) {
     const std::vector<std::uint16_t> ports = test::free_ports(3);
-    std::vector<Peer_address> peers;
-    for (const std::uint16_t port : ports) peers.push_back({"127.0.0.1", port});
+    const std::vector<Peer_address> peers = loopback_peers(ports);
     Stop_flag stop;
     const Fd running = listen_for_peers(ports[1]);  // rank 2 never starts
     std::optional<Mesh_connections> connections;
@@ -702,10 +687,7 @@ TEST(TcpMesh, AStartingUnitWaitsWithoutLimitUntilARunningSetDialsIt) {
                                     join_timeout, stop);
         done = true;
     });
-    struct Stop_on_exit {
-        Stop_flag& stop;
-        ~Stop_on_exit() { stop.request(); }
-    } stop_on_exit{stop};
+    const Stop_on_exit stop_on_exit{stop};
 
     const Fd in = accept_dial(running, 0, 2);
     ASSERT_TRUE(in);
