@@ -140,6 +140,7 @@ func Args(run *ebv1.EventBuilderRun, rank int32, place *Placement) []string {
 		"--rank", strconv.Itoa(int(rank)),
 		"--http-port", strconv.Itoa(HTTPPort),
 		"--token-file", ControlTokenPath,
+		"--data-key-file", DataKeyPath,
 		"--packing-factor", strconv.Itoa(int(b.PackingFactor)),
 		"--fragment-size", strconv.Itoa(int(fragmentSize)),
 	}
@@ -188,14 +189,21 @@ const (
 	ControlSecretAnnotation = "eventbuilder.daq.io/control-secret-uid"
 	// ControlTokenBytes is how many random bytes a token has.
 	ControlTokenBytes = 32
+	// The run's data key, in the same Secret: every builder proves it on
+	// each data connection (an HMAC over the peer's nonce and its hello,
+	// --data-key-file), so no other process can take a rank of the run.
+	DataKeyKey   = "data-key"
+	DataKeyPath  = ControlTokenDir + "/" + DataKeyKey
+	DataKeyBytes = 32
 )
 
 // ControlSecretName is the Secret holding a run's control token.
 func ControlSecretName(run string) string { return run + "-control" }
 
-// ControlSecret renders the control Secret of a run holding token. It is
-// immutable: a new token is a new Secret (and new pods).
-func ControlSecret(run *ebv1.EventBuilderRun, token string) *corev1.Secret {
+// ControlSecret renders the control Secret of a run holding its control
+// token and its data key. It is immutable: a new token is a new Secret (and
+// new pods).
+func ControlSecret(run *ebv1.EventBuilderRun, token, dataKey string) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            ControlSecretName(run.Name),
@@ -205,7 +213,7 @@ func ControlSecret(run *ebv1.EventBuilderRun, token string) *corev1.Secret {
 		},
 		Type:      corev1.SecretTypeOpaque,
 		Immutable: ptr.To(true),
-		Data:      map[string][]byte{ControlTokenKey: []byte(token)},
+		Data:      map[string][]byte{ControlTokenKey: []byte(token), DataKeyKey: []byte(dataKey)},
 	}
 }
 
@@ -340,7 +348,8 @@ func Pod(run *ebv1.EventBuilderRun, rank int32, place *Placement, secretUID stri
 		// A directory mount, not subPath: the kubelet then refreshes the
 		// file when a failover publishes a new epoch.
 		{Name: "ranks", MountPath: ranktable.MountDir, ReadOnly: true},
-		// The control token, read once at start (--token-file).
+		// The control token and the data key, read once at start
+		// (--token-file, --data-key-file).
 		{Name: controlTokenVolume, MountPath: ControlTokenDir, ReadOnly: true},
 	}
 	volumes := []corev1.Volume{
@@ -352,7 +361,7 @@ func Pod(run *ebv1.EventBuilderRun, rank int32, place *Placement, secretUID stri
 		// Readable by the builder's group only (fsGroup below).
 		{Name: controlTokenVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName:  ControlSecretName(run.Name),
-			Items:       []corev1.KeyToPath{{Key: ControlTokenKey, Path: ControlTokenKey}},
+			Items:       []corev1.KeyToPath{{Key: ControlTokenKey, Path: ControlTokenKey}, {Key: DataKeyKey, Path: DataKeyKey}},
 			DefaultMode: ptr.To[int32](0o440),
 		}}},
 	}

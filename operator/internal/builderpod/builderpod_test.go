@@ -47,6 +47,7 @@ func TestPeers(t *testing.T) {
 func TestArgs(t *testing.T) {
 	// A controlled builder: no table on the command line.
 	base := []string{"--rank", "3", "--http-port", "8080", "--token-file", "/var/run/eventbuilder/control/token",
+		"--data-key-file", "/var/run/eventbuilder/control/data-key",
 		"--packing-factor", "30000", "--fragment-size", "133"}
 	onFabric := &Placement{Endpoint: "eb007-numa1", Node: "eb007", NUMA: 1, RDMADevice: "mlx5_1", Netdev: "ib1"}
 	for _, tc := range []struct {
@@ -149,8 +150,10 @@ func TestPod(t *testing.T) {
 		{"liveness port", c.LivenessProbe.HTTPGet.Port.String(), "http"},
 		{"token file arg", c.Args[4:6], []string{"--token-file", "/var/run/eventbuilder/control/token"}},
 		{"token mount", c.VolumeMounts[2], corev1.VolumeMount{Name: "control-token", MountPath: "/var/run/eventbuilder/control", ReadOnly: true}},
+		{"data key file arg", c.Args[6:8], []string{"--data-key-file", "/var/run/eventbuilder/control/data-key"}},
 		{"token volume", *pod.Spec.Volumes[2].Secret, corev1.SecretVolumeSource{
-			SecretName: "demo-control", Items: []corev1.KeyToPath{{Key: "token", Path: "token"}}, DefaultMode: ptr.To[int32](0o440)}},
+			SecretName: "demo-control", Items: []corev1.KeyToPath{{Key: "token", Path: "token"}, {Key: "data-key", Path: "data-key"}},
+			DefaultMode: ptr.To[int32](0o440)}},
 		{"token readable by the builder's group", *pod.Spec.SecurityContext.FSGroup, int64(65532)},
 		{"control secret annotation", pod.Annotations[ControlSecretAnnotation], "secret-uid-1"},
 		{"runAsNonRoot", *sc.RunAsNonRoot, true},
@@ -334,8 +337,9 @@ func quantities(l corev1.ResourceList) map[string]string {
 
 func TestControlSecret(t *testing.T) {
 	run := testRun("demo", 2)
-	sec := ControlSecret(run, "t0k3n")
-	if sec.Name != "demo-control" || sec.Namespace != "daq" || string(sec.Data["token"]) != "t0k3n" || !*sec.Immutable ||
+	sec := ControlSecret(run, "t0k3n", "k3y")
+	if sec.Name != "demo-control" || sec.Namespace != "daq" || string(sec.Data["token"]) != "t0k3n" ||
+		string(sec.Data["data-key"]) != "k3y" || !*sec.Immutable ||
 		!metav1.IsControlledBy(sec, run) || sec.Labels[LabelRun] != "demo" || sec.Labels[LabelName] != "eventbuilder" {
 		t.Errorf("secret %+v", sec)
 	}

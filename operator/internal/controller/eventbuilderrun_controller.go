@@ -493,17 +493,18 @@ func (r *EventBuilderRunReconciler) ensureSecret(ctx context.Context, run *ebv1.
 	sec := &corev1.Secret{}
 	err := r.Get(ctx, key, sec) // the cache holds the builders' Secrets only
 	if apierrors.IsNotFound(err) {
-		raw := make([]byte, builderpod.ControlTokenBytes)
+		raw := make([]byte, builderpod.ControlTokenBytes+builderpod.DataKeyBytes)
 		if _, err := rand.Read(raw); err != nil {
 			return nil, err
 		}
-		sec = builderpod.ControlSecret(run, hex.EncodeToString(raw))
+		sec = builderpod.ControlSecret(run, hex.EncodeToString(raw[:builderpod.ControlTokenBytes]),
+			hex.EncodeToString(raw[builderpod.ControlTokenBytes:]))
 		err = r.Create(ctx, sec)
 		switch {
 		case err == nil:
 			logf.FromContext(ctx).Info("created control token", "secret", sec.Name)
 			r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, "ControlSecretCreated", "CreateSecret",
-				"Secret %s holds the builders' control token", sec.Name)
+				"Secret %s holds the builders' control token and data key", sec.Name)
 		case apierrors.IsAlreadyExists(err):
 			// Not in the cache yet, or not labelled as the run's.
 			sec = &corev1.Secret{}
@@ -516,8 +517,11 @@ func (r *EventBuilderRunReconciler) ensureSecret(ctx context.Context, run *ebv1.
 	if !metav1.IsControlledBy(sec, run) {
 		return nil, fmt.Errorf("Secret %s exists and does not belong to run %s; delete or rename it", key.Name, run.Name)
 	}
-	if len(sec.Data[builderpod.ControlTokenKey]) == 0 {
-		return nil, fmt.Errorf("Secret %s has no %q: delete it and the operator creates a new one", key.Name, builderpod.ControlTokenKey)
+	for _, k := range []string{builderpod.ControlTokenKey, builderpod.DataKeyKey} {
+		if len(sec.Data[k]) == 0 {
+			// A Secret made by an operator before data keys: immutable, so replaced.
+			return nil, fmt.Errorf("Secret %s has no %q: delete it and the operator creates a new one", key.Name, k)
+		}
 	}
 	return sec, nil
 }

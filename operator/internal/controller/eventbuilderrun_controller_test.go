@@ -196,6 +196,9 @@ func TestRunLifecycle(t *testing.T) {
 		t.Errorf("secret: token of %d characters, owners %v, immutable %v; want 32 random bytes in hex, the run as controller, immutable",
 			len(tok), secret.OwnerReferences, secret.Immutable)
 	}
+	if key := secret.Data["data-key"]; len(key) != 64 || string(key) == string(secret.Data["token"]) {
+		t.Errorf("secret: data key of %d characters; want 32 random bytes in hex of its own", len(key))
+	}
 	expectEvent(t, ns, "demo", "ControlSecretCreated")
 
 	var pods []corev1.Pod
@@ -209,6 +212,7 @@ func TestRunLifecycle(t *testing.T) {
 		name := fmt.Sprintf("demo-eb-%d", rank)
 		c := pod.Spec.Containers[0]
 		wantArgs := []string{"--rank", strconv.Itoa(rank), "--http-port", "8080", "--token-file", "/var/run/eventbuilder/control/token",
+			"--data-key-file", "/var/run/eventbuilder/control/data-key",
 			"--packing-factor", "1000", "--fragment-size", "128"}
 		sc := c.SecurityContext
 		switch {
