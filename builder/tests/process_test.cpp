@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 
@@ -526,63 +527,53 @@ TEST_F(ProcessTest, PortInUseFailsTheStartWithCode1) {
     stop_all_and_expect_clean_exit(cluster);
 }
 
-// Units of one set that disagree on --transport are told so as they
-// connect, before any data moves (no RDMA device is needed to see it).
-TEST_F(ProcessTest, UnitsOnDifferentTransportsAreRefusedNamingTheFlag) {
+// Starts two self-configured units, rank r with `flags(r)` added, and
+// returns each one's /status once it holds ERROR ("" if it never did within
+// 10 s, which fails the test with the unit's log).
+std::vector<std::string> two_units_in_error(const std::function<std::vector<std::string>(Rank)>& flags) {
     const std::string dir = test::make_temp_dir();
     const auto ports = test::free_ports(4);
     const std::string peers = "127.0.0.1:" + std::to_string(ports[0]) + ",127.0.0.1:" + std::to_string(ports[1]);
     std::vector<std::unique_ptr<Child>> units;
-    for (const Rank rank : {0u, 1u})
-        units.push_back(std::make_unique<Child>(
-            builder_exe,
-            std::vector<std::string>{"--rank", std::to_string(rank), "--peers", peers, "--http-port",
-                                     std::to_string(ports[2 + rank]), "--transport", rank == 0 ? "tcp" : "verbs"},
-            dir + "/rank-" + std::to_string(rank) + ".log"));
+    for (const Rank rank : {0u, 1u}) {
+        std::vector<std::string> args{"--rank", std::to_string(rank), "--peers", peers, "--http-port",
+                                      std::to_string(ports[2 + rank])};
+        for (std::string& flag : flags(rank)) args.push_back(std::move(flag));
+        units.push_back(std::make_unique<Child>(builder_exe, args, dir + "/rank-" + std::to_string(rank) + ".log"));
+    }
+    std::vector<std::string> statuses;
     for (const Rank rank : {0u, 1u}) {
         std::string last;
-        EXPECT_TRUE(eventually(
+        const bool in_error = eventually(
             [&] {
                 const auto status = test::http_get(ports[2 + rank], "/status");
                 last = status ? status->body : "";
                 return last.find(R"("state":"ERROR")") != std::string::npos;
             },
-            10s))
-            << "rank " << rank << ": " << last << units[rank]->log();
-        EXPECT_NE(last.find("every unit of a set needs the same --transport"), std::string::npos) << last;
+            10s);
+        EXPECT_TRUE(in_error) << "rank " << rank << ": " << last << units[rank]->log();
+        statuses.push_back(in_error ? last : "");
     }
     units.clear();
     std::filesystem::remove_all(dir);
+    return statuses;
+}
+
+// Units of one set that disagree on --transport are told so as they
+// connect, before any data moves (no RDMA device is needed to see it).
+TEST_F(ProcessTest, UnitsOnDifferentTransportsAreRefusedNamingTheFlag) {
+    const auto statuses = two_units_in_error(
+        [](Rank rank) { return std::vector<std::string>{"--transport", rank == 0 ? "tcp" : "verbs"}; });
+    for (const std::string& status : statuses)
+        EXPECT_NE(status.find("every unit of a set needs the same --transport"), std::string::npos) << status;
 }
 
 // A verbs unit whose RDMA device is not there holds ERROR naming the device
 // (on this host, or with the devices the host has), instead of building.
 TEST_F(ProcessTest, AVerbsUnitWithoutItsDeviceHoldsErrorNamingIt) {
-    const std::string dir = test::make_temp_dir();
-    const auto ports = test::free_ports(4);
-    const std::string peers = "127.0.0.1:" + std::to_string(ports[0]) + ",127.0.0.1:" + std::to_string(ports[1]);
-    std::vector<std::unique_ptr<Child>> units;
-    for (const Rank rank : {0u, 1u})
-        units.push_back(std::make_unique<Child>(
-            builder_exe,
-            std::vector<std::string>{"--rank", std::to_string(rank), "--peers", peers, "--http-port",
-                                     std::to_string(ports[2 + rank]), "--transport", "verbs", "--rdma-device",
-                                     "nosuch0"},
-            dir + "/rank-" + std::to_string(rank) + ".log"));
-    for (const Rank rank : {0u, 1u}) {
-        std::string last;
-        EXPECT_TRUE(eventually(
-            [&] {
-                const auto status = test::http_get(ports[2 + rank], "/status");
-                last = status ? status->body : "";
-                return last.find(R"("state":"ERROR")") != std::string::npos;
-            },
-            10s))
-            << "rank " << rank << ": " << last << units[rank]->log();
-        EXPECT_NE(last.find("RDMA device"), std::string::npos) << last;
-    }
-    units.clear();
-    std::filesystem::remove_all(dir);
+    const auto statuses = two_units_in_error(
+        [](Rank) { return std::vector<std::string>{"--transport", "verbs", "--rdma-device", "nosuch0"}; });
+    for (const std::string& status : statuses) EXPECT_NE(status.find("RDMA device"), std::string::npos) << status;
 }
 
 }  // namespace

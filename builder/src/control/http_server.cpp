@@ -118,8 +118,6 @@ Http_server::Http_server(std::uint16_t port, Control_target& target, const Contr
     port_ = ntohs(address.sin_port);
 }
 
-Http_server::~Http_server() = default;
-
 void Http_server::serve() {
     // libmicrohttpd owns the listening socket from here and closes it.
     const int listener = listener_.release();

@@ -25,7 +25,6 @@ public:
     // Binds at once, so a port clash fails at startup, not in the thread.
     // Port 0 takes a free one (tests); port() tells which.
     Http_server(std::uint16_t port, Control_target& target, const Control_token& token, const Stop_flag& stop);
-    ~Http_server();
     Http_server(const Http_server&) = delete;
     Http_server& operator=(const Http_server&) = delete;
 
