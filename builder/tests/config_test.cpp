@@ -164,6 +164,8 @@ TEST(Config, ErrorsNameTheFlagAndTheFix) {
         {{"--join-timeout-ms", "99"}, "--join-timeout-ms '99': expected a whole number in 100..600000"},
         {{"--join-timeout-ms", "600001"}, "--join-timeout-ms '600001': expected a whole number in 100..600000"},
         {{"--rank", "0", "--peers", "a:1", "--incomplete", "keep"}, "--incomplete 'keep': expected one of drop|flag"},
+        {{"--output-timeout-ms", "0"}, "--output-timeout-ms '0': expected a whole number in 1..600000"},
+        {{"--data-key-file", ""}, "--data-key-file needs a path"},
         // Controlled (the operator's way), the run's parameters are checked alike.
         {{"--size-model", "poisson", "--fragment-size", "0"},
          "--fragment-size 0: --size-model poisson needs a mean of at least 1 byte"},
