@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "heartbeat.hpp"
 #include "local_mesh.hpp"
 #include "schedule.hpp"
 #include "socket.hpp"
@@ -192,6 +193,82 @@ TEST(TcpTransport, ATransferWithADeadlineLosesThePeersNotDoneByThen) {
     ASSERT_EQ(losses.size(), 1u);
     EXPECT_EQ(losses[0].first, Link_failure::join_timeout) << "lost as the caller says: a join that timed out";
     EXPECT_EQ(losses[0].second, "no addresses");
+}
+
+// A peer process that is stopped (SIGSTOP) or hung keeps its connections
+// up: its kernel acknowledges. Here rank 1 is such a process: its sockets
+// stay open while nothing in it runs, first with its heartbeat going, then
+// without. Rank 0 waits for it while it beats, and loses it once it has been
+// silent for the peer timeout.
+TEST(TcpTransport, APeerWhoseProcessFallsSilentIsLostWithinThePeerTimeout) {
+    using namespace std::chrono_literals;
+    Stop_flag stop;
+    auto meshes = test::connect_local_mesh(2, stop);
+    std::vector<std::pair<Link_failure, std::string>> losses;
+    Tcp_transport transport(0, std::move(meshes[0]), stop,
+                            [&](Rank, Link_failure failure, const std::string& detail) {
+                                losses.emplace_back(failure, detail);
+                            },
+                            Liveness{200ms, 2s});
+    auto beating = std::make_unique<Heartbeat>(2, 50ms);
+    beating->watch(0, meshes[1].to[0].get(), meshes[1].from[0].get());
+
+    std::vector<std::byte> in(64);
+    const Receive receive{1, in};  // rank 1 never sends data
+    std::jthread falls_silent([&] {
+        std::this_thread::sleep_for(1s);  // five peer timeouts of waiting, beating
+        beating.reset();                  // its connections stay open
+    });
+    const auto start = Tcp_transport::Clock::now();
+    EXPECT_TRUE(transport.transfer({}, {&receive, 1}));
+    const auto waited = Tcp_transport::Clock::now() - start;
+    EXPECT_GE(waited, 1s) << "not lost while it beat";
+    EXPECT_LT(waited, 1s + 200ms + 500ms) << "lost within the peer timeout of its last beat (and some slack)";
+    EXPECT_TRUE(transport.lost(1));
+    ASSERT_EQ(losses.size(), 1u);
+    EXPECT_EQ(losses[0].first, Link_failure::timeout);
+    EXPECT_NE(losses[0].second.find("no sign of life from its process for"), std::string::npos) << losses[0].second;
+}
+
+// A peer never heard from since it connected may still be connecting to
+// others: it gets the longer first-sign timeout, then is lost all the same.
+TEST(TcpTransport, APeerNeverHeardFromIsLostAfterTheFirstSignTimeout) {
+    using namespace std::chrono_literals;
+    Stop_flag stop;
+    auto meshes = test::connect_local_mesh(2, stop);
+    std::vector<std::string> losses;
+    Tcp_transport transport(0, std::move(meshes[0]), stop,
+                            [&](Rank, Link_failure, const std::string& detail) { losses.push_back(detail); },
+                            Liveness{100ms, 600ms});
+    std::vector<std::byte> in(64);
+    const Receive receive{1, in};  // rank 1 (its raw sockets) never beats nor sends
+    const auto start = Tcp_transport::Clock::now();
+    EXPECT_TRUE(transport.transfer({}, {&receive, 1}));
+    EXPECT_GE(Tcp_transport::Clock::now() - start, 600ms);
+    ASSERT_EQ(losses.size(), 1u);
+    EXPECT_NE(losses[0].find("since it connected"), std::string::npos) << losses[0];
+}
+
+// Data arriving is a sign of life as good as a beat: a peer that sends and
+// sends, its heartbeat late (a starved thread), is not lost.
+TEST(TcpTransport, DataFromAPeerKeepsItAliveWithoutBeats) {
+    using namespace std::chrono_literals;
+    Stop_flag stop;
+    auto meshes = test::connect_local_mesh(2, stop);
+    Tcp_transport transport(0, std::move(meshes[0]), stop, {}, Liveness{100ms, 100ms});
+    Fd sender = std::move(meshes[1].to[0]);  // raw: no heartbeat on rank 1's side
+    std::vector<std::byte> in(2000);
+    const Receive receive{1, in};
+    std::jthread trickle([&] {
+        for (int piece = 0; piece < 20; ++piece) {  // 100 bytes every 40 ms: 800 ms in all
+            std::this_thread::sleep_for(40ms);
+            const std::vector<std::byte> bytes(100, std::byte(piece));
+            ASSERT_EQ(::send(sender.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL), 100);
+        }
+    });
+    EXPECT_TRUE(transport.transfer({}, {&receive, 1}));
+    EXPECT_FALSE(transport.lost(1));
+    EXPECT_EQ(in[1999], std::byte(19));
 }
 
 TEST(TcpTransport, SelfMessagesNeedBothSidesOfTheSameSize) {

@@ -333,8 +333,9 @@ leaves alone and its peers count it lost.
   --dummies R,R,...      ranks with no unit: they keep the schedule, move no data
   --barrier B            tournament (default), centralized or none
   --barrier-every K      phases between barriers (default 1)
-  --peer-timeout-ms T    a peer whose data goes unacknowledged this long is
-                         lost (default 1000)
+  --peer-timeout-ms T    a peer whose data goes unacknowledged, or whose
+                         process shows no sign of life (heartbeat, data),
+                         this long is lost (default 1000)
   --join-timeout-ms T    a rank that joins a running set (a spare made live,
                          a lost rank taken back) and is not connected to every
                          unit this long after the switch is lost (default 5000)

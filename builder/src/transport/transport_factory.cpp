@@ -20,7 +20,10 @@ bool verbs_available() {
 std::unique_ptr<Mesh_transport> make_transport(const Transport_settings& settings, Rank rank, Tcp_mesh mesh,
                                                const Stop_flag& stop, Mesh_transport::Loss_observer on_loss) {
     if (settings.kind == Transport_kind::tcp)
-        return std::make_unique<Tcp_transport>(rank, std::move(mesh), stop, std::move(on_loss));
+        return std::make_unique<Tcp_transport>(
+            rank, std::move(mesh), stop, std::move(on_loss),
+            Liveness{std::chrono::milliseconds(settings.peer_timeout_ms),
+                                    std::chrono::milliseconds(settings.setup_timeout_ms)});
 #ifdef EB_WITH_VERBS
     return std::make_unique<Verbs_transport>(
         rank, std::move(mesh), stop,

@@ -13,25 +13,47 @@
 
 namespace eb {
 
-Tcp_transport::Tcp_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop, Loss_observer on_loss)
+namespace {
+// Beats per peer timeout: a late beat or two is no silence.
+constexpr int beats_per_timeout = 4;
+}  // namespace
+
+Tcp_transport::Tcp_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop, Loss_observer on_loss,
+                             Liveness liveness)
     : rank_(rank),
-      mesh_(std::move(mesh)),
+      mesh_(Tcp_mesh{std::vector<Fd>(mesh.to.size()), std::vector<Fd>(mesh.to.size())}),
       stop_(stop),
       on_loss_(std::move(on_loss)),
+      liveness_(liveness),
       lost_(mesh_.to.size()),
-      self_(rank, units(), "Tcp_transport") {}
+      self_(rank, units(), "Tcp_transport"),
+      heartbeat_(units(), std::max<Clock::duration>(liveness.peer_timeout / beats_per_timeout,
+                                                    std::chrono::milliseconds(1))) {
+    connect(std::move(mesh));
+}
 
 void Tcp_transport::connect(Tcp_mesh joined) {
     for (Rank peer = 0; peer < units(); ++peer) {
+        if (!joined.to[peer] && !joined.from[peer]) continue;
         if (joined.to[peer]) mesh_.to[peer] = std::move(joined.to[peer]);
         if (joined.from[peer]) mesh_.from[peer] = std::move(joined.from[peer]);
-        if (mesh_.to[peer] && mesh_.from[peer]) lost_[peer] = false;
+        if (mesh_.to[peer] && mesh_.from[peer]) {
+            lost_[peer] = false;
+            heartbeat_.watch(peer, mesh_.to[peer].get(), mesh_.from[peer].get());
+        }
+    }
+}
+
+void Tcp_transport::close_connections(Rank peer) {
+    heartbeat_.forget(peer);
+    for (Fd* connection : {&mesh_.to[peer], &mesh_.from[peer]}) {
+        if (*connection) ::shutdown(connection->get(), SHUT_RDWR);
+        connection->reset();
     }
 }
 
 void Tcp_transport::disconnect(Rank peer) {
-    mesh_.to[peer].reset();
-    mesh_.from[peer].reset();
+    close_connections(peer);
     lost_[peer] = false;
 }
 
@@ -39,8 +61,7 @@ void Tcp_transport::lose(Rank peer, Link_failure failure, const std::string& det
     if (lost_[peer]) return;
     lost_[peer] = true;
     // Closing both directions tells a peer that is still alive at once.
-    mesh_.to[peer].reset();
-    mesh_.from[peer].reset();
+    close_connections(peer);
     log_warning("lost rank ", peer, " (", link_failure_name(failure), "): ", detail,
                 "; building on without it");
     if (on_loss_) on_loss_(peer, failure, detail);
@@ -113,18 +134,38 @@ void Tcp_transport::quiesce() {
     self_.cancel();
 }
 
+void Tcp_transport::lose_if_silent(Rank peer, Clock::time_point now) {
+    if (peer == rank_ || lost_[peer]) return;
+    const bool heard = heartbeat_.heard_yet(peer);
+    const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - heartbeat_.last_heard(peer));
+    if (silent < (heard ? liveness_.peer_timeout : liveness_.first_sign_timeout)) return;
+    lose(peer, Link_failure::timeout,
+         heard ? "no sign of life from its process for " + std::to_string(silent.count()) +
+                     " ms (--peer-timeout-ms): it is stopped or hung, or the network from it is cut"
+               : "no sign of life from its process in the " + std::to_string(silent.count()) +
+                     " ms since it connected (--join-timeout-ms plus --peer-timeout-ms)");
+}
+
+void Tcp_transport::lose_silent(std::span<const Rank> peers) {
+    const Clock::time_point now = Clock::now();
+    for (const Rank peer : peers) lose_if_silent(peer, now);
+}
+
 bool Tcp_transport::drive(const Deadline* deadline) {
     while (true) {
         poll_set_.clear();
         poll_set_.push_back({stop_.fd(), POLLIN, 0});
+        const Clock::time_point now = Clock::now();
         for (Operation& operation : operations_) {
+            if (operation.left != 0) lose_if_silent(operation.peer, now);
             if (operation.left != 0 && lost_[operation.peer]) operation.left = 0;  // lost in this transfer
-            if (operation.left != 0) progress(operation);
+            if (operation.left != 0) progress(operation, now);
             if (operation.left != 0)
                 poll_set_.push_back({operation.fd, static_cast<short>(operation.out ? POLLOUT : POLLIN), 0});
         }
         if (poll_set_.size() == 1) return true;
-        int timeout_ms = -1;
+        // Wake at the heartbeat's pace to look for silent peers.
+        auto timeout = std::chrono::ceil<std::chrono::milliseconds>(heartbeat_.interval()).count();
         if (deadline) {
             const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline->at - Clock::now()).count();
             if (left <= 0) {
@@ -132,19 +173,23 @@ bool Tcp_transport::drive(const Deadline* deadline) {
                     if (operation.left != 0) lose(operation.peer, deadline->failure, deadline->detail);
                 continue;
             }
-            timeout_ms = static_cast<int>(left);
+            timeout = std::min(timeout, left);
         }
+        const int timeout_ms = static_cast<int>(timeout);
         if (::poll(poll_set_.data(), poll_set_.size(), timeout_ms) < 0 && errno != EINTR)
             throw Transport_error("poll: " + error_text(errno));
         if (poll_set_[0].revents != 0) return false;
     }
 }
 
-void Tcp_transport::progress(Operation& operation) {
+void Tcp_transport::progress(Operation& operation, Clock::time_point now) {
     while (operation.left != 0) {
         const ssize_t moved = operation.out ? ::send(operation.fd, operation.out, operation.left, MSG_NOSIGNAL)
                                             : ::recv(operation.fd, operation.in, operation.left, 0);
         if (moved > 0) {
+            // Bytes read show the peer's process at work however late its
+            // beats (bytes sent might sit in a stopped process's buffers).
+            if (operation.in != nullptr) heartbeat_.heard(operation.peer, now);
             operation.left -= static_cast<std::size_t>(moved);
             if (operation.out) operation.out += moved;
             else operation.in += moved;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "heartbeat.hpp"
 #include "mesh_transport.hpp"
 #include "self_delivery.hpp"
 #include "stop_flag.hpp"
@@ -22,12 +23,15 @@ namespace eb {
 // posted data operation only moves when it is waited for, in the order the
 // program waits, which is the order of the stream.
 // The mesh can change between transfers (a new rank table): peers are
-// connected and disconnected one by one.
+// connected and disconnected one by one. A peer waited for that sends no
+// heartbeat for the peer timeout is lost: its process is stopped or hung,
+// or the network from it is cut, none of which closes a connection.
 class Tcp_transport final : public Mesh_transport {
 public:
     using Clock = std::chrono::steady_clock;
 
-    Tcp_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop, Loss_observer on_loss = {});
+    Tcp_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop, Loss_observer on_loss = {},
+                  Liveness liveness = Liveness());
 
     Rank rank() const override { return rank_; }
     Rank units() const override { return static_cast<Rank>(mesh_.to.size()); }
@@ -54,6 +58,10 @@ public:
     bool transfer_until(std::span<const Send> sends, std::span<const Receive> receives, const Deadline& deadline);
     // The connections, for a transport that uses them out of band.
     const Tcp_mesh& mesh() const { return mesh_; }
+    // Loses each of `peers` that has been silent too long (Liveness); for a
+    // transport that waits on something else. Wake at least this often.
+    void lose_silent(std::span<const Rank> peers);
+    Clock::duration heartbeat_interval() const { return heartbeat_.interval(); }
 
 private:
     struct Operation {
@@ -67,17 +75,21 @@ private:
     void post(std::span<const Send> sends, std::span<const Receive> receives);
     // Drives operations_ until all are done; false if stopped first.
     bool drive(const Deadline* deadline);
-    void progress(Operation& operation);  // as far as the socket allows now
+    void progress(Operation& operation, Clock::time_point now);  // as far as the socket allows now
+    void lose_if_silent(Rank peer, Clock::time_point now);
+    void close_connections(Rank peer);  // at once, though the heartbeat holds copies
 
     Rank rank_;
     Tcp_mesh mesh_;
     const Stop_flag& stop_;
     Loss_observer on_loss_;
+    Liveness liveness_;
     std::vector<bool> lost_;
     std::vector<Operation> operations_;  // reused across transfers
     std::vector<Operation> posted_data_;  // posted, not yet waited for
     Self_delivery self_;
     std::vector<pollfd> poll_set_;
+    Heartbeat heartbeat_;
 };
 
 }  // namespace eb

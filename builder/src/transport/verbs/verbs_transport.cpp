@@ -109,7 +109,8 @@ Verbs_transport::Verbs_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop
       timeouts_(qp_timeouts(settings_.peer_timeout_ms)),
       control_slot_bytes_((max_control_bytes(static_cast<Rank>(mesh.to.size())) + 63) / 64 * 64),
       tcp_(rank, Tcp_mesh{std::vector<Fd>(mesh.to.size()), std::vector<Fd>(mesh.to.size())}, stop,
-           [this](Rank peer, Link_failure failure, const std::string& detail) { forget_lost_peer(peer, failure, detail); }),
+           [this](Rank peer, Link_failure failure, const std::string& detail) { forget_lost_peer(peer, failure, detail); },
+           {std::chrono::milliseconds(settings_.peer_timeout_ms), std::chrono::milliseconds(settings_.setup_timeout_ms)}),
       peers_(mesh.to.size()),
       self_(rank, static_cast<Rank>(mesh.to.size()), "Verbs_transport") {
     open_device();
@@ -580,10 +581,13 @@ void Verbs_transport::wait_for_events(const std::vector<Rank>& waited) {
     for (const Rank peer : waited)
         if (peer != rank_ && !lost(peer) && tcp_.mesh().from[peer])
             watch_.push_back({tcp_.mesh().from[peer].get(), POLLIN, 0});
-    if (::poll(watch_.data(), watch_.size(), -1) < 0) {
-        if (errno == EINTR) return;
-        throw Transport_error("poll: " + error_text(errno));
-    }
+    // Woken at the heartbeat's pace too: a peer whose process went silent
+    // (stopped, hung) closes nothing and completes nothing.
+    const auto beat = std::chrono::ceil<std::chrono::milliseconds>(tcp_.heartbeat_interval()).count();
+    const int woken = ::poll(watch_.data(), watch_.size(), static_cast<int>(beat));
+    if (woken < 0 && errno != EINTR) throw Transport_error("poll: " + error_text(errno));
+    tcp_.lose_silent(waited);
+    if (woken <= 0) return;
     if (watch_[1].revents != 0) {
         ibv_cq* cq = nullptr;
         void* context = nullptr;
