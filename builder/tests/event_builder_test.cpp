@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -236,6 +237,9 @@ public:
     Rank rank() const override { return inner_.rank(); }
     Rank units() const override { return inner_.units(); }
     bool lost(Rank peer) const override { return inner_.lost(peer); }
+    void lose(Rank peer, Link_failure failure, const std::string& detail) override {
+        inner_.lose(peer, failure, detail);
+    }
     bool transfer(std::span<const Send> sends, std::span<const Receive> receives) override {
         const bool done = inner_.transfer(sends, receives);
         if (--left_ == 0) stop_.request();
@@ -259,7 +263,7 @@ private:
 };
 
 // A session stopped once the cycle's MFPs are taken and its MEP laid out
-// (after the headers) leaves the source and the output to the next session,
+// (after both control rounds) leaves the source and the output to the next session,
 // which builds that cycle again from the same chunk: the MFPs it held are
 // handed out again, the MEP it had allocated was given back.
 TEST(EventBuilder, ACycleStoppedMidwayLeavesSourceAndOutputToTheNextSession) {
@@ -274,7 +278,7 @@ TEST(EventBuilder, ACycleStoppedMidwayLeavesSourceAndOutputToTheNextSession) {
     {
         Stop_flag stop;
         Tcp_transport tcp(0, Tcp_mesh{std::vector<Fd>(1), std::vector<Fd>(1)}, stop);
-        Stopping_transport transport(tcp, stop, /*left=*/1);
+        Stopping_transport transport(tcp, stop, /*left=*/2);  // the headers, then the proposals
         Event_builder builder({packing_factor, 1, 1, true}, table, transport, unit);
         EXPECT_FALSE(builder.run_cycle(0, {1, false, false}));
     }
@@ -287,6 +291,100 @@ TEST(EventBuilder, ACycleStoppedMidwayLeavesSourceAndOutputToTheNextSession) {
     EXPECT_EQ(counts.events_built, 3 * packing_factor) << counts.last_error;
     EXPECT_EQ(counts.events_incomplete, 0u);
     EXPECT_EQ(counts.meps_built, 3u);
+}
+
+// Four units, each in its own thread, through `cycles` cycles. Rank 1 loses
+// rank 3 before cycle 2 (a link cut between them; ranks 0 and 2 still see
+// both); rank 3 votes stop in cycle 2 if `stop_vote`.
+struct Cut_run {
+    std::vector<std::vector<Cycle_decision>> decisions;
+    std::vector<std::vector<std::pair<Rank, Link_failure>>> losses;
+    std::vector<Status_snapshot> counts;
+    std::vector<std::string> errors;
+};
+Cut_run run_with_a_cut_link(std::uint64_t cycles, bool stop_vote) {
+    constexpr Rank units = 4;
+    const Rank_table table({RB, RB, RB, RB});
+    Stop_flag stop;
+    auto meshes = test::connect_local_mesh(units, stop);
+    Cut_run run{std::vector<std::vector<Cycle_decision>>(units),
+                std::vector<std::vector<std::pair<Rank, Link_failure>>>(units), std::vector<Status_snapshot>(units),
+                std::vector<std::string>(units)};
+    std::vector<std::jthread> threads;
+    for (Rank rank = 0; rank < units; ++rank) {
+        threads.emplace_back([&, rank] {
+            Tcp_transport transport(rank, std::move(meshes[rank]), stop,
+                                    [&, rank](Rank peer, Link_failure failure, const std::string&) {
+                                        run.losses[rank].emplace_back(peer, failure);
+                                    });
+            Unit_status status(rank);
+            Generator_reader source(rank, packing_factor, model, table.bus().size());
+            Mep_checker checker(table.rus(), packing_factor, model, status.parse_errors());
+            checker.expect_sequence(table.bu_index(rank) * packing_factor, packing_factor * table.bus().size());
+            Checking_writer output(std::move(checker), status);
+            Event_builder builder({packing_factor, 1, 1, true}, table, transport,
+                                  {&source, &output, nullptr, &status.parse_errors(), &status.events_dropped()});
+            try {
+                for (std::uint64_t cycle = 0; cycle < cycles; ++cycle) {
+                    if (rank == 1 && cycle == 2) transport.lose(3, Link_failure::error, "the link is cut");
+                    const Vote vote{1, false, stop_vote && rank == 3 && cycle == 2};
+                    const auto decision = builder.run_cycle(cycle * builder.chunks_per_cycle(), vote);
+                    if (!decision) break;
+                    run.decisions[rank].push_back(*decision);
+                    if (decision->stop) break;
+                }
+            } catch (const std::exception& error) {
+                run.errors[rank] = error.what();
+            }
+            run.counts[rank] = status.snapshot();
+        });
+    }
+    threads.clear();
+    return run;
+}
+
+bool lost_as(const std::vector<std::pair<Rank, Link_failure>>& losses, Rank peer, Link_failure failure) {
+    return std::find(losses.begin(), losses.end(), std::pair{peer, failure}) != losses.end();
+}
+
+// The stop vote of rank 3, which rank 1 cannot hear, is taken by the whole
+// set alike: every unit follows rank 0's proposal.
+TEST(EventBuilder, AVoteOfAPeerOneUnitLostIsTakenAlikeByTheWholeSet) {
+    const Cut_run run = run_with_a_cut_link(5, true);
+    std::uint64_t built = 0, dropped = 0;
+    for (Rank rank = 0; rank < 4; ++rank) {
+        SCOPED_TRACE("rank " + std::to_string(rank));
+        EXPECT_EQ(run.errors[rank], "");
+        ASSERT_EQ(run.decisions[rank].size(), 3u) << "every unit stops after cycle 2";
+        EXPECT_TRUE(run.decisions[rank][2].stop);
+        built += run.counts[rank].events_built;
+        dropped += run.counts[rank].events_dropped;
+        EXPECT_EQ(run.counts[rank].events_incomplete, 0u);
+    }
+    EXPECT_EQ(built, 10 * packing_factor) << "cycle 2: ranks 1 and 3 miss each other's MFP";
+    EXPECT_EQ(built + dropped, 3 * 4 * packing_factor) << "every chunk counted once";
+}
+
+// A cut that lasts a second cycle puts the higher of its two ranks out for
+// the whole set; the others build on, and every chunk is counted once.
+TEST(EventBuilder, ALinkCutThatLastsPutsTheHigherRankOutForTheWholeSet) {
+    constexpr std::uint64_t cycles = 6;
+    const Cut_run run = run_with_a_cut_link(cycles, false);
+    std::uint64_t built = 0, dropped = 0;
+    for (Rank rank = 0; rank < 4; ++rank) {
+        SCOPED_TRACE("rank " + std::to_string(rank));
+        EXPECT_EQ(run.errors[rank], "");
+        EXPECT_EQ(run.decisions[rank].size(), cycles);
+        built += run.counts[rank].events_built;
+        dropped += run.counts[rank].events_dropped;
+    }
+    EXPECT_TRUE(lost_as(run.losses[0], 3, Link_failure::excluded));
+    EXPECT_TRUE(lost_as(run.losses[2], 3, Link_failure::excluded));
+    EXPECT_TRUE(lost_as(run.losses[3], 0, Link_failure::excluded)) << "rank 3 learns it is out";
+    EXPECT_FALSE(lost_as(run.losses[0], 1, Link_failure::excluded)) << "rank 1 stays";
+    EXPECT_EQ(run.counts[3].events_dropped, packing_factor) << "only its MEP of cycle 2, when it was still in";
+    EXPECT_EQ(built, (2 * 4 + 2) * packing_factor);
+    EXPECT_EQ(built + dropped, cycles * 4 * packing_factor) << "every chunk counted once";
 }
 
 // One cycle at a time: each returns the set's decision from every unit's

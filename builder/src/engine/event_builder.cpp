@@ -30,17 +30,13 @@ Event_builder::Event_builder(Settings settings, const Rank_table& table, Transpo
       unit_(unit),
       rank_(transport.rank()),
       mfps_(table.units()),
-      sent_(table.units()),
-      received_(table.units()),
+      mfp_bytes_(table.units()),
+      agreement_({settings.packing_factor, settings.epoch, unit.output != nullptr}, table, transport),
       stand_ins_(table.units()) {
     if ((unit.source != nullptr) != table.runs_ru(rank_) || (unit.output != nullptr) != table.runs_bu(rank_) ||
         (unit.source != nullptr && unit.errors == nullptr) || unit.events_dropped == nullptr ||
         settings.barrier_every == 0 || !table.live(rank_))
         throw std::logic_error("Event_builder: the unit's buffers do not match its roles");
-    for (const Rank peer : table.live_ranks()) {
-        header_sends_.push_back({peer, std::as_bytes(std::span(&sent_[peer], 1))});
-        header_receives_.push_back({peer, std::as_writable_bytes(std::span(&received_[peer], 1))});
-    }
     if (table.runs_bu(rank_)) {
         mfp_sizes_.resize(table.rus().size());
         slot_missing_.resize(table.rus().size());
@@ -76,11 +72,12 @@ std::optional<Cycle_decision> Event_builder::run_cycle(std::uint64_t cycle_chunk
     if (unit_.source != nullptr)
         for (std::size_t index = 0; index < table_.bus().size(); ++index)
             mfps_[table_.bus()[index]] = next_mfp(cycle_chunk + index, table_.bus()[index]);
-    if (!exchange_headers(cycle_chunk, vote)) return std::nullopt;
+    for (const Rank bu : table_.bus()) mfp_bytes_[bu] = unit_.source != nullptr ? mfps_[bu].size() : 0;
+    if (!agreement_.agree(cycle_chunk, vote, mfp_bytes_)) return std::nullopt;
     if (unit_.output != nullptr) lay_out_mep(cycle_chunk);
     if (!run_phases()) return std::nullopt;
     finish_cycle();
-    return decide(votes_, settings_.epoch);
+    return agreement_.decision();
 }
 
 std::span<const std::byte> Event_builder::next_mfp(std::uint64_t chunk, Rank bu) {
@@ -109,43 +106,6 @@ std::span<const std::byte> Event_builder::next_mfp(std::uint64_t chunk, Rank bu)
     return stand_in;
 }
 
-bool Event_builder::exchange_headers(std::uint64_t cycle_chunk, const Vote& vote) {
-    const std::uint32_t votes = (vote.pause ? vote_pause : 0u) | (vote.stop ? vote_stop : 0u);
-    for (const Rank peer : table_.live_ranks()) {
-        const bool has_mfp = unit_.source != nullptr && table_.runs_bu(peer);
-        sent_[peer] = {cycle_chunk, has_mfp ? mfps_[peer].size() : 0, settings_.packing_factor, settings_.epoch,
-                       vote.pending_epoch, votes};
-    }
-    if (!transport_.transfer(header_sends_, header_receives_)) return false;
-    // The votes of every unit not lost; every unit of the set sees the same.
-    votes_.clear();
-    for (const Rank peer : table_.live_ranks()) {
-        if (transport_.lost(peer)) continue;
-        check_header(peer, cycle_chunk);
-        const Cycle_header& header = received_[peer];
-        votes_.push_back({header.pending_epoch, (header.votes & vote_pause) != 0, (header.votes & vote_stop) != 0});
-    }
-    return true;
-}
-
-void Event_builder::check_header(Rank from, std::uint64_t cycle_chunk) const {
-    const Cycle_header& header = received_[from];
-    const std::string who = "rank " + std::to_string(from);
-    if (header.epoch != settings_.epoch)
-        throw Transport_error(who + " runs rank table epoch " + std::to_string(header.epoch) + ", this unit epoch " +
-                              std::to_string(settings_.epoch) + ": the units switched tables at different cycles");
-    if (header.cycle_chunk != cycle_chunk)
-        throw Transport_error(who + " is at chunk " + std::to_string(header.cycle_chunk) + ", this unit at " +
-                              std::to_string(cycle_chunk) + ": the units are out of step");
-    if (header.event_count != settings_.packing_factor)
-        throw Transport_error(who + " packs " + std::to_string(header.event_count) + " events per MFP, this unit " +
-                              std::to_string(settings_.packing_factor) + ": every unit needs the same --packing-factor");
-    const bool expects_mfp = table_.runs_ru(from) && unit_.output != nullptr;
-    if (header.bytes > max_mfp_bytes || (header.bytes != 0) != expects_mfp)
-        throw Transport_error(who + " announced an MFP of " + std::to_string(header.bytes) + " bytes; expected " +
-                              (expects_mfp ? "1.." + std::to_string(max_mfp_bytes) : std::string("none")));
-}
-
 void Event_builder::lay_out_mep(std::uint64_t cycle_chunk) {
     const std::uint64_t chunk = cycle_chunk + table_.bu_index(rank_);
     bool missing = false;
@@ -153,7 +113,7 @@ void Event_builder::lay_out_mep(std::uint64_t cycle_chunk) {
         const Rank ru = table_.rus()[slot];
         slot_missing_[slot] = transport_.lost(ru);
         missing = missing || slot_missing_[slot];
-        mfp_sizes_[slot] = slot_missing_[slot] ? missing_mfp_.size() : received_[ru].bytes;
+        mfp_sizes_[slot] = slot_missing_[slot] ? missing_mfp_.size() : agreement_.header(ru).bytes;
     }
     Mep_layout layout = mep_layout(mfp_sizes_);
     if (layout.total_bytes > unit_.output->max_element()) {
@@ -240,24 +200,22 @@ Event_builder::Phase_pair Event_builder::phase_pair(Rank phase) const {
     return pair;
 }
 
-bool Event_builder::first_live_ru_left() const {
-    for (const Rank ru : table_.rus())
-        if (!transport_.lost(ru)) return ru == rank_;
-    return false;
-}
-
 void Event_builder::finish_cycle() {
     if (unit_.source != nullptr) {
         for (std::size_t index = 0; index < table_.bus().size(); ++index) unit_.source->release();
-        // The chunks of lost BUs are built nowhere; one RU counts them.
-        if (first_live_ru_left())
+        // The chunks of BUs out of the cycle are built nowhere; the unit the
+        // set follows counts them. A BU lost later in the cycle counts its
+        // own MEP if it can.
+        if (agreement_.leads())
             for (const Rank bu : table_.bus())
-                if (transport_.lost(bu)) unit_.events_dropped->fetch_add(settings_.packing_factor);
+                if (!agreement_.in_cycle(bu)) unit_.events_dropped->fetch_add(settings_.packing_factor);
     }
     if (unit_.output == nullptr) return;
     mep_open_ = false;  // committed or discarded below
     const bool missing = std::find(slot_missing_.begin(), slot_missing_.end(), true) != slot_missing_.end();
-    if (mep_damaged_ || (missing && settings_.drop_incomplete)) {
+    if (agreement_.out_of_set()) {
+        unit_.output->discard();  // its chunk is the set's to count
+    } else if (mep_damaged_ || (missing && settings_.drop_incomplete)) {
         unit_.output->discard();
         unit_.events_dropped->fetch_add(settings_.packing_factor);
     } else if (missing) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "barrier.hpp"
+#include "cycle_agreement.hpp"
 #include "buffer.hpp"
 #include "cycle_vote.hpp"
 #include "histogram.hpp"
@@ -21,18 +22,21 @@ namespace eb {
 // one) feeds MFPs from `source` into the linear-shifting schedule, its BU (if
 // any) assembles the MEPs it is assigned and hands them to `output`. One
 // cycle moves one MFP chunk per live BU:
-//   1. RU: take the cycle's MFPs (one per live BU), check each. Every live
-//      unit sends every other a cycle header: the MFP size for it, if any,
-//      and its votes. BU: lay out the MEP, write its header.
+//   1. RU: take the cycle's MFPs (one per live BU), check each. The units
+//      agree on the cycle (Cycle_agreement): each learns the size of every
+//      MFP it will receive, and the set who is in the cycle and what the
+//      votes decide. BU: lay out the MEP, write its header.
 //   2. The BU posts a receive for every RU's MFP straight at its place in
 //      the MEP. N phases: in phase n the RU sends to BU (rank + n) mod N and
 //      the BU waits for the MFP of RU (rank - n) mod N; pairs with a dummy
 //      or a missing role idle. Phase 0 (each unit with itself) crosses no
 //      link: its copy runs inside phase 1. A barrier every k phases run.
-//   3. Release the MFPs, commit the MEP; return what the votes decided.
+//   3. Release the MFPs, commit the MEP; return what the set decided.
 // A lost peer is built around: its MFPs are missing from the MEPs (dropped,
 // or delivered flagged incomplete) and the chunks it would have built are
-// dropped, all counted in `events_dropped`.
+// dropped, all counted in `events_dropped`, once for the set: a BU in the
+// cycle counts its own MEP, the unit whose proposal the set follows the
+// chunks of the BUs out of it, and a unit put out counts nothing.
 class Event_builder {
 public:
     struct Settings {
@@ -68,7 +72,6 @@ public:
     std::uint64_t chunks_per_cycle() const { return table_.bus().size(); }
 
 private:
-    bool exchange_headers(std::uint64_t cycle_chunk, const Vote& vote);
     void lay_out_mep(std::uint64_t cycle_chunk);
     bool run_phases();
     // Who this unit sends to and receives from in `phase`, and whether it
@@ -80,8 +83,6 @@ private:
     Phase_pair phase_pair(Rank phase) const;
     void finish_cycle();
     std::span<const std::byte> next_mfp(std::uint64_t chunk, Rank bu);
-    void check_header(Rank from, std::uint64_t cycle_chunk) const;
-    bool first_live_ru_left() const;  // the lowest-ranked RU not lost is this unit's
     // Registers the source's and the output's memory for the data channel,
     // again only when a buffer's regions changed (a slot grew).
     void register_regions();
@@ -97,11 +98,8 @@ private:
     std::uint64_t rejected_mfps_ = 0;
     // Per-cycle scratch, sized once, indexed by rank.
     std::vector<std::span<const std::byte>> mfps_;  // by destination BU
-    std::vector<Cycle_header> sent_;                // by destination
-    std::vector<Cycle_header> received_;            // by sender
-    std::vector<Send> header_sends_;
-    std::vector<Receive> header_receives_;
-    std::vector<Vote> votes_;
+    std::vector<std::uint64_t> mfp_bytes_;          // by destination BU: the size of its MFP, or 0
+    Cycle_agreement agreement_;
     std::vector<std::uint64_t> mfp_sizes_;          // by slot (index in table.rus())
     std::vector<bool> slot_missing_;                // by slot: the RU was lost
     std::vector<std::vector<std::byte>> stand_ins_;  // per destination BU: MFP of missing fragments

@@ -23,10 +23,6 @@ public:
     virtual void connect(Tcp_mesh joined) = 0;
     // Closes the connections to `peer` (it left the mesh) and clears its lost mark.
     virtual void disconnect(Rank peer) = 0;
-    // Marks `peer` lost (once: later calls do nothing), closes its
-    // connections and tells the observer; a failed transfer does this, and a
-    // unit that gives up on a joiner.
-    virtual void lose(Rank peer, Link_failure failure, const std::string& detail) = 0;
 
     // What it runs on and how each peer's connection stands; from the
     // transferring thread.

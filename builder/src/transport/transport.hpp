@@ -5,9 +5,11 @@
 #include <memory>
 #include <span>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 
 #include "rank.hpp"
+#include "wire_format.hpp"
 
 namespace eb {
 
@@ -30,14 +32,16 @@ public:
 
 // Why a peer was given up on. join_timeout: it did not join the running set
 // within --join-timeout-ms of a switch; out_of_step: it joined from a session
-// of its own, at another place in the event stream (docs/control-api.md).
-enum class Link_failure { closed, reset, timeout, error, join_timeout, out_of_step };
-inline constexpr std::size_t link_failure_kinds = 6;
+// of its own, at another place in the event stream; excluded: another unit
+// of the set lost it, so the whole set goes on without it
+// (docs/control-api.md).
+enum class Link_failure { closed, reset, timeout, error, join_timeout, out_of_step, excluded };
+inline constexpr std::size_t link_failure_kinds = 7;
 std::string_view link_failure_name(Link_failure failure);
 
-// The largest control message (cycle headers, barrier tokens, membership
+// The largest control message (cycle messages, barrier tokens, membership
 // lists of one byte per rank) a transport of `units` ranks must carry.
-inline std::size_t max_control_bytes(Rank units) { return std::max<std::size_t>(256, units); }
+inline std::size_t max_control_bytes(Rank units) { return std::max<std::size_t>(256, cycle_message_bytes(units)); }
 
 // Memory registered for a transport's data channel; registered until this
 // handle goes. A transport that needs no registration (TCP) hands out one
@@ -99,6 +103,11 @@ public:
 
     // Whether `peer` was lost (since it was connected).
     virtual bool lost(Rank peer) const = 0;
+    // Marks `peer` lost (once: later calls do nothing), closes its
+    // connections and tells the observer; a failed transfer does this, a
+    // set that goes on without a peer another unit lost, and a unit that
+    // gives up on a joiner.
+    virtual void lose(Rank peer, Link_failure failure, const std::string& detail) = 0;
 };
 
 }  // namespace eb

@@ -45,7 +45,9 @@ constexpr std::size_t peers_listed_per_report = 4;
 // it stands in the event stream.
 constexpr std::uint32_t hello_magic = 0x4C484245;  // "EBHL"
 // 4: a switch is followed by the reports and verdicts of table_switch.hpp.
-constexpr std::uint16_t mesh_protocol_version = 6;
+// 7: cycle headers carry the sender's lost list, a proposal round follows
+// them; heartbeats flow back.
+constexpr std::uint16_t mesh_protocol_version = 7;
 constexpr std::uint16_t hello_in_session = 1;
 constexpr std::uint16_t hello_verbs = 2;
 struct Hello {

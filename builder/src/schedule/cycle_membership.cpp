@@ -1,0 +1,58 @@
+#include "cycle_membership.hpp"
+
+#include <algorithm>
+
+namespace eb {
+
+Membership_proposal propose_membership(Rank self, std::span<const Rank> live,
+                                       std::span<const std::optional<Membership>> lost_lists,
+                                       const Broken_links& before) {
+    const Rank units = static_cast<Rank>(lost_lists.size());
+    std::vector<bool> is_live(units);
+    for (const Rank rank : live) is_live[rank] = true;
+    Membership_proposal proposal{std::vector<bool>(units), {}};
+    for (const Rank reporter : live) {
+        if (!lost_lists[reporter]) continue;
+        const Membership& lost = *lost_lists[reporter];
+        for (Rank peer = 0; peer < std::min<std::size_t>(units, lost.size()); ++peer)
+            if (lost[peer] != 0 && peer != reporter && is_live[peer])
+                proposal.reported.emplace_back(std::min(reporter, peer), std::max(reporter, peer));
+    }
+    std::sort(proposal.reported.begin(), proposal.reported.end());
+    proposal.reported.erase(std::unique(proposal.reported.begin(), proposal.reported.end()), proposal.reported.end());
+
+    Broken_links acted_on;
+    for (const auto& link : proposal.reported)
+        if (link.first == self || link.second == self || std::binary_search(before.begin(), before.end(), link))
+            acted_on.push_back(link);
+    // Put out the rank on most broken links among those still in, until none is left.
+    std::vector<std::size_t> degree(units);
+    while (true) {
+        std::fill(degree.begin(), degree.end(), 0);
+        for (const auto& [low, high] : acted_on)
+            if (!proposal.out[low] && !proposal.out[high]) {
+                ++degree[low];
+                ++degree[high];
+            }
+        Rank worst = units;
+        for (const Rank rank : live) {
+            if (degree[rank] == 0) continue;
+            const auto worse = [&](Rank a, Rank b) {  // a is put out before b
+                if (degree[a] != degree[b]) return degree[a] > degree[b];
+                if ((a == self) != (b == self)) return b == self;
+                return a > b;
+            };
+            if (worst == units || worse(rank, worst)) worst = rank;
+        }
+        if (worst == units) return proposal;
+        proposal.out[worst] = true;
+    }
+}
+
+std::optional<Rank> leading_proposer(std::span<const Rank> live, std::span<const std::optional<Membership>> outs) {
+    for (const Rank rank : live)
+        if (outs[rank] && rank < outs[rank]->size() && (*outs[rank])[rank] == 0) return rank;
+    return std::nullopt;
+}
+
+}  // namespace eb

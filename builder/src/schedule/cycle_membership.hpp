@@ -1,0 +1,50 @@
+#pragma once
+
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "rank.hpp"
+#include "table_switch.hpp"
+
+namespace eb {
+
+// Who builds a cycle, decided so that every unit of the set takes the same
+// decision, also when losses are asymmetric (docs/control-api.md, "One
+// set"). Each cycle header carries the ranks its sender has lost. From those
+// lists and its own, every unit proposes who is out of the cycle, and tells
+// the others; each unit then follows the proposal of the lowest rank it
+// heard that keeps its proposer in. So a unit follows another's view, never
+// a view of its own that the others do not share.
+
+// Links reported broken (one side lost the other), as (lower, higher) rank,
+// sorted and unique.
+using Broken_links = std::vector<std::pair<Rank, Rank>>;
+
+struct Membership_proposal {
+    std::vector<bool> out;  // by rank
+    Broken_links reported;  // every link reported broken this cycle: `before` for the next
+};
+
+// `lost_lists` by rank: the list in each header heard this cycle (1: a rank
+// its sender lost), this unit's own as it stands now at `self`, nullopt for
+// the others. A link is broken where a list names a live rank. The proposer
+// acts at once on its own broken links (it cannot build with those ranks);
+// another unit's report only once it was also reported the cycle `before`,
+// which gives the other side a cycle to tell its own loss, so that a unit
+// cut off, which sees its losses first, is not believed over the set. Of
+// the broken links, it puts out the rank with the most, then the next,
+// until none is left among those in; ties go against the higher rank, and
+// against the others before the proposer (so of two units that lost each
+// other, each keeps itself: a lost peer and a cut are the same to it).
+Membership_proposal propose_membership(Rank self, std::span<const Rank> live,
+                                       std::span<const std::optional<Membership>> lost_lists,
+                                       const Broken_links& before);
+
+// Whose proposal the cycle follows: the lowest rank whose proposal was heard
+// (`outs`, by rank: its out list; this unit's own included) and keeps that
+// rank in. nullopt when none does: this unit is alone.
+std::optional<Rank> leading_proposer(std::span<const Rank> live, std::span<const std::optional<Membership>> outs);
+
+}  // namespace eb

@@ -1,0 +1,87 @@
+#include "cycle_membership.hpp"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace eb {
+namespace {
+
+// A list naming `ranks`, in a set of `units`.
+std::optional<Membership> naming(Rank units, std::vector<Rank> ranks) {
+    Membership list(units, 0);
+    for (const Rank rank : ranks) list[rank] = 1;
+    return list;
+}
+constexpr std::nullopt_t not_heard = std::nullopt;
+
+std::vector<Rank> ranks_out(const Membership_proposal& proposal) {
+    std::vector<Rank> out;
+    for (Rank rank = 0; rank < proposal.out.size(); ++rank)
+        if (proposal.out[rank]) out.push_back(rank);
+    return out;
+}
+
+TEST(ProposeMembership, ActsOnItsOwnLossesAtOnceAndOnOthersOnlyOnceReportedTwice) {
+    struct Case {
+        std::string name;
+        Rank self;
+        std::vector<Rank> live;
+        std::vector<std::optional<Membership>> lost_lists;
+        Broken_links before;
+        std::vector<Rank> out;
+        Broken_links reported;
+    };
+    const std::vector<Case> cases = {
+        {"nobody lost anyone", 1, {0, 1, 2}, {naming(3, {}), naming(3, {}), naming(3, {})}, {}, {}, {}},
+        {"a dead unit this unit lost: out at once", 0, {0, 1, 2}, {naming(3, {2}), naming(3, {}), not_heard}, {},
+         {2}, {{0, 2}}},
+        {"a dead unit everyone lost", 0, {0, 1, 2, 3}, {naming(4, {3}), naming(4, {3}), naming(4, {3}), not_heard},
+         {}, {3}, {{0, 3}, {1, 3}, {2, 3}}},
+        {"another's first report: a cycle for the other side to tell", 0, {0, 1, 2, 3},
+         {naming(4, {}), naming(4, {}), naming(4, {}), naming(4, {2})}, {}, {}, {{2, 3}}},
+        {"a unit cut off that saw its loss first is not believed over the set", 0, {0, 1, 2, 3},
+         {naming(4, {3}), naming(4, {3}), naming(4, {3}), not_heard}, {{2, 3}}, {3}, {{0, 3}, {1, 3}, {2, 3}}},
+        {"a link two others reported twice: the higher rank goes", 0, {0, 1, 2, 3},
+         {naming(4, {}), naming(4, {3}), naming(4, {}), naming(4, {1})}, {{1, 3}}, {3}, {{1, 3}}},
+        {"the rank on most broken links goes first, the rest stay", 0, {0, 1, 2, 3},
+         {naming(4, {}), naming(4, {2}), naming(4, {1, 3}), naming(4, {2})}, {{1, 2}, {2, 3}}, {2},
+         {{1, 2}, {2, 3}}},
+        {"the unit cut off, seen from itself: it puts itself out", 3, {0, 1, 2, 3},
+         {not_heard, not_heard, not_heard, naming(4, {0, 1, 2})}, {}, {3}, {{0, 3}, {1, 3}, {2, 3}}},
+        {"two units that lost each other: each keeps itself", 1, {0, 1}, {not_heard, naming(2, {0})}, {}, {0},
+         {{0, 1}}},
+        {"dummies and ranks beyond the table break no link", 0, {0, 2},
+         {naming(4, {1, 3}), not_heard, naming(4, {}), not_heard}, {}, {}, {}},
+    };
+    for (const Case& test : cases) {
+        SCOPED_TRACE(test.name);
+        const Membership_proposal proposal = propose_membership(test.self, test.live, test.lost_lists, test.before);
+        EXPECT_EQ(ranks_out(proposal), test.out);
+        EXPECT_EQ(proposal.reported, test.reported);
+    }
+}
+
+TEST(LeadingProposer, IsTheLowestRankHeardWhoseProposalKeepsIt) {
+    const std::vector<Rank> live = {0, 1, 2, 3};
+    EXPECT_EQ(leading_proposer(live, std::vector<std::optional<Membership>>{naming(4, {3}), naming(4, {}),
+                                                                             naming(4, {}), not_heard}),
+              0u);
+    EXPECT_EQ(leading_proposer(live, std::vector<std::optional<Membership>>{not_heard, naming(4, {0}),
+                                                                             naming(4, {0}), naming(4, {0})}),
+              1u)
+        << "rank 0 not heard";
+    EXPECT_EQ(leading_proposer(live, std::vector<std::optional<Membership>>{naming(4, {0}), naming(4, {}),
+                                                                             not_heard, not_heard}),
+              1u)
+        << "rank 0 puts itself out";
+    EXPECT_EQ(leading_proposer(live, std::vector<std::optional<Membership>>{not_heard, not_heard, not_heard,
+                                                                             naming(4, {0, 1, 2, 3})}),
+              std::nullopt)
+        << "alone, and out by its own count";
+}
+
+}  // namespace
+}  // namespace eb
