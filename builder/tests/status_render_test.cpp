@@ -29,6 +29,7 @@ Status_snapshot sample(Control_state state) {
     status.peers = {Link_state::up, Link_state::lost, Link_state::self, Link_state::dummy};
     status.peers_lost = 1;
     status.link_failures = {0, 1, 0, 0, 0};
+    status.refusals = {3, 0, 1, 0, 0};  // 3 wrong keys, 1 misfit
     status.last_error = "rank 1 said \"bye\"\n\tand left\x01";
     status.parse_errors = {0, 0, 5};  // 5 bad_magic
     status.mep_ring_fill = 0.25;
@@ -43,7 +44,8 @@ TEST(StatusRender, StatusJsonHasEveryFieldWithEscapedError) {
               R"("events_built":123000,"events_incomplete":7,"events_dropped":2000,"meps_built":123,"meps_discarded":0,)"
               R"("bytes_built":70849536,"building_seconds":2.5,"events_per_second":1.5e+06,"bytes_per_second":2.5e+08,)"
               R"("peers":[{"rank":0,"state":"up"},{"rank":1,"state":"lost"},{"rank":2,"state":"self"},)"
-              R"({"rank":3,"state":"dummy"}],"lost_peers":[1],"numa":null,"transport":{"kind":"tcp"},)"
+              R"({"rank":3,"state":"dummy"}],"lost_peers":[1],)"
+              R"("data_refusals":{"key":3,"epoch":0,"table":1,"protocol":0,"slow":0},"numa":null,"transport":{"kind":"tcp"},)"
               R"("allowed":["configure","pause","stop","reset"],)"
               R"("last_error":"rank 1 said \"bye\"\n\tand left\u0001"})");
 }
@@ -89,7 +91,8 @@ TEST(StatusRender, MetricsCarryCountersGaugesAndHistograms) {
     const std::string metrics = prometheus_metrics(sample(Control_state::running));
     for (const char* line :
          {"eb_events_built_total 123000\n", "eb_building_seconds_total 2.5\n", "eb_events_dropped_total 2000\n", "eb_parse_errors_total{error=\"bad_magic\"} 5\n",
-          "eb_transport_errors_total{kind=\"reset\"} 1\n", "eb_transport_errors_total{kind=\"join_timeout\"} 0\n", "eb_peers_lost_total 1\n", "eb_peer_up{peer=\"0\"} 1\n",
+          "eb_transport_errors_total{kind=\"reset\"} 1\n", "eb_transport_errors_total{kind=\"join_timeout\"} 0\n", "eb_transport_errors_total{kind=\"excluded\"} 0\n",
+          "eb_data_connections_refused_total{reason=\"key\"} 3\n", "eb_data_connections_refused_total{reason=\"slow\"} 0\n", "eb_peers_lost_total 1\n", "eb_peer_up{peer=\"0\"} 1\n",
           "eb_peer_up{peer=\"1\"} 0\n", "eb_state{state=\"RUNNING\"} 1\n", "eb_state{state=\"PAUSED\"} 0\n",
           "eb_epoch 3\n", "eb_ring_fill_ratio{ring=\"mep\"} 0.25\n", "eb_phase_duration_seconds_bucket{le=\"+Inf\"} 0\n",
           "eb_barrier_wait_seconds_count 0\n", "eb_up 1\n"})

@@ -584,9 +584,10 @@ TEST(TcpMesh, ADialWithoutProofOfTheRunsKeyIsRefused) {
     Stop_flag stop;
     const Fd listener = listen_for_peers(ports[1]);
     std::optional<Mesh_connections> connections;
+    Refusal_counts refused;
     std::jthread unit([&, unit_listener = listen_for_peers(ports[0])] {
         connections = connect_peers(unit_listener, 0, peers, {true, true}, {1, false, 0, 0}, default_peer_timeout_ms,
-                                    join_timeout, stop, key);
+                                    join_timeout, stop, key, resolve_host, &refused);
     });
     const Stop_on_exit stop_on_exit{stop};
 
@@ -610,6 +611,8 @@ TEST(TcpMesh, ADialWithoutProofOfTheRunsKeyIsRefused) {
     unit.join();
     ASSERT_TRUE(connections);
     EXPECT_TRUE(connections->connected(1));
+    EXPECT_EQ(refused.count(Refusal::key), 4u) << "every refusal is counted";
+    EXPECT_EQ(refused.count(Refusal::table), 0u);
 }
 
 TEST(DataKey, ProvesWithHmacSha256OverTheNonceAndTheMessage) {
@@ -666,9 +669,10 @@ TEST(TcpMesh, AHelloThatDoesNotFitTheTableIsRefusedWithoutFailingTheUnit) {
     Stop_flag stop;
     const Fd listener = listen_for_peers(ports[1]);
     std::optional<Mesh_connections> connections;
+    Refusal_counts refused;
     std::jthread unit([&, unit_listener = listen_for_peers(ports[0])] {
         connections = connect_peers(unit_listener, 0, peers, {true, true, false}, {1, false, 0, 0},
-                                    default_peer_timeout_ms, join_timeout, stop);
+                                    default_peer_timeout_ms, join_timeout, stop, Data_key(), resolve_host, &refused);
     });
     const Stop_on_exit stop_on_exit{stop};
 
@@ -682,6 +686,7 @@ TEST(TcpMesh, AHelloThatDoesNotFitTheTableIsRefusedWithoutFailingTheUnit) {
     unit.join();
     ASSERT_TRUE(connections) << "the unit failed";
     EXPECT_TRUE(connections->connected(1));
+    EXPECT_EQ(refused.count(Refusal::table), 4u) << "every refusal is counted";
 }
 
 // A dial counts once the peer has taken its hello ('A'), not when the hello

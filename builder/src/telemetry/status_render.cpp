@@ -52,6 +52,10 @@ std::string status_json(const Status_snapshot& status) {
                  ",\"state\":" + json_string(link_state_name(status.peers[peer])) + "}";
         if (status.peers[peer] == Link_state::lost) lost += (lost.size() == 1 ? "" : ",") + std::to_string(peer);
     }
+    std::string refused = "{";
+    for (std::size_t kind = 0; kind < refusal_kinds; ++kind)
+        refused += (kind == 0 ? "" : ",") + json_string(refusal_name(static_cast<Refusal>(kind))) + ":" +
+                   std::to_string(status.refusals[kind]);
     std::string allowed = "[";
     for (const Command command : allowed_commands(status.state))
         allowed += (allowed.size() == 1 ? "" : ",") + json_string(command_name(command));
@@ -70,7 +74,7 @@ std::string status_json(const Status_snapshot& status) {
            ",\"building_seconds\":" + number(status.building_seconds) +
            ",\"events_per_second\":" + number(status.events_per_second) +
            ",\"bytes_per_second\":" + number(status.bytes_per_second) + ",\"peers\":" + peers +
-           "],\"lost_peers\":" + lost + "],\"numa\":" + status.numa_json +
+           "],\"lost_peers\":" + lost + "],\"data_refusals\":" + refused + "},\"numa\":" + status.numa_json +
            ",\"transport\":" + transport_json(status.transport) + ",\"allowed\":" + allowed +
            "],\"last_error\":" + json_string(status.last_error) + "}";
 }
@@ -104,6 +108,11 @@ std::string prometheus_metrics(const Status_snapshot& status) {
     for (std::size_t kind = 0; kind < link_failure_kinds; ++kind)
         add_sample(out, "eb_transport_errors_total", "kind", link_failure_name(static_cast<Link_failure>(kind)),
                    std::to_string(status.link_failures[kind]));
+    add_help(out, "eb_data_connections_refused_total", "counter",
+             "Data connections refused, by reason (key, epoch, table, protocol, slow hello).");
+    for (std::size_t kind = 0; kind < refusal_kinds; ++kind)
+        add_sample(out, "eb_data_connections_refused_total", "reason", refusal_name(static_cast<Refusal>(kind)),
+                   std::to_string(status.refusals[kind]));
     add_metric(out, "eb_peers_lost_total", "counter", "Peers this unit lost (closed, reset or timed out).",
                std::to_string(status.peers_lost));
     add_help(out, "eb_peer_up", "gauge", "1 while the connection to a live peer is up, else 0.");

@@ -15,6 +15,7 @@
 #include "mep_tally.hpp"
 #include "parse_error.hpp"
 #include "rank.hpp"
+#include "refusal.hpp"
 #include "transport.hpp"
 #include "transport_report.hpp"
 
@@ -46,6 +47,7 @@ struct Status_snapshot {
     std::vector<Link_state> peers;  // by rank
     std::uint64_t peers_lost = 0;
     std::array<std::uint64_t, link_failure_kinds> link_failures{};  // by Link_failure
+    std::array<std::uint64_t, refusal_kinds> refusals{};            // data connections refused, by Refusal
     std::string last_error;
     std::array<std::uint64_t, parse_error_kinds> parse_errors{};  // by Parse_error
     double mfp_ring_fill = -1;  // fraction; < 0: no such ring
@@ -92,6 +94,8 @@ public:
     Histogram& barrier_wait() { return barrier_wait_; }
     // Rejected MFPs and MEPs, by kind.
     Parse_error_counts& parse_errors() { return parse_errors_; }
+    // Data connections refused (stray, hostile or misconfigured dials).
+    Refusal_counts& refusals() { return refusals_; }
 
     Status_snapshot snapshot() const;
 
@@ -107,6 +111,7 @@ private:
     std::atomic<std::uint64_t> meps_discarded_{0};
     std::atomic<std::uint64_t> bytes_built_{0};
     Parse_error_counts parse_errors_;
+    Refusal_counts refusals_;
     Histogram phase_time_;
     Histogram barrier_wait_;
     mutable std::mutex mutex_;  // guards the rest

@@ -304,7 +304,7 @@ Unit::Session_end Unit::run_session(Configure_request table) {
                                  config_.transport == Transport_kind::verbs};
     auto connections = connect_peers(*session_listener(), rank, table.peers, live_ranks(ranks), position,
                                      static_cast<int>(config_.peer_timeout_ms), join_timeout(), session_stop_,
-                                     config_.data_key);
+                                     config_.data_key, resolve_host, &status_.refusals());
     if (!connections) return Session_end::stopped;
     // Join the set where it is: units already building say so in their hello;
     // units starting together go on from the furthest of them.
@@ -442,7 +442,7 @@ bool Unit::switch_table(Configure_request& table, const Configure_request& next,
                                      config_.transport == Transport_kind::verbs};
         auto connections = connect_peers(*session_listener(), table.rank, table.peers, joining, position,
                                          static_cast<int>(config_.peer_timeout_ms), join_timeout(), session_stop_,
-                                         config_.data_key);
+                                         config_.data_key, resolve_host, &status_.refusals());
         if (!connections) throw Stopped();
         const Reached reached = reached_peers(*connections);
         std::vector<bool> connected(units), out_of_step(units);

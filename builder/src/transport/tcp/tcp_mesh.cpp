@@ -141,7 +141,7 @@ class Mesh_builder {
 public:
     Mesh_builder(const Fd& listener, Rank rank, std::span<const Peer_address> peers, std::vector<bool> wanted,
                  const Mesh_position& position, int peer_timeout_ms, Clock::duration join_timeout,
-                 const Stop_flag& stop, const Data_key& key, Resolver resolve)
+                 const Stop_flag& stop, const Data_key& key, Resolver resolve, Refusal_counts* refused)
         : listener_(listener),
           rank_(rank),
           peers_(peers),
@@ -152,6 +152,7 @@ public:
           stop_(stop),
           key_(key),
           resolve_(std::move(resolve)),
+          refused_(refused),
           dials_(peers.size()),
           accepted_(peers.size()),
           hellos_(peers.size()) {
@@ -180,6 +181,9 @@ private:
     void give_up_overdue(Clock::time_point now);
     void accept_waiting(Clock::time_point now);
     void read_hello(Greeting& greeting);
+    void count(Refusal refusal) {
+        if (refused_ != nullptr) refused_->add(refusal);
+    }
     Clock::time_point next_deadline() const;
     void report() const;
 
@@ -193,6 +197,7 @@ private:
     const Stop_flag& stop_;
     const Data_key& key_;
     Resolver resolve_;
+    Refusal_counts* refused_;  // may be null
     std::vector<Dial> dials_;   // by rank
     std::vector<Fd> accepted_;  // by rank
     std::vector<std::optional<Mesh_position>> hellos_;  // by rank
@@ -415,7 +420,11 @@ void Mesh_builder::give_up_overdue(Clock::time_point now) {
         if (dial.fd && !dial.up && now >= dial.give_up_at)
             fail_dial(peer, dial.hello_sent ? "no answer to the hello" : "no answer to connect", now);
     }
-    std::erase_if(greetings_, [&](const Greeting& greeting) { return now >= greeting.give_up_at; });
+    std::erase_if(greetings_, [&](const Greeting& greeting) {
+        if (now < greeting.give_up_at) return false;
+        count(Refusal::slow);
+        return true;
+    });
 }
 
 void Mesh_builder::accept_waiting(Clock::time_point now) {
@@ -456,6 +465,7 @@ void Mesh_builder::read_hello(Greeting& greeting) {
     if (hello.magic != hello_magic || hello.version != mesh_protocol_version) {
         log_warning("dropped a data connection that did not open with an eb-builder hello of version ",
                     mesh_protocol_version);
+        count(Refusal::protocol);
         greeting.fd.reset();
         return;
     }
@@ -466,6 +476,7 @@ void Mesh_builder::read_hello(Greeting& greeting) {
                     key_.configured() ? "another key, none, or a replayed hello" : "this unit has no key, it has one",
                     "); every unit of a run needs the same --data-key-file or EB_DATA_KEY");
         (void)::send(greeting.fd.get(), &key_refusal, 1, MSG_NOSIGNAL);
+        count(Refusal::key);
         greeting.fd.reset();
         return;
     }
@@ -475,6 +486,7 @@ void Mesh_builder::read_hello(Greeting& greeting) {
         log_warning("dropped a dial from rank ", hello.rank, " at rank table epoch ", hello.epoch,
                     "; this unit is at epoch ", position_.epoch);
         (void)::send(greeting.fd.get(), &epoch_refusal, 1, MSG_NOSIGNAL);
+        count(Refusal::epoch);
         greeting.fd.reset();
         return;
     }
@@ -485,6 +497,7 @@ void Mesh_builder::read_hello(Greeting& greeting) {
                     (hello.units == units() && hello.rank < units() ? ", which does not expect that rank now" : ""),
                     "; every unit needs the same --peers and --dummies lists and its own --rank");
         (void)::send(greeting.fd.get(), &table_refusal, 1, MSG_NOSIGNAL);
+        count(Refusal::table);
         greeting.fd.reset();
         return;
     }
@@ -575,9 +588,10 @@ Fd listen_for_peers(std::uint16_t port) {
 std::optional<Mesh_connections> connect_peers(const Fd& listener, Rank rank, std::span<const Peer_address> peers,
                                               std::vector<bool> wanted, const Mesh_position& position,
                                               int peer_timeout_ms, std::chrono::milliseconds join_timeout,
-                                              const Stop_flag& stop, const Data_key& key, Resolver resolve) {
+                                              const Stop_flag& stop, const Data_key& key, Resolver resolve,
+                                              Refusal_counts* refused) {
     return Mesh_builder(listener, rank, peers, std::move(wanted), position, peer_timeout_ms, join_timeout, stop, key,
-                        std::move(resolve))
+                        std::move(resolve), refused)
         .run();
 }
 

@@ -15,6 +15,7 @@
 #include "fd.hpp"
 #include "peer_address.hpp"
 #include "rank.hpp"
+#include "refusal.hpp"
 #include "stop_flag.hpp"
 
 namespace eb {
@@ -68,12 +69,13 @@ Resolved resolve_host(const std::string& host);
 // (position.in_session, or a hello that says so) ends `join_timeout` after
 // it began (after that hello), with the peers connected by then. Returns
 // nullopt if stop comes first; throws Transport_error if a peer disagrees
-// about the mesh (e.g. a different --peers list).
+// about the mesh (e.g. a different --peers list). Dials it refuses are
+// counted in `refused` if given.
 std::optional<Mesh_connections> connect_peers(const Fd& listener, Rank rank, std::span<const Peer_address> peers,
                                               std::vector<bool> wanted, const Mesh_position& position,
                                               int peer_timeout_ms, std::chrono::milliseconds join_timeout,
                                               const Stop_flag& stop, const Data_key& key = Data_key(),
-                                              Resolver resolve = resolve_host);
+                                              Resolver resolve = resolve_host, Refusal_counts* refused = nullptr);
 
 // --join-timeout-ms's default.
 inline constexpr std::chrono::milliseconds default_join_timeout{5000};
