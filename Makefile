@@ -40,7 +40,7 @@ NODE_IMAGE_FILE := $(BUILD)/node-image
 
 DEMO_CLUSTER := eventbuilder-demo
 PACKAGES := build-essential cmake ninja-build libgtest-dev debootstrap clang libclang-rt-14-dev iperf3 nlohmann-json3-dev prometheus \
-  libibverbs-dev libmicrohttpd-dev libssl-dev
+  libibverbs-dev libmicrohttpd-dev libssl-dev zlib1g-dev
 
 export PATH := $(K8S_BIN):$(PATH)
 

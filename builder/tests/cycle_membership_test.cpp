@@ -66,20 +66,16 @@ TEST(ProposeMembership, ActsOnItsOwnLossesAtOnceAndOnOthersOnlyOnceReportedTwice
 
 TEST(LeadingProposer, IsTheLowestRankHeardWhoseProposalKeepsIt) {
     const std::vector<Rank> live = {0, 1, 2, 3};
-    EXPECT_EQ(leading_proposer(live, std::vector<std::optional<Membership>>{naming(4, {3}), naming(4, {}),
-                                                                             naming(4, {}), not_heard}),
-              0u);
-    EXPECT_EQ(leading_proposer(live, std::vector<std::optional<Membership>>{not_heard, naming(4, {0}),
-                                                                             naming(4, {0}), naming(4, {0})}),
-              1u)
-        << "rank 0 not heard";
-    EXPECT_EQ(leading_proposer(live, std::vector<std::optional<Membership>>{naming(4, {0}), naming(4, {}),
-                                                                             not_heard, not_heard}),
-              1u)
+    using Outs = std::vector<std::optional<Membership>>;
+    EXPECT_EQ(leading_proposer(live, Outs{naming(4, {3}), naming(4, {}), naming(4, {}), not_heard}), (Leader{0, false}));
+    EXPECT_EQ(leading_proposer(live, Outs{not_heard, naming(4, {0}), naming(4, {0}), naming(4, {0})}),
+              (Leader{1, false}))
+        << "rank 0 not heard, and put out by rank 1 too";
+    EXPECT_EQ(leading_proposer(live, Outs{naming(4, {0}), naming(4, {}), not_heard, not_heard}), (Leader{1, false}))
         << "rank 0 puts itself out";
-    EXPECT_EQ(leading_proposer(live, std::vector<std::optional<Membership>>{not_heard, not_heard, not_heard,
-                                                                             naming(4, {0, 1, 2, 3})}),
-              std::nullopt)
+    EXPECT_EQ(leading_proposer(live, Outs{not_heard, naming(4, {}), not_heard, naming(4, {})}), (Leader{1, true}))
+        << "rank 1 keeps rank 0, which this unit did not hear: the others follow rank 0";
+    EXPECT_EQ(leading_proposer(live, Outs{not_heard, not_heard, not_heard, naming(4, {0, 1, 2, 3})}), (Leader{}))
         << "alone, and out by its own count";
 }
 

@@ -53,10 +53,15 @@ void Barrier::take_tokens(const std::vector<Rank>& from, const std::vector<std::
             abandoned_ = true;
             continue;
         }
-        if (tokens[i] != count_)
-            throw Transport_error(std::string("barrier ") + what + " token " + std::to_string(tokens[i]) +
-                                  " from rank " + std::to_string(from[i]) + " while at barrier " +
-                                  std::to_string(count_) + " (mod 255): the units are out of step");
+        // Bytes changed on the way, or a peer out of step: the link is
+        // broken, the unit is not (the set goes on without that peer).
+        if (tokens[i] != count_) {
+            transport_.lose(from[i], Link_failure::error,
+                            std::string("its barrier ") + what + " token " + std::to_string(tokens[i]) +
+                                " came while at barrier " + std::to_string(count_) +
+                                " (mod 255): out of step, or bytes changed on the way");
+            abandoned_ = true;
+        }
     }
 }
 

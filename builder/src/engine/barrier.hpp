@@ -24,8 +24,8 @@ class Barrier {
 public:
     Barrier(Barrier_kind kind, Transport& transport, const std::vector<Rank>& participants);
 
-    // Returns false if stopped first; throws Transport_error on a token from
-    // another barrier.
+    // Returns false if stopped first. A token from another barrier loses
+    // its sender (and abandons the barrier, as any loss does).
     bool wait();
     bool abandoned() const { return abandoned_; }
 

@@ -60,6 +60,7 @@ bool Cycle_agreement::agree(std::uint64_t cycle_chunk, const Vote& vote, std::sp
                                        vote.pending_epoch, vote_bits(vote.pause, vote.stop)});
         for (Rank rank = 0; rank < units; ++rank)
             message[sizeof(Cycle_header) + rank] = std::byte{transport_.lost(rank) ? std::uint8_t{1} : std::uint8_t{0}};
+        seal(message);
     }
     if (!transport_.transfer(message_sends_, message_receives_)) return false;
     read_headers(cycle_chunk);
@@ -76,9 +77,14 @@ void Cycle_agreement::read_headers(std::uint64_t cycle_chunk) {
         lost_lists_[peer].reset();
         if (transport_.lost(peer)) continue;  // no header, or none to count on
         const std::span<const std::byte> message = slot(arrived_, peer, cycle_message_bytes_);
+        if (!is_sealed(message)) {
+            lose_corrupted(peer, "cycle message");
+            continue;
+        }
         headers_[peer] = load<Cycle_header>(message, 0);
         check_header(peer, cycle_chunk);
-        if (peer != rank_) lost_lists_[peer] = read_flags(message.subspan(sizeof(Cycle_header)), peer, "lost list");
+        if (peer != rank_)
+            lost_lists_[peer] = read_flags(message.subspan(sizeof(Cycle_header), units), peer, "lost list");
     }
     Membership own(units);  // as it stands now: losses during the exchange count
     for (Rank rank = 0; rank < units; ++rank) own[rank] = transport_.lost(rank) ? 1 : 0;
@@ -122,6 +128,12 @@ void Cycle_agreement::propose() {
     store(std::span(proposal_), 0, Proposal_header{decision.switch_to, vote_bits(decision.pause, decision.stop)});
     for (Rank rank = 0; rank < table_.units(); ++rank)
         proposal_[sizeof(Proposal_header) + rank] = std::byte{proposal.out[rank] ? std::uint8_t{1} : std::uint8_t{0}};
+    seal(proposal_);
+}
+
+void Cycle_agreement::lose_corrupted(Rank peer, const char* what) {
+    transport_.lose(peer, Link_failure::error,
+                    std::string("its ") + what + " failed its CRC-32: bytes changed on the way, so the link is broken");
 }
 
 void Cycle_agreement::read_proposals() {
@@ -130,6 +142,10 @@ void Cycle_agreement::read_proposals() {
         if (transport_.lost(peer)) continue;
         const std::span<const std::byte> message =
             peer == rank_ ? std::span<const std::byte>(proposal_) : slot(proposals_arrived_, peer, proposal_bytes_);
+        if (!is_sealed(message)) {
+            lose_corrupted(peer, "proposal");
+            continue;
+        }
         const auto header = load<Proposal_header>(message, 0);
         if (header.votes > (vote_pause | vote_stop) || (header.switch_to != 0 && header.switch_to <= settings_.epoch))
             throw Transport_error("rank " + std::to_string(peer) + " proposed votes " + std::to_string(header.votes) +
@@ -137,23 +153,26 @@ void Cycle_agreement::read_proposals() {
                                   " under epoch " + std::to_string(settings_.epoch) +
                                   ": the units speak different protocols");
         decisions_[peer] = {header.switch_to, (header.votes & vote_pause) != 0, (header.votes & vote_stop) != 0};
-        outs_[peer] = read_flags(message.subspan(sizeof(Proposal_header)), peer, "proposal");
+        outs_[peer] = read_flags(message.subspan(sizeof(Proposal_header), table_.units()), peer, "proposal");
     }
 }
 
 void Cycle_agreement::follow(std::uint64_t cycle_chunk) {
-    const std::optional<Rank> leader = leading_proposer(table_.live_ranks(), outs_);
-    // Alone, and out by its own count: it lost every peer and cannot tell
-    // whether they died or it was cut off.
-    const Rank followed = leader.value_or(rank_);
+    const Leader leader = leading_proposer(table_.live_ranks(), outs_);
+    // No leader: alone, and out by its own count (it lost every peer and
+    // cannot tell whether they died or it was cut off).
+    const Rank followed = leader.proposer.value_or(rank_);
     const Membership& out = *outs_[followed];
     decision_ = decisions_[followed];
-    leads_ = leader == rank_;
-    const bool put_out = out[rank_] != 0;
+    leads_ = leader.proposer == rank_ && !leader.cut_from_leader;
+    const bool put_out = out[rank_] != 0 || leader.cut_from_leader;
     if (put_out && !was_out_)
-        log_warning(leader ? "rank " + std::to_string(followed) + "'s proposal, which the set follows, puts"
-                           : std::string("having lost every peer, it cannot tell whether they died or it was cut off; "
-                                         "it puts"),
+        log_warning(!leader.proposer ? std::string("having lost every peer, it cannot tell whether they died or it "
+                                                   "was cut off; it puts")
+                    : leader.cut_from_leader
+                        ? "it lost a lower rank that rank " + std::to_string(followed) +
+                              " still keeps, so it cannot know what the set decides; it puts"
+                        : "rank " + std::to_string(followed) + "'s proposal, which the set follows, puts",
                     " this unit out of the set at chunk ", cycle_chunk,
                     ": it cycles on alone and counts no event until a new rank table");
     was_out_ = put_out;

@@ -53,6 +53,7 @@ private:
     void propose();
     void read_proposals();
     void follow(std::uint64_t cycle_chunk);
+    void lose_corrupted(Rank peer, const char* what);
     std::span<std::byte> slot(std::vector<std::byte>& messages, Rank rank, std::size_t bytes) const;
 
     Settings settings_;

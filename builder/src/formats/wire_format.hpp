@@ -10,6 +10,8 @@
 #include <span>
 #include <type_traits>
 
+#include "seal.hpp"
+
 namespace eb {
 
 static_assert(std::endian::native == std::endian::little,
@@ -87,18 +89,18 @@ struct Cycle_header {
     std::uint32_t votes;          // vote_pause | vote_stop
 };
 
-// A cycle header travels with its sender's lost list: one byte per rank of
-// the table, 1 for a rank it has lost.
-inline constexpr std::size_t cycle_message_bytes(std::size_t units) { return sizeof(Cycle_header) + units; }
+// A cycle header travels with its sender's lost list, one byte per rank of
+// the table (1 for a rank it has lost), and a seal (seal.hpp).
+inline constexpr std::size_t cycle_message_bytes(std::size_t units) { return sizeof(Cycle_header) + units + seal_bytes; }
 
 // Second message of a cycle: the sender's proposal, the decision it takes
 // (a table switch, votes: as in Cycle_header) followed by who is out of the
-// cycle, one byte per rank (1: out).
+// cycle, one byte per rank (1: out), and a seal.
 struct Proposal_header {
     std::uint32_t switch_to;  // 0: keep the table
     std::uint32_t votes;      // vote_pause | vote_stop: what the set does
 };
-inline constexpr std::size_t proposal_message_bytes(std::size_t units) { return sizeof(Proposal_header) + units; }
+inline constexpr std::size_t proposal_message_bytes(std::size_t units) { return sizeof(Proposal_header) + units + seal_bytes; }
 
 static_assert(sizeof(Mfp_header) == 32);
 static_assert(sizeof(Mep_header) == 32);

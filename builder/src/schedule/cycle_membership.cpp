@@ -49,10 +49,18 @@ Membership_proposal propose_membership(Rank self, std::span<const Rank> live,
     }
 }
 
-std::optional<Rank> leading_proposer(std::span<const Rank> live, std::span<const std::optional<Membership>> outs) {
-    for (const Rank rank : live)
-        if (outs[rank] && rank < outs[rank]->size() && (*outs[rank])[rank] == 0) return rank;
-    return std::nullopt;
+Leader leading_proposer(std::span<const Rank> live, std::span<const std::optional<Membership>> outs) {
+    const auto keeps = [&](Rank proposer, Rank rank) {
+        return rank < outs[proposer]->size() && (*outs[proposer])[rank] == 0;
+    };
+    for (const Rank rank : live) {
+        if (!outs[rank] || !keeps(rank, rank)) continue;
+        Leader leader{rank, false};
+        for (const Rank lower : live)
+            if (lower < rank && !outs[lower] && keeps(rank, lower)) leader.cut_from_leader = true;
+        return leader;
+    }
+    return {};
 }
 
 }  // namespace eb

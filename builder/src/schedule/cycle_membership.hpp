@@ -43,8 +43,17 @@ Membership_proposal propose_membership(Rank self, std::span<const Rank> live,
                                        const Broken_links& before);
 
 // Whose proposal the cycle follows: the lowest rank whose proposal was heard
-// (`outs`, by rank: its out list; this unit's own included) and keeps that
-// rank in. nullopt when none does: this unit is alone.
-std::optional<Rank> leading_proposer(std::span<const Rank> live, std::span<const std::optional<Membership>> outs);
+// (`outs`, by rank: its out list; this unit's own included; nullopt where
+// none came) and keeps that rank in; nullopt when none does: this unit is
+// alone. `cut_from_leader`: that proposal keeps in a lower rank this unit
+// did not hear, so the others follow a rank (that one, or one below) whose
+// decision this unit cannot know: it must put itself out.
+struct Leader {
+    std::optional<Rank> proposer;
+    bool cut_from_leader = false;
+
+    friend bool operator==(const Leader&, const Leader&) = default;
+};
+Leader leading_proposer(std::span<const Rank> live, std::span<const std::optional<Membership>> outs);
 
 }  // namespace eb
