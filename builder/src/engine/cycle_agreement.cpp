@@ -52,7 +52,8 @@ std::span<std::byte> Cycle_agreement::slot(std::vector<std::byte>& messages, Ran
     return std::span(messages).subspan(rank * bytes, bytes);
 }
 
-bool Cycle_agreement::agree(std::uint64_t cycle_chunk, const Vote& vote, std::span<const std::uint64_t> mfp_bytes) {
+bool Cycle_agreement::exchange_headers(std::uint64_t cycle_chunk, const Vote& vote,
+                                       std::span<const std::uint64_t> mfp_bytes) {
     const Rank units = table_.units();
     for (const Rank peer : table_.live_ranks()) {
         const std::span<std::byte> message = slot(sent_, peer, cycle_message_bytes_);
@@ -64,6 +65,10 @@ bool Cycle_agreement::agree(std::uint64_t cycle_chunk, const Vote& vote, std::sp
     }
     if (!transport_.transfer(message_sends_, message_receives_)) return false;
     read_headers(cycle_chunk);
+    return true;
+}
+
+bool Cycle_agreement::settle(std::uint64_t cycle_chunk) {
     propose();
     if (!transport_.transfer(proposal_sends_, proposal_receives_)) return false;
     read_proposals();
@@ -86,9 +91,6 @@ void Cycle_agreement::read_headers(std::uint64_t cycle_chunk) {
         if (peer != rank_)
             lost_lists_[peer] = read_flags(message.subspan(sizeof(Cycle_header), units), peer, "lost list");
     }
-    Membership own(units);  // as it stands now: losses during the exchange count
-    for (Rank rank = 0; rank < units; ++rank) own[rank] = transport_.lost(rank) ? 1 : 0;
-    lost_lists_[rank_] = std::move(own);
 }
 
 void Cycle_agreement::check_header(Rank from, std::uint64_t cycle_chunk) const {
@@ -113,6 +115,10 @@ void Cycle_agreement::check_header(Rank from, std::uint64_t cycle_chunk) const {
 }
 
 void Cycle_agreement::propose() {
+    const Rank units = table_.units();
+    Membership own(units);  // as it stands now: losses during the cycle's data count
+    for (Rank rank = 0; rank < units; ++rank) own[rank] = transport_.lost(rank) ? 1 : 0;
+    lost_lists_[rank_] = std::move(own);
     const Membership_proposal proposal =
         propose_membership(rank_, table_.live_ranks(), lost_lists_, reported_before_);
     reported_before_ = proposal.reported;

@@ -13,15 +13,18 @@
 
 namespace eb {
 
-// The control half of a cycle, before any data moves: two all-to-all rounds
-// on the control channel.
-//   1. Cycle messages: to each live unit the header (the size of the MFP for
-//      it, this unit's votes) and the ranks this unit has lost.
-//   2. Proposals: who is out of the cycle and the decision of the votes of
-//      those in (cycle_membership.hpp); every unit follows the lowest rank's
-//      proposal it heard, loses the ranks it puts out, and takes its
-//      decision. So the units of a set decide alike even when one of them
-//      lost a peer the others still see (docs/control-api.md, "One set").
+// The control half of a cycle: two all-to-all rounds on the control channel.
+//   1. Before the data: cycle messages, to each live unit the header (the
+//      size of the MFP for it, this unit's votes) and the ranks this unit
+//      has lost.
+//   2. After the data, before any MEP is committed: proposals, who is out
+//      of the cycle and the decision of the votes of those in
+//      (cycle_membership.hpp). Every unit follows the lowest rank's proposal
+//      it heard, loses the ranks it puts out, and takes its decision. So the
+//      units of a set decide alike, and count every chunk once, even when
+//      one of them lost a peer the others still see (docs/control-api.md,
+//      "One set"). As every unit waits for every other's proposal, this
+//      round is also the cycle's last barrier.
 class Cycle_agreement {
 public:
     struct Settings {
@@ -31,13 +34,16 @@ public:
     };
     Cycle_agreement(Settings settings, const Rank_table& table, Transport& transport);
 
-    // Runs both rounds for the cycle at `cycle_chunk`. `mfp_bytes`: by rank,
-    // the size of this unit's MFP for that BU (0: none). Returns false if
-    // stopped; throws Transport_error on a message that breaks the protocol.
-    bool agree(std::uint64_t cycle_chunk, const Vote& vote, std::span<const std::uint64_t> mfp_bytes);
+    // Round 1 for the cycle at `cycle_chunk`. `mfp_bytes`: by rank, the size
+    // of this unit's MFP for that BU (0: none). Returns false if stopped;
+    // throws Transport_error on a header that breaks the protocol.
+    bool exchange_headers(std::uint64_t cycle_chunk, const Vote& vote, std::span<const std::uint64_t> mfp_bytes);
+    // The header a rank not lost sent in round 1.
+    const Cycle_header& header(Rank from) const { return headers_[from]; }
 
-    // What the last agree() settled.
-    const Cycle_header& header(Rank from) const { return headers_[from]; }  // of a rank in the cycle
+    // Round 2, once the cycle's data moved. Returns false if stopped.
+    bool settle(std::uint64_t cycle_chunk);
+    // What the last settle() decided.
     bool in_cycle(Rank rank) const { return in_cycle_[rank]; }
     // This unit's proposal is the one followed: it counts the chunks of the
     // BUs out of the cycle, so they are counted once.

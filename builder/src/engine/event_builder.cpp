@@ -73,9 +73,9 @@ std::optional<Cycle_decision> Event_builder::run_cycle(std::uint64_t cycle_chunk
         for (std::size_t index = 0; index < table_.bus().size(); ++index)
             mfps_[table_.bus()[index]] = next_mfp(cycle_chunk + index, table_.bus()[index]);
     for (const Rank bu : table_.bus()) mfp_bytes_[bu] = unit_.source != nullptr ? mfps_[bu].size() : 0;
-    if (!agreement_.agree(cycle_chunk, vote, mfp_bytes_)) return std::nullopt;
+    if (!agreement_.exchange_headers(cycle_chunk, vote, mfp_bytes_)) return std::nullopt;
     if (unit_.output != nullptr) lay_out_mep(cycle_chunk);
-    if (!run_phases()) return std::nullopt;
+    if (!run_phases() || !agreement_.settle(cycle_chunk)) return std::nullopt;
     finish_cycle();
     return agreement_.decision();
 }
@@ -179,7 +179,8 @@ bool Event_builder::run_phases() {
             if (transport_.lost(ru)) mep_damaged_ = true;
         const auto phase_end = Clock::now();
         if (unit_.phase_time != nullptr) unit_.phase_time->observe(seconds_between(phase_start, phase_end));
-        if (unit_.barrier != nullptr && ++phases_run_ % settings_.barrier_every == 0) {
+        // The proposals that end the cycle are its last barrier.
+        if (unit_.barrier != nullptr && phase + 1 < units && ++phases_run_ % settings_.barrier_every == 0) {
             if (!unit_.barrier->wait()) return false;
             if (unit_.barrier_wait != nullptr) unit_.barrier_wait->observe(seconds_between(phase_end, Clock::now()));
         }

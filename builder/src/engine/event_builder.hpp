@@ -23,15 +23,17 @@ namespace eb {
 // any) assembles the MEPs it is assigned and hands them to `output`. One
 // cycle moves one MFP chunk per live BU:
 //   1. RU: take the cycle's MFPs (one per live BU), check each. The units
-//      agree on the cycle (Cycle_agreement): each learns the size of every
-//      MFP it will receive, and the set who is in the cycle and what the
-//      votes decide. BU: lay out the MEP, write its header.
+//      exchange cycle headers (Cycle_agreement): each learns the size of
+//      every MFP it will receive, the votes and who lost whom. BU: lay out
+//      the MEP, write its header.
 //   2. The BU posts a receive for every RU's MFP straight at its place in
 //      the MEP. N phases: in phase n the RU sends to BU (rank + n) mod N and
 //      the BU waits for the MFP of RU (rank - n) mod N; pairs with a dummy
 //      or a missing role idle. Phase 0 (each unit with itself) crosses no
 //      link: its copy runs inside phase 1. A barrier every k phases run.
-//   3. Release the MFPs, commit the MEP; return what the set decided.
+//   3. The units settle the cycle (Cycle_agreement): who is in it, what the
+//      votes decide. Release the MFPs, commit the MEP (a unit put out
+//      discards it); return what the set decided.
 // A lost peer is built around: its MFPs are missing from the MEPs (dropped,
 // or delivered flagged incomplete) and the chunks it would have built are
 // dropped, all counted in `events_dropped`, once for the set: a BU in the
