@@ -380,17 +380,19 @@ bool Verbs_transport::transfer(std::span<const Send> sends, std::span<const Rece
     // Receives take the peer's messages in the order they arrived, which is
     // the order the peer sent them: the protocol's order.
     taken_.assign(receives.size(), false);
-    waited_.clear();
-    for (const Send& send : sends) waited_.push_back(send.peer);
-    for (const Receive& receive : receives) waited_.push_back(receive.peer);
+    // Only the peers with something still pending are waited for: one that
+    // delivered its part and closed (it finished the set's last round
+    // first) is no loss.
     return progress_until([&] {
         bool done = true;
+        waited_.clear();
         for (std::size_t i = 0; i < receives.size(); ++i) {
             const Receive& receive = receives[i];
             if (taken_[i] || receive.peer == rank_ || lost(receive.peer)) continue;
             Peer& peer = peers_[receive.peer];
             if (peer.arrived.empty()) {
                 done = false;
+                waited_.push_back(receive.peer);
                 continue;
             }
             const auto [slot, bytes] = peer.arrived.front();
@@ -406,7 +408,10 @@ bool Verbs_transport::transfer(std::span<const Send> sends, std::span<const Rece
             post_control_receive(receive.peer, slot);
         }
         for (const Send& send : sends)
-            if (send.peer != rank_ && !lost(send.peer) && peers_[send.peer].busy[control][sending]) done = false;
+            if (send.peer != rank_ && !lost(send.peer) && peers_[send.peer].busy[control][sending]) {
+                done = false;
+                waited_.push_back(send.peer);
+            }
         return done;
     }, waited_);
 }
@@ -479,14 +484,13 @@ void Verbs_transport::post_data(std::span<const Send> sends, std::span<const Rec
 
 bool Verbs_transport::wait_data(std::span<const Rank> sent_to, std::span<const Rank> received_from) {
     if (stop_.requested()) return false;
-    waited_.assign(sent_to.begin(), sent_to.end());
-    waited_.insert(waited_.end(), received_from.begin(), received_from.end());
     return progress_until([&] {
+        waited_.clear();  // the peers still pending, as in transfer()
         for (const Rank peer : sent_to)
-            if (peer != rank_ && !lost(peer) && peers_[peer].busy[data][sending]) return false;
+            if (peer != rank_ && !lost(peer) && peers_[peer].busy[data][sending]) waited_.push_back(peer);
         for (const Rank peer : received_from)
-            if (peer != rank_ && !lost(peer) && peers_[peer].busy[data][receiving]) return false;
-        return true;
+            if (peer != rank_ && !lost(peer) && peers_[peer].busy[data][receiving]) waited_.push_back(peer);
+        return waited_.empty();
     }, waited_);
 }
 
