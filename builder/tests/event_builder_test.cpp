@@ -293,6 +293,28 @@ TEST(EventBuilder, ACycleStoppedMidwayLeavesSourceAndOutputToTheNextSession) {
     EXPECT_EQ(counts.meps_built, 3u);
 }
 
+// A folded unit of `table` around `transport`: generated MFPs in, every MEP
+// checked (its BU's events expected in sequence), counts in `status`.
+struct Checked_unit {
+    Checked_unit(const Rank_table& table, Transport& transport)
+        : status(transport.rank()),
+          source(transport.rank(), packing_factor, model, table.bus().size()),
+          output(checker(table, transport.rank(), status), status),
+          builder({packing_factor, 1, 1, true}, table, transport,
+                  {&source, &output, nullptr, &status.parse_errors(), &status.events_dropped()}) {}
+
+    static Mep_checker checker(const Rank_table& table, Rank rank, Unit_status& status) {
+        Mep_checker checker(table.rus(), packing_factor, model, status.parse_errors());
+        checker.expect_sequence(table.bu_index(rank) * packing_factor, packing_factor * table.bus().size());
+        return checker;
+    }
+
+    Unit_status status;
+    Generator_reader source;
+    Checking_writer output;
+    Event_builder builder;
+};
+
 // Four units, each in its own thread, through `cycles` cycles. Rank 1 loses
 // rank 3 before cycle 2 (a link cut between them; ranks 0 and 2 still see
 // both); rank 3 votes stop in cycle 2 if `stop_vote`.
@@ -317,18 +339,12 @@ Cut_run run_with_a_cut_link(std::uint64_t cycles, bool stop_vote) {
                                     [&, rank](Rank peer, Link_failure failure, const std::string&) {
                                         run.losses[rank].emplace_back(peer, failure);
                                     });
-            Unit_status status(rank);
-            Generator_reader source(rank, packing_factor, model, table.bus().size());
-            Mep_checker checker(table.rus(), packing_factor, model, status.parse_errors());
-            checker.expect_sequence(table.bu_index(rank) * packing_factor, packing_factor * table.bus().size());
-            Checking_writer output(std::move(checker), status);
-            Event_builder builder({packing_factor, 1, 1, true}, table, transport,
-                                  {&source, &output, nullptr, &status.parse_errors(), &status.events_dropped()});
+            Checked_unit unit(table, transport);
             try {
                 for (std::uint64_t cycle = 0; cycle < cycles; ++cycle) {
                     if (rank == 1 && cycle == 2) transport.lose(3, Link_failure::error, "the link is cut");
                     const Vote vote{1, false, stop_vote && rank == 3 && cycle == 2};
-                    const auto decision = builder.run_cycle(cycle * builder.chunks_per_cycle(), vote);
+                    const auto decision = unit.builder.run_cycle(cycle * unit.builder.chunks_per_cycle(), vote);
                     if (!decision) break;
                     run.decisions[rank].push_back(*decision);
                     if (decision->stop) break;
@@ -336,7 +352,7 @@ Cut_run run_with_a_cut_link(std::uint64_t cycles, bool stop_vote) {
             } catch (const std::exception& error) {
                 run.errors[rank] = error.what();
             }
-            run.counts[rank] = status.snapshot();
+            run.counts[rank] = unit.status.snapshot();
         });
     }
     threads.clear();
@@ -403,24 +419,18 @@ TEST(EventBuilder, EachCycleReturnsTheDecisionOfTheVotes) {
         for (Rank rank = 0; rank < 2; ++rank) {
             threads.emplace_back([&, rank] {
                 Tcp_transport transport(rank, std::move(meshes[rank]), stop);
-                Unit_status status(rank);
-                Generator_reader source(rank, packing_factor, model, table.bus().size());
-                Mep_checker checker(table.rus(), packing_factor, model, status.parse_errors());
-                checker.expect_sequence(table.bu_index(rank) * packing_factor, packing_factor * table.bus().size());
-                Checking_writer output(std::move(checker), status);
-                Event_builder builder({packing_factor, 1, 1, true}, table, transport,
-                                      {&source, &output, nullptr, &status.parse_errors(), &status.events_dropped()});
+                Checked_unit unit(table, transport);
                 // Rank 1 votes pause in cycle 1 and stop in cycle 2; rank 0 never does.
                 for (std::uint64_t cycle = 0; cycle < 3; ++cycle) {
                     const Vote vote{1, rank == 1 && cycle == 1, rank == 1 && cycle == 2};
-                    const auto decision = builder.run_cycle(cycle * builder.chunks_per_cycle(), vote);
+                    const auto decision = unit.builder.run_cycle(cycle * unit.builder.chunks_per_cycle(), vote);
                     if (!decision) {
                         errors[rank] = "stopped";
                         return;
                     }
                     decisions[rank].push_back(*decision);
                 }
-                const Status_snapshot counts = status.snapshot();
+                const Status_snapshot counts = unit.status.snapshot();
                 if (counts.events_built != 3 * packing_factor)
                     errors[rank] = std::to_string(counts.events_built) + " events built: " + counts.last_error;
             });

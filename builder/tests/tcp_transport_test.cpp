@@ -611,8 +611,8 @@ TEST(TcpMesh, ADialWithoutProofOfTheRunsKeyIsRefused) {
     unit.join();
     ASSERT_TRUE(connections);
     EXPECT_TRUE(connections->connected(1));
-    EXPECT_EQ(refused.count(Refusal::key), 4u) << "every refusal is counted";
-    EXPECT_EQ(refused.count(Refusal::table), 0u);
+    EXPECT_EQ(refused.get(Refusal::key), 4u) << "every refusal is counted";
+    EXPECT_EQ(refused.get(Refusal::table), 0u);
 }
 
 TEST(DataKey, ProvesWithHmacSha256OverTheNonceAndTheMessage) {
@@ -686,7 +686,7 @@ TEST(TcpMesh, AHelloThatDoesNotFitTheTableIsRefusedWithoutFailingTheUnit) {
     unit.join();
     ASSERT_TRUE(connections) << "the unit failed";
     EXPECT_TRUE(connections->connected(1));
-    EXPECT_EQ(refused.count(Refusal::table), 4u) << "every refusal is counted";
+    EXPECT_EQ(refused.get(Refusal::table), 4u) << "every refusal is counted";
 }
 
 // A dial counts once the peer has taken its hello ('A'), not when the hello

@@ -1,12 +1,12 @@
 #pragma once
 
-#include <array>
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <sstream>
 #include <string>
 #include <string_view>
+
+#include "kind_counts.hpp"
 
 namespace eb {
 
@@ -50,15 +50,6 @@ Parse_status parse_failure(std::string_view packet, Parse_error error, const Par
 }
 
 // Rejections counted by kind; written by the data path, read by /metrics.
-class Parse_error_counts {
-public:
-    void add(Parse_error error) { counts_[static_cast<std::size_t>(error)].fetch_add(1, std::memory_order_relaxed); }
-    std::uint64_t get(Parse_error error) const {
-        return counts_[static_cast<std::size_t>(error)].load(std::memory_order_relaxed);
-    }
-
-private:
-    std::array<std::atomic<std::uint64_t>, parse_error_kinds> counts_{};
-};
+using Parse_error_counts = Kind_counts<Parse_error, parse_error_kinds>;
 
 }  // namespace eb

@@ -130,7 +130,7 @@ Status_snapshot Unit_status::snapshot() const {
     snapshot.peers_lost = peers_lost_;
     snapshot.link_failures = link_failures_;
     for (std::size_t kind = 0; kind < refusal_kinds; ++kind)
-        snapshot.refusals[kind] = refusals_.count(static_cast<Refusal>(kind));
+        snapshot.refusals[kind] = refusals_.get(static_cast<Refusal>(kind));
     snapshot.last_error = last_error_;
     snapshot.events_per_second = events_per_second_;
     snapshot.bytes_per_second = bytes_per_second_;

@@ -1,10 +1,9 @@
 #pragma once
 
-#include <array>
-#include <atomic>
 #include <cstddef>
-#include <cstdint>
 #include <string_view>
+
+#include "kind_counts.hpp"
 
 namespace eb {
 
@@ -28,15 +27,6 @@ inline std::string_view refusal_name(Refusal refusal) {
 
 // Refusals counted across sessions; written by the connecting thread, read
 // by any.
-class Refusal_counts {
-public:
-    void add(Refusal refusal) { counts_[static_cast<std::size_t>(refusal)].fetch_add(1, std::memory_order_relaxed); }
-    std::uint64_t count(Refusal refusal) const {
-        return counts_[static_cast<std::size_t>(refusal)].load(std::memory_order_relaxed);
-    }
-
-private:
-    std::array<std::atomic<std::uint64_t>, refusal_kinds> counts_{};
-};
+using Refusal_counts = Kind_counts<Refusal, refusal_kinds>;
 
 }  // namespace eb
