@@ -202,15 +202,13 @@ Event_builder::Phase_pair Event_builder::phase_pair(Rank phase) const {
 }
 
 void Event_builder::finish_cycle() {
-    if (unit_.source != nullptr) {
+    if (unit_.source != nullptr)
         for (std::size_t index = 0; index < table_.bus().size(); ++index) unit_.source->release();
-        // The chunks of BUs out of the cycle are built nowhere; the unit the
-        // set follows counts them. A BU lost later in the cycle counts its
-        // own MEP if it can.
-        if (agreement_.leads())
-            for (const Rank bu : table_.bus())
-                if (!agreement_.in_cycle(bu)) unit_.events_dropped->fetch_add(settings_.packing_factor);
-    }
+    // The chunks of BUs out of the cycle are built nowhere; the unit the set
+    // follows counts them, whatever its roles.
+    if (agreement_.leads())
+        for (const Rank bu : table_.bus())
+            if (!agreement_.in_cycle(bu)) unit_.events_dropped->fetch_add(settings_.packing_factor);
     if (unit_.output == nullptr) return;
     mep_open_ = false;  // committed or discarded below
     const bool missing = std::find(slot_missing_.begin(), slot_missing_.end(), true) != slot_missing_.end();
