@@ -121,7 +121,7 @@ TEST(ControlProcess, AKilledUnitIsReportedWithinASecondAndTheCountsAddUp) {
     set.command_all("start");
     ASSERT_TRUE(test::eventually([&] { return set.number(3, "events_built") > 0; }, 20s)) << set.logs();
 
-    const std::uint64_t built_by_victim = set.kill_while_paused(3);
+    const std::uint64_t built_by_victim = set.kill_while_paused(3).built;
     const auto resumed = std::chrono::steady_clock::now();
     ASSERT_TRUE(set.all_report({0, 1, 2}, R"("lost_peers":[3])", 2s)) << set.logs();
     EXPECT_LT(std::chrono::steady_clock::now() - resumed, 1s) << "the loss is reported within a second";
@@ -336,7 +336,7 @@ TEST_P(RestartedUnit, RejoinsTheRunningSetUnderANewEpoch) {
     set.command_all("start");
     ASSERT_TRUE(test::eventually([&] { return set.number(2, "events_built") > 0; }, 20s)) << set.logs();
 
-    const std::uint64_t built_by_victim = set.kill_while_paused(2);
+    const std::uint64_t built_by_victim = set.kill_while_paused(2).built;
     const auto resumed = std::chrono::steady_clock::now();
     ASSERT_TRUE(set.all_report({0, 1, 3}, R"("lost_peers":[2])", 2s)) << set.logs();
     EXPECT_LT(std::chrono::steady_clock::now() - resumed, 1s) << "the loss is reported within a second";

@@ -153,6 +153,29 @@ public:
         return series > 0 ? sum : ~std::uint64_t{0};  // no series: the metrics did not answer
     }
 
+    // Counts of `ranks` summed, as their /status reports them.
+    struct Totals {
+        std::uint64_t built = 0, incomplete = 0, dropped = 0, in_doubt = 0;
+        Totals& operator+=(const Totals& other) {
+            built += other.built;
+            incomplete += other.incomplete;
+            dropped += other.dropped;
+            in_doubt += other.in_doubt;
+            return *this;
+        }
+    };
+    Totals totals(const std::set<Rank>& ranks) const {
+        Totals sum;
+        for (const Rank rank : ranks) {
+            const std::string body = status(rank);
+            sum.built += json_number(body, "events_built").value_or(0);
+            sum.incomplete += json_number(body, "events_incomplete").value_or(0);
+            sum.dropped += json_number(body, "events_dropped").value_or(0);
+            sum.in_doubt += json_number(body, "events_in_doubt").value_or(0);
+        }
+        return sum;
+    }
+
     // Waits until every rank's /status answers (the processes are up).
     bool all_answer() const {
         return eventually([&] {
@@ -171,19 +194,19 @@ public:
         }, timeout);
     }
 
-    // Pauses the set, so that the victim's count is final, kills the victim
-    // outright and resumes the others. Returns the events the victim built.
-    std::uint64_t kill_while_paused(Rank victim) {
+    // Pauses the set, so that the victim's counts are final, kills the victim
+    // outright and resumes the others. Returns the victim's counts.
+    Totals kill_while_paused(Rank victim) {
         EXPECT_EQ(command(0, "pause").status, 200);
         EXPECT_TRUE(all_report(ranks(), R"("activity":"paused")", 10s)) << logs();
-        const std::uint64_t built = number(victim, "events_built");
+        const Totals counted = totals({victim});
         process(victim).signal(SIGKILL);
         EXPECT_TRUE(process(victim).wait_exit(5s));
         for (Rank rank = 0; rank < units_; ++rank)
             if (rank != victim) {
                 EXPECT_EQ(command(rank, "resume").status, 200) << rank;
             }
-        return built;
+        return counted;
     }
 
     std::string logs() const {

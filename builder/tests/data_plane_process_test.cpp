@@ -14,6 +14,7 @@
 #include <iostream>
 #include <memory>
 
+#include "process_run.hpp"
 #include "rank_table.hpp"
 #include "test_support.hpp"
 
@@ -23,94 +24,8 @@ namespace {
 using namespace std::chrono_literals;
 using test::Child;
 
-// A unit's last log line: "stopped: E events built, I incomplete, M MEPs, B
-// bytes, D dropped ...".
-struct Final_counts {
-    std::uint64_t built = 0, incomplete = 0, meps = 0, bytes = 0, dropped = 0;
-};
-std::optional<Final_counts> final_counts(const std::string& log) {
-    const std::size_t at = log.rfind("stopped: ");
-    Final_counts counts;
-    if (at == std::string::npos ||
-        std::sscanf(log.c_str() + at, "stopped: %lu events built, %lu incomplete, %lu MEPs, %lu bytes, %lu dropped",
-                    &counts.built, &counts.incomplete, &counts.meps, &counts.bytes, &counts.dropped) != 5)
-        return std::nullopt;
-    return counts;
-}
-
-const std::string tools_dir = EB_TOOLS_DIR;
-
-// Processes of one test run and their logs, shown when the test fails.
-class Run : public testing::Test {
-protected:
-    Run()
-        : dir_(test::make_temp_dir()),
-          run_name_("t" + std::to_string(::getpid()) + "-" + std::to_string(++runs_)),
-          run_prefix_(run_name_) {}
-    ~Run() override {
-        if (HasFailure())
-            for (const auto& [name, child] : children_) std::cerr << "--- " << name << " ---\n" << child->log();
-        children_.clear();
-        std::filesystem::remove_all(dir_);
-        // Rings of processes a failed test had to kill are stale; a unit
-        // would reclaim them on its next start, but test run names are unique.
-        for (const auto& entry : std::filesystem::directory_iterator("/dev/shm"))
-            if (entry.path().filename().string().starts_with("eb-" + run_prefix_)) std::filesystem::remove(entry.path());
-    }
-
-    // "127.0.0.1:p,..." for `units` ranks; their HTTP ports are picked in
-    // the same go, so no two can coincide.
-    std::string peers(Rank units) {
-        const std::vector<std::uint16_t> ports = test::free_ports(2 * units);
-        http_ports_.assign(ports.begin() + units, ports.end());
-        std::string list;
-        for (Rank rank = 0; rank < units; ++rank)
-            list += (list.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(ports[rank]);
-        return list;
-    }
-    Child& start(const std::string& name, const std::string& tool, std::vector<std::string> args) {
-        children_.emplace_back(name, std::make_unique<Child>(tools_dir + "/" + tool, args, dir_ + "/" + name + ".log"));
-        return *children_.back().second;
-    }
-    // The eb-builder of `rank` with an HTTP port of its own.
-    Child& start_builder(Rank rank, std::vector<std::string> args) {
-        args.insert(args.end(), {"--rank", std::to_string(rank), "--http-port", std::to_string(http_ports_.at(rank))});
-        const std::vector<std::string> transport = test::transport_flags();
-        args.insert(args.end(), transport.begin(), transport.end());
-        return start("builder-" + std::to_string(rank), "eb-builder", args);
-    }
-    bool ring_exists(Rank rank, const char* what) const {
-        return std::filesystem::exists("/dev/shm/eb-" + run_name_ + "-" + std::to_string(rank) + "-" + what);
-    }
-    // The `tail` word of a ring (docs/formats.md): bytes its reader released.
-    std::uint64_t released_bytes(Rank rank, const char* what) const {
-        std::ifstream ring("/dev/shm/eb-" + run_name_ + "-" + std::to_string(rank) + "-" + what, std::ios::binary);
-        std::uint64_t tail = 0;
-        if (!ring.seekg(128) || !ring.read(reinterpret_cast<char*>(&tail), sizeof tail)) return 0;
-        return tail;
-    }
-    // GET `path` from the builder of `rank` (peers() picked its HTTP port).
-    std::optional<test::Http_reply> get(Rank rank, std::string_view path) const {
-        return test::http_get(http_ports_.at(rank), path);
-    }
-    std::string status_body(Rank rank) const {
-        const auto reply = get(rank, "/status");
-        return reply && reply->status == 200 ? reply->body : "";
-    }
-    static std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
-        args.insert(args.end(), more.begin(), more.end());
-        return args;
-    }
-
-    std::string dir_;
-    std::string run_name_;
-    const std::string run_prefix_;  // of every run name this test uses
-
-private:
-    static inline int runs_ = 0;
-    std::vector<std::uint16_t> http_ports_;  // by rank, from peers()
-    std::vector<std::pair<std::string, std::unique_ptr<Child>>> children_;
-};
+using test::final_counts;
+using test::Run;
 
 struct Shape {
     const char* name;
@@ -284,51 +199,9 @@ TEST_F(Run, WaitingForTheConsumerIsNoBuildingTime) {
     Child& consumer = start("consumer", "eb-consumer", with(common, {"--rank", "0"}));
     ASSERT_EQ(consumer.wait_exit(10s), 0);
     ASSERT_EQ(builder.wait_exit(10s), 0);
-    EXPECT_NE(builder.log().find(" dropped in " + building + " s of building (the requested events are built)"),
+    EXPECT_NE(builder.log().find(" in doubt, after " + building + " s of building (the requested events are built)"),
               std::string::npos)
         << building << "\n" << builder.log();
-}
-
-// One BU's consumer stops reading: its ring fills, and after
-// --output-timeout-ms each further MEP of that BU is assembled and dropped
-// there, counted; the other BU and its consumer go on at full pace (no
-// global back pressure, reference design section IV-B), and at the stop the
-// counts add up: built + dropped = every event of the set's cycles.
-TEST_F(Run, AConsumerThatStopsReadingCostsOnlyItsOwnBuildersMeps) {
-    const std::vector<std::string> common = {"--peers", peers(2), "--packing-factor", "100", "--run", run_name_,
-                                             "--ring-mib", "1", "--output", "shm", "--output-timeout-ms", "50"};
-    Child& stuck_builder = start_builder(0, common);
-    Child& builder = start_builder(1, common);
-    Child& stuck = start("stuck-consumer", "eb-consumer", with(common, {"--rank", "0", "--meps", "2"}));
-    Child& consumer = start("consumer", "eb-consumer", with(common, {"--rank", "1"}));
-    ASSERT_EQ(stuck.wait_exit(10s), 0) << "it takes 2 MEPs and leaves";
-    // A 1 MiB ring holds about 80 MEPs of 13 KB: far more than that are built
-    // on, and rank 0 drops what its ring cannot take.
-    std::string status;
-    ASSERT_TRUE(test::eventually(
-        [&] {
-            status = status_body(0);
-            return test::json_number(status_body(1), "meps_built").value_or(0) > 400 &&
-                   test::json_number(status, "meps_discarded").value_or(0) > 100;
-        },
-        20s))
-        << status << "\n" << status_body(1);
-    const auto metrics = get(0, "/metrics");
-    ASSERT_TRUE(metrics);
-    EXPECT_EQ(metrics->body.find("eb_meps_discarded_total 0\n"), std::string::npos) << "the metric counts them";
-    EXPECT_NE(metrics->body.find("eb_meps_discarded_total "), std::string::npos);
-
-    stuck_builder.signal(SIGTERM);
-    builder.signal(SIGTERM);
-    ASSERT_EQ(stuck_builder.wait_exit(10s), 0);
-    ASSERT_EQ(builder.wait_exit(10s), 0);
-    EXPECT_EQ(consumer.wait_exit(10s), 0) << consumer.log();
-    const auto zero = final_counts(stuck_builder.log()), one = final_counts(builder.log());
-    ASSERT_TRUE(zero && one) << stuck_builder.log() << builder.log();
-    EXPECT_EQ(one->dropped, 0u) << "the other BU lost nothing";
-    EXPECT_GT(zero->dropped, 0u);
-    EXPECT_EQ(zero->built + zero->dropped, one->built + one->dropped) << "both BUs ran the same cycles";
-    EXPECT_NE(stuck_builder.log().find("the output had no room for it within 50 ms"), std::string::npos);
 }
 
 // A builder whose peer dies is no failed builder: it keeps its ring open and

@@ -73,7 +73,7 @@ bool run_unit(const Run_shape& shape, const Rank_table& table, Transport& transp
     if (shape.barrier != Barrier_kind::none) barrier.emplace(shape.barrier, transport, table.live_ranks());
     Event_builder builder({unit_packing_factor, shape.barrier_every, 1, true}, table, transport,
                           {source, output ? &*output : nullptr, barrier ? &*barrier : nullptr, &status.parse_errors(),
-                           &status.events_dropped()});
+                           &status.events_dropped(), &status.events_in_doubt()});
     for (std::uint64_t cycle = 0; cycle < cycles; ++cycle)
         if (!builder.run_cycle(cycle * builder.chunks_per_cycle(), {1, false, false})) return false;
     return true;
@@ -217,7 +217,7 @@ TEST(EventBuilder, AMepOverWhatTheOutputTakesIsAnErrorBeforeAllocating) {
     Generator_reader source(0, packing_factor, model, 1);
     Small_output output(1000);
     Event_builder builder({packing_factor, 1, 1, true}, table, transport,
-                          {&source, &output, nullptr, &status.parse_errors(), &status.events_dropped()});
+                          {&source, &output, nullptr, &status.parse_errors(), &status.events_dropped(), &status.events_in_doubt()});
     try {
         builder.run_cycle(0, {1, false, false});
         FAIL() << "a MEP over 1000 bytes was laid out";
@@ -274,7 +274,7 @@ TEST(EventBuilder, ACycleStoppedMidwayLeavesSourceAndOutputToTheNextSession) {
     Mep_checker checker(table.rus(), packing_factor, model, status.parse_errors());
     checker.expect_sequence(0, packing_factor);
     Checking_writer output(std::move(checker), status);
-    const Event_builder::Unit unit{&source, &output, nullptr, &status.parse_errors(), &status.events_dropped()};
+    const Event_builder::Unit unit{&source, &output, nullptr, &status.parse_errors(), &status.events_dropped(), &status.events_in_doubt()};
     {
         Stop_flag stop;
         Tcp_transport tcp(0, Tcp_mesh{std::vector<Fd>(1), std::vector<Fd>(1)}, stop);
@@ -301,7 +301,7 @@ struct Checked_unit {
           source(transport.rank(), packing_factor, model, table.bus().size()),
           output(checker(table, transport.rank(), status), status),
           builder({packing_factor, 1, 1, true}, table, transport,
-                  {&source, &output, nullptr, &status.parse_errors(), &status.events_dropped()}) {}
+                  {&source, &output, nullptr, &status.parse_errors(), &status.events_dropped(), &status.events_in_doubt()}) {}
 
     static Mep_checker checker(const Rank_table& table, Rank rank, Unit_status& status) {
         Mep_checker checker(table.rus(), packing_factor, model, status.parse_errors());

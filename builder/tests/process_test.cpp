@@ -126,20 +126,8 @@ bool running_and_building(const Unit_view& unit) {
 
 bool contains(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
 
-// The counts of a unit's last log line, "stopped: B events built, I
-// incomplete, M MEPs, Y bytes, D dropped".
-struct Final_counts {
-    std::uint64_t built = 0, incomplete = 0, meps = 0, bytes = 0, dropped = 0;
-};
-std::optional<Final_counts> final_counts(const std::string& log) {
-    const std::size_t at = log.rfind("stopped: ");
-    if (at == std::string::npos) return std::nullopt;
-    Final_counts counts;
-    if (std::sscanf(log.c_str() + at, "stopped: %lu events built, %lu incomplete, %lu MEPs, %lu bytes, %lu dropped",
-                    &counts.built, &counts.incomplete, &counts.meps, &counts.bytes, &counts.dropped) != 5)
-        return std::nullopt;
-    return counts;
-}
+using test::Final_counts;
+using test::final_counts;
 
 // Shows the units' logs when a test fails.
 class ProcessTest : public testing::Test {
@@ -252,7 +240,7 @@ TEST_F(ProcessTest, EndpointsAnswerOverHttp) {
     EXPECT_TRUE(status->body.starts_with(R"({"rank":0,"units":1,"state":"RUNNING","activity":"building",)"
                                          R"("role":"live","epoch":1,"pending_epoch":0,"next_event":)"))
         << status->body;
-    for (const char* part : {R"("events_incomplete":0,"events_dropped":0,"meps_built":)",
+    for (const char* part : {R"("events_incomplete":0,"events_dropped":0,"events_in_doubt":0,"meps_built":)",
                              R"("peers":[{"rank":0,"state":"self"}],"lost_peers":[],)",
                              R"("allowed":["configure","pause","stop","reset"],"last_error":""})"})
         EXPECT_TRUE(contains(status->body, part)) << part << " in " << status->body;

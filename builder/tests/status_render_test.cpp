@@ -21,6 +21,7 @@ Status_snapshot sample(Control_state state) {
     status.events_built = 123000;
     status.events_incomplete = 7;
     status.events_dropped = 2000;
+    status.events_in_doubt = 100;
     status.meps_built = 123;
     status.bytes_built = 70849536;
     status.building_seconds = 2.5;
@@ -41,7 +42,7 @@ Status_snapshot sample(Control_state state) {
 TEST(StatusRender, StatusJsonHasEveryFieldWithEscapedError) {
     EXPECT_EQ(status_json(sample(Control_state::running)),
               R"({"rank":2,"units":4,"state":"RUNNING","activity":"building","role":"live","epoch":3,"pending_epoch":4,"next_event":0,)"
-              R"("events_built":123000,"events_incomplete":7,"events_dropped":2000,"meps_built":123,"meps_discarded":0,)"
+              R"("events_built":123000,"events_incomplete":7,"events_dropped":2000,"events_in_doubt":100,"meps_built":123,"meps_discarded":0,)"
               R"("bytes_built":70849536,"building_seconds":2.5,"events_per_second":1.5e+06,"bytes_per_second":2.5e+08,)"
               R"("peers":[{"rank":0,"state":"up"},{"rank":1,"state":"lost"},{"rank":2,"state":"self"},)"
               R"({"rank":3,"state":"dummy"}],"lost_peers":[1],)"
@@ -90,7 +91,7 @@ TEST(StatusRender, StatusJsonNamesEveryStateAndItsCommands) {
 TEST(StatusRender, MetricsCarryCountersGaugesAndHistograms) {
     const std::string metrics = prometheus_metrics(sample(Control_state::running));
     for (const char* line :
-         {"eb_events_built_total 123000\n", "eb_building_seconds_total 2.5\n", "eb_events_dropped_total 2000\n", "eb_parse_errors_total{error=\"bad_magic\"} 5\n",
+         {"eb_events_built_total 123000\n", "eb_building_seconds_total 2.5\n", "eb_events_dropped_total 2000\n", "eb_events_in_doubt_total 100\n", "eb_parse_errors_total{error=\"bad_magic\"} 5\n",
           "eb_transport_errors_total{kind=\"reset\"} 1\n", "eb_transport_errors_total{kind=\"join_timeout\"} 0\n", "eb_transport_errors_total{kind=\"excluded\"} 0\n",
           "eb_data_connections_refused_total{reason=\"key\"} 3\n", "eb_data_connections_refused_total{reason=\"slow\"} 0\n", "eb_peers_lost_total 1\n", "eb_peer_up{peer=\"0\"} 1\n",
           "eb_peer_up{peer=\"1\"} 0\n", "eb_state{state=\"RUNNING\"} 1\n", "eb_state{state=\"PAUSED\"} 0\n",

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <algorithm>
 #include <filesystem>
@@ -198,6 +199,16 @@ std::vector<std::string> transport_flags() {
     const char* transport = std::getenv("EB_TEST_TRANSPORT");
     if (transport == nullptr || *transport == '\0') return {};
     return {"--transport", transport};
+}
+
+std::optional<Final_counts> final_counts(const std::string& log) {
+    const std::size_t at = log.rfind("stopped: ");
+    Final_counts counts;
+    if (at == std::string::npos ||
+        std::sscanf(log.c_str() + at, "stopped: %lu events built, %lu incomplete, %lu MEPs, %lu bytes, %lu dropped",
+                    &counts.built, &counts.incomplete, &counts.meps, &counts.bytes, &counts.dropped) != 5)
+        return std::nullopt;
+    return counts;
 }
 
 }  // namespace eb::test

@@ -63,6 +63,13 @@ private:
 // verbs on a real device), nothing (TCP) otherwise.
 std::vector<std::string> transport_flags();
 
+// The counts of a unit's last log line, "stopped: B events built, I
+// incomplete, M MEPs, Y bytes, D dropped ..."; nullopt without one.
+struct Final_counts {
+    std::uint64_t built = 0, incomplete = 0, meps = 0, bytes = 0, dropped = 0;
+};
+std::optional<Final_counts> final_counts(const std::string& log);
+
 // A fresh directory for the current test's files.
 std::string make_temp_dir();
 

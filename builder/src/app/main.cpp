@@ -94,7 +94,8 @@ int run_unit(eb::Config config) {
 
     const eb::Status_snapshot last = status.snapshot();
     eb::log_info("stopped: ", last.events_built, " events built, ", last.events_incomplete, " incomplete, ",
-                 last.meps_built, " MEPs, ", last.bytes_built, " bytes, ", last.events_dropped, " dropped in ",
+                 last.meps_built, " MEPs, ", last.bytes_built, " bytes, ", last.events_dropped, " dropped, ",
+                 last.events_in_doubt, " in doubt, after ",
                  last.building_seconds, " s of building",
                  completed ? " (the requested events are built)" : "");
     return 0;

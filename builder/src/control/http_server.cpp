@@ -24,8 +24,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Worker threads, each with its own epoll loop: a command that waits for the
+// Worker threads, each with its own poll() loop: a command that waits for the
 // unit (a configure parsing a large table) leaves the other free for probes.
+// poll(), not epoll: libmicrohttpd 0.9.75's edge-triggered epoll misses a
+// client's close that arrives together with part of a request, and holds
+// that slot for the idle timeout, so a client that connects, sends a few
+// bytes and leaves, over and over, fills every slot and starves the probes.
 constexpr unsigned worker_threads = 2;
 // Request line and headers must fit in this much of a connection's memory;
 // a longer head is answered 431 by libmicrohttpd.
@@ -122,7 +126,7 @@ void Http_server::serve() {
     // libmicrohttpd owns the listening socket from here and closes it.
     const int listener = listener_.release();
     MHD_Daemon* daemon = MHD_start_daemon(
-        MHD_USE_AUTO_INTERNAL_THREAD, 0, nullptr, nullptr, &Context::on_request, this,
+        MHD_USE_POLL_INTERNAL_THREAD, 0, nullptr, nullptr, &Context::on_request, this,
         MHD_OPTION_LISTEN_SOCKET, listener, MHD_OPTION_THREAD_POOL_SIZE, worker_threads,
         MHD_OPTION_CONNECTION_LIMIT, max_connections, MHD_OPTION_CONNECTION_TIMEOUT, idle_timeout_seconds,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_memory, MHD_OPTION_NOTIFY_COMPLETED, &forget_request, nullptr,

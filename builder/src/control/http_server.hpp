@@ -13,7 +13,7 @@ struct MHD_Connection;
 namespace eb {
 
 // Serves the control API (docs/control-api.md) on 0.0.0.0:port with
-// libmicrohttpd: one epoll loop per worker thread, so idle or trickling
+// libmicrohttpd: one poll() loop per worker thread, so idle or trickling
 // clients cost a connection slot each and never hold up the probes.
 // Limits (http_server.cpp): connections, request head size, body size, time
 // to send a body, idle time.

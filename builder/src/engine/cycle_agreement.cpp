@@ -39,7 +39,8 @@ Cycle_agreement::Cycle_agreement(Settings settings, const Rank_table& table, Tra
       lost_lists_(table.units()),
       outs_(table.units()),
       decisions_(table.units()),
-      in_cycle_(table.units()) {
+      in_cycle_(table.units()),
+      chunk_in_doubt_(table.units()) {
     for (const Rank peer : table.live_ranks()) {
         message_sends_.push_back({peer, slot(sent_, peer, cycle_message_bytes_)});
         message_receives_.push_back({peer, slot(arrived_, peer, cycle_message_bytes_)});
@@ -170,17 +171,38 @@ void Cycle_agreement::follow(std::uint64_t cycle_chunk) {
     const Rank followed = leader.proposer.value_or(rank_);
     const Membership& out = *outs_[followed];
     decision_ = decisions_[followed];
-    leads_ = leader.proposer == rank_ && !leader.cut_from_leader;
-    const bool put_out = out[rank_] != 0 || leader.cut_from_leader;
+    const bool own_followed = leader.proposer == rank_ && !leader.cut_from_leader;
+    // Put out by the proposal it follows, or alone (its own puts it out).
+    const bool put_out = out[rank_] != 0;
+    // Unsure of the set's decision: cut from the leader (the set may follow
+    // a lower rank it did not hear, whose decision it cannot know), or it
+    // lost, only since it made its own proposal, a rank the proposal it
+    // follows keeps in (that rank may have lost this unit first and lead a
+    // part of the set that counts this unit's chunk dropped). So it sits the
+    // cycle out, its chunk in doubt, and stays: when the others lost that
+    // rank too (it stopped in the middle of the rounds) all follow one
+    // proposal again next cycle; when they did not, the set acts on this
+    // unit's report within two cycles. A loss it had when it proposed is
+    // such a report, which the set follows in time: no doubt there.
+    const Membership& own = *outs_[rank_];
+    bool lost_since_proposing = false;
+    for (const Rank peer : table_.live_ranks())
+        if (peer != rank_ && !outs_[peer] && out[peer] == 0 && own[peer] == 0) lost_since_proposing = true;
+    const bool sits_out = !put_out && (leader.cut_from_leader || lost_since_proposing);
+    // Its proposal may have reached nobody: those it puts out may count
+    // their own chunks, so it counts them in doubt, not dropped.
+    leads_ = own_followed && !sits_out;
+    if (sits_out)
+        log_warning("it did not hear a rank that rank ", followed, "'s proposal keeps in, so it cannot know what "
+                    "the set decides at chunk ", cycle_chunk, ": it sits the cycle out, its chunk counted in doubt, "
+                    "and stays in the set");
     if (put_out && !was_out_)
         log_warning(!leader.proposer ? std::string("having lost every peer, it cannot tell whether they died or it "
                                                    "was cut off; it puts")
-                    : leader.cut_from_leader
-                        ? "it lost a lower rank that rank " + std::to_string(followed) +
-                              " still keeps, so it cannot know what the set decides; it puts"
-                        : "rank " + std::to_string(followed) + "'s proposal, which the set follows, puts",
+                                     : "rank " + std::to_string(followed) + "'s proposal, which the set follows, puts",
                     " this unit out of the set at chunk ", cycle_chunk,
                     ": it cycles on alone and counts no event until a new rank table");
+    chunk_in_doubt_[rank_] = sits_out;
     was_out_ = put_out;
     for (const Rank peer : table_.live_ranks()) {
         if (peer == rank_) continue;
@@ -190,9 +212,10 @@ void Cycle_agreement::follow(std::uint64_t cycle_chunk) {
                                     : "rank " + std::to_string(followed) +
                                           "'s proposal, which the set follows, puts it out at chunk " +
                                           std::to_string(cycle_chunk) + " (a link of it is broken)");
-        in_cycle_[peer] = !transport_.lost(peer);
+        in_cycle_[peer] = out[peer] == 0;
+        chunk_in_doubt_[peer] = own_followed && (in_cycle_[peer] ? transport_.lost(peer) : sits_out);
     }
-    in_cycle_[rank_] = !put_out;
+    in_cycle_[rank_] = !put_out && !sits_out;
 }
 
 }  // namespace eb

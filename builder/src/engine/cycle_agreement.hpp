@@ -43,14 +43,23 @@ public:
 
     // Round 2, once the cycle's data moved. Returns false if stopped.
     bool settle(std::uint64_t cycle_chunk);
-    // What the last settle() decided.
+    // What the last settle() decided: whether the proposal followed keeps
+    // `rank` in the cycle (a rank it keeps builds its chunk, if it reads it).
     bool in_cycle(Rank rank) const { return in_cycle_[rank]; }
     // This unit's proposal is the one followed: it counts the chunks of the
     // BUs out of the cycle, so they are counted once.
     bool leads() const { return leads_; }
-    // This unit is out of the cycle (a proposal put it out, or it lost every
-    // peer of a set of three or more): it counts nothing.
+    // This unit is out of the cycle: a proposal put it out, or it lost every
+    // peer of a set of three or more (it counts nothing until a new table);
+    // or it sits this one cycle out (cut from the leader: Leader).
     bool out_of_set() const { return !in_cycle_[rank_]; }
+    // Whether `rank`'s chunk of this cycle may be counted by nobody: this
+    // unit sits the cycle out (a proposal it did not hear may keep it in);
+    // or, where this unit's own proposal is followed, that proposal keeps the
+    // peer in but this unit lost it since (it may or may not have read the
+    // proposal and built its chunk), or puts it out while this unit sits the
+    // cycle out (its proposal may have reached nobody).
+    bool chunk_in_doubt(Rank rank) const { return chunk_in_doubt_[rank]; }
     const Cycle_decision& decision() const { return decision_; }
 
 private:
@@ -78,7 +87,7 @@ private:
     std::vector<Cycle_decision> decisions_;                // proposals' decisions, by proposer
     std::vector<Vote> votes_;
     Broken_links reported_before_;
-    std::vector<bool> in_cycle_;
+    std::vector<bool> in_cycle_, chunk_in_doubt_;  // by rank
     bool leads_ = false;
     bool was_out_ = false;  // in the cycle before: its warning is logged once
     Cycle_decision decision_;

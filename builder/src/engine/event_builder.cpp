@@ -34,7 +34,7 @@ Event_builder::Event_builder(Settings settings, const Rank_table& table, Transpo
       agreement_({settings.packing_factor, settings.epoch, unit.output != nullptr}, table, transport),
       stand_ins_(table.units()) {
     if ((unit.source != nullptr) != table.runs_ru(rank_) || (unit.output != nullptr) != table.runs_bu(rank_) ||
-        (unit.source != nullptr && unit.errors == nullptr) || unit.events_dropped == nullptr ||
+        (unit.source != nullptr && unit.errors == nullptr) || unit.events_dropped == nullptr || unit.events_in_doubt == nullptr ||
         settings.barrier_every == 0 || !table.live(rank_))
         throw std::logic_error("Event_builder: the unit's buffers do not match its roles");
     if (table.runs_bu(rank_)) {
@@ -205,15 +205,19 @@ void Event_builder::finish_cycle() {
     if (unit_.source != nullptr)
         for (std::size_t index = 0; index < table_.bus().size(); ++index) unit_.source->release();
     // The chunks of BUs out of the cycle are built nowhere; the unit the set
-    // follows counts them, whatever its roles.
-    if (agreement_.leads())
-        for (const Rank bu : table_.bus())
-            if (!agreement_.in_cycle(bu)) unit_.events_dropped->fetch_add(settings_.packing_factor);
+    // follows counts them, whatever its roles, and those it cannot know of
+    // (its own chunk it counts below).
+    for (const Rank bu : table_.bus()) {
+        if (bu == rank_) continue;
+        if (agreement_.leads() && !agreement_.in_cycle(bu)) unit_.events_dropped->fetch_add(settings_.packing_factor);
+        else if (agreement_.chunk_in_doubt(bu)) unit_.events_in_doubt->fetch_add(settings_.packing_factor);
+    }
     if (unit_.output == nullptr) return;
     mep_open_ = false;  // committed or discarded below
     const bool missing = std::find(slot_missing_.begin(), slot_missing_.end(), true) != slot_missing_.end();
     if (agreement_.out_of_set()) {
         unit_.output->discard();  // its chunk is the set's to count
+        if (agreement_.chunk_in_doubt(rank_)) unit_.events_in_doubt->fetch_add(settings_.packing_factor);
     } else if (mep_damaged_ || (missing && settings_.drop_incomplete)) {
         unit_.output->discard();
         unit_.events_dropped->fetch_add(settings_.packing_factor);

@@ -38,7 +38,9 @@ namespace eb {
 // or delivered flagged incomplete) and the chunks it would have built are
 // dropped, all counted in `events_dropped`, once for the set: a BU in the
 // cycle counts its own MEP, the unit whose proposal the set follows the
-// chunks of the BUs out of it, and a unit put out counts nothing.
+// chunks of the BUs out of it, and a unit put out counts nothing, but for
+// the one chunk it cannot know the set's count of (put out by itself, not
+// having heard that proposal): that one goes to `events_in_doubt`.
 class Event_builder {
 public:
     struct Settings {
@@ -52,7 +54,8 @@ public:
         Buffer_writer* output = nullptr;  // set iff the rank runs a BU
         Barrier* barrier = nullptr;       // none: no barrier
         Parse_error_counts* errors = nullptr;  // counts rejected source MFPs; required with a source
-        std::atomic<std::uint64_t>* events_dropped = nullptr;  // required
+        std::atomic<std::uint64_t>* events_dropped = nullptr;   // required
+        std::atomic<std::uint64_t>* events_in_doubt = nullptr;  // required
         Histogram* phase_time = nullptr;    // optional
         Histogram* barrier_wait = nullptr;  // optional
     };

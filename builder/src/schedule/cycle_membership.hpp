@@ -46,8 +46,8 @@ Membership_proposal propose_membership(Rank self, std::span<const Rank> live,
 // (`outs`, by rank: its out list; this unit's own included; nullopt where
 // none came) and keeps that rank in; nullopt when none does: this unit is
 // alone. `cut_from_leader`: that proposal keeps in a lower rank this unit
-// did not hear, so the others follow a rank (that one, or one below) whose
-// decision this unit cannot know: it must put itself out.
+// did not hear, so the others may follow a rank (that one, or one below)
+// whose decision this unit cannot know: it must sit the cycle out.
 struct Leader {
     std::optional<Rank> proposer;
     bool cut_from_leader = false;

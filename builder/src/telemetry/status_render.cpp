@@ -68,6 +68,7 @@ std::string status_json(const Status_snapshot& status) {
            ",\"events_built\":" + std::to_string(status.events_built) +
            ",\"events_incomplete\":" + std::to_string(status.events_incomplete) +
            ",\"events_dropped\":" + std::to_string(status.events_dropped) +
+           ",\"events_in_doubt\":" + std::to_string(status.events_in_doubt) +
            ",\"meps_built\":" + std::to_string(status.meps_built) +
            ",\"meps_discarded\":" + std::to_string(status.meps_discarded) +
            ",\"bytes_built\":" + std::to_string(status.bytes_built) +
@@ -89,6 +90,10 @@ std::string prometheus_metrics(const Status_snapshot& status) {
     add_metric(out, "eb_events_dropped_total", "counter",
                "Events not delivered: a source or the builder unit was lost, or the output had no room in time.",
                std::to_string(status.events_dropped));
+    add_metric(out, "eb_events_in_doubt_total", "counter",
+               "Events of a chunk this builder unit did not build because it put itself out of the set without "
+               "hearing the proposal the set followed: the set may have counted them dropped, or not.",
+               std::to_string(status.events_in_doubt));
     add_metric(out, "eb_meps_built_total", "counter", "MEPs assembled and handed to the consumer.",
                std::to_string(status.meps_built));
     add_metric(out, "eb_meps_discarded_total", "counter",

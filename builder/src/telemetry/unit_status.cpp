@@ -111,6 +111,7 @@ Status_snapshot Unit_status::snapshot() const {
     snapshot.events_built = events_built_.load(std::memory_order_relaxed);
     snapshot.events_incomplete = events_incomplete_.load(std::memory_order_relaxed);
     snapshot.events_dropped = events_dropped_.load(std::memory_order_relaxed);
+    snapshot.events_in_doubt = events_in_doubt_.load(std::memory_order_relaxed);
     snapshot.meps_built = meps_built_.load(std::memory_order_relaxed);
     snapshot.meps_discarded = meps_discarded_.load(std::memory_order_relaxed);
     snapshot.bytes_built = bytes_built_.load(std::memory_order_relaxed);

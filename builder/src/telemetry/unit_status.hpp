@@ -38,6 +38,7 @@ struct Status_snapshot {
     std::uint64_t events_built = 0;       // complete and verified
     std::uint64_t events_incomplete = 0;  // delivered flagged, or failed a check; never counted as built
     std::uint64_t events_dropped = 0;     // not delivered: a source or the BU was lost, or the output full
+    std::uint64_t events_in_doubt = 0;    // chunks this BU left the set on, which the set may not have counted
     std::uint64_t meps_built = 0;         // MEPs assembled and handed to the consumer
     std::uint64_t meps_discarded = 0;     // assembled and dropped here: the output had no room in time
     std::uint64_t bytes_built = 0;        // bytes of those MEPs
@@ -85,6 +86,7 @@ public:
     void add_mep(std::uint64_t events_complete, std::uint64_t events_incomplete, std::uint64_t bytes) override;
     void add_discarded_mep(std::uint64_t events) override;
     std::atomic<std::uint64_t>& events_dropped() { return events_dropped_; }
+    std::atomic<std::uint64_t>& events_in_doubt() { return events_in_doubt_; }
     void set_rates(double events_per_second, double bytes_per_second);
     void set_ring_fill(double mfp, double mep);
     void set_numa_json(std::string json);
@@ -107,6 +109,7 @@ private:
     std::atomic<std::uint64_t> events_built_{0};
     std::atomic<std::uint64_t> events_incomplete_{0};
     std::atomic<std::uint64_t> events_dropped_{0};
+    std::atomic<std::uint64_t> events_in_doubt_{0};
     std::atomic<std::uint64_t> meps_built_{0};
     std::atomic<std::uint64_t> meps_discarded_{0};
     std::atomic<std::uint64_t> bytes_built_{0};

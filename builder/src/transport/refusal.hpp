@@ -11,7 +11,7 @@ namespace eb {
 // connections"): a wrong proof of the run's data key, another rank table
 // epoch (a peer switching at another moment: it dials again), a hello that
 // does not fit the table, not a hello of this protocol, or no whole hello
-// within the hello timeout.
+// within the hello timeout (or by the time the unit finished connecting).
 enum class Refusal { key, epoch, table, protocol, slow };
 inline constexpr std::size_t refusal_kinds = 5;
 inline std::string_view refusal_name(Refusal refusal) {

@@ -342,7 +342,7 @@ Unit::Session_end Unit::run_session(Configure_request table) {
                               ranks, transport,
                               {ranks.runs_ru(rank) ? buffers_->source() : nullptr,
                                ranks.runs_bu(rank) ? buffers_->output() : nullptr, barrier ? &*barrier : nullptr,
-                               &status_.parse_errors(), &status_.events_dropped(), &status_.phase_time(),
+                               &status_.parse_errors(), &status_.events_dropped(), &status_.events_in_doubt(), &status_.phase_time(),
                                &status_.barrier_wait()});
         set_phase(Session_phase::building);
         log_info("building under rank table epoch ", table.epoch, " from chunk ", next_chunk_);

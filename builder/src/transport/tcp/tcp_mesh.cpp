@@ -269,6 +269,14 @@ std::optional<Mesh_connections> Mesh_builder::run() {
         if (watch[1].revents != 0) accept_waiting(woke);
     }
 
+    // Dials still owing their hello are no peer of this table: refused, so
+    // none goes uncounted.
+    if (!greetings_.empty()) {
+        log_warning("closed ", greetings_.size(), " data connections that had sent no whole hello when this unit ",
+                    "finished connecting");
+        for (std::size_t i = 0; i < greetings_.size(); ++i) count(Refusal::slow);
+        greetings_.clear();
+    }
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_);
     Mesh_connections connections;
     std::size_t connected = 0;
