@@ -79,5 +79,38 @@ TEST(LeadingProposer, IsTheLowestRankHeardWhoseProposalKeepsIt) {
         << "alone, and out by its own count";
 }
 
+TEST(FollowProposals, SitsACycleOutWhereItCannotKnowTheSetsDecisionAndNeverPutsItselfOutForIt) {
+    struct Case {
+        std::string name;
+        Rank self;
+        std::vector<std::optional<Membership>> outs;  // by rank: proposals heard
+        Following expected;
+    };
+    const std::vector<Rank> live = {0, 1, 2, 3};
+    const auto none = naming(4, {});
+    const std::vector<Case> cases = {
+        {"everyone heard: rank 0 leads", 0, {none, none, none, none}, {0, false, false, true, true}},
+        {"everyone heard: rank 2 follows rank 0", 2, {none, none, none, none}, {0, false, false, false, false}},
+        {"rank 0 lost during the data: every proposal puts it out, rank 1 leads", 1,
+         {not_heard, naming(4, {0}), naming(4, {0}), naming(4, {0})}, {1, false, false, true, true}},
+        {"rank 0 stopped in the proposal round: proposals made before keep it; rank 1 sits out", 1,
+         {not_heard, none, none, none}, {1, false, true, false, false}},
+        {"... and so does rank 3", 3, {not_heard, none, none, none}, {1, false, true, false, false}},
+        {"rank 3 lost rank 0 just before proposing, the others just after: cut from rank 0, it sits out", 3,
+         {not_heard, none, none, naming(4, {0})}, {1, false, true, false, false}},
+        {"rank 0 woken, lost every peer since its proposal: it sits out and leads nobody", 0,
+         {none, not_heard, not_heard, not_heard}, {0, false, true, true, false}},
+        {"rank 0 woken, lost rank 1 before proposing, 2 and 3 since", 0,
+         {naming(4, {1}), not_heard, not_heard, not_heard}, {0, false, true, true, false}},
+        {"rank 1 lost rank 3 before proposing: its report the set acts on in time", 1,
+         {none, naming(4, {3}), none, not_heard}, {0, false, false, false, false}},
+        {"put out by the proposal it follows", 3, {naming(4, {3}), none, none, naming(4, {0})},
+         {0, true, false, false, false}},
+        {"alone: its own proposal puts it out", 3, {not_heard, not_heard, not_heard, naming(4, {0, 1, 2, 3})},
+         {3, true, false, false, false}},
+    };
+    for (const Case& c : cases) EXPECT_EQ(follow_proposals(c.self, live, c.outs), c.expected) << c.name;
+}
+
 }  // namespace
 }  // namespace eb

@@ -85,8 +85,10 @@ void expect_every_event_counted_once(const Controlled_set& set, std::uint64_t ne
                                      Controlled_set::Totals gone = {}) {
     const Controlled_set::Totals totals = gone += set.totals(set.ranks());
     const std::uint64_t counted = totals.built + totals.incomplete + totals.dropped;
-    std::printf("events: %lu built, %lu incomplete, %lu dropped, %lu in doubt; the set's cycles held %lu\n",
-                totals.built, totals.incomplete, totals.dropped, totals.in_doubt, next_event);
+    std::printf("events: %lu built, %lu incomplete, %lu dropped; the set's cycles held %lu: %ld counted nowhere, "
+                "%lu in doubt\n",
+                totals.built, totals.incomplete, totals.dropped, next_event,
+                static_cast<long>(next_event) - static_cast<long>(counted), totals.in_doubt);
     std::string by_rank;
     for (const Rank rank : set.ranks()) {
         const auto own = set.totals({rank});

@@ -165,41 +165,25 @@ void Cycle_agreement::read_proposals() {
 }
 
 void Cycle_agreement::follow(std::uint64_t cycle_chunk) {
-    const Leader leader = leading_proposer(table_.live_ranks(), outs_);
-    // No leader: alone, and out by its own count (it lost every peer and
-    // cannot tell whether they died or it was cut off).
-    const Rank followed = leader.proposer.value_or(rank_);
+    const Following following = follow_proposals(rank_, table_.live_ranks(), outs_);
+    const Rank followed = following.followed;
     const Membership& out = *outs_[followed];
+    const bool put_out = following.put_out, sits_out = following.sits_out;
     decision_ = decisions_[followed];
-    const bool own_followed = leader.proposer == rank_ && !leader.cut_from_leader;
-    // Put out by the proposal it follows, or alone (its own puts it out).
-    const bool put_out = out[rank_] != 0;
-    // Unsure of the set's decision: cut from the leader (the set may follow
-    // a lower rank it did not hear, whose decision it cannot know), or it
-    // lost, only since it made its own proposal, a rank the proposal it
-    // follows keeps in (that rank may have lost this unit first and lead a
-    // part of the set that counts this unit's chunk dropped). So it sits the
-    // cycle out, its chunk in doubt, and stays: when the others lost that
-    // rank too (it stopped in the middle of the rounds) all follow one
-    // proposal again next cycle; when they did not, the set acts on this
-    // unit's report within two cycles. A loss it had when it proposed is
-    // such a report, which the set follows in time: no doubt there.
-    const Membership& own = *outs_[rank_];
-    bool lost_since_proposing = false;
-    for (const Rank peer : table_.live_ranks())
-        if (peer != rank_ && !outs_[peer] && out[peer] == 0 && own[peer] == 0) lost_since_proposing = true;
-    const bool sits_out = !put_out && (leader.cut_from_leader || lost_since_proposing);
-    // Its proposal may have reached nobody: those it puts out may count
-    // their own chunks, so it counts them in doubt, not dropped.
-    leads_ = own_followed && !sits_out;
+    leads_ = following.leads;
+    // Sitting out, it stays: when the others lost that rank too (it stopped
+    // in the middle of the rounds) all follow one proposal again next cycle;
+    // when they did not, the set acts on this unit's report within two
+    // cycles. Putting itself out for good would let one unit stopped at the
+    // wrong moment take the whole set apart.
     if (sits_out)
         log_warning("it did not hear a rank that rank ", followed, "'s proposal keeps in, so it cannot know what "
                     "the set decides at chunk ", cycle_chunk, ": it sits the cycle out, its chunk counted in doubt, "
                     "and stays in the set");
     if (put_out && !was_out_)
-        log_warning(!leader.proposer ? std::string("having lost every peer, it cannot tell whether they died or it "
-                                                   "was cut off; it puts")
-                                     : "rank " + std::to_string(followed) + "'s proposal, which the set follows, puts",
+        log_warning(followed == rank_ ? std::string("having lost every peer, it cannot tell whether they died or it "
+                                                    "was cut off; it puts")
+                                      : "rank " + std::to_string(followed) + "'s proposal, which the set follows, puts",
                     " this unit out of the set at chunk ", cycle_chunk,
                     ": it cycles on alone and counts no event until a new rank table");
     chunk_in_doubt_[rank_] = sits_out;
@@ -213,7 +197,7 @@ void Cycle_agreement::follow(std::uint64_t cycle_chunk) {
                                           "'s proposal, which the set follows, puts it out at chunk " +
                                           std::to_string(cycle_chunk) + " (a link of it is broken)");
         in_cycle_[peer] = out[peer] == 0;
-        chunk_in_doubt_[peer] = own_followed && (in_cycle_[peer] ? transport_.lost(peer) : sits_out);
+        chunk_in_doubt_[peer] = following.own_followed && (in_cycle_[peer] ? transport_.lost(peer) : sits_out);
     }
     in_cycle_[rank_] = !put_out && !sits_out;
 }

@@ -63,4 +63,20 @@ Leader leading_proposer(std::span<const Rank> live, std::span<const std::optiona
     return {};
 }
 
+Following follow_proposals(Rank self, std::span<const Rank> live, std::span<const std::optional<Membership>> outs) {
+    const Leader leader = leading_proposer(live, outs);
+    // No leader: alone, and out by its own count.
+    Following following{leader.proposer.value_or(self)};
+    const Membership& out = *outs[following.followed];
+    const Membership& own = *outs[self];
+    following.put_out = out[self] != 0;
+    bool lost_since_proposing = false;
+    for (const Rank peer : live)
+        if (peer != self && !outs[peer] && out[peer] == 0 && own[peer] == 0) lost_since_proposing = true;
+    following.sits_out = !following.put_out && (leader.cut_from_leader || lost_since_proposing);
+    following.own_followed = leader.proposer == self && !leader.cut_from_leader;
+    following.leads = following.own_followed && !following.sits_out;
+    return following;
+}
+
 }  // namespace eb

@@ -56,4 +56,26 @@ struct Leader {
 };
 Leader leading_proposer(std::span<const Rank> live, std::span<const std::optional<Membership>> outs);
 
+// What unit `self` does in a cycle, from the proposals it heard (`outs`, as
+// above; its own always there).
+struct Following {
+    Rank followed = 0;  // whose proposal it takes: its out list and decision
+    // That proposal puts it out (alone, its own does): out until a new table.
+    bool put_out = false;
+    // Unsure of what the set decides: cut from the leader, or it lost, only
+    // since it made its own proposal, a rank the proposal it follows keeps
+    // in (that rank may have lost `self` first and lead a part of the set
+    // that counts `self`'s chunk dropped). It sits this cycle out, its chunk
+    // in doubt, and stays in the set.
+    bool sits_out = false;
+    // Its own proposal is the one followed (by whoever heard it).
+    bool own_followed = false;
+    // ... and it counts the chunks of the BUs that proposal puts out: not
+    // while it sits out, as its proposal may then have reached nobody.
+    bool leads = false;
+
+    friend bool operator==(const Following&, const Following&) = default;
+};
+Following follow_proposals(Rank self, std::span<const Rank> live, std::span<const std::optional<Membership>> outs);
+
 }  // namespace eb
