@@ -32,11 +32,13 @@ type options struct {
 	pollInterval, pollTimeout  time.Duration
 	controlTimeout             time.Duration
 	notReadyGrace              time.Duration
+	unreachableAfter           time.Duration
 }
 
 // tunedFlags are the flags a farm tunes; the Helm chart has a value for
 // each (a test checks that it renders them with these defaults).
-var tunedFlags = []string{"builder-poll-interval", "builder-poll-timeout", "builder-control-timeout", "node-not-ready-grace"}
+var tunedFlags = []string{"builder-poll-interval", "builder-poll-timeout", "builder-control-timeout", "node-not-ready-grace",
+	"builder-unreachable-after"}
 
 // bindFlags defines the manager's flags on fs.
 func bindFlags(fs *flag.FlagSet) *options {
@@ -57,6 +59,10 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.DurationVar(&o.notReadyGrace, "node-not-ready-grace", 10*time.Second,
 		"How long a node's Ready condition may be False before the units on it fail over to spares. "+
 			"A node whose Ready is Unknown, that is being deleted or that is gone fails them at once.")
+	fs.DurationVar(&o.unreachableAfter, "builder-unreachable-after", 3*time.Second,
+		"How long a live unit's builder may answer no poll (two in a row at least), with no majority of its peers "+
+			"reporting it up, before the unit fails over to a spare (its server may be gone with every peer that "+
+			"could report it). 0 turns it off.")
 	return o
 }
 
@@ -106,6 +112,7 @@ func main() {
 		StatusURL:         builderpod.StatusURL,
 		PollInterval:      o.pollInterval,
 		NodeNotReadyGrace: o.notReadyGrace,
+		UnreachableAfter:  o.unreachableAfter,
 		RejoinBackoff:     runplan.DefaultRejoinBackoff,
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "unable to create controller", "controller", "EventBuilderRun")

@@ -50,10 +50,11 @@ func TestChartPassesTunedFlags(t *testing.T) {
 	bindFlags(fs)
 	defaults := helmTemplate(t)
 	values := map[string]string{
-		"builder-poll-interval":   "builderPollInterval",
-		"builder-poll-timeout":    "builderPollTimeout",
-		"builder-control-timeout": "builderControlTimeout",
-		"node-not-ready-grace":    "nodeNotReadyGrace",
+		"builder-poll-interval":     "builderPollInterval",
+		"builder-poll-timeout":      "builderPollTimeout",
+		"builder-control-timeout":   "builderControlTimeout",
+		"node-not-ready-grace":      "nodeNotReadyGrace",
+		"builder-unreachable-after": "builderUnreachableAfter",
 	}
 	for i, name := range tunedFlags {
 		value, ok := values[name]

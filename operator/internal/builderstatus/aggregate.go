@@ -20,11 +20,56 @@ type Unit struct {
 	Ready bool
 }
 
-// Poll is the outcome of polling the builders at Time: the reports of the
-// ranks that answered.
+// Poll is the outcome of polling the builders at Time: the pods asked (by
+// rank, their UIDs), the reports of those that answered, and the ranks
+// whose pod did not.
 type Poll struct {
-	Time    time.Time
-	Reports map[int32]Report
+	Time       time.Time
+	Pods       map[int32]string
+	Reports    map[int32]Report
+	Unanswered []int32
+}
+
+// Silence is a row of polls a builder pod left unanswered: since the first
+// of them, and how many.
+type Silence struct {
+	Pod   string
+	Since time.Time
+	Polls int
+}
+
+// Silences are the rows of unanswered polls of a run's builders, by rank,
+// and the pods that have answered at least once.
+type Silences struct {
+	Rows  map[int32]Silence
+	Heard map[string]bool
+}
+
+// After carries s over poll p. A pod that answered, or that was not asked
+// (gone, not running), has no row; one that did not answer extends its row
+// or starts one, if it has answered before: a builder still starting is
+// not silent, it has not spoken yet.
+func (s Silences) After(p *Poll) Silences {
+	next := Silences{Rows: map[int32]Silence{}, Heard: map[string]bool{}}
+	for rank, pod := range p.Pods {
+		_, answered := p.Reports[rank]
+		if answered || s.Heard[pod] {
+			next.Heard[pod] = true
+		}
+	}
+	for _, rank := range p.Unanswered {
+		pod := p.Pods[rank]
+		if !next.Heard[pod] {
+			continue
+		}
+		row, ok := s.Rows[rank]
+		if !ok || row.Pod != pod {
+			row = Silence{Pod: pod, Since: p.Time}
+		}
+		row.Polls++
+		next.Rows[rank] = row
+	}
+	return next
 }
 
 // Summary is the part of a run's status derived from its units and builders.

@@ -2,6 +2,7 @@ package builderstatus
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -234,5 +235,39 @@ func TestAggregateControlFields(t *testing.T) {
 	if u[0].Epoch != 2 || u[0].PendingEpoch != 3 || !reflect.DeepEqual(u[0].LostPeers, []int32{1}) || u[1].LostPeers != nil ||
 		u[1].Epoch != 3 || s.EventsDropped != 12 {
 		t.Errorf("units %+v, dropped %d", u, s.EventsDropped)
+	}
+}
+
+// A row of unanswered polls starts at the first and grows with each; an
+// answer, or a pod no longer asked, ends it; a pod that never answered
+// (its builder still starting) has none, and a new pod on the rank starts
+// afresh.
+func TestSilencesAfterPolls(t *testing.T) {
+	start := time.Unix(100, 0)
+	pods := map[int32]string{1: "a", 2: "b", 3: "c", 4: "d"}
+	poll := func(at time.Duration, pods map[int32]string, unanswered ...int32) *Poll {
+		p := &Poll{Time: start.Add(at), Pods: pods, Reports: map[int32]Report{}, Unanswered: unanswered}
+		for rank := range pods {
+			if !slices.Contains(unanswered, rank) {
+				p.Reports[rank] = Report{}
+			}
+		}
+		return p
+	}
+	s := Silences{}.After(poll(0, pods, 4))                                                     // d has never answered
+	s = s.After(poll(time.Second, pods, 1, 2, 4))                                               // a and b fall silent
+	s = s.After(poll(2*time.Second, pods, 1, 3, 4))                                             // b answers again, c falls silent
+	s = s.After(poll(3*time.Second, map[int32]string{1: "a", 2: "b", 3: "e", 4: "d"}, 1, 3, 4)) // rank 3 has a new pod
+	want := map[int32]Silence{1: {"a", start.Add(time.Second), 3}}
+	if len(s.Rows) != len(want) {
+		t.Fatalf("rows %+v, want %+v", s.Rows, want)
+	}
+	for rank, w := range want {
+		if got := s.Rows[rank]; got.Pod != w.Pod || !got.Since.Equal(w.Since) || got.Polls != w.Polls {
+			t.Errorf("rank %d: %+v, want %+v", rank, got, w)
+		}
+	}
+	if s.Heard["d"] || s.Heard["e"] || s.Heard["c"] {
+		t.Errorf("heard %v: c is gone, d and e never answered", s.Heard)
 	}
 }

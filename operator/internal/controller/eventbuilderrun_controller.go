@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -89,10 +90,19 @@ type EventBuilderRunReconciler struct {
 	StatusURL func(*corev1.Pod) string
 	// PollInterval is how often the builders of a run are polled.
 	PollInterval time.Duration
+	// UnreachableAfter is how long a live unit's builder may leave the
+	// operator's polls unanswered (runplan.MinUnreachablePolls in a row at
+	// least), with no majority of its peers reporting it up, before it
+	// fails over: its server may be gone with every peer that could report
+	// it. Zero turns it off. While a builder is silent its run is polled
+	// every half PollInterval.
+	UnreachableAfter time.Duration
 	// RejoinBackoff spaces the rejoins of a lost rank (runs without a
 	// fabric) whose rejoins do not hold; zero fields are
 	// runplan.DefaultRejoinBackoff's.
 	RejoinBackoff runplan.RejoinBackoff
+
+	silences silences
 }
 
 // +kubebuilder:rbac:groups=eventbuilder.daq.io,resources=eventbuilderruns,verbs=get;list;watch
@@ -119,6 +129,9 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	now := time.Now() // when whatever this reconcile acts on was observed
 	run := &ebv1.EventBuilderRun{}
 	if err := r.Get(ctx, req.NamespacedName, run); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.silences.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !run.DeletionTimestamp.IsZero() {
@@ -216,11 +229,16 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			table.Count(planner.Live), table.Count(planner.Spare), table.Count(planner.Dummy))
 	case fabric != nil && cm.Annotations[annStopped] == "":
 		// Nodes and pods first: a failure there fails over without
-		// waiting for a poll. Then lost peers, from the builders' reports.
+		// waiting for a poll. Then lost peers, from the builders' reports;
+		// then builders silent for long, which no peer may be left to report.
 		failures := runplan.Failures(table, endpoints, health, pods, nil)
 		if len(failures) == 0 && pollDue {
-			poll = r.poll(ctx, pods, now)
+			poll = r.poll(ctx, req.NamespacedName, pods, now)
 			failures = runplan.Failures(table, endpoints, health, pods, poll.Reports)
+			if len(failures) == 0 {
+				failures = runplan.Unreachable(table, r.silences.of(req.NamespacedName), now, r.UnreachableAfter,
+					runplan.UpPeers(table, poll.Reports))
+			}
 		}
 		if len(failures) > 0 {
 			next, err := runplan.Recover(*fabric, table, failures, run.Spec.FailurePolicy)
@@ -239,7 +257,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		// off while its rejoins do not hold (each costs the set a join
 		// timeout of dropped events). A lost unit still in its session (a
 		// partition) is reset first, to join as a new process.
-		poll = r.poll(ctx, pods, now)
+		poll = r.poll(ctx, req.NamespacedName, pods, now)
 		d := runplan.DecideRejoins(table, poll.Reports, attempts, now, r.RejoinBackoff)
 		attempts = d.Attempts
 		switch {
@@ -297,7 +315,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			// polling first: their answers to configure are the poll.
 			poll, blind = &builderstatus.Poll{Time: now, Reports: map[int32]builderstatus.Report{}}, true
 		case poll == nil && pollDue:
-			poll = r.poll(ctx, pods, now)
+			poll = r.poll(ctx, req.NamespacedName, pods, now)
 		}
 		if poll != nil {
 			doc, err := ranktable.Parse(cm.Data[ranktable.Key])
@@ -362,6 +380,9 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{}, err
 	}
 	requeue := r.PollInterval
+	if r.silences.any(req.NamespacedName) {
+		requeue = r.PollInterval / 2 // a silent builder may be a lost server: look again soon
+	}
 	if graceLeft > 0 && graceLeft < requeue {
 		requeue = graceLeft
 	}
@@ -871,11 +892,13 @@ func (r *EventBuilderRunReconciler) syncPods(ctx context.Context, run *ebv1.Even
 	return g.Wait()
 }
 
-// poll asks every running builder pod for its status, in parallel. A builder
-// that does not answer is simply missing from the result.
-func (r *EventBuilderRunReconciler) poll(ctx context.Context, pods map[int32]*corev1.Pod, now time.Time) *builderstatus.Poll {
+// poll asks every running builder pod of run for its status, in parallel,
+// and records the silences. A builder that does not answer is missing from
+// the reports and listed unanswered.
+func (r *EventBuilderRunReconciler) poll(ctx context.Context, run types.NamespacedName, pods map[int32]*corev1.Pod,
+	now time.Time) *builderstatus.Poll {
 	log := logf.FromContext(ctx)
-	p := &builderstatus.Poll{Time: now, Reports: make(map[int32]builderstatus.Report, len(pods))}
+	p := &builderstatus.Poll{Time: now, Pods: map[int32]string{}, Reports: make(map[int32]builderstatus.Report, len(pods))}
 	var mu sync.Mutex
 	var g errgroup.Group
 	g.SetLimit(maxConcurrentPolls)
@@ -883,19 +906,22 @@ func (r *EventBuilderRunReconciler) poll(ctx context.Context, pods map[int32]*co
 		if pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" || !pod.DeletionTimestamp.IsZero() {
 			continue
 		}
+		p.Pods[rank] = string(pod.UID)
 		g.Go(func() error {
 			rep, err := r.Builders.Get(ctx, r.StatusURL(pod))
+			mu.Lock()
+			defer mu.Unlock()
 			if err != nil {
 				log.V(1).Info("builder did not report", "pod", pod.Name, "error", err.Error())
+				p.Unanswered = append(p.Unanswered, rank)
 				return nil
 			}
-			mu.Lock()
 			p.Reports[rank] = rep
-			mu.Unlock()
 			return nil
 		})
 	}
 	_ = g.Wait() // the goroutines never fail
+	r.silences.record(run, p)
 	return p
 }
 

@@ -570,6 +570,55 @@ func TestLostPeerFailsOver(t *testing.T) {
 	expectEvent(t, ns, "lost", "FailoverConfigured")
 }
 
+// A whole server lost with every peer that could report it: both live
+// units' builders stop answering (their pods still look Running, their
+// node still Ready), and the spares, in standby, watch nobody. The
+// operator's own polls find them unreachable and move both units to the
+// spares within a few polls, without waiting for the node to turn NotReady.
+func TestUnreachableUnitsFailOverWithNoPeerLeftToReportThem(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	smallFabric(t, "unr")
+	run := fabricRun(ns, "unr", "unr", 2, 2)
+	if err := k8s.Create(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(run)
+	var pods map[string]corev1.Pod
+	eventually(t, "4 pods", func() (err error) {
+		if pods, err = livePods(ctx, ns, "unr"); err == nil && len(pods) != 4 {
+			err = fmt.Errorf("%d pods", len(pods))
+		}
+		return err
+	})
+	for _, pod := range pods {
+		startPod(t, &pod)
+	}
+	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+	var live []int32
+	for _, r := range getRun(t, key).Status.Ranks {
+		if r.Role == ebv1.RoleLive {
+			live = append(live, r.Rank)
+			farm.Kill(string(pods[r.Pod].UID))
+		}
+	}
+	killed := time.Now()
+	fo := waitFailover(t, key, 2)
+	t.Logf("both live units unreachable: failed over %v after their builders stopped answering (threshold %v, polls every %v)",
+		time.Since(killed).Round(time.Millisecond), unreachableAfter, pollInterval)
+	if fo.Outcome != ebv1.OutcomeMovedToSpare || len(fo.Moves) != 2 {
+		t.Fatalf("lastFailover %+v", fo)
+	}
+	for _, m := range fo.Moves {
+		if m.Reason != runplan.ReasonUnreachable || !slices.Contains(live, m.FailedRank) || m.SpareRank == nil {
+			t.Errorf("move %+v, want a live rank of %v to a spare, reason Unreachable", m, live)
+		}
+	}
+	waitFailoverConfigured(t, key, 2)
+	expectEvent(t, ns, "unr", "FailoverConfigured")
+}
+
 // A spare that takes a unit over but cannot join the running set (its
 // node's data network down, while its control API answers) no longer
 // wedges it: its peers report it lost at the failover's epoch (eb-builder's

@@ -36,6 +36,8 @@ import (
 const (
 	pollInterval  = 200 * time.Millisecond
 	notReadyGrace = time.Second
+	// unreachableAfter: builders that stop answering fail over after this.
+	unreachableAfter = time.Second
 )
 
 // rejoinBackoff is short enough for a test to wait out two backoffs.
@@ -101,6 +103,7 @@ func runSuite(m *testing.M) int {
 		StatusURL:         builderURL,
 		PollInterval:      pollInterval,
 		NodeNotReadyGrace: notReadyGrace,
+		UnreachableAfter:  unreachableAfter,
 		RejoinBackoff:     rejoinBackoff,
 	}).SetupWithManager(mgr), (&FabricReconciler{
 		Client:   mgr.GetClient(),

@@ -242,6 +242,34 @@ func Failures(t planner.RankTable, endpoints map[string]planner.Endpoint, nodes 
 	return out
 }
 
+// ReasonUnreachable is the failure reason of a unit whose builder answered
+// none of the operator's polls for a while, which no majority of its peers
+// reports up: its server may be gone with every peer that could report it.
+const ReasonUnreachable = "Unreachable"
+
+// MinUnreachablePolls is how many polls in a row a builder must leave
+// unanswered before Unreachable fails its unit: never on one missed poll.
+const MinUnreachablePolls = 2
+
+// Unreachable finds the live ranks of t whose builder has answered no poll
+// for at least after (and MinUnreachablePolls polls in a row, silences as
+// Silences keeps them), unless a majority of its peers reports it up
+// (UpPeers: only the operator's path to it is down). after 0 finds none.
+func Unreachable(t planner.RankTable, silences map[int32]builderstatus.Silence, now time.Time, after time.Duration,
+	up map[int]bool) []Failure {
+	if after <= 0 {
+		return nil
+	}
+	var out []Failure
+	for _, r := range t.Ranks {
+		s, silent := silences[int32(r.Rank)]
+		if r.Role == planner.Live && silent && s.Polls >= MinUnreachablePolls && now.Sub(s.Since) >= after && !up[r.Rank] {
+			out = append(out, Failure{r.Rank, ReasonUnreachable})
+		}
+	}
+	return out
+}
+
 // LostPeers finds the live ranks of t that their peers report lost: rank X
 // is lost when a strict majority of the live builders (other than X) that
 // answered while running t's epoch list X in lost_peers. Reports of other

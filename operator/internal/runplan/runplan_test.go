@@ -352,3 +352,46 @@ func TestRequestKeyChangesWithWhatIsPlanned(t *testing.T) {
 		t.Error("spares did not change the plan key")
 	}
 }
+
+// A live unit whose builder answers no poll for a while, with no peer left
+// to report it (its whole server is gone), fails over; one missed poll, a
+// short silence, or peers that see it building do not.
+func TestUnreachable(t *testing.T) {
+	_, table := plan(t, 5, 2, nil) // LLSSLLL. (live 0 1 4 5 6)
+	table.Epoch = 3
+	now := time.Unix(1000, 0)
+	silent := func(seconds, polls int) builderstatus.Silence {
+		return builderstatus.Silence{Since: now.Add(-time.Duration(seconds) * time.Second), Polls: polls}
+	}
+	for _, tc := range []struct {
+		name     string
+		silences map[int32]builderstatus.Silence
+		up       map[int]bool
+		after    time.Duration
+		want     string
+	}{
+		{"everyone answers", nil, nil, 3 * time.Second, ""},
+		{"ranks 4 and 5 silent for 4 s over 3 polls: their server is gone",
+			map[int32]builderstatus.Silence{4: silent(4, 3), 5: silent(4, 3)}, nil, 3 * time.Second, "4 5"},
+		{"one missed poll is not enough, however long ago", map[int32]builderstatus.Silence{4: silent(10, 1)}, nil,
+			3 * time.Second, ""},
+		{"silent for less than the threshold", map[int32]builderstatus.Silence{4: silent(2, 2)}, nil, 3 * time.Second, ""},
+		{"its peers see it up: only the operator's path to it is down",
+			map[int32]builderstatus.Silence{4: silent(4, 3)}, map[int]bool{4: true}, 3 * time.Second, ""},
+		{"a silent spare is no unit failure", map[int32]builderstatus.Silence{2: silent(4, 3)}, nil, 3 * time.Second, ""},
+		{"threshold 0 turns it off", map[int32]builderstatus.Silence{4: silent(4, 3)}, nil, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, fl := range Unreachable(table, tc.silences, now, tc.after, tc.up) {
+				if fl.Reason != ReasonUnreachable {
+					t.Errorf("rank %d reason %s", fl.Rank, fl.Reason)
+				}
+				got = append(got, fmt.Sprint(fl.Rank))
+			}
+			if s := strings.Join(got, " "); s != tc.want {
+				t.Errorf("unreachable %q, want %q", s, tc.want)
+			}
+		})
+	}
+}
