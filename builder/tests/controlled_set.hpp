@@ -36,12 +36,8 @@ inline constexpr std::uint64_t controlled_packing_factor = 100;
 // token and JSON body. Returns the status code and body (0 if nobody answered).
 inline Http_reply request(std::uint16_t port, std::string_view method, std::string_view path,
                          std::optional<std::string_view> bearer, std::string_view body = {}) {
-    Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(port);
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) return {};
+    const Fd fd = connect_to(port);
+    if (!fd) return {};
     std::string out = std::string(method) + " " + std::string(path) + " HTTP/1.1\r\nHost: test\r\nConnection: close\r\n";
     if (bearer) out += "Authorization: Bearer " + std::string(*bearer) + "\r\n";
     out += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";

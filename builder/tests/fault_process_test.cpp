@@ -114,16 +114,6 @@ bool all_go_on(const Controlled_set& set, const std::set<Rank>& ranks, std::stri
     }, 10s);
 }
 
-Fd dial(std::uint16_t port) {
-    Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(port);
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) return Fd{};
-    return fd;
-}
-
 // One BU's consumer stops reading: its ring fills, and after
 // --output-timeout-ms each further MEP of that BU is assembled and dropped
 // there, counted; the other BU and its consumer go on at full pace (no
@@ -304,14 +294,14 @@ TEST(Faults, AConnectionStormOnTheControlAndDataPortsLeavesTheSetBuilding) {
     std::vector<Fd> storm;
     for (const std::uint16_t port : {set.http_port(1), set.data_port(1)})
         for (int i = 0; i < 2 * each; ++i) {
-            storm.push_back(dial(port));
+            storm.push_back(test::connect_to(port));
             ASSERT_TRUE(storm.back()) << "connection " << i << " to port " << port;
             if (i % 2 == 1) ::send(storm.back().get(), garbage.data(), garbage.size(), MSG_NOSIGNAL);
         }
     std::atomic<std::uint64_t> churned{0};
     std::jthread churn([&](std::stop_token stop) {
         while (!stop.stop_requested()) {
-            const Fd fd = dial(set.http_port(1));
+            const Fd fd = test::connect_to(set.http_port(1));
             ::send(fd.get(), garbage.data(), garbage.size(), MSG_NOSIGNAL);
             ++churned;
         }

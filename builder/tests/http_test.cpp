@@ -18,6 +18,7 @@
 #include "fd.hpp"
 #include "http_server.hpp"
 #include "stop_flag.hpp"
+#include "test_support.hpp"
 
 namespace eb {
 namespace {
@@ -74,16 +75,7 @@ private:
     std::vector<Command> commands_;
 };
 
-// A TCP connection to 127.0.0.1:port; empty if refused.
-Fd connect_to(std::uint16_t port) {
-    Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(port);
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) return Fd();
-    return fd;
-}
+using test::connect_to;
 
 // Sends `parts` over one real TCP connection to 127.0.0.1:port, `pause`
 // between them, and returns everything the server answered until it closed.

@@ -88,11 +88,16 @@ std::vector<std::uint16_t> free_ports(std::size_t count) {
     return ports;
 }
 
-std::optional<Http_reply> http_get(std::uint16_t port, std::string_view path) {
+Fd connect_to(std::uint16_t port) {
     Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     const sockaddr_in address = loopback(port);
-    if (!fd || ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0)
-        return std::nullopt;
+    if (!fd || ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) return Fd{};
+    return fd;
+}
+
+std::optional<Http_reply> http_get(std::uint16_t port, std::string_view path) {
+    const Fd fd = connect_to(port);
+    if (!fd) return std::nullopt;
     const std::string request = "GET " + std::string(path) + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
     if (::send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size()))
         return std::nullopt;

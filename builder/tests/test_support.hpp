@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fd.hpp"
+
 namespace eb::test {
 
 // `count` distinct TCP ports that are free on 127.0.0.1 right now, held
@@ -20,6 +22,9 @@ namespace eb::test {
 // one before its listener binds (dozens of processes dialling each other at
 // once, as the 64-unit tests do, would otherwise hit that).
 std::vector<std::uint16_t> free_ports(std::size_t count);
+
+// A TCP connection to 127.0.0.1:port; an empty Fd if none could be made.
+Fd connect_to(std::uint16_t port);
 
 struct Http_reply {
     int status = 0;
