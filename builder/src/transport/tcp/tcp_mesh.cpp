@@ -184,6 +184,17 @@ private:
     void count(Refusal refusal) {
         if (refused_ != nullptr) refused_->add(refusal);
     }
+    // Counts a refusal and logs why, for the first few only: a storm of
+    // stray dials must not flood the log (all are in data_refusals).
+    template <typename... Why>
+    void refuse(Refusal refusal, const Why&... why) {
+        count(refusal);
+        if (++refusals_ <= refusals_logged)
+            log_warning(why..., refusals_ == refusals_logged ? " (further refusals are only counted: data_refusals "
+                                                               "in /status)"
+                                                             : "");
+    }
+    static constexpr int refusals_logged = 5;
     Clock::time_point next_deadline() const;
     void report() const;
 
@@ -208,6 +219,7 @@ private:
     // alone until then instead of being polled (and failing) in a spin.
     Clock::time_point accept_again_at_{};
     Clock::time_point descriptor_warning_at_{};
+    int refusals_ = 0;  // by this connect phase
     // Set once the connect joins a running set: then it ends by this time.
     std::optional<Clock::time_point> join_deadline_;
 };
@@ -471,41 +483,37 @@ void Mesh_builder::read_hello(Greeting& greeting) {
 
     const auto hello = load<Hello>(greeting.hello, 0);
     if (hello.magic != hello_magic || hello.version != mesh_protocol_version) {
-        log_warning("dropped a data connection that did not open with an eb-builder hello of version ",
-                    mesh_protocol_version);
-        count(Refusal::protocol);
+        refuse(Refusal::protocol, "dropped a data connection that did not open with an eb-builder hello of version ",
+               mesh_protocol_version);
         greeting.fd.reset();
         return;
     }
     Data_key::Mac proof{};
     std::memcpy(proof.data(), greeting.hello.data() + sizeof(Hello), proof.size());
     if (!key_.verify(greeting.nonce, std::span(greeting.hello).first(sizeof(Hello)), proof)) {
-        log_warning("refused a dial claiming rank ", hello.rank, ": its proof of the run's data key is wrong (",
-                    key_.configured() ? "another key, none, or a replayed hello" : "this unit has no key, it has one",
-                    "); every unit of a run needs the same --data-key-file or EB_DATA_KEY");
+        refuse(Refusal::key, "refused a dial claiming rank ", hello.rank, ": its proof of the run's data key is wrong (",
+               key_.configured() ? "another key, none, or a replayed hello" : "this unit has no key, it has one",
+               "); every unit of a run needs the same --data-key-file or EB_DATA_KEY");
         (void)::send(greeting.fd.get(), &key_refusal, 1, MSG_NOSIGNAL);
-        count(Refusal::key);
         greeting.fd.reset();
         return;
     }
     if (hello.epoch != position_.epoch) {
         // A unit on another rank table (switching before or after this one):
         // it dials again until both agree.
-        log_warning("dropped a dial from rank ", hello.rank, " at rank table epoch ", hello.epoch,
-                    "; this unit is at epoch ", position_.epoch);
+        refuse(Refusal::epoch, "dropped a dial from rank ", hello.rank, " at rank table epoch ", hello.epoch,
+               "; this unit is at epoch ", position_.epoch);
         (void)::send(greeting.fd.get(), &epoch_refusal, 1, MSG_NOSIGNAL);
-        count(Refusal::epoch);
         greeting.fd.reset();
         return;
     }
     if (hello.units != units() || hello.rank >= units() || !wanted(hello.rank)) {
         // A stray or misconfigured process: refused, never a reason to fail.
-        log_warning("refused a dial from a process claiming rank ", hello.rank, " of ", hello.units,
-                    " units: this is rank ", rank_, " of ", units(),
-                    (hello.units == units() && hello.rank < units() ? ", which does not expect that rank now" : ""),
-                    "; every unit needs the same --peers and --dummies lists and its own --rank");
+        refuse(Refusal::table, "refused a dial from a process claiming rank ", hello.rank, " of ", hello.units,
+               " units: this is rank ", rank_, " of ", units(),
+               (hello.units == units() && hello.rank < units() ? ", which does not expect that rank now" : ""),
+               "; every unit needs the same --peers and --dummies lists and its own --rank");
         (void)::send(greeting.fd.get(), &table_refusal, 1, MSG_NOSIGNAL);
-        count(Refusal::table);
         greeting.fd.reset();
         return;
     }
