@@ -52,8 +52,8 @@ std::string lost_peers(const std::set<Rank>& ranks) {
     return "\"lost_peers\":[" + list + "]";
 }
 
-// Rank `rank`'s table as `viewer` gets it, with that rank's address replaced
-// by a relay's: the data network between the two runs through the relay.
+// A configure body with `rank`'s address replaced by the relay's: the unit
+// it goes to reaches that rank through the relay.
 std::string through_relay(std::string body, const Controlled_set& set, Rank rank, const Relay& relay) {
     const std::string direct = "\"127.0.0.1:" + std::to_string(set.data_port(rank)) + "\"";
     body.replace(body.find(direct), direct.size(), "\"127.0.0.1:" + std::to_string(relay.port()) + "\"");
@@ -78,9 +78,9 @@ std::uint64_t stop_everyone(Controlled_set& set, Rank via) {
 }
 
 // Every event of the set's cycles built once, found incomplete or dropped,
-// but for the chunks a unit that put itself out of the set counted in
-// doubt (docs/control-api.md, "One set"): those the set may or may not have
-// counted. `gone`: the counts of processes no longer there.
+// none twice, and any counted nowhere among those in doubt (chunks a unit
+// could not know the set's count of: docs/control-api.md, "One set").
+// `gone`: the counts of processes no longer there.
 void expect_every_event_counted_once(const Controlled_set& set, std::uint64_t next_event,
                                      Controlled_set::Totals gone = {}) {
     const Controlled_set::Totals totals = gone += set.totals(set.ranks());
