@@ -21,13 +21,11 @@ type Unit struct {
 }
 
 // Poll is the outcome of polling the builders at Time: the pods asked (by
-// rank, their UIDs), the reports of those that answered, and the ranks
-// whose pod did not.
+// rank, their UIDs) and the reports of those that answered.
 type Poll struct {
-	Time       time.Time
-	Pods       map[int32]string
-	Reports    map[int32]Report
-	Unanswered []int32
+	Time    time.Time
+	Pods    map[int32]string
+	Reports map[int32]Report
 }
 
 // Silence is a row of polls a builder pod left unanswered: since the first
@@ -52,16 +50,14 @@ type Silences struct {
 func (s Silences) After(p *Poll) Silences {
 	next := Silences{Rows: map[int32]Silence{}, Heard: map[string]bool{}}
 	for rank, pod := range p.Pods {
-		_, answered := p.Reports[rank]
-		if answered || s.Heard[pod] {
+		if _, answered := p.Reports[rank]; answered {
 			next.Heard[pod] = true
-		}
-	}
-	for _, rank := range p.Unanswered {
-		pod := p.Pods[rank]
-		if !next.Heard[pod] {
 			continue
 		}
+		if !s.Heard[pod] {
+			continue
+		}
+		next.Heard[pod] = true
 		row, ok := s.Rows[rank]
 		if !ok || row.Pod != pod {
 			row = Silence{Pod: pod, Since: p.Time}

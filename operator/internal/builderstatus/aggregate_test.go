@@ -246,7 +246,7 @@ func TestSilencesAfterPolls(t *testing.T) {
 	start := time.Unix(100, 0)
 	pods := map[int32]string{1: "a", 2: "b", 3: "c", 4: "d"}
 	poll := func(at time.Duration, pods map[int32]string, unanswered ...int32) *Poll {
-		p := &Poll{Time: start.Add(at), Pods: pods, Reports: map[int32]Report{}, Unanswered: unanswered}
+		p := &Poll{Time: start.Add(at), Pods: pods, Reports: map[int32]Report{}}
 		for rank := range pods {
 			if !slices.Contains(unanswered, rank) {
 				p.Reports[rank] = Report{}

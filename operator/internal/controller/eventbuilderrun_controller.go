@@ -894,7 +894,7 @@ func (r *EventBuilderRunReconciler) syncPods(ctx context.Context, run *ebv1.Even
 
 // poll asks every running builder pod of run for its status, in parallel,
 // and records the silences. A builder that does not answer is missing from
-// the reports and listed unanswered.
+// the reports.
 func (r *EventBuilderRunReconciler) poll(ctx context.Context, run types.NamespacedName, pods map[int32]*corev1.Pod,
 	now time.Time) *builderstatus.Poll {
 	log := logf.FromContext(ctx)
@@ -909,14 +909,13 @@ func (r *EventBuilderRunReconciler) poll(ctx context.Context, run types.Namespac
 		p.Pods[rank] = string(pod.UID)
 		g.Go(func() error {
 			rep, err := r.Builders.Get(ctx, r.StatusURL(pod))
-			mu.Lock()
-			defer mu.Unlock()
 			if err != nil {
 				log.V(1).Info("builder did not report", "pod", pod.Name, "error", err.Error())
-				p.Unanswered = append(p.Unanswered, rank)
 				return nil
 			}
+			mu.Lock()
 			p.Reports[rank] = rep
+			mu.Unlock()
 			return nil
 		})
 	}
