@@ -38,9 +38,10 @@ namespace eb {
 // or delivered flagged incomplete) and the chunks it would have built are
 // dropped, all counted in `events_dropped`, once for the set: a BU in the
 // cycle counts its own MEP, the unit whose proposal the set follows the
-// chunks of the BUs out of it, and a unit put out counts nothing, but for
-// the one chunk it cannot know the set's count of (put out by itself, not
-// having heard that proposal): that one goes to `events_in_doubt`.
+// chunks of the BUs out of it, and a unit put out counts nothing. A chunk
+// whose count a unit cannot know (it sits the cycle out, not having heard
+// a rank that proposal keeps in; or it leads and lost a BU since it
+// proposed) goes to `events_in_doubt` instead: never counted twice.
 class Event_builder {
 public:
     struct Settings {
