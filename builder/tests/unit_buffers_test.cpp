@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "mfp_parser.hpp"
 #include "shm_ring.hpp"
 #include "unit_status.hpp"
 
@@ -40,6 +41,32 @@ TEST(UnitBuffers, AfterAFailedOutputTheNextSessionWritesToAFreshRing) {
         EXPECT_EQ(consumer.end(), Ring_end::stopped) << "the new session's ring ends as that session did";
     } catch (const Ring_error& error) {
         FAIL() << "the consumer was told the new session failed: " << error.what();
+    }
+}
+
+// A set stopped and started again on a table of more ranks takes one MFP per
+// BU of a cycle from each RU: the generated source must hold that many.
+TEST(UnitBuffers, AGeneratedSourceHoldsACycleOfALargerTableAfterAResize) {
+    Config config;
+    config.output = Output_kind::discard;
+    Unit_status status(0);
+    Stop_flag stop;
+    Unit_buffers buffers(config, 0, status, stop);
+    const Rank_table two({Rank_function::ru_bu, Rank_function::ru_bu});
+    buffers.fit(two);
+    buffers.start_source_at(0);
+    for (int i = 0; i < 2; ++i) buffers.source()->next();
+    for (int i = 0; i < 2; ++i) buffers.source()->release();
+
+    const Rank_table three({Rank_function::ru_bu, Rank_function::ru_bu, Rank_function::ru_bu});
+    buffers.fit(three);  // between sessions
+    buffers.start_source_at(2);
+    for (std::uint64_t chunk = 2; chunk < 5; ++chunk) {
+        std::span<const std::byte> mfp;
+        ASSERT_NO_THROW(mfp = buffers.source()->next()) << "chunk " << chunk << " of a cycle of three BUs";
+        Mfp_view view;
+        ASSERT_TRUE(parse_mfp(mfp, view).ok());
+        EXPECT_EQ(view.header.first_event_id, chunk * config.packing_factor);
     }
 }
 

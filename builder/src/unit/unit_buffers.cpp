@@ -23,13 +23,17 @@ void Unit_buffers::close_output() {
     checking_output_ = nullptr;
 }
 
+void Unit_buffers::close_source() {
+    cursor_.reset();
+    paced_.reset();
+    source_.reset();
+    ring_source_ = nullptr;
+    source_depth_ = 0;
+}
+
 void Unit_buffers::fit(const Rank_table& table) {
-    if (!table.runs_ru(rank_) && source_) {
-        cursor_.reset();
-        paced_.reset();
-        source_.reset();
-        ring_source_ = nullptr;
-    }
+    const bool too_shallow = source_depth_ != 0 && source_depth_ < table.units();
+    if ((!table.runs_ru(rank_) || too_shallow) && source_) close_source();
     if (table.runs_ru(rank_) && !source_) open_source(table);
     if (!table.runs_bu(rank_) && output_) {
         log_info("this rank no longer runs a BU: closing its output");
@@ -53,6 +57,7 @@ void Unit_buffers::open_source(const Rank_table& table) {
             // table may make every rank live.
             source_ = std::make_unique<Generator_reader>(rank_, config_.packing_factor, config_.event_model(),
                                                          table.units());
+            source_depth_ = table.units();
             break;
         case Source_kind::shm: {
             log_info("waiting for the MFP ring ", ring_name(config_.run_name, rank_, "mfp"));
@@ -65,6 +70,7 @@ void Unit_buffers::open_source(const Rank_table& table) {
         case Source_kind::prepared:
             source_ = std::make_unique<Prepared_reader>(rank_, config_.packing_factor, config_.event_model(),
                                                         table.units());
+            source_depth_ = table.units();
             break;
     }
     if (config_.rate != 0) paced_ = std::make_unique<Paced_reader>(*source_, config_.packing_factor, config_.rate, stop_);

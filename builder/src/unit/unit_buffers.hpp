@@ -23,7 +23,9 @@ public:
     // Opens the source and the output that the rank's function in `table`
     // needs and closes those it no longer needs (a ring output marked
     // stopped): a new table may move a rank's RU or BU (a replan, a layout
-    // change). Sizes fit tables of table.units() ranks.
+    // change). Sizes fit tables of table.units() ranks: a generated source
+    // opened for fewer ranks (a set stopped and resized) is opened again for
+    // as many, between sessions (start_source_at sets its place).
     void fit(const Rank_table& table);
 
     Buffer_reader* source() const { return cursor_.get(); }
@@ -52,6 +54,7 @@ public:
 
 private:
     void close_output();
+    void close_source();
     void open_source(const Rank_table& table);
     void open_output(const Rank_table& table);
 
@@ -67,6 +70,9 @@ private:
     Shm_ring_writer* ring_output_ = nullptr;
     Shm_ring_reader* ring_source_ = nullptr;
     Checking_writer* checking_output_ = nullptr;
+    // The MFPs a generated source can hold at once (one per BU of a cycle);
+    // 0 for a ring or a file, which hold as many as they need.
+    std::size_t source_depth_ = 0;
     bool output_failed_ = false;
     Rank rank_;
 };
