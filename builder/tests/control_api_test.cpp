@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "golden.hpp"
+
 namespace eb {
 namespace {
 
@@ -269,6 +271,18 @@ TEST(ControlApi, WrongMethodIs405WithAllow) {
         EXPECT_TRUE(json_body(response).contains("error"));
     }
     EXPECT_TRUE(target.calls.empty());
+}
+
+// The error bodies the operator's client reads (buildercontrol.BuilderError),
+// shared with its Go tests, each under the status it comes with.
+TEST(ControlApi, GoldenErrorBodiesForTheOperator) {
+    Recording_target target;
+    test::expect_golden("error-409.json", command(target, "start").body);
+    test::expect_golden("error-401.json", send(target, {"POST", "/control/start", "Bearer wrong", ""}).body);
+    test::expect_golden("error-403.json",
+                        send(target, {"POST", "/control/start", "Bearer s3cret", ""}, Control_token()).body);
+    test::expect_golden("error-400.json", command(target, "configure", configure_body(0, 0)).body);
+    test::expect_golden("error-404.json", command(target, "launch").body);
 }
 
 }  // namespace

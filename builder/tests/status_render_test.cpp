@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "golden.hpp"
+#include "numa.hpp"
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -124,6 +127,23 @@ TEST(StatusRender, PromtoolAcceptsTheMetrics) {
         std::filesystem::remove(path);
         EXPECT_EQ(status, 0) << output;
     }
+}
+
+// The bodies the operator's client decodes (builderstatus.Report), shared
+// with its Go tests: a running verbs unit with a NUMA report, and a unit
+// just started (NOT_READY, no table).
+TEST(StatusRender, GoldenStatusBodiesForTheOperator) {
+    Status_snapshot running = sample(Control_state::running);
+    running.transport = verbs_transport();
+    running.next_event = 125100;
+    running.meps_discarded = 2;
+    running.numa_json = numa_report_json({.requested = "0", .node = 0, .pinned = true, .cpus_local = true,
+                                          .memory_local = true, .device_local = true, .warning = ""});
+    test::expect_golden("status-running.json", status_json(running) + "\n");
+
+    Unit_status fresh(1);
+    fresh.set_activity("idle");
+    test::expect_golden("status-not-ready.json", status_json(fresh.snapshot()) + "\n");
 }
 
 }  // namespace

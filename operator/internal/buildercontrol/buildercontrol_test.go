@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -240,6 +241,78 @@ func TestAlreadyIn(t *testing.T) {
 	} {
 		if got := AlreadyIn(tc.cmd, tc.state); got != tc.want {
 			t.Errorf("AlreadyIn(%s, %s) = %v", tc.cmd, tc.state, got)
+		}
+	}
+}
+
+// The client reads eb-builder's error bodies as its tests write them
+// (builder/tests/golden.hpp): the message, and a refusal's state.
+func TestClientReadsTheBuildersErrorBodies(t *testing.T) {
+	for _, c := range []struct {
+		golden       string
+		status       int
+		state        string
+		unauthorized bool
+	}{
+		{"error-400.json", 400, "", false},
+		{"error-401.json", 401, "", true},
+		{"error-403.json", 403, "", true},
+		{"error-404.json", 404, "", false},
+		{"error-409.json", 409, builderstatus.StateNotReady, false},
+	} {
+		body, err := os.ReadFile("../builderstatus/testdata/builder/" + c.golden)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Error string `json:"error"`
+		}
+		if err := json.Unmarshal(body, &doc); err != nil || doc.Error == "" {
+			t.Fatalf("%s: %v, error %q", c.golden, err, doc.Error)
+		}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(c.status)
+			_, _ = w.Write(body)
+		}))
+		_, err = NewClient(time.Second).Send(context.Background(), "t", Start, []Builder{{Rank: 7, URL: srv.URL}})
+		srv.Close()
+		var one *BuilderError
+		switch {
+		case !errors.As(err, &one):
+			t.Errorf("%s: error %v, want a BuilderError", c.golden, err)
+		case one.Rank != 7 || one.Status != c.status || one.Message != doc.Error || one.State != c.state || one.Unauthorized() != c.unauthorized:
+			t.Errorf("%s: %+v (unauthorized %v); want status %d, message %q, state %q", c.golden, one, one.Unauthorized(), c.status, doc.Error, c.state)
+		}
+	}
+}
+
+// What no builder writes, a proxy, a crashed process or another server on
+// the port may: 5xx pages and garbage are errors naming the status and
+// quoting the start of the body, never reports.
+func TestClientReadsGarbageAndServerErrors(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		status int
+		body   string
+		says   string
+	}{
+		{"a proxy's 502 page", 502, "<html><body>Bad Gateway</body></html>", "Bad Gateway: <html><body>Bad Gateway"},
+		{"a 500 without a body", 500, "", "Internal Server Error"},
+		{"200 with garbage", 200, "\x00\x01not json", "decoding the status it answered"},
+		{"200 with a JSON array", 200, "[1,2]", "decoding the status it answered"},
+		{"409 with garbage", 409, "busy", "Conflict: busy"},
+		{"200 cut short", 200, `{"state":"RUNN`, "decoding the status it answered"},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(c.status)
+			_, _ = io.WriteString(w, c.body)
+		}))
+		reps, err := NewClient(time.Second).Send(context.Background(), "t", Pause, []Builder{{Rank: 3, URL: srv.URL}})
+		srv.Close()
+		var one *BuilderError
+		if !errors.As(err, &one) || len(reps) != 0 || one.Status != c.status || !strings.Contains(one.Message, c.says) {
+			t.Errorf("%s: reports %v, error %+v; want status %d saying %q", c.name, reps, one, c.status, c.says)
 		}
 	}
 }

@@ -33,14 +33,15 @@ const (
 
 // Report is the JSON document a builder serves at GET /status (and answers
 // control commands with), but for its NUMA report; encoded, it has every
-// field the builder writes. Counters are totals since the builder process
+// field the builder writes (TestBuilderGoldenStatus reads the bodies the
+// builder's own tests write). Counters are totals since the builder process
 // started.
 type Report struct {
 	// Rank is the builder's rank (its --rank, or its configured rank).
 	Rank  int32  `json:"rank"`
 	Units int32  `json:"units"`
 	State string `json:"state"`
-	// Activity says what the unit is doing, in words.
+	// Activity says what the unit's data path does now (Activity*).
 	Activity string `json:"activity"`
 	// Role is live or dummy (a started dummy stands by), unconfigured
 	// before the first configure.
@@ -51,17 +52,27 @@ type Report struct {
 	Epoch        int64 `json:"epoch"`
 	PendingEpoch int64 `json:"pending_epoch"`
 	// NextEvent is the first event of the set's next cycle.
-	NextEvent        int64   `json:"next_event"`
-	EventsBuilt      int64   `json:"events_built"`
-	EventsIncomplete int64   `json:"events_incomplete"`
-	EventsDropped    int64   `json:"events_dropped"`
-	MEPsBuilt        int64   `json:"meps_built"`
-	BytesBuilt       int64   `json:"bytes_built"`
-	EventsPerSecond  float64 `json:"events_per_second"`
-	BytesPerSecond   float64 `json:"bytes_per_second"`
-	Peers            []Peer  `json:"peers"`
+	NextEvent        int64 `json:"next_event"`
+	EventsBuilt      int64 `json:"events_built"`
+	EventsIncomplete int64 `json:"events_incomplete"`
+	EventsDropped    int64 `json:"events_dropped"`
+	// EventsInDoubt bounds the events of chunks this unit could not know
+	// the set's decision on (builder/docs/control-api.md, "One set").
+	EventsInDoubt int64 `json:"events_in_doubt"`
+	MEPsBuilt     int64 `json:"meps_built"`
+	// MEPsDiscarded were assembled and dropped: the output ring had no room.
+	MEPsDiscarded int64 `json:"meps_discarded"`
+	BytesBuilt    int64 `json:"bytes_built"`
+	// BuildingSeconds is the time spent building, over all sessions.
+	BuildingSeconds float64 `json:"building_seconds"`
+	EventsPerSecond float64 `json:"events_per_second"`
+	BytesPerSecond  float64 `json:"bytes_per_second"`
+	Peers           []Peer  `json:"peers"`
 	// LostPeers are the ranks this builder lost in its epoch.
 	LostPeers []int32 `json:"lost_peers"`
+	// DataRefusals counts the data connections refused, by reason (key,
+	// epoch, table, protocol, slow).
+	DataRefusals map[string]int64 `json:"data_refusals"`
 	// Allowed are the commands the state machine accepts now.
 	Allowed   []string `json:"allowed"`
 	LastError string   `json:"last_error"`
@@ -115,6 +126,15 @@ type Peer struct {
 	Rank  int32  `json:"rank"`
 	State string `json:"state"`
 }
+
+// Activities: what a builder's data path does now.
+const (
+	ActivityIdle       = "idle"
+	ActivityConnecting = "connecting"
+	ActivityBuilding   = "building"
+	ActivityPaused     = "paused"
+	ActivityStandby    = "standby"
+)
 
 // Peer states.
 const (

@@ -1,0 +1,67 @@
+package builderstatus
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"slices"
+	"testing"
+
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+)
+
+// builderBody is a /status body as the builder writes it: the Report and
+// the NUMA report the operator does not decode. Decoding into it with
+// unknown fields disallowed fails on any field the builder added.
+type builderBody struct {
+	Report
+	NUMA json.RawMessage `json:"numa"`
+}
+
+// readBuilderGolden reads a body that eb-builder's tests write
+// (builder/tests/golden.hpp), strictly.
+func readBuilderGolden(t *testing.T, name string) builderBody {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/builder/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var body builderBody
+	if err := dec.Decode(&body); err != nil {
+		t.Fatalf("%s, as eb-builder writes it: %v; Report must know every field the builder writes", name, err)
+	}
+	return body
+}
+
+// The operator decodes every field of the builder's /status, each into
+// the field meant for it.
+func TestBuilderGoldenStatus(t *testing.T) {
+	r := readBuilderGolden(t, "status-running.json")
+	gid := int32(1)
+	want := Report{Rank: 2, Units: 4, State: StateRunning, Activity: ActivityBuilding, Role: RoleLive, Epoch: 3, PendingEpoch: 4,
+		NextEvent: 125100, EventsBuilt: 123000, EventsIncomplete: 7, EventsDropped: 2000, EventsInDoubt: 100, MEPsBuilt: 123,
+		MEPsDiscarded: 2, BytesBuilt: 70849536, BuildingSeconds: 2.5, EventsPerSecond: 1.5e6, BytesPerSecond: 2.5e8,
+		Peers:        []Peer{{0, PeerUp}, {1, PeerLost}, {2, "self"}, {3, "dummy"}},
+		LostPeers:    []int32{1},
+		DataRefusals: map[string]int64{"key": 3, "epoch": 0, "table": 1, "protocol": 0, "slow": 0},
+		Transport: &Transport{Kind: ebv1.TransportVerbs, Device: "rxe0", Port: 1, GIDIndex: &gid, PortState: "ACTIVE", LinkLayer: "Ethernet",
+			Peers: []QueuePair{{0, "RTS"}, {1, "ERR"}}},
+		Allowed:   []string{"configure", "pause", "stop", "reset"},
+		LastError: "rank 1 said \"bye\"\n\tand left\x01"}
+	got, _ := json.Marshal(r.Report)
+	wanted, _ := json.Marshal(want)
+	if !bytes.Equal(got, wanted) {
+		t.Errorf("status-running.json decodes to\n%s\nwant\n%s", got, wanted)
+	}
+	if !json.Valid(r.NUMA) || len(r.NUMA) < 10 {
+		t.Errorf("numa %s", r.NUMA)
+	}
+
+	fresh := readBuilderGolden(t, "status-not-ready.json")
+	if fresh.State != StateNotReady || fresh.Role != RoleUnconfigured || fresh.Epoch != 0 || fresh.HeldEpoch() != 0 ||
+		!slices.Equal(fresh.Allowed, []string{"configure", "reset"}) || fresh.Transport == nil || fresh.Transport.Kind != ebv1.TransportTCP {
+		t.Errorf("status-not-ready.json decodes to %+v", fresh.Report)
+	}
+}
