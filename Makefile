@@ -81,8 +81,8 @@ verbs-selftest: ## Check the verbs runner itself (device ACTIVE, ib_write_bw, 4 
 	hack/verbs-vm/selftest.sh
 
 .PHONY: test-operator
-test-operator: packages $(K8S_BIN)/etcd ## Go unit tests and envtest against a real API server.
-	cd operator && KUBEBUILDER_ASSETS=$(K8S_BIN) go test ./...
+test-operator: packages build-builder $(K8S_BIN)/etcd ## Go tests under -race: envtest against a real API server, the control-API contract suite against the emulation and real eb-builder processes.
+	cd operator && KUBEBUILDER_ASSETS=$(K8S_BIN) EB_BUILDER=$(abspath $(BUILD)/builder/eb-builder) go test -race ./...
 	cd hack/runc-wrapper && go test ./...
 
 .PHONY: test-chart

@@ -299,6 +299,10 @@ const (
 	// Builders refused the operator's bearer token (401), or run without
 	// one (403): only user action (the token Secret, the pods) helps.
 	ReasonControlUnauthorized = "ControlUnauthorized"
+	// spec.units, spec.spares, spec.layout or spec.fabricRef changed the
+	// number of ranks of a running set: it is stopped, then started again
+	// on the new table.
+	ReasonResizing = "Resizing"
 
 	// Reasons of the Configured condition.
 	ReasonEpochConfigured = "EpochConfigured"

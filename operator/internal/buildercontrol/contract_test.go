@@ -2,17 +2,23 @@ package buildercontrol
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/builderemu"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/planner"
 	"daq.io/eventbuilder/operator/internal/ranktable"
@@ -20,21 +26,66 @@ import (
 	"daq.io/eventbuilder/operator/internal/testenv"
 )
 
-// realToken is the control token the real builders are started with.
+// The contract suite: the same scenarios of builder/docs/control-api.md
+// run against real eb-builder processes and against the emulation the
+// envtests drive (internal/builderemu), so that neither the operator's
+// client nor the emulation can drift from the builder unnoticed. Each
+// scenario runs twice, as subtests "emulation" and "eb-builder". The real
+// builders need their binary: EB_BUILDER=/path/to/eb-builder (make
+// test-operator builds it and sets it, so there a missing binary fails);
+// without it the eb-builder subtests skip, saying so.
+//
+// 5xx and garbage answers come from neither side: the client's tests meet
+// them from an httptest server (TestClientErrors).
+
+// realToken is the control token every builder of the suite is started with.
 const realToken = "0123456789abcdef"
 
-// realSet is a set of real eb-builder processes, one per rank, started as
-// the operator's pods start them (controlled: --rank, --http-port,
+// set is a set of builders, one per rank of a table (live or not), as the
+// operator's pods start them (controlled: --rank, --http-port,
 // --token-file, no table), and the rank table (epoch 1) that names them.
-type realSet struct {
-	t         *testing.T
-	bin       string
-	tokenFile string
-	httpPorts []int
-	procs     map[int]*exec.Cmd
-	builders  []Builder
-	doc       ranktable.Document
-	status    *builderstatus.Client
+type set struct {
+	t        *testing.T
+	builders []Builder
+	doc      ranktable.Document
+	status   *builderstatus.Client
+	// kill ends rank r's process as a crash does; start starts it again
+	// (a restarted container: same rank and ports) and waits for it to
+	// serve, NOT_READY.
+	kill, start func(r int)
+}
+
+// contract runs scenario against a set of each implementation for table.
+func contract(t *testing.T, table planner.RankTable, scenario func(t *testing.T, s *set)) {
+	t.Helper()
+	for _, impl := range []struct {
+		name string
+		new  func(*testing.T, planner.RankTable) *set
+	}{{"emulation", newEmulatedSet}, {"eb-builder", newRealSet}} {
+		t.Run(impl.name, func(t *testing.T) { scenario(t, impl.new(t, table)) })
+	}
+}
+
+// newEmulatedSet starts an emulated builder for each rank of table, all of
+// one mesh (one run).
+func newEmulatedSet(t *testing.T, table planner.RankTable) *set {
+	farm := builderemu.NewFarm()
+	t.Cleanup(farm.Close)
+	n := table.N()
+	s := &set{t: t, status: builderstatus.NewClient(time.Second)}
+	addresses := make([]string, n)
+	options := func(r int) builderemu.Options {
+		return builderemu.Options{Token: realToken, Rank: int32(r), Mesh: "contract"}
+	}
+	for r := range n {
+		addresses[r] = net.JoinHostPort("127.0.0.1", strconv.Itoa(7000+r))
+		farm.Start(strconv.Itoa(r), options(r))
+		s.builders = append(s.builders, Builder{Rank: int32(r), URL: farm.URL(strconv.Itoa(r))})
+	}
+	s.kill = func(r int) { farm.Kill(strconv.Itoa(r)) }
+	s.start = func(r int) { farm.Start(strconv.Itoa(r), options(r)) }
+	s.doc = ranktable.New("contract", "", table, addresses, nil)
+	return s
 }
 
 // plan is the operator's table of a run without a fabric (runplan.Plan), at epoch 1.
@@ -47,65 +98,58 @@ func plan(t *testing.T, spec ebv1.EventBuilderRunSpec) planner.RankTable {
 	return table
 }
 
-// newRealSet starts a builder for each rank of table (live or not) and
+// newRealSet starts an eb-builder process for each rank of table and
 // waits for each to serve, NOT_READY; its document is the table as the
-// operator renders it (ranktable.New). It needs the builder binary:
-// EB_BUILDER=/path/to/eb-builder (e.g. build/builder/eb-builder after make
-// build-builder); without it, the test skips.
-func newRealSet(t *testing.T, table planner.RankTable) *realSet {
+// operator renders it (ranktable.New).
+func newRealSet(t *testing.T, table planner.RankTable) *set {
 	t.Helper()
 	bin := os.Getenv("EB_BUILDER")
 	if bin == "" {
-		t.Skip("EB_BUILDER is not set: no eb-builder binary to drive")
+		t.Skip("EB_BUILDER is not set: no eb-builder binary to drive (make test-operator builds one and sets it)")
 	}
-	s := &realSet{t: t, bin: bin, tokenFile: filepath.Join(t.TempDir(), "token"), procs: map[int]*exec.Cmd{},
-		status: builderstatus.NewClient(time.Second)}
-	if err := os.WriteFile(s.tokenFile, []byte(realToken+"\n"), 0o600); err != nil {
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(realToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	s := &set{t: t, status: builderstatus.NewClient(time.Second)}
 	n := table.N()
 	ports := freePorts(t, 2*n)
-	s.httpPorts = ports[:n]
+	httpPorts := ports[:n]
+	procs := map[int]*exec.Cmd{}
+	s.start = func(r int) {
+		t.Helper()
+		cmd := exec.Command(bin, "--rank", strconv.Itoa(r), "--http-port", strconv.Itoa(httpPorts[r]), "--token-file", tokenFile,
+			"--packing-factor", "100", "--fragment-size", "128", "--rate", "100000")
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("EB_BUILDER=%s: %v", bin, err)
+		}
+		procs[r] = cmd
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		waitFor(t, fmt.Sprintf("rank %d serving", r), func() error {
+			rep, err := s.status.Get(context.Background(), s.builders[r].URL)
+			if err == nil && rep.State != builderstatus.StateNotReady {
+				err = fmt.Errorf("state %s", rep.State)
+			}
+			return err
+		})
+	}
+	s.kill = func(r int) {
+		_ = procs[r].Process.Kill()
+		_ = procs[r].Wait()
+	}
 	addresses := make([]string, n)
 	for r := range n {
 		addresses[r] = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[n+r]))
-		s.builders = append(s.builders, Builder{Rank: int32(r), URL: "http://127.0.0.1:" + strconv.Itoa(ports[r])})
+		s.builders = append(s.builders, Builder{Rank: int32(r), URL: "http://127.0.0.1:" + strconv.Itoa(httpPorts[r])})
 		s.start(r)
 	}
-	s.doc = ranktable.New("real", "", table, addresses, nil)
+	s.doc = ranktable.New("contract", "", table, addresses, nil)
 	return s
 }
 
-// start starts the process of rank r (again, after kill: a restarted
-// container, same ports) and waits for it to serve, NOT_READY.
-func (s *realSet) start(r int) {
-	s.t.Helper()
-	cmd := exec.Command(s.bin, "--rank", strconv.Itoa(r), "--http-port", strconv.Itoa(s.httpPorts[r]), "--token-file", s.tokenFile,
-		"--packing-factor", "100", "--fragment-size", "128", "--rate", "100000")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		s.t.Fatal(err)
-	}
-	s.procs[r] = cmd
-	s.t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	waitFor(s.t, fmt.Sprintf("rank %d serving", r), func() error {
-		rep, err := s.status.Get(context.Background(), s.builders[r].URL)
-		if err == nil && rep.State != builderstatus.StateNotReady {
-			err = fmt.Errorf("state %s", rep.State)
-		}
-		return err
-	})
-}
-
-// kill ends the process of rank r, as a crash does.
-func (s *realSet) kill(r int) {
-	s.t.Helper()
-	_ = s.procs[r].Process.Kill()
-	_ = s.procs[r].Wait()
-}
-
 // waitLost waits for rank `by` to report exactly ranks lost.
-func (s *realSet) waitLost(by int, lost ...int32) {
+func (s *set) waitLost(by int, lost ...int32) {
 	s.t.Helper()
 	waitFor(s.t, fmt.Sprintf("rank %d reporting %v lost", by, lost), func() error {
 		rep, err := s.status.Get(context.Background(), s.builders[by].URL)
@@ -116,15 +160,16 @@ func (s *realSet) waitLost(by int, lost ...int32) {
 	})
 }
 
-// TestRealBuilder drives real eb-builder processes through a run:
-// configure, start, a unit dying and reported lost, the failover to a
-// standby spare by a new epoch configured on the survivor and the spare,
-// pause, resume, stop. It checks that the operator's client and the
-// builder agree on the contract.
-func TestRealBuilder(t *testing.T) {
+// A run: configure, start, a unit dying and reported lost, the failover
+// to a standby spare by a new epoch configured on the survivor and the
+// spare, the same epoch again, pause, resume, stop.
+func TestContractRunAndFailover(t *testing.T) {
 	table := plan(t, ebv1.EventBuilderRunSpec{Units: 3})
 	table.Ranks[2] = planner.Rank{Rank: 2, Port: 2, Role: planner.Spare, Unit: planner.NoUnit} // a warm spare
-	set := newRealSet(t, table)
+	contract(t, table, runAndFailover)
+}
+
+func runAndFailover(t *testing.T, set *set) {
 	builders, doc, status := set.builders, set.doc, set.status
 	ctx := context.Background()
 	c := NewClient(2 * time.Second)
@@ -221,7 +266,7 @@ func TestRealBuilder(t *testing.T) {
 	}
 }
 
-// TestRealBuilderRejoin: in a set without spares (a run without a
+// TestContractRejoin: in a set without spares (a run without a
 // Fabric), a unit killed and restarted (its container restarted: same
 // rank and ports) is taken back by the same table at a new epoch,
 // configured on every unit, as the operator's rejoin does: every unit
@@ -229,18 +274,18 @@ func TestRealBuilder(t *testing.T) {
 // A lost unit rejoins by the same table at the next epoch, as a new
 // process: one restarted, or one the operator reset in its session (what
 // it does to a unit a partition cut off, which went on alone).
-func TestRealBuilderRejoin(t *testing.T) {
+func TestContractRejoin(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		lose func(t *testing.T, set *realSet, c *Client)
+		lose func(t *testing.T, set *set, c *Client)
 	}{
-		{"restarted", func(t *testing.T, set *realSet, _ *Client) {
+		{"restarted", func(t *testing.T, set *set, _ *Client) {
 			set.kill(1)
 			set.waitLost(0, 1)
 			set.waitLost(2, 1)
 			set.start(1)
 		}},
-		{"reset in its session", func(t *testing.T, set *realSet, c *Client) {
+		{"reset in its session", func(t *testing.T, set *set, c *Client) {
 			reps, err := c.Send(context.Background(), realToken, Reset, set.builders[1:2])
 			if err != nil || reps[1].State != builderstatus.StateNotReady {
 				t.Fatalf("reset rank 1: %+v, %v; want NOT_READY", reps, err)
@@ -249,12 +294,13 @@ func TestRealBuilderRejoin(t *testing.T) {
 			set.waitLost(2, 1)
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) { realRejoin(t, tc.lose) })
+		t.Run(tc.name, func(t *testing.T) {
+			contract(t, plan(t, ebv1.EventBuilderRunSpec{Units: 3}), func(t *testing.T, set *set) { rejoin(t, set, tc.lose) })
+		})
 	}
 }
 
-func realRejoin(t *testing.T, lose func(*testing.T, *realSet, *Client)) {
-	set := newRealSet(t, plan(t, ebv1.EventBuilderRunSpec{Units: 3}))
+func rejoin(t *testing.T, set *set, lose func(*testing.T, *set, *Client)) {
 	ctx := context.Background()
 	c := NewClient(2 * time.Second)
 	if _, err := c.Configure(ctx, realToken, set.builders, set.doc); err != nil {
@@ -302,8 +348,12 @@ func realRejoin(t *testing.T, lose func(*testing.T, *realSet, *Client)) {
 	building("every unit building at epoch 2, nobody lost", 2)
 }
 
-func TestRealBuilderUnfolded(t *testing.T) {
-	set := newRealSet(t, plan(t, ebv1.EventBuilderRunSpec{Units: 2, Layout: ebv1.LayoutUnfolded}))
+// An unfolded set: RUs build nothing, the BUs build every event once.
+func TestContractUnfolded(t *testing.T) {
+	contract(t, plan(t, ebv1.EventBuilderRunSpec{Units: 2, Layout: ebv1.LayoutUnfolded}), unfolded)
+}
+
+func unfolded(t *testing.T, set *set) {
 	ctx := context.Background()
 	c := NewClient(2 * time.Second)
 	if got := []string{set.doc.Ranks[0].Function, set.doc.Ranks[1].Function, set.doc.Ranks[2].Function, set.doc.Ranks[3].Function}; !slices.Equal(got, []string{"RU", "RU", "BU", "BU"}) {
@@ -368,4 +418,326 @@ func freePorts(t *testing.T, n int) []int {
 func waitFor(t *testing.T, what string, check func() error) {
 	t.Helper()
 	testenv.Eventually(t, 20*time.Second, what, check)
+}
+
+// statusOf reads rank r's report, failing the test if it does not answer.
+func (s *set) statusOf(r int) builderstatus.Report {
+	s.t.Helper()
+	rep, err := s.status.Get(context.Background(), s.builders[r].URL)
+	if err != nil {
+		s.t.Fatalf("rank %d: %v", r, err)
+	}
+	return rep
+}
+
+// waitStates waits for every rank of ranks to report state and activity.
+func (s *set) waitStates(what string, state, activity string, ranks ...int) {
+	s.t.Helper()
+	waitFor(s.t, what, func() error {
+		for _, r := range ranks {
+			rep, err := s.status.Get(context.Background(), s.builders[r].URL)
+			if err == nil && (rep.State != state || rep.Activity != activity) {
+				err = fmt.Errorf("rank %d: %s, %s", r, rep.State, rep.Activity)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// sized is doc cut to its first n ranks, at epoch.
+func sized(doc ranktable.Document, n int, epoch int64) ranktable.Document {
+	doc.Epoch = epoch
+	doc.Ranks = append([]ranktable.Rank(nil), doc.Ranks[:n]...)
+	return doc
+}
+
+// A set does not build until every live unit of its table has started:
+// the first started waits connecting, its peers not up.
+func TestContractSetStartsTogether(t *testing.T) {
+	contract(t, plan(t, ebv1.EventBuilderRunSpec{Units: 2}), func(t *testing.T, s *set) {
+		ctx := context.Background()
+		c := NewClient(2 * time.Second)
+		if _, err := c.Configure(ctx, realToken, s.builders, s.doc); err != nil {
+			t.Fatal(err)
+		}
+		if rep := s.statusOf(0); rep.Units != 2 || rep.Activity != builderstatus.ActivityIdle || rep.Role != builderstatus.RoleLive {
+			t.Errorf("configured: units %d, activity %s, role %s; want 2, idle, live", rep.Units, rep.Activity, rep.Role)
+		}
+		if _, err := c.Send(ctx, realToken, Start, s.builders[:1]); err != nil {
+			t.Fatal(err)
+		}
+		s.waitStates("rank 0 connecting", builderstatus.StateRunning, builderstatus.ActivityConnecting, 0)
+		if rep := s.statusOf(0); rep.EventsBuilt != 0 || len(rep.Peers) != 2 || rep.Peers[1].State == builderstatus.PeerUp {
+			t.Errorf("rank 0 alone: %d events, peers %+v; want none built and rank 1 not up", rep.EventsBuilt, rep.Peers)
+		}
+		if _, err := c.Send(ctx, realToken, Start, s.builders[1:]); err != nil {
+			t.Fatal(err)
+		}
+		s.waitStates("both building", builderstatus.StateRunning, builderstatus.ActivityBuilding, 0, 1)
+		waitFor(t, "rank 1 up for rank 0", func() error {
+			if rep := s.statusOf(0); rep.Peers[1].State != builderstatus.PeerUp {
+				return fmt.Errorf("peers %+v", rep.Peers)
+			}
+			return nil
+		})
+	})
+}
+
+// A running set refuses a table of another number of ranks (409); it is
+// stopped together, configured with the new table (new ranks included)
+// and started again, and goes on where it stopped: growing from 2 ranks
+// to 3, then back to 2. Every event the sources made is counted once.
+func TestContractResize(t *testing.T) {
+	contract(t, plan(t, ebv1.EventBuilderRunSpec{Units: 3}), func(t *testing.T, s *set) {
+		ctx := context.Background()
+		c := NewClient(2 * time.Second)
+		runOn := func(doc ranktable.Document, ranks ...int) {
+			t.Helper()
+			var bs []Builder
+			for _, r := range ranks {
+				bs = append(bs, s.builders[r])
+			}
+			if _, err := c.Configure(ctx, realToken, bs, doc); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Send(ctx, realToken, Start, bs); err != nil {
+				t.Fatal(err)
+			}
+			s.waitStates(fmt.Sprintf("ranks %v building at epoch %d", ranks, doc.Epoch), builderstatus.StateRunning, builderstatus.ActivityBuilding, ranks...)
+			for _, r := range ranks {
+				if rep := s.statusOf(r); rep.Epoch != doc.Epoch || rep.Units != int32(len(doc.Ranks)) {
+					t.Errorf("rank %d: epoch %d, units %d; want %d, %d", r, rep.Epoch, rep.Units, doc.Epoch, len(doc.Ranks))
+				}
+			}
+		}
+		// resize refuses next on a running rank 0, stops the set of ranks and
+		// returns where it stopped.
+		resize := func(next ranktable.Document, ranks ...int) int64 {
+			t.Helper()
+			_, err := c.Configure(ctx, realToken, s.builders[:1], next)
+			var errs *Errors
+			if !errors.As(err, &errs) || errs.Builders[0].Status != http.StatusConflict || errs.Builders[0].State != builderstatus.StateRunning ||
+				!strings.Contains(errs.Builders[0].Message, "number of ranks cannot change while running") {
+				t.Fatalf("a table of %d ranks sent to a running set: %v; want 409 naming the number of ranks", len(next.Ranks), err)
+			}
+			waitFor(t, "some events built", func() error {
+				if rep := s.statusOf(0); rep.EventsBuilt == 0 {
+					return errors.New("none yet")
+				}
+				return nil
+			})
+			if _, err := c.Send(ctx, realToken, Stop, s.builders[:1]); err != nil {
+				t.Fatal(err)
+			}
+			s.waitStates("the set stopped together", builderstatus.StateReady, builderstatus.ActivityIdle, ranks...)
+			return s.statusOf(0).NextEvent
+		}
+
+		runOn(sized(s.doc, 2, 1), 0, 1)
+		at := resize(sized(s.doc, 3, 2), 0, 1)
+		runOn(sized(s.doc, 3, 2), 0, 1, 2)
+		if rep := s.statusOf(2); rep.NextEvent < at {
+			t.Errorf("the new rank 2 is at event %d, the set stopped at %d: a resized set goes on, never back", rep.NextEvent, at)
+		}
+		resize(sized(s.doc, 2, 3), 0, 1, 2)
+		runOn(sized(s.doc, 2, 3), 0, 1)
+		if _, err := c.Send(ctx, realToken, Stop, s.builders[:1]); err != nil {
+			t.Fatal(err)
+		}
+		s.waitStates("the set stopped", builderstatus.StateReady, builderstatus.ActivityIdle, 0, 1)
+		var counted int64
+		for r := range s.builders {
+			rep := s.statusOf(r)
+			counted += rep.EventsBuilt + rep.EventsDropped
+		}
+		if next := s.statusOf(0).NextEvent; counted != next {
+			t.Errorf("%d events built or dropped, the sources made %d: every event is counted once across resizes", counted, next)
+		}
+	})
+}
+
+// call sends method path to rank r's builder with the bearer token (none
+// when empty) and body; it returns the status code, the decoded JSON body
+// (nil when it is not JSON) and the response's headers.
+func (s *set) call(r int, method, path, token, body string) (int, map[string]any, http.Header) {
+	s.t.Helper()
+	req, err := http.NewRequest(method, s.builders[r].URL+path, strings.NewReader(body))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	var doc map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		doc = nil
+	}
+	return resp.StatusCode, doc, resp.Header
+}
+
+// Refusals: each names what is wrong, with the same status on both sides.
+// Authentication comes first (an unknown command with a wrong token is
+// 401, not 404); a refused transition is 409 with the state and the
+// allowed commands; a bad table is 400 naming the field; epochs only go
+// forward.
+func TestContractRefusals(t *testing.T) {
+	contract(t, plan(t, ebv1.EventBuilderRunSpec{Units: 2}), func(t *testing.T, s *set) {
+		configure := func(doc ranktable.Document, rank int) string {
+			body, err := json.Marshal(map[string]any{"rank": rank, "table": doc})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(body)
+		}
+		good := configure(s.doc, 0)
+		bad := func(edit func(d *ranktable.Document)) string {
+			d := s.doc
+			d.Ranks = append([]ranktable.Rank(nil), s.doc.Ranks...)
+			edit(&d)
+			return configure(d, 0)
+		}
+		older := s.doc
+		older.Epoch = 2
+		other := older
+		other.Ranks = append([]ranktable.Rank(nil), s.doc.Ranks...)
+		other.Ranks[1].State = ranktable.Dummy
+		for _, tc := range []struct {
+			name          string
+			method, path  string
+			token, body   string
+			code          int
+			says          string // in "error"
+			state         string // the state a 409 names
+			authenticates bool   // a 401 carries WWW-Authenticate: Bearer
+		}{
+			{name: "no token", method: "POST", path: "/control/start", code: 401, says: "missing Authorization: Bearer <token>", authenticates: true},
+			{name: "wrong token", method: "POST", path: "/control/start", token: "wrong", code: 401, says: "wrong bearer token", authenticates: true},
+			{name: "unknown command, wrong token", method: "POST", path: "/control/launch", token: "wrong", code: 401, says: "wrong bearer token", authenticates: true},
+			{name: "unknown command", method: "POST", path: "/control/launch", token: realToken, code: 404, says: "unknown command 'launch'"},
+			{name: "a command by GET", method: "GET", path: "/control/start", token: realToken, code: 405},
+			{name: "start before configure", method: "POST", path: "/control/start", token: realToken, code: 409, says: "cannot start in state NOT_READY", state: builderstatus.StateNotReady},
+			{name: "start with a body", method: "POST", path: "/control/start", token: realToken, body: "{}", code: 400, says: "takes no body"},
+			{name: "no table", method: "POST", path: "/control/configure", token: realToken, body: `{"rank":0}`, code: 400, says: "table"},
+			{name: "wrong version", method: "POST", path: "/control/configure", token: realToken, code: 400, says: "table.version",
+				body: bad(func(d *ranktable.Document) { d.Version = "v0" })},
+			{name: "epoch 0", method: "POST", path: "/control/configure", token: realToken, code: 400, says: "table.epoch",
+				body: bad(func(d *ranktable.Document) { d.Epoch = 0 })},
+			{name: "an address without a port", method: "POST", path: "/control/configure", token: realToken, code: 400, says: "table.ranks[1].address",
+				body: bad(func(d *ranktable.Document) { d.Ranks[1].Address = "nowhere" })},
+			{name: "two ranks on one address", method: "POST", path: "/control/configure", token: realToken, code: 400, says: "table.ranks[1].address",
+				body: bad(func(d *ranktable.Document) { d.Ranks[1].Address = d.Ranks[0].Address })},
+			{name: "a rank out of place", method: "POST", path: "/control/configure", token: realToken, code: 400, says: "table.ranks[1].rank",
+				body: bad(func(d *ranktable.Document) { d.Ranks[1].Rank = 0 })},
+			{name: "no live rank", method: "POST", path: "/control/configure", token: realToken, code: 400, says: "no live rank",
+				body: bad(func(d *ranktable.Document) { d.Ranks[0].State, d.Ranks[1].State = ranktable.Dummy, ranktable.Dummy })},
+			{name: "another rank than --rank", method: "POST", path: "/control/configure", token: realToken, code: 400, says: "--rank 0",
+				body: configure(s.doc, 1)},
+			{name: "the table", method: "POST", path: "/control/configure", token: realToken, body: configure(older, 0), code: 200},
+			{name: "the same table again", method: "POST", path: "/control/configure", token: realToken, body: configure(older, 0), code: 200},
+			{name: "another table at that epoch", method: "POST", path: "/control/configure", token: realToken, body: configure(other, 0), code: 409,
+				says: "epoch 2", state: builderstatus.StateReady},
+			{name: "an older epoch", method: "POST", path: "/control/configure", token: realToken, body: good, code: 409,
+				says: "epochs only go forward", state: builderstatus.StateReady},
+			{name: "pause when READY", method: "POST", path: "/control/pause", token: realToken, code: 409, says: "cannot pause in state READY",
+				state: builderstatus.StateReady},
+		} {
+			code, doc, header := s.call(0, tc.method, tc.path, tc.token, tc.body)
+			msg, _ := doc["error"].(string)
+			switch {
+			case code != tc.code:
+				t.Errorf("%s: %d %q, want %d", tc.name, code, msg, tc.code)
+			case tc.says != "" && !strings.Contains(msg, tc.says):
+				t.Errorf("%s: error %q does not say %q", tc.name, msg, tc.says)
+			case tc.authenticates && header.Get("WWW-Authenticate") != "Bearer":
+				t.Errorf("%s: WWW-Authenticate %q, want Bearer", tc.name, header.Get("WWW-Authenticate"))
+			case tc.state != "" && (doc["state"] != tc.state || doc["allowed"] == nil):
+				t.Errorf("%s: state %v, allowed %v; want %s and the commands it allows", tc.name, doc["state"], doc["allowed"], tc.state)
+			}
+		}
+	})
+}
+
+// Reads need no token: /healthz always, /readyz once configured, /status,
+// /metrics in Prometheus text with the counters the status shows. A reset
+// forgets the table (NOT_READY, any epoch accepted) but the status keeps
+// showing its epoch and role until the next configure.
+func TestContractReads(t *testing.T) {
+	contract(t, plan(t, ebv1.EventBuilderRunSpec{Units: 2}), func(t *testing.T, s *set) {
+		ctx := context.Background()
+		c := NewClient(2 * time.Second)
+		get := func(path string) (int, string) {
+			resp, err := http.Get(s.builders[0].URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(body)
+		}
+		if code, _ := get("/healthz"); code != 200 {
+			t.Errorf("/healthz: %d", code)
+		}
+		if code, _ := get("/readyz"); code != 503 {
+			t.Errorf("/readyz before configure: %d, want 503", code)
+		}
+		doc := s.doc
+		doc.Epoch = 5
+		if _, err := c.Configure(ctx, realToken, s.builders, doc); err != nil {
+			t.Fatal(err)
+		}
+		if code, _ := get("/readyz"); code != 200 {
+			t.Errorf("/readyz once configured: %d, want 200", code)
+		}
+		code, metrics := get("/metrics")
+		for _, name := range []string{"eb_up ", "eb_epoch 5", `eb_state{state="READY"} 1`, "eb_events_built_total ", "eb_events_dropped_total ", "eb_building_seconds_total "} {
+			if !strings.Contains(metrics, "\n"+name) {
+				t.Errorf("/metrics (%d) has no line starting %q", code, name)
+			}
+		}
+		reps, err := c.Send(ctx, realToken, Reset, s.builders[:1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep := reps[0]; rep.State != builderstatus.StateNotReady || rep.Epoch != 5 || rep.Role != builderstatus.RoleLive ||
+			!slices.Equal(rep.Allowed, []string{"configure", "reset"}) {
+			t.Errorf("after reset: %s at epoch %d, role %s, allowed %v; want NOT_READY still showing epoch 5, live, allowed configure and reset",
+				rep.State, rep.Epoch, rep.Role, rep.Allowed)
+		}
+		doc.Epoch = 1 // a reset builder holds no table: any epoch goes
+		if _, err := c.Configure(ctx, realToken, s.builders[:1], doc); err != nil {
+			t.Errorf("configure epoch 1 after a reset: %v", err)
+		}
+	})
+}
+
+// A token file with no token stops eb-builder at start, as it does the
+// emulation's StartPod (builderemu.TestStartPod): a builder must never
+// serve with its control API open or off by accident.
+func TestContractEmptyTokenFileStopsTheStart(t *testing.T) {
+	bin := os.Getenv("EB_BUILDER")
+	if bin == "" {
+		t.Skip("EB_BUILDER is not set: no eb-builder binary to start (make test-operator builds one and sets it)")
+	}
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--rank", "0", "--http-port", strconv.Itoa(freePorts(t, 1)[0]), "--token-file", tokenFile).CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() <= 0 || !strings.Contains(string(out), "the file is empty") {
+		t.Errorf("eb-builder with an empty token file: %v, %q; want it to exit non-zero saying the file is empty", err, out)
+	}
 }

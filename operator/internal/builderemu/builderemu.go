@@ -13,9 +13,17 @@
 // joiners that cannot join: dead, or SetUnreachable), a unit that lost
 // its set and went on alone, taken back by an epoch while still in its
 // session (it and the set refuse each other: lost both ways, it builds on
-// alone until a reset), /status (with the transport: tcp, or verbs with
-// its RDMA port and a queue pair per peer), /healthz and /readyz. Live
-// RUNNING builders count events at a fixed rate.
+// alone until a reset), a table of another number of ranks refused while
+// in a session (409), /status (with the transport: tcp, or verbs with its
+// RDMA port and a queue pair per peer; after a reset still the forgotten
+// table's epoch and role), /metrics (a few of the builder's metrics),
+// /healthz and /readyz. A set builds once every live unit of its table has
+// started; each live BU then counts events at a fixed rate, dropped while
+// it lost a peer's RU, and the unit the set follows drops the lost BUs'
+// share; next_event counts every event of the set once.
+//
+// The contract suite (internal/buildercontrol/contract_test.go) runs the
+// same scenarios against this emulation and real eb-builder processes.
 //
 // A Farm serves any number of emulated builders from one local HTTP
 // server, each under its own path (Farm.URL); builders of one run share a
@@ -180,7 +188,12 @@ func (f *Farm) Kill(key string) {
 		return
 	}
 	b.dead = true
-	now := time.Now()
+	b.lostBy(time.Now())
+}
+
+// lostBy: every live peer running with b marks its rank lost (as after
+// --peer-timeout-ms).
+func (b *Builder) lostBy(now time.Time) {
 	for _, p := range b.mesh.byRank {
 		if p != b && !p.dead && p.active() && p.table.live(b.rank) && p.table.live(p.rank) {
 			p.advance(now)
@@ -264,13 +277,22 @@ type Builder struct {
 	inSession bool
 	requests  []Request
 	last      time.Time // counters advanced to
-	events    float64
-	dropped   float64
+	carry     float64   // the fraction of an event advance has not counted yet
+	building  float64   // seconds spent building
+	events    int64
+	dropped   int64
+	// shown is the last table the builder's status shows: a reset forgets
+	// the table (b.table nil) but, as eb-builder, keeps reporting its
+	// epoch, role and peers until the next configure.
+	shown *table
 }
 
 // mesh is the builders of one run, by rank (the latest process per rank).
 type mesh struct {
 	byRank map[int32]*Builder
+	// generated counts the events the set's sources made: built or
+	// dropped by some unit; every unit reports it as next_event.
+	generated int64
 }
 
 // table is what the builder reads of a rank table.
@@ -373,33 +395,103 @@ func (b *Builder) LosePeer(rank int32) {
 // active: the builder runs a table in a running set.
 func (b *Builder) active() bool { return b.state == Running || b.state == Paused }
 
-// role is live or dummy, as the builder's own rank is in its table.
+// role is live or dummy, as the builder's own rank is in the table it
+// shows.
 func (b *Builder) role() string {
 	switch {
-	case b.table == nil:
+	case b.shown == nil:
 		return "unconfigured"
-	case b.table.live(b.rank):
+	case b.shown.live(b.rank):
 		return "live"
 	}
 	return "dummy"
 }
 
-// advance counts the events built since the last advance: a live builder
-// that runs a BU builds while RUNNING; events missing a lost peer's data
-// are dropped.
+// advance counts the events since the last advance, as eb-builder's
+// units count them: a live builder that runs a BU builds EventRate events
+// a second while its set builds (RUNNING, connected to every live peer it
+// has not lost); while it has lost a peer that runs an RU, every MEP
+// misses that source and is dropped; the unit the set follows (the lowest
+// live rank it has not lost) drops the events of the lost BUs' chunks.
 func (b *Builder) advance(now time.Time) {
 	dt := now.Sub(b.last).Seconds()
 	b.last = now
-	if b.state != Running || !b.table.runsBU(b.rank) || dt <= 0 || b.farm.unreachable[b.key] {
+	if b.activity() != builderstatus.ActivityBuilding || dt <= 0 {
 		return
 	}
-	n := b.opts.EventRate * dt
-	if len(b.lost) > 0 {
-		share := float64(len(b.lost)) / float64(max(1, b.table.liveCount()))
-		b.dropped += n * share
-		n -= n * share
+	b.building += dt
+	if b.farm.unreachable[b.key] {
+		return // cut off, it cycles on alone and counts no event
 	}
-	b.events += n
+	t := b.table
+	whole := b.opts.EventRate*dt + b.carry
+	n := int64(whole)
+	b.carry = whole - float64(n)
+	lostRU, lostBUs := false, int64(0)
+	for r := range b.lost {
+		lostRU = lostRU || (t.live(r) && t.Ranks[r].Function != "BU")
+		if t.runsBU(r) {
+			lostBUs++
+		}
+	}
+	if t.runsBU(b.rank) {
+		if lostRU {
+			b.dropped += n
+		} else {
+			b.events += n
+		}
+		b.mesh.generated += n
+	}
+	if b.leads() {
+		b.dropped += lostBUs * n
+		b.mesh.generated += lostBUs * n
+	}
+}
+
+// leads: b is the lowest live rank of its table it has not lost, the
+// unit whose proposal the set follows.
+func (b *Builder) leads() bool {
+	for _, r := range b.table.Ranks {
+		rank := int32(r.Rank)
+		if b.table.live(rank) && !b.lost[rank] {
+			return rank == b.rank
+		}
+	}
+	return false
+}
+
+// connected: every live peer of b's table it has not lost runs the same
+// table in a session (a set starts once all its units have connected).
+func (b *Builder) connected() bool {
+	for _, r := range b.table.Ranks {
+		rank := int32(r.Rank)
+		if rank == b.rank || !b.table.live(rank) || b.lost[rank] {
+			continue
+		}
+		p := b.mesh.byRank[rank]
+		if p == nil || p.dead || !p.active() || !p.inSession || p.table.epoch() != b.table.epoch() {
+			return false
+		}
+	}
+	return true
+}
+
+// activity is what the builder's data path does: a live unit RUNNING in a
+// session builds, one that is not (it could not join, or its data network
+// is cut before it started) connects; a started dummy stands by; a paused
+// session is paused; anything else is idle.
+func (b *Builder) activity() string {
+	switch {
+	case b.state == Running && b.role() == "dummy":
+		return builderstatus.ActivityStandby
+	case b.state == Running && b.inSession && b.connected():
+		return builderstatus.ActivityBuilding
+	case b.state == Running:
+		return builderstatus.ActivityConnecting
+	case b.state == Paused && b.inSession:
+		return builderstatus.ActivityPaused
+	}
+	return builderstatus.ActivityIdle
 }
 
 // statusDoc is the builder's GET /status document: what the operator
@@ -415,10 +507,10 @@ var numaDoc = map[string]any{"requested": "", "node": nil, "pinned": false, "war
 // (encoded outside it).
 func (b *Builder) status() *statusDoc {
 	b.advance(time.Now())
-	d := &statusDoc{Report: builderstatus.Report{Rank: b.rank, State: b.state, Activity: "emulated", Role: b.role(), Epoch: b.table.epoch(),
-		PendingEpoch: b.pending.epoch(), LostPeers: []int32{}, Allowed: allowed(b.state), LastError: b.lastError}, NUMA: numaDoc}
-	if t := b.table; t != nil {
-		d.Units = int32(t.liveCount())
+	d := &statusDoc{Report: builderstatus.Report{Rank: b.rank, State: b.state, Activity: b.activity(), Role: b.role(), Epoch: b.shown.epoch(),
+		PendingEpoch: b.pending.epoch(), LostPeers: []int32{}, DataRefusals: noRefusals(), Allowed: allowed(b.state), LastError: b.lastError}, NUMA: numaDoc}
+	if t := b.shown; t != nil {
+		d.Units = int32(len(t.Ranks))
 		d.Peers = make([]builderstatus.Peer, len(t.Ranks))
 		for i, r := range t.Ranks {
 			st := "connecting"
@@ -429,7 +521,7 @@ func (b *Builder) status() *statusDoc {
 				st = "dummy"
 			case b.lost[int32(r.Rank)]:
 				st = "lost"
-			case b.active() && b.role() == "live" && !b.farm.unreachable[b.key]:
+			case b.table != nil && b.active() && b.inSession && b.connected() && !b.farm.unreachable[b.key]:
 				st = "up"
 			}
 			d.Peers[i] = builderstatus.Peer{Rank: int32(r.Rank), State: st}
@@ -440,14 +532,43 @@ func (b *Builder) status() *statusDoc {
 		d.LostPeers = append(d.LostPeers, r)
 	}
 	slices.Sort(d.LostPeers)
-	d.EventsBuilt, d.EventsDropped = int64(b.events), int64(b.dropped)
-	d.NextEvent = d.EventsBuilt + d.EventsDropped
+	d.EventsBuilt, d.EventsDropped, d.NextEvent, d.BuildingSeconds = b.events, b.dropped, b.mesh.generated, b.building
 	d.MEPsBuilt, d.BytesBuilt = d.EventsBuilt/1000, d.EventsBuilt*b.opts.EventSize
 	if b.state == Running && b.role() == "live" && !b.farm.unreachable[b.key] {
 		d.EventsPerSecond = b.opts.EventRate
 		d.BytesPerSecond = b.opts.EventRate * float64(b.opts.EventSize)
 	}
 	return d
+}
+
+// metrics is the builder's GET /metrics text, a few of eb-builder's
+// metrics (control-api.md): those the status shows.
+func (b *Builder) metrics() string {
+	d := b.status()
+	var out strings.Builder
+	metric := func(name, kind, labels string, value any) {
+		if labels == "" || strings.HasPrefix(labels, `{state="`+NotReady) {
+			fmt.Fprintf(&out, "# TYPE %s %s\n", name, kind)
+		}
+		fmt.Fprintf(&out, "%s%s %v\n", name, labels, value)
+	}
+	metric("eb_up", "gauge", "", 1)
+	metric("eb_epoch", "gauge", "", d.Epoch)
+	for _, st := range []string{NotReady, Ready, Running, Paused, Error} {
+		metric("eb_state", "gauge", `{state="`+st+`"}`, map[bool]int{true: 1}[st == d.State])
+	}
+	metric("eb_events_built_total", "counter", "", d.EventsBuilt)
+	metric("eb_events_dropped_total", "counter", "", d.EventsDropped)
+	metric("eb_meps_built_total", "counter", "", d.MEPsBuilt)
+	metric("eb_bytes_built_total", "counter", "", d.BytesBuilt)
+	metric("eb_building_seconds_total", "counter", "", d.BuildingSeconds)
+	return out.String()
+}
+
+// noRefusals is data_refusals of a builder no stray dial reached: the
+// emulation has no data port.
+func noRefusals() map[string]int64 {
+	return map[string]int64{"key": 0, "epoch": 0, "table": 0, "protocol": 0, "slow": 0}
 }
 
 // transport is the builder's report of its transport: the kind alone for
@@ -544,27 +665,33 @@ func (b *Builder) serve(w http.ResponseWriter, r *http.Request, path string) {
 		writeJSON(w, http.StatusOK, st)
 		return
 	}
+	if path == "/metrics" {
+		f.mu.Lock()
+		text := b.metrics()
+		f.mu.Unlock()
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		_, _ = io.WriteString(w, text)
+		return
+	}
 	cmd, ok := strings.CutPrefix(path, "/control/")
-	if !ok || !slices.Contains([]string{"configure", "start", "pause", "resume", "stop", "reset"}, cmd) {
-		http.NotFound(w, r)
+	if !ok {
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no such path: " + path +
+			"; expected /status, /metrics, /healthz, /readyz or POST /control/<command>"})
 		return
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": "use POST"})
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": path + " takes POST only"})
 		return
 	}
 
 	// Read the body before taking the lock: a table can be large.
-	var body []byte
-	if cmd == "configure" {
-		var err error
-		if body, err = io.ReadAll(io.LimitReader(r.Body, maxConfigure+1)); err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "reading the body: " + err.Error()})
-			return
-		}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxConfigure+1))
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "reading the body: " + err.Error()})
+		return
 	}
-	req, tbl, perr := parseConfigure(cmd, body)
+	req, tbl, perr := parseCommand(cmd, body)
 
 	f.mu.Lock()
 	code, answer := b.command(cmd, r.Header.Get("Authorization"), req, tbl, perr)
@@ -591,10 +718,19 @@ type configureBody struct {
 	Table *table `json:"table"`
 }
 
-// parseConfigure decodes and checks a configure body; a non-nil error is
-// the 400 (or 413) to answer once the token is checked.
-func parseConfigure(cmd string, body []byte) (*configureBody, *table, *httpError) {
-	if cmd != "configure" {
+// commands are the commands the builder knows.
+var commands = []string{"configure", "start", "pause", "resume", "stop", "reset"}
+
+// parseCommand checks a command and its body (a configure's table); a
+// non-nil error is the 404, 400 or 413 to answer once the token is
+// checked.
+func parseCommand(cmd string, body []byte) (*configureBody, *table, *httpError) {
+	switch {
+	case !slices.Contains(commands, cmd):
+		return nil, nil, &httpError{http.StatusNotFound, fmt.Sprintf("unknown command '%s'; expected one of %s", cmd, strings.Join(commands, ", "))}
+	case cmd != "configure" && len(body) > 0:
+		return nil, nil, &httpError{http.StatusBadRequest, cmd + " takes no body; send an empty POST"}
+	case cmd != "configure":
 		return nil, nil, nil
 	}
 	if len(body) > maxConfigure {
@@ -622,7 +758,17 @@ func parseConfigure(cmd string, body []byte) (*configureBody, *table, *httpError
 	case len(t.Ranks) == 0:
 		return bad("table.ranks: empty")
 	}
+	first := map[string]int{} // the first rank at each address
+	liveRU, liveBU := false, false
 	for i, r := range t.Ranks {
+		if same, ok := first[r.Address]; ok {
+			return bad("table.ranks[%d].address '%s': same as table.ranks[%d].address; every rank needs its own host:port", i, r.Address, same)
+		}
+		first[r.Address] = i
+		if r.State == "live" {
+			liveRU = liveRU || r.Function != "BU"
+			liveBU = liveBU || r.Function != "RU"
+		}
 		host, port, err := net.SplitHostPort(r.Address)
 		_, perr := strconv.ParseUint(port, 10, 16)
 		switch {
@@ -641,6 +787,12 @@ func parseConfigure(cmd string, body []byte) (*configureBody, *table, *httpError
 	}
 	if *c.Rank < 0 || int(*c.Rank) >= len(t.Ranks) {
 		return bad("rank %d: not in the table (ranks 0..%d)", *c.Rank, len(t.Ranks)-1)
+	}
+	switch {
+	case !liveRU:
+		return bad("table.ranks: no live rank runs an RU; make at least one rank live")
+	case !liveBU:
+		return bad("table.ranks: no live rank runs a BU; make at least one rank live")
 	}
 	return &c, t, nil
 }
@@ -707,6 +859,10 @@ func (b *Builder) command(cmd, auth string, c *configureBody, t *table, perr *ht
 		case held != nil && t.Epoch == held.Epoch:
 			return answer(http.StatusOK, "") // the same table again
 		}
+		if b.active() && b.inSession && len(t.Ranks) != len(b.table.Ranks) {
+			return answer(http.StatusConflict, fmt.Sprintf("the table has %d ranks, the running one %d; the number of ranks cannot change while running: stop the set first",
+				len(t.Ranks), len(b.table.Ranks)))
+		}
 		if b.rank != *c.Rank && m.byRank[b.rank] == b {
 			delete(m.byRank, b.rank)
 		}
@@ -716,7 +872,7 @@ func (b *Builder) command(cmd, auth string, c *configureBody, t *table, perr *ht
 			b.pending = t
 			m.switchEpochs(now)
 		} else {
-			b.table, b.pending, b.lost, b.state, b.inSession = t, nil, map[int32]bool{}, Ready, false
+			b.table, b.shown, b.pending, b.lost, b.state, b.inSession = t, t, nil, map[int32]bool{}, Ready, false
 		}
 	case "start":
 		b.state = Running
@@ -741,7 +897,11 @@ func (b *Builder) command(cmd, auth string, c *configureBody, t *table, perr *ht
 		b.state = Running
 		m.switchEpochs(now)
 	case "reset":
-		b.state, b.table, b.pending, b.lost, b.lastError, b.inSession = NotReady, nil, nil, map[int32]bool{}, "", false
+		// A unit reset in its session leaves its set: its peers lose it.
+		if b.inSession && b.active() {
+			b.lostBy(now)
+		}
+		b.state, b.table, b.pending, b.lastError, b.inSession = NotReady, nil, nil, "", false
 	}
 	return answer(http.StatusOK, "")
 }
@@ -775,7 +935,7 @@ func (m *mesh) switchEpochs(now time.Time) {
 			b.advance(now)
 			to := b.pending
 			b.lost = m.failedJoiners(b, to, inSession)
-			b.table, b.pending = to, nil
+			b.table, b.shown, b.pending = to, to, nil
 			b.inSession = to.live(b.rank) && (b.inSession || !b.farm.unreachable[b.key])
 		}
 	}
@@ -884,7 +1044,10 @@ func (f *Farm) StartPod(key string, pod *corev1.Pod, secret *corev1.Secret, runL
 		if err != nil {
 			return nil, fmt.Errorf("--token-file %s: %w", tokenFile, err)
 		}
-		o.Token = tok
+		// eb-builder exits at start on a token file with no token.
+		if o.Token = strings.TrimSpace(tok); o.Token == "" {
+			return nil, fmt.Errorf("--token-file '%s': the file is empty; write the token into it", tokenFile)
+		}
 	default:
 		for _, e := range c.Env {
 			if e.Name == "EB_CONTROL_TOKEN" {

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -470,6 +472,10 @@ func TestStartPod(t *testing.T) {
 	if _, err := f.StartPod("x", pod("--token-file", "/var/run/control/token"), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, "run"); err == nil {
 		t.Errorf("a pod whose Secret does not exist started")
 	}
+	blank := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-control"}, Data: map[string][]byte{"token": []byte(" \n")}}
+	if _, err := f.StartPod("x", pod("--token-file", "/var/run/control/token"), blank, "run"); err == nil || !strings.Contains(err.Error(), "the file is empty") {
+		t.Errorf("a token file with no token: %v; eb-builder exits at start saying the file is empty", err)
+	}
 }
 
 // A builder reports its transport as eb-builder does: the kind alone for
@@ -515,4 +521,46 @@ func TestTransportReport(t *testing.T) {
 	check("peer lost", port("ACTIVE", builderstatus.QueuePair{Rank: 1, QPState: "ERR"}))
 	f.SetUnreachable("0", true)
 	check("data network down", port("DOWN", builderstatus.QueuePair{Rank: 1, QPState: "ERR"}))
+}
+
+// goldenKeys are the top-level keys of a body eb-builder's tests write
+// (builder/tests/golden.hpp).
+func goldenKeys(t *testing.T, name string) []string {
+	t.Helper()
+	raw, err := os.ReadFile("../builderstatus/testdata/builder/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return slices.Sorted(maps.Keys(doc))
+}
+
+// The emulation's /status and error bodies have exactly the fields
+// eb-builder's have.
+func TestBodiesHaveTheBuildersFields(t *testing.T) {
+	f := NewFarm()
+	defer f.Close()
+	f.Start("b", Options{Token: "t", Rank: 0, Mesh: "m"})
+	url := f.URL("b")
+	refused := post(t, url, "t", "start", "")
+	unauthorized := post(t, url, "wrong", "start", "")
+	if a := post(t, url, "t", "configure", cfgBody(0, 1, "live")); a.code != http.StatusOK {
+		t.Fatalf("configure: %+v", a)
+	}
+	_, body := get(t, url, "/status")
+	var status map[string]any
+	if err := json.Unmarshal([]byte(body), &status); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		golden string
+		doc    map[string]any
+	}{{"status-running.json", status}, {"error-409.json", refused.doc}, {"error-401.json", unauthorized.doc}} {
+		if got, want := slices.Sorted(maps.Keys(c.doc)), goldenKeys(t, c.golden); !slices.Equal(got, want) {
+			t.Errorf("the emulation's body has fields %v; eb-builder's (%s) %v", got, c.golden, want)
+		}
+	}
 }

@@ -219,6 +219,13 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 				"cannot plan spec.units and spec.spares on spec.fabricRef: "+err.Error()+"; lower spec.units or spec.spares, or bring the missing nodes back")
 			return ctrl.Result{}, r.patchStatus(ctx, orig, run) // node and Fabric watches bring the run back
 		}
+		if cm != nil {
+			// Builders may run the old table: one of another size reaches them stopped.
+			poll = r.poll(ctx, req.NamespacedName, pods, now)
+			if resize := lifecycle.ResizeTo(next.N(), reported(poll)); !resize.Ready() {
+				return r.stopForResize(ctx, orig, run, table.N(), next.N(), resize, pods, string(secret.Data[builderpod.ControlTokenKey]))
+			}
+		}
 		if cm, err = r.publish(ctx, run, cm, next, endpoints, nil, now); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -390,6 +397,44 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		requeue = min(requeue, w.Until.Sub(now))
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// reported are the builders that answered a poll, with their reports.
+func reported(poll *builderstatus.Poll) []lifecycle.Builder {
+	var out []lifecycle.Builder
+	for rank, rep := range poll.Reports {
+		out = append(out, lifecycle.Builder{Rank: rank, Report: &rep})
+	}
+	return out
+}
+
+// stopForResize stops the set before a table of another number of ranks
+// is published (lifecycle.ResizeTo), and looks again soon: the publish,
+// the configure of the stopped builders and their start follow once every
+// builder has ended its session.
+func (r *EventBuilderRunReconciler) stopForResize(ctx context.Context, orig, run *ebv1.EventBuilderRun, from, to int,
+	resize lifecycle.Resize, pods map[int32]*corev1.Pod, token string) (ctrl.Result, error) {
+	var err error
+	if len(resize.Stop) > 0 {
+		targets := make([]buildercontrol.Builder, len(resize.Stop))
+		for i, rank := range resize.Stop {
+			targets[i] = buildercontrol.Builder{Rank: rank, URL: r.StatusURL(pods[rank])}
+		}
+		var reps buildercontrol.Reports
+		reps, err = r.Control.Send(ctx, token, buildercontrol.Stop, targets)
+		if len(reps) > 0 {
+			r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, commandReason[buildercontrol.Stop], string(buildercontrol.Stop),
+				"stop to %d builders (ranks %s): the set is started again on a table of %d ranks", len(reps),
+				shortlist.Join(resize.Stop, ", ", func(r int32) string { return strconv.Itoa(int(r)) }), to)
+		}
+	}
+	setPhase(run, ebv1.PhasePending, ebv1.ReasonResizing, fmt.Sprintf(
+		"stopping the set of %d ranks to start it again on a table of %d ranks: a running set cannot change its number of ranks",
+		from, to))
+	if err != nil {
+		return ctrl.Result{}, errors.Join(err, r.patchStatus(ctx, orig, run))
+	}
+	return ctrl.Result{RequeueAfter: r.PollInterval / 4}, r.patchStatus(ctx, orig, run)
 }
 
 // rejoinAttempts reads the record of rejoins that have not held yet from

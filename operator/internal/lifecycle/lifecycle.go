@@ -132,3 +132,40 @@ func Drive(desired ebv1.RunState, epoch int64, builders []Builder, live []int32)
 	}
 	return steps
 }
+
+// Resize says what stands between a set and a table of n ranks. A running
+// builder switches tables at a cycle boundary only between tables of the
+// same size (control-api.md, "configure"): a table of another number of
+// ranks reaches the set stopped. So before such a table is published the
+// set is stopped together (Stop: the builders still in RUNNING or PAUSED
+// under a table of another size), and the publish waits while any builder
+// is still ending its session (Ending: READY, its activity still building
+// or paused: a stop takes effect at the end of the current cycle). Builders
+// that do not answer are not waited for: a dead one holds no session.
+type Resize struct {
+	Stop   []int32
+	Ending []int32
+}
+
+// Ready says whether a table of the new size can be published now.
+func (r Resize) Ready() bool { return len(r.Stop) == 0 && len(r.Ending) == 0 }
+
+// ResizeTo decides Resize for a table of n ranks from the builders' reports.
+func ResizeTo(n int, builders []Builder) Resize {
+	var out Resize
+	for _, b := range builders {
+		r := b.Report
+		if r == nil || r.Units == 0 || int(r.Units) == n {
+			continue
+		}
+		switch {
+		case r.State == builderstatus.StateRunning || r.State == builderstatus.StatePaused:
+			out.Stop = append(out.Stop, b.Rank)
+		case r.Activity == builderstatus.ActivityBuilding || r.Activity == builderstatus.ActivityPaused:
+			out.Ending = append(out.Ending, b.Rank)
+		}
+	}
+	slices.Sort(out.Stop)
+	slices.Sort(out.Ending)
+	return out
+}

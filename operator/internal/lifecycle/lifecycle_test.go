@@ -146,3 +146,40 @@ func TestConfigured(t *testing.T) {
 		t.Errorf("Configured = %v %v, want true", ok, missing)
 	}
 }
+
+func TestResizeTo(t *testing.T) {
+	at := func(state, activity string, units int32) *builderstatus.Report {
+		return &builderstatus.Report{State: state, Activity: activity, Units: units, Epoch: 1}
+	}
+	const (
+		building = builderstatus.ActivityBuilding
+		idle     = builderstatus.ActivityIdle
+		standby  = builderstatus.ActivityStandby
+	)
+	for _, tc := range []struct {
+		name      string
+		n         int
+		builders  []Builder
+		want      Resize
+		publishes bool
+	}{
+		{"a table of the same size switches while running", 4,
+			[]Builder{{0, true, at(running, building, 4)}, {1, true, at(running, building, 4)}}, Resize{}, true},
+		{"a running set of another size is stopped first", 3,
+			[]Builder{{0, true, at(running, building, 4)}, {1, true, at(paused, builderstatus.ActivityPaused, 4)}, {3, false, at(running, standby, 4)}},
+			Resize{Stop: []int32{0, 1, 3}}, false},
+		{"stopped but still ending its cycle: wait", 3,
+			[]Builder{{0, true, at(ready, building, 4)}, {1, true, at(ready, idle, 4)}}, Resize{Ending: []int32{0}}, false},
+		{"the whole set stopped: publish", 5,
+			[]Builder{{0, true, at(ready, idle, 4)}, {1, true, at(ready, idle, 4)}}, Resize{}, true},
+		{"fresh, reset, silent and failed builders hold no session", 2,
+			[]Builder{{0, true, at(notReady, idle, 0)}, {1, true, nil}, {2, true, at(failed, idle, 4)}}, Resize{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ResizeTo(tc.n, tc.builders)
+			if !reflect.DeepEqual(got, tc.want) || got.Ready() != tc.publishes {
+				t.Errorf("ResizeTo(%d) = %+v (ready %v), want %+v (ready %v)", tc.n, got, got.Ready(), tc.want, tc.publishes)
+			}
+		})
+	}
+}
