@@ -353,6 +353,25 @@ func (b *Builder) Epoch() (epoch, pending int64) {
 	return b.table.epoch(), b.pending.epoch()
 }
 
+// Addresses are the ranks' data addresses in the table the builder holds
+// (its pending one if it has one).
+func (b *Builder) Addresses() []string {
+	b.farm.mu.Lock()
+	defer b.farm.mu.Unlock()
+	t := b.table
+	if b.pending != nil {
+		t = b.pending
+	}
+	if t == nil {
+		return nil
+	}
+	out := make([]string, len(t.Ranks))
+	for i, r := range t.Ranks {
+		out[i] = r.Address
+	}
+	return out
+}
+
 func (t *table) epoch() int64 {
 	if t == nil {
 		return 0

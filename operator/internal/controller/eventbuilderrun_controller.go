@@ -602,7 +602,7 @@ func (r *EventBuilderRunReconciler) drive(ctx context.Context, run *ebv1.EventBu
 	doc ranktable.Document, pods map[int32]*corev1.Pod, poll *builderstatus.Poll, blind bool, token string) (bool, []int32, error) {
 	var builders []lifecycle.Builder
 	var live []int32
-	urls := map[int32]string{}
+	urls, ips := map[int32]string{}, map[int32]string{}
 	for _, rk := range table.Ranks {
 		rank := int32(rk.Rank)
 		if rk.Role == planner.Live {
@@ -617,8 +617,9 @@ func (r *EventBuilderRunReconciler) drive(ctx context.Context, run *ebv1.EventBu
 			b.Report = &rep
 		}
 		builders = append(builders, b)
-		urls[rank] = r.StatusURL(pod)
+		urls[rank], ips[rank] = r.StatusURL(pod), pod.Status.PodIP
 	}
+	doc = doc.WithIPs(ips)
 	targets := func(ranks []int32) []buildercontrol.Builder {
 		out := make([]buildercontrol.Builder, len(ranks))
 		for i, rank := range ranks {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,16 +57,26 @@ func startPod(t *testing.T, pod *corev1.Pod, edit ...func(*corev1.Secret)) *buil
 		t.Fatalf("starting the builder of pod %s: %v", pod.Name, err)
 	}
 	prober.add(pod)
+	ip := nextPodIP()
 	pod.Status = corev1.PodStatus{
 		Phase:      corev1.PodRunning,
-		PodIP:      "127.0.0.1",
-		PodIPs:     []corev1.PodIP{{IP: "127.0.0.1"}},
+		PodIP:      ip,
+		PodIPs:     []corev1.PodIP{{IP: ip}},
 		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now()}},
 	}
 	if err := k8s.Status().Update(ctx, pod); err != nil {
 		t.Fatalf("mark pod %s running: %v", pod.Name, err)
 	}
 	return b
+}
+
+// podIPs hands out a distinct IP for every pod started (as a CNI would):
+// the operator addresses the ranks of a configure by them.
+var podIPs atomic.Uint32
+
+func nextPodIP() string {
+	n := podIPs.Add(1)
+	return fmt.Sprintf("10.%d.%d.%d", 244+n>>16&0xf, n>>8&0xff, n&0xff)
 }
 
 // bind plays the scheduler for a pod no node was chosen for, and reads
@@ -347,6 +359,18 @@ func TestRunLifecycle(t *testing.T) {
 	b1 := startPod(t, &pod1)
 	waitCommands(t, "the new demo-eb-1", b1, "configure@2 start")
 	waitCommands(t, "demo-eb-0", emu[0], "configure@1 start configure@2")
+	// Every pod was running at epoch 2: the table configured addresses each
+	// rank by its pod's IP, so the data plane needs no cluster DNS.
+	live, err := livePods(ctx, ns, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rank, address := range emu[0].Addresses() {
+		pod := live[fmt.Sprintf("demo-eb-%d", rank)]
+		if want := net.JoinHostPort(pod.Status.PodIP, "7000"); address != want {
+			t.Errorf("epoch 2 gives rank %d the address %q, want its pod's IP, %q", rank, address, want)
+		}
+	}
 	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
 	if fo := getRun(t, key).Status.LastFailover; fo == nil || fo.Outcome != ebv1.OutcomeRejoined || fo.Epoch != 2 {
 		t.Errorf("lastFailover %+v, want Rejoined at epoch 2", fo)

@@ -10,6 +10,7 @@ package ranktable
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 
 	"daq.io/eventbuilder/operator/internal/planner"
 )
@@ -140,3 +141,29 @@ func Parse(data string) (Document, error) {
 }
 
 func ptr(i int) *int { return &i }
+
+// WithIPs is the document a builder is configured with: each rank in ips
+// addressed by that IP (its pod's) in place of its DNS name, the port
+// kept, so the data plane dials without cluster DNS (a DNS outage in a
+// failover, CoreDNS on the lost node, stops nothing). Ranks without an
+// IP keep their name, as do IPs the builder cannot dial (it dials IPv4)
+// and IPs given to more than one rank (a host network).
+func (d Document) WithIPs(ips map[int32]string) Document {
+	count := map[string]int{}
+	for _, ip := range ips {
+		count[ip]++
+	}
+	out := d
+	out.Ranks = append([]Rank(nil), d.Ranks...)
+	for i, r := range out.Ranks {
+		ip, ok := ips[int32(r.Rank)]
+		parsed := net.ParseIP(ip)
+		if !ok || parsed == nil || parsed.To4() == nil || count[ip] > 1 {
+			continue
+		}
+		if _, port, err := net.SplitHostPort(r.Address); err == nil {
+			out.Ranks[i].Address = net.JoinHostPort(parsed.To4().String(), port)
+		}
+	}
+	return out
+}

@@ -110,3 +110,30 @@ func TestTableRejectsBadDocuments(t *testing.T) {
 		}
 	}
 }
+
+func TestWithIPs(t *testing.T) {
+	doc := Document{Version: Version, Run: "r", Epoch: 3, Layout: "Folded", Ranks: []Rank{
+		{Rank: 0, Address: "r-eb-0.r-eb:7000", State: Live}, {Rank: 1, Address: "r-eb-1.r-eb:7000", State: Live},
+		{Rank: 2, Address: "r-eb-2.r-eb:7000", State: Dummy}, {Rank: 3, Address: "r-eb-3.r-eb:7000", State: Live},
+		{Rank: 4, Address: "r-eb-4.r-eb:7000", State: Live}, {Rank: 5, Address: "r-eb-5.r-eb:7000", State: Live},
+	}}
+	got := doc.WithIPs(map[int32]string{
+		0: "10.244.1.7", // a pod IP
+		1: "fd00::5",    // IPv6: the builder dials IPv4 only
+		3: "10.244.2.9", // shared with rank 4 (a host network): neither is unique
+		4: "10.244.2.9",
+		5: "not-an-ip",
+	})
+	want := []string{"10.244.1.7:7000", "r-eb-1.r-eb:7000", "r-eb-2.r-eb:7000", "r-eb-3.r-eb:7000", "r-eb-4.r-eb:7000", "r-eb-5.r-eb:7000"}
+	for i, r := range got.Ranks {
+		if r.Address != want[i] {
+			t.Errorf("rank %d: %q, want %q", i, r.Address, want[i])
+		}
+	}
+	if doc.Ranks[0].Address != "r-eb-0.r-eb:7000" {
+		t.Errorf("WithIPs changed the published document: %q", doc.Ranks[0].Address)
+	}
+	if got.Epoch != 3 || got.Run != "r" || len(got.Ranks) != 6 {
+		t.Errorf("the rest of the document changed: %+v", got)
+	}
+}
