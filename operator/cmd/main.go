@@ -33,12 +33,13 @@ type options struct {
 	controlTimeout             time.Duration
 	notReadyGrace              time.Duration
 	unreachableAfter           time.Duration
+	stallAfter                 time.Duration
 }
 
 // tunedFlags are the flags a farm tunes; the Helm chart has a value for
 // each (a test checks that it renders them with these defaults).
 var tunedFlags = []string{"builder-poll-interval", "builder-poll-timeout", "builder-control-timeout", "node-not-ready-grace",
-	"builder-unreachable-after"}
+	"builder-unreachable-after", "builder-stall-after"}
 
 // bindFlags defines the manager's flags on fs.
 func bindFlags(fs *flag.FlagSet) *options {
@@ -63,6 +64,10 @@ func bindFlags(fs *flag.FlagSet) *options {
 		"How long a live unit's builder may answer no poll (two in a row at least), with no majority of its peers "+
 			"reporting it up, before the unit fails over to a spare (its server may be gone with every peer that "+
 			"could report it). 0 turns it off.")
+	fs.DurationVar(&o.stallAfter, "builder-stall-after", 10*time.Second,
+		"How long a live unit's event stream may stand still while every builder is RUNNING (connecting to a peer "+
+			"that never answers, a stalled source or output) before the run is Degraded, reason UnitsNotBuilding, "+
+			"and not Ready.")
 	return o
 }
 
@@ -113,6 +118,7 @@ func main() {
 		PollInterval:      o.pollInterval,
 		NodeNotReadyGrace: o.notReadyGrace,
 		UnreachableAfter:  o.unreachableAfter,
+		StallAfter:        o.stallAfter,
 		RejoinBackoff:     runplan.DefaultRejoinBackoff,
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "unable to create controller", "controller", "EventBuilderRun")

@@ -299,6 +299,11 @@ const (
 	// Builders refused the operator's bearer token (401), or run without
 	// one (403): only user action (the token Secret, the pods) helps.
 	ReasonControlUnauthorized = "ControlUnauthorized"
+	// Every live builder is RUNNING, yet some have not moved the event
+	// stream on for longer than --builder-stall-after (connecting to a
+	// peer that does not answer, a stalled source or output); the message
+	// names them and quotes their last error.
+	ReasonUnitsNotBuilding = "UnitsNotBuilding"
 	// spec.units, spec.spares, spec.layout or spec.fabricRef changed the
 	// number of ranks of a running set: it is stopped, then started again
 	// on the new table.
@@ -457,6 +462,23 @@ type UnitStatus struct {
 	// +listType=atomic
 	// +optional
 	LostPeers []int32 `json:"lostPeers,omitempty"`
+
+	// activity is what the builder's data path did at the last poll:
+	// idle, connecting, building, paused or standby.
+	// +optional
+	Activity string `json:"activity,omitempty"`
+
+	// nextEvent is the first event of the set's next cycle as the
+	// builder last reported it: it moves on while the set builds.
+	// +optional
+	NextEvent int64 `json:"nextEvent,omitempty"`
+
+	// progressTime is when nextEvent last moved, or when the builder
+	// first answered: a running unit whose nextEvent stands still for
+	// longer than the operator's --builder-stall-after is not building,
+	// and the run is not Ready.
+	// +optional
+	ProgressTime *metav1.MicroTime `json:"progressTime,omitempty"`
 
 	// eventsBuilt by this unit, as last reported.
 	EventsBuilt int64 `json:"eventsBuilt"`

@@ -113,6 +113,8 @@ type Farm struct {
 	meshes   map[string]*mesh
 	// unreachable: keys whose data network is down (SetUnreachable).
 	unreachable map[string]bool
+	// stalled: keys whose data path stands still (SetStalled).
+	stalled map[string]bool
 	// onAccept, if set, is called (without the lock) after a command
 	// was accepted.
 	onAccept func(b *Builder, cmd string, epoch int64)
@@ -120,7 +122,7 @@ type Farm struct {
 
 // NewFarm starts the farm's HTTP server; Close stops it.
 func NewFarm() *Farm {
-	f := &Farm{builders: map[string]*Builder{}, meshes: map[string]*mesh{}, unreachable: map[string]bool{}}
+	f := &Farm{builders: map[string]*Builder{}, meshes: map[string]*mesh{}, unreachable: map[string]bool{}, stalled: map[string]bool{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	return f
 }
@@ -232,6 +234,23 @@ func (f *Farm) SetUnreachable(key string, cut bool) {
 			p.lost[b.rank], b.lost[p.rank] = true, true
 		}
 	}
+}
+
+// SetStalled makes the data path of the builder under key stand still (or
+// go on again) while its process and connections stay up: connecting to a
+// peer whose name no longer resolves, a source that hands out nothing. It
+// stays RUNNING with activity connecting, and its set waits for it: every
+// unit of the set shows connecting and counts no event, none is lost.
+func (f *Farm) SetStalled(key string, stalled bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	if b := f.builders[key]; b != nil {
+		for _, p := range b.mesh.byRank {
+			p.advance(now) // count up to now at the old pace
+		}
+	}
+	f.stalled[key] = stalled
 }
 
 // Restart ends the builder under key as Kill does (its live peers mark it
@@ -488,7 +507,7 @@ func (b *Builder) connected() bool {
 			continue
 		}
 		p := b.mesh.byRank[rank]
-		if p == nil || p.dead || !p.active() || !p.inSession || p.table.epoch() != b.table.epoch() {
+		if p == nil || p.dead || !p.active() || !p.inSession || p.farm.stalled[p.key] || p.table.epoch() != b.table.epoch() {
 			return false
 		}
 	}
@@ -503,7 +522,7 @@ func (b *Builder) activity() string {
 	switch {
 	case b.state == Running && b.role() == "dummy":
 		return builderstatus.ActivityStandby
-	case b.state == Running && b.inSession && b.connected():
+	case b.state == Running && b.inSession && !b.farm.stalled[b.key] && b.connected():
 		return builderstatus.ActivityBuilding
 	case b.state == Running:
 		return builderstatus.ActivityConnecting

@@ -1,6 +1,7 @@
 package builderstatus
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -92,8 +93,9 @@ type Summary struct {
 // were sampled, from which rates are computed. A nil poll means the
 // builders were not polled this time: states, counters and rates carry
 // over. desired is the run's spec.state, which decides what phase the
-// builders' states make.
-func Aggregate(prev *ebv1.EventBuilderRunStatus, units []Unit, poll *Poll, desired ebv1.RunState) Summary {
+// builders' states make; a unit whose next_event stood still for longer
+// than stallAfter (as of the last poll) is not building.
+func Aggregate(prev *ebv1.EventBuilderRunStatus, units []Unit, poll *Poll, desired ebv1.RunState, stallAfter time.Duration) Summary {
 	last := make(map[int32]ebv1.UnitStatus, len(prev.Units))
 	for _, u := range prev.Units {
 		last[u.Rank] = u
@@ -118,6 +120,11 @@ func Aggregate(prev *ebv1.EventBuilderRunStatus, units []Unit, poll *Poll, desir
 				dBytes += delta(st.BytesBuilt, rep.BytesBuilt)
 			}
 			if ok {
+				if st.ProgressTime == nil || rep.NextEvent != st.NextEvent {
+					at := metav1.NewMicroTime(poll.Time)
+					st.ProgressTime = &at
+				}
+				st.Activity, st.NextEvent = rep.Activity, rep.NextEvent
 				st.State, st.LastError = rep.State, rep.LastError
 				st.EventsBuilt, st.EventsIncomplete, st.BytesBuilt = rep.EventsBuilt, rep.EventsIncomplete, rep.BytesBuilt
 				st.EventsDropped, st.Epoch, st.PendingEpoch = rep.EventsDropped, rep.Epoch, rep.PendingEpoch
@@ -155,7 +162,47 @@ func Aggregate(prev *ebv1.EventBuilderRunStatus, units []Unit, poll *Poll, desir
 	}
 
 	s.Phase, s.Reason, s.Message = assess(s.Units, s.ReadyUnits, desired)
+	if s.Phase == ebv1.PhaseRunning && s.LastSampleTime != nil {
+		if stuck := stalled(s.Units, s.LastSampleTime.Time, stallAfter); len(stuck) > 0 {
+			s.Phase, s.Reason, s.Message = ebv1.PhaseDegraded, ebv1.ReasonUnitsNotBuilding, notBuilding(stuck, s.LastSampleTime.Time)
+		}
+	}
 	return s
+}
+
+// stalled are the units whose next_event stood still for longer than
+// stallAfter at time at.
+func stalled(units []ebv1.UnitStatus, at time.Time, stallAfter time.Duration) []ebv1.UnitStatus {
+	var out []ebv1.UnitStatus
+	for _, u := range units {
+		if u.ProgressTime != nil && at.Sub(u.ProgressTime.Time) > stallAfter {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// notBuilding is the message of a run whose units stalled: which, for
+// how long, doing what, and the first one's last error.
+func notBuilding(stuck []ebv1.UnitStatus, at time.Time) string {
+	ranks := shortlist.Join(stuck, ", ", func(u ebv1.UnitStatus) string {
+		return fmt.Sprintf("%d (%s)", u.Rank, cmp.Or(u.Activity, "activity unknown"))
+	})
+	first := stuck[0]
+	msg := fmt.Sprintf("every builder is %s, but ranks %s have built nothing for %s (the event stream stands at %d)",
+		StateRunning, ranks, at.Sub(first.ProgressTime.Time).Round(time.Second), first.NextEvent)
+	if first.LastError != "" {
+		msg += fmt.Sprintf("; rank %d: %s", first.Rank, clipError(first.LastError))
+	}
+	return msg
+}
+
+// clipError shortens a builder's last error for a message.
+func clipError(e string) string {
+	if len(e) > maxErrorLen {
+		return e[:maxErrorLen] + "..."
+	}
+	return e
 }
 
 // delta is how much a counter grew; a counter that went down belongs to a
@@ -206,12 +253,8 @@ func assess(units []ebv1.UnitStatus, ready int32, desired ebv1.RunState) (ebv1.R
 		// Events carry this message, and events.k8s.io refuses notes over
 		// 1024 characters: name a few ranks, clip the error.
 		ranks := shortlist.Join(failed, ", ", func(u ebv1.UnitStatus) string { return strconv.Itoa(int(u.Rank)) })
-		lastErr := failed[0].LastError
-		if len(lastErr) > maxErrorLen {
-			lastErr = lastErr[:maxErrorLen] + "..."
-		}
 		return ebv1.PhaseFailed, ebv1.ReasonBuilderError,
-			fmt.Sprintf("builders of ranks %s report %s; rank %d: %s", ranks, StateError, failed[0].Rank, lastErr)
+			fmt.Sprintf("builders of ranks %s report %s; rank %d: %s", ranks, StateError, failed[0].Rank, clipError(failed[0].LastError))
 	case int(ready) == n && running == n:
 		return ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning, fmt.Sprintf("all %d units ready and %s", n, StateRunning)
 	default:

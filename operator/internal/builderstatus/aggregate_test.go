@@ -147,7 +147,7 @@ func TestAggregate(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := Aggregate(&tc.prev, tc.units, tc.poll, ebv1.StateRunning)
+			s := Aggregate(&tc.prev, tc.units, tc.poll, ebv1.StateRunning, stallAfter)
 			var states []string
 			for i, u := range s.Units {
 				if u.Rank != int32(i) {
@@ -169,7 +169,7 @@ func TestAggregate(t *testing.T) {
 func TestAggregateDoesNotModifyPrev(t *testing.T) {
 	prev := ebv1.EventBuilderRunStatus{Units: []ebv1.UnitStatus{{Rank: 0, State: StateRunning, EventsBuilt: 1}}}
 	before := prev.DeepCopy()
-	Aggregate(&prev, units(1), &Poll{Time: t0, Reports: map[int32]Report{0: running(5, 5)}}, ebv1.StateRunning)
+	Aggregate(&prev, units(1), &Poll{Time: t0, Reports: map[int32]Report{0: running(5, 5)}}, ebv1.StateRunning, stallAfter)
 	if !reflect.DeepEqual(&prev, before) {
 		t.Errorf("prev changed: %+v, was %+v", prev, *before)
 	}
@@ -182,7 +182,7 @@ func TestBuilderErrorMessageIsBounded(t *testing.T) {
 	for r := range int32(300) {
 		reports[r] = Report{State: StateError, LastError: strings.Repeat("x", 2000)}
 	}
-	s := Aggregate(&ebv1.EventBuilderRunStatus{}, units(300), &Poll{Time: t0, Reports: reports}, ebv1.StateRunning)
+	s := Aggregate(&ebv1.EventBuilderRunStatus{}, units(300), &Poll{Time: t0, Reports: reports}, ebv1.StateRunning, stallAfter)
 	if s.Reason != ebv1.ReasonBuilderError || len(s.Message) > 600 || !strings.Contains(s.Message, "0, 1, 2, 3, 4, and 295 more") {
 		t.Errorf("message (%d chars): %.200s", len(s.Message), s.Message)
 	}
@@ -217,7 +217,7 @@ func TestAggregateDesiredState(t *testing.T) {
 		{"ERROR fails whatever is asked", ebv1.StateStopped, poll(StateReady, StateError), ebv1.PhaseFailed, ebv1.ReasonBuilderError},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := Aggregate(&ebv1.EventBuilderRunStatus{}, units(2), tc.poll, tc.desired)
+			s := Aggregate(&ebv1.EventBuilderRunStatus{}, units(2), tc.poll, tc.desired, stallAfter)
 			if s.Phase != tc.phase || s.Reason != tc.reason {
 				t.Errorf("phase %s reason %s (%s), want %s %s", s.Phase, s.Reason, s.Message, tc.phase, tc.reason)
 			}
@@ -230,7 +230,7 @@ func TestAggregateControlFields(t *testing.T) {
 	s := Aggregate(&ebv1.EventBuilderRunStatus{}, units(2), &Poll{Time: t0, Reports: map[int32]Report{
 		0: {State: StateRunning, Epoch: 2, PendingEpoch: 3, EventsDropped: 5, LostPeers: []int32{1}},
 		1: {State: StateRunning, Epoch: 3, EventsDropped: 7},
-	}}, ebv1.StateRunning)
+	}}, ebv1.StateRunning, stallAfter)
 	u := s.Units
 	if u[0].Epoch != 2 || u[0].PendingEpoch != 3 || !reflect.DeepEqual(u[0].LostPeers, []int32{1}) || u[1].LostPeers != nil ||
 		u[1].Epoch != 3 || s.EventsDropped != 12 {
@@ -269,5 +269,76 @@ func TestSilencesAfterPolls(t *testing.T) {
 	}
 	if s.Heard["d"] || s.Heard["e"] || s.Heard["c"] {
 		t.Errorf("heard %v: c is gone, d and e never answered", s.Heard)
+	}
+}
+
+const stallAfter = 10 * time.Second
+
+// Ready means building: a run whose builders are all RUNNING but some of
+// which have not moved the event stream on for longer than stallAfter is
+// Degraded, naming them, what they do and the first one's last error.
+func TestAggregateNotBuilding(t *testing.T) {
+	at := func(next int64, activity, lastError string) Report {
+		return Report{State: StateRunning, Activity: activity, NextEvent: next, LastError: lastError}
+	}
+	// Two units last seen at event 100, moving on at t0.
+	prev := ebv1.EventBuilderRunStatus{LastSampleTime: micro(t0), Units: []ebv1.UnitStatus{
+		{Rank: 0, Pod: "p", Ready: true, State: StateRunning, NextEvent: 100, ProgressTime: micro(t0)},
+		{Rank: 1, Pod: "p", Ready: true, State: StateRunning, NextEvent: 100, ProgressTime: micro(t0)},
+	}}
+	for _, tc := range []struct {
+		name     string
+		prev     ebv1.EventBuilderRunStatus
+		after    time.Duration
+		reports  map[int32]Report
+		desired  ebv1.RunState
+		phase    ebv1.RunPhase
+		says     []string
+		progress []time.Time
+	}{
+		{"building: the stream moves", prev, 11 * time.Second,
+			map[int32]Report{0: at(5000, ActivityBuilding, ""), 1: at(5000, ActivityBuilding, "")}, ebv1.StateRunning,
+			ebv1.PhaseRunning, nil, []time.Time{t0.Add(11 * time.Second), t0.Add(11 * time.Second)}},
+		{"still within stallAfter", prev, 9 * time.Second,
+			map[int32]Report{0: at(100, ActivityConnecting, ""), 1: at(100, ActivityConnecting, "")}, ebv1.StateRunning,
+			ebv1.PhaseRunning, nil, []time.Time{t0, t0}},
+		{"connecting past stallAfter", prev, 11 * time.Second,
+			map[int32]Report{0: at(100, ActivityConnecting, "rank 3 at x-eb-3.x-eb:7000: cannot resolve: Temporary failure in name resolution"),
+				1: at(100, ActivityConnecting, "")}, ebv1.StateRunning,
+			ebv1.PhaseDegraded, []string{"ranks 0 (connecting), 1 (connecting) have built nothing for 11s", "stands at 100", "rank 0: rank 3 at x-eb-3.x-eb:7000: cannot resolve"},
+			[]time.Time{t0, t0}},
+		{"one unit stalled, building", prev, 12 * time.Second,
+			map[int32]Report{0: at(9000, ActivityBuilding, ""), 1: at(100, ActivityBuilding, "output ring full")}, ebv1.StateRunning,
+			ebv1.PhaseDegraded, []string{"ranks 1 (building) have built nothing for 12s", "rank 1: output ring full"},
+			[]time.Time{t0.Add(12 * time.Second), t0}},
+		{"a restarted builder's stream starts again: progress", prev, 30 * time.Second,
+			map[int32]Report{0: at(20, ActivityBuilding, ""), 1: at(20, ActivityBuilding, "")}, ebv1.StateRunning,
+			ebv1.PhaseRunning, nil, []time.Time{t0.Add(30 * time.Second), t0.Add(30 * time.Second)}},
+		{"paused on purpose is not stalled", prev, time.Minute,
+			map[int32]Report{0: {State: StatePaused, NextEvent: 100}, 1: {State: StatePaused, NextEvent: 100}}, ebv1.StatePaused,
+			ebv1.PhasePaused, nil, []time.Time{t0, t0}},
+		{"first seen: progress counts from there", ebv1.EventBuilderRunStatus{}, time.Hour,
+			map[int32]Report{0: at(100, ActivityConnecting, ""), 1: at(100, ActivityConnecting, "")}, ebv1.StateRunning,
+			ebv1.PhaseRunning, nil, []time.Time{t0.Add(time.Hour), t0.Add(time.Hour)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Aggregate(&tc.prev, units(2), &Poll{Time: t0.Add(tc.after), Reports: tc.reports}, tc.desired, stallAfter)
+			if s.Phase != tc.phase {
+				t.Errorf("phase %s (%s: %s), want %s", s.Phase, s.Reason, s.Message, tc.phase)
+			}
+			if tc.phase == ebv1.PhaseDegraded && s.Reason != ebv1.ReasonUnitsNotBuilding {
+				t.Errorf("reason %s, want %s", s.Reason, ebv1.ReasonUnitsNotBuilding)
+			}
+			for _, want := range tc.says {
+				if !strings.Contains(s.Message, want) {
+					t.Errorf("message %q does not say %q", s.Message, want)
+				}
+			}
+			for i, u := range s.Units {
+				if u.ProgressTime == nil || !u.ProgressTime.Time.Equal(tc.progress[i]) {
+					t.Errorf("rank %d: progressTime %v, want %v", i, u.ProgressTime, tc.progress[i])
+				}
+			}
+		})
 	}
 }

@@ -97,6 +97,10 @@ type EventBuilderRunReconciler struct {
 	// it. Zero turns it off. While a builder is silent its run is polled
 	// every half PollInterval.
 	UnreachableAfter time.Duration
+	// StallAfter is how long a live unit's event stream (its next_event)
+	// may stand still while every builder is RUNNING before the run is
+	// Degraded, reason UnitsNotBuilding, Ready False.
+	StallAfter time.Duration
 	// RejoinBackoff spaces the rejoins of a lost rank (runs without a
 	// fabric) whose rejoins do not hold; zero fields are
 	// runplan.DefaultRejoinBackoff's.
@@ -351,7 +355,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		}
 		units = append(units, u)
 	}
-	s := builderstatus.Aggregate(&run.Status, units, poll, run.Spec.State)
+	s := builderstatus.Aggregate(&run.Status, units, poll, run.Spec.State, r.StallAfter)
 	st := &run.Status
 	st.Units, st.ReadyUnits = s.Units, s.ReadyUnits
 	st.EventsBuilt, st.EventsIncomplete, st.EventsDropped, st.BytesBuilt = s.EventsBuilt, s.EventsIncomplete, s.EventsDropped, s.BytesBuilt

@@ -429,6 +429,33 @@ func TestRunLifecycle(t *testing.T) {
 	}
 }
 
+// Ready means building: a set whose builders are all RUNNING but whose
+// event stream stands still for longer than StallAfter (a unit connecting
+// to a peer it cannot resolve, the rest waiting for it) is Degraded, not
+// Ready, naming the units, what they do and how long; moving again, it is
+// Running.
+func TestStalledSetIsNotReady(t *testing.T) {
+	requireEnvtest(t)
+	key, pods, _ := startRun(t, "stall", 2)
+	farm.SetStalled(string(pods[1].UID), true)
+	stalledAt := time.Now()
+	cond := waitPhase(t, key, ebv1.PhaseDegraded, ebv1.ReasonUnitsNotBuilding)
+	seen := time.Since(stalledAt)
+	for _, want := range []string{"ranks 0 (connecting), 1 (connecting) have built nothing for", "every builder is RUNNING"} {
+		if !strings.Contains(cond.Message, want) {
+			t.Errorf("message %q does not say %q", cond.Message, want)
+		}
+	}
+	if seen < stallAfter {
+		t.Errorf("not Ready %s after the stall, before stallAfter (%s)", seen, stallAfter)
+	}
+	t.Logf("a stalled set is Degraded %s after it stalled (stallAfter %s, poll interval %s)", seen.Round(time.Millisecond), stallAfter, pollInterval)
+	expectEvent(t, key.Namespace, key.Name, ebv1.ReasonUnitsNotBuilding)
+
+	farm.SetStalled(string(pods[1].UID), false)
+	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+}
+
 // spec.state drives the builders: Paused pauses them, Running resumes
 // them, Stopped stops them (pods stay), Running starts them again.
 func TestRunStateDrivesBuilders(t *testing.T) {

@@ -38,6 +38,8 @@ const (
 	notReadyGrace = time.Second
 	// unreachableAfter: builders that stop answering fail over after this.
 	unreachableAfter = time.Second
+	// A running unit whose event stream stands still this long is not building.
+	stallAfter = time.Second
 )
 
 // rejoinBackoff is short enough for a test to wait out two backoffs.
@@ -104,6 +106,7 @@ func runSuite(m *testing.M) int {
 		PollInterval:      pollInterval,
 		NodeNotReadyGrace: notReadyGrace,
 		UnreachableAfter:  unreachableAfter,
+		StallAfter:        stallAfter,
 		RejoinBackoff:     rejoinBackoff,
 	}).SetupWithManager(mgr), (&FabricReconciler{
 		Client:   mgr.GetClient(),
