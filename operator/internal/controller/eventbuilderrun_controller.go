@@ -145,6 +145,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	orig := run.DeepCopy()
 
 	var fabric *planner.Fabric
+	var nodeList []corev1.Node
 	var nodes, health runplan.Nodes
 	var graceLeft time.Duration // until a node in its NotReady grace period fails
 	if ref := run.Spec.FabricRef; ref != nil {
@@ -160,6 +161,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		if err := r.List(ctx, &list); err != nil {
 			return ctrl.Result{}, err
 		}
+		nodeList = list.Items
 		nodes = runplan.NodeStates(list.Items)
 		health, graceLeft = runplan.NodeHealth(list.Items, now, r.NodeNotReadyGrace)
 		f := runplan.Fabric(&fab.Spec, nodes)
@@ -230,7 +232,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 				return r.stopForResize(ctx, orig, run, table.N(), next.N(), resize, pods, string(secret.Data[builderpod.ControlTokenKey]))
 			}
 		}
-		if cm, err = r.publish(ctx, run, cm, next, endpoints, nil, now); err != nil {
+		if cm, err = r.publish(ctx, run, cm, next, endpoints, nil, true, now); err != nil {
 			return ctrl.Result{}, err
 		}
 		table, published = next, true
@@ -256,10 +258,15 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			if err != nil {
 				return ctrl.Result{}, err
 			}
-			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, now); err != nil {
+			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, false, now); err != nil {
 				return ctrl.Result{}, err
 			}
 			table, rec, published = next.Table, &next, true
+		} else if next, added := r.replenish(*fabric, table, run, cm, nodeList); len(added) > 0 {
+			if cm, err = r.publish(ctx, run, cm, next, endpoints, nil, false, now); err != nil {
+				return ctrl.Result{}, err
+			}
+			table, published = next, true
 		}
 	case fabric == nil && (pollDue || attempts.Due(now, r.RejoinBackoff)):
 		// No spare to move to: a unit its peers lost rejoins on its own
@@ -282,7 +289,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			}
 			next := runplan.Rejoin(table, d.Now)
 			setRejoinAttempts(cm, attempts)
-			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, now); err != nil {
+			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, false, now); err != nil {
 				return ctrl.Result{}, err
 			}
 			table, rec, published = next.Table, &next, true
@@ -401,6 +408,22 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		requeue = min(requeue, w.Until.Sub(now))
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// replenish offers again as warm spares the endpoints of servers that came
+// back after the run's last failover (runplan.Replenish), and says so.
+func (r *EventBuilderRunReconciler) replenish(fabric planner.Fabric, t planner.RankTable, run *ebv1.EventBuilderRun,
+	cm *corev1.ConfigMap, nodes []corev1.Node) (planner.RankTable, []string) {
+	fo, err := lastFailover(cm)
+	if err != nil || fo == nil {
+		return t, nil
+	}
+	next, added := runplan.Replenish(fabric, t, run.Spec.Spares, runplan.NodesBackSince(nodes, fo.ObservedTime.Time))
+	if len(added) > 0 {
+		r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, "SparesReplenished", "Plan",
+			"rank table epoch %d: endpoints %s, whose servers came back, are warm spares again", next.Epoch, shortlist.Join(added, ", ", func(s string) string { return s }))
+	}
+	return next, added
 }
 
 // reported are the builders that answered a poll, with their reports.
@@ -788,7 +811,7 @@ func (r *EventBuilderRunReconciler) loadTable(ctx context.Context, run *ebv1.Eve
 // record (status.lastFailover) is written in the same update as the
 // table, so no crash or conflict can publish one without the other.
 func (r *EventBuilderRunReconciler) publish(ctx context.Context, run *ebv1.EventBuilderRun, cm *corev1.ConfigMap,
-	t planner.RankTable, endpoints map[string]planner.Endpoint, rec *runplan.Recovery, observed time.Time) (*corev1.ConfigMap, error) {
+	t planner.RankTable, endpoints map[string]planner.Endpoint, rec *runplan.Recovery, fresh bool, observed time.Time) (*corev1.ConfigMap, error) {
 	fabric := ""
 	if run.Spec.FabricRef != nil {
 		fabric = run.Spec.FabricRef.Name
@@ -808,11 +831,12 @@ func (r *EventBuilderRunReconciler) publish(ctx context.Context, run *ebv1.Event
 	}
 	cm.Annotations[annRequest] = runplan.RequestKey(&run.Spec)
 	delete(cm.Annotations, annStopped)
-	if rec == nil {
+	switch {
+	case rec == nil && fresh:
 		// A new plan starts afresh.
 		delete(cm.Annotations, annLastFailover)
 		delete(cm.Annotations, annRejoins)
-	} else {
+	case rec != nil:
 		done := time.Now()
 		raw, err := json.Marshal(ebv1.FailoverStatus{
 			ObservedTime: metav1.NewMicroTime(observed), CompletedTime: metav1.NewMicroTime(done),

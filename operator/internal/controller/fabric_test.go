@@ -383,6 +383,37 @@ func TestFabricRunPlacesUnitsAndFailsOver(t *testing.T) {
 	if st := run.Status; st.LiveUnits != 4 || st.SparesLeft != 0 {
 		t.Errorf("degraded run: live %d spares %d", st.LiveUnits, st.SparesLeft)
 	}
+
+	// srv0 comes back: its two endpoints are warm spares again (a new
+	// epoch, their pods created and started as standby builders), up to
+	// spec.spares; rank 4, whose pod the kubelet refused on a node that
+	// never went away, is not offered again.
+	setNodeReady(t, "fo-srv0", corev1.ConditionTrue)
+	eventually(t, "srv0's endpoints spares again at epoch 4", func() (err error) {
+		if doc, err = rankTable(ctx, ns, "fo"); err == nil && (doc.Epoch != 4 || roles(doc) != "SSLL.LL.") {
+			err = fmt.Errorf("epoch %d roles %s", doc.Epoch, roles(doc))
+		}
+		return err
+	})
+	expectEvent(t, ns, "fo", "SparesReplenished")
+	back := waitPods(t, ns, "fo", "fo-eb-0", "fo-eb-1", "fo-eb-2", "fo-eb-3", "fo-eb-5", "fo-eb-6")
+	for _, name := range []string{"fo-eb-0", "fo-eb-1"} {
+		farm.Kill(string(pods[name].UID)) // the old builders went with their pods
+		pod := back[name]
+		waitCommands(t, name, startPod(t, &pod), "configure@4 start")
+	}
+	eventually(t, "two spares left, standing by", func() error {
+		if err := k8s.Get(ctx, key, run); err != nil {
+			return err
+		}
+		if st := run.Status; st.SparesLeft != 2 || st.Epoch != 4 || st.Ranks[0].State != builderstatus.StateRunning || st.Ranks[0].Role != ebv1.RoleSpare {
+			return fmt.Errorf("spares left %d, epoch %d, rank 0 %+v", st.SparesLeft, st.Epoch, st.Ranks[0])
+		}
+		return nil
+	})
+	if fo := run.Status.LastFailover; fo == nil || fo.Epoch != 3 {
+		t.Errorf("lastFailover %+v; want the failover of epoch 3 kept", fo)
+	}
 }
 
 // functions spells a table's ranks: RU0 (unit 0's RU), BU1, RU+BU2, S

@@ -461,6 +461,65 @@ func SparesLeft(t planner.RankTable, endpoints map[string]planner.Endpoint) int3
 	return n
 }
 
+// NodesBackSince are the nodes whose Ready condition turned True after
+// since (a failover): servers that were lost and came back. Transition
+// times have whole seconds: one in since's second counts as after it.
+func NodesBackSince(list []corev1.Node, since time.Time) map[string]bool {
+	back := map[string]bool{}
+	for i := range list {
+		for _, c := range list[i].Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && !c.LastTransitionTime.Time.Before(since.Truncate(time.Second)) {
+				back[list[i].Name] = true
+			}
+		}
+	}
+	return back
+}
+
+// Replenish makes dummy ranks warm spares again where the endpoint cabled
+// to their switch port is on a node in back (a server that came back
+// after the run's last failover), schedulable (Ready, its spare pod not
+// failed) and runs no other rank, lowest rank first, until the table
+// holds `spares` usable spares (spec.spares). An endpoint whose node never
+// went away (a unit failed there for its pod or its process) is not
+// offered again: it may fail the same way. It returns the table at the
+// next epoch and the endpoints made spares; the table unchanged and none
+// when there is nothing to do.
+func Replenish(f planner.Fabric, t planner.RankTable, spares int32, back map[string]bool) (planner.RankTable, []string) {
+	endpoints := Endpoints(f)
+	missing := spares - SparesLeft(t, endpoints)
+	if missing <= 0 || len(back) == 0 {
+		return t, nil
+	}
+	type port struct{ leaf, port int }
+	cabled := map[port]planner.Endpoint{}
+	for _, ep := range f.Endpoints {
+		cabled[port{ep.Leaf, ep.Port}] = ep
+	}
+	used := map[string]bool{}
+	for _, r := range t.Ranks {
+		used[r.Endpoint] = r.Endpoint != ""
+	}
+	next := t
+	next.Ranks = slices.Clone(t.Ranks)
+	var added []string
+	for i, r := range next.Ranks {
+		ep, ok := cabled[port{r.Leaf, r.Port}]
+		if missing == 0 || r.Role != planner.Dummy || !ok || !ep.Schedulable || !back[ep.Node] || used[ep.Name] {
+			continue
+		}
+		next.Ranks[i].Role, next.Ranks[i].Endpoint = planner.Spare, ep.Name
+		used[ep.Name] = true
+		added = append(added, ep.Name)
+		missing--
+	}
+	if len(added) == 0 {
+		return t, nil
+	}
+	next.Epoch = t.Epoch + 1
+	return next, added
+}
+
 // Summary says what a recovery did, for events and logs; it names a few
 // moves (shortlist).
 func (r Recovery) Summary() string {

@@ -3,6 +3,7 @@ package runplan
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -393,5 +394,71 @@ func TestUnreachable(t *testing.T) {
 				t.Errorf("unreachable %q, want %q", s, tc.want)
 			}
 		})
+	}
+}
+
+// The endpoints of a server that came back after a failover become warm
+// spares again, lowest rank first, up to spec.spares; endpoints whose node
+// never went away are not offered again, and nothing changes once the
+// spares are all there.
+func TestReplenish(t *testing.T) {
+	spec, nodes := fabric()
+	f, table := plan(t, 5, 2, nodes)
+	nodes["s0"] = false
+	down := Fabric(spec, nodes)
+	rec, err := Recover(down, table, Failures(table, Endpoints(down), nodes, nil, nil), ebv1.FailureRunDegraded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := rec.Table // s0's two units on the two spares: no spare left
+	if got := roles(after); got != "..LLLLL." || SparesLeft(after, Endpoints(down)) != 0 {
+		t.Fatalf("after the failover %s, spares left %d; want ..LLLLL. and 0", got, SparesLeft(after, Endpoints(down)))
+	}
+	back := map[string]bool{"s0": true}
+	for _, tc := range []struct {
+		name   string
+		f      planner.Fabric
+		t      planner.RankTable
+		spares int32
+		back   map[string]bool
+		added  []string
+		roles  string
+	}{
+		{"s0 still down", down, after, 2, back, nil, "..LLLLL."},
+		{"nothing came back: the free endpoint s3-1 is not offered", f, after, 2, nil, nil, "..LLLLL."},
+		{"s0 back: both its endpoints", f, after, 2, back, []string{"s0-0", "s0-1"}, "SSLLLLL."},
+		{"spec.spares 1: the lowest rank", f, after, 1, back, []string{"s0-0"}, "S.LLLLL."},
+		{"the spares all there", f, table, 2, back, nil, roles(table)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next, added := Replenish(tc.f, tc.t, tc.spares, tc.back)
+			wantEpoch := tc.t.Epoch
+			if len(tc.added) > 0 {
+				wantEpoch++
+			}
+			if !slices.Equal(added, tc.added) || roles(next) != tc.roles || next.Epoch != wantEpoch || functions(next) != functions(tc.t) {
+				t.Errorf("added %v, roles %s at epoch %d, functions %s; want %v, %s at epoch %d, functions %s",
+					added, roles(next), next.Epoch, functions(next), tc.added, tc.roles, wantEpoch, functions(tc.t))
+			}
+		})
+	}
+	if roles(after) != "..LLLLL." {
+		t.Errorf("Replenish changed its input: %s", roles(after))
+	}
+}
+
+func TestNodesBackSince(t *testing.T) {
+	node := func(name string, status corev1.ConditionStatus, at time.Time) corev1.Node {
+		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+			{Type: corev1.NodeReady, Status: status, LastTransitionTime: metav1.NewTime(at)}}}}
+	}
+	failover := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	got := NodesBackSince([]corev1.Node{
+		node("back", corev1.ConditionTrue, failover.Add(time.Minute)),
+		node("never-left", corev1.ConditionTrue, failover.Add(-time.Hour)),
+		node("still-down", corev1.ConditionFalse, failover.Add(time.Minute)),
+	}, failover)
+	if len(got) != 1 || !got["back"] {
+		t.Errorf("NodesBackSince = %v, want only back", got)
 	}
 }
