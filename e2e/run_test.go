@@ -14,8 +14,10 @@ import (
 )
 
 // A run of 4 units reaches Running, builds ever more events, never delivers an
-// incomplete one, takes a unit whose pod vanished back on its own rank, and
-// leaves no pod behind once deleted.
+// incomplete one, takes a unit whose pod vanished back on its own rank,
+// builds beside two other runs (one in its namespace, one in another),
+// pauses, resumes, stops and starts by spec.state, shrinks to 3 units and
+// grows back to 4, and leaves no pod behind once deleted.
 func TestRunOfFourUnitsBuildsCompleteEvents(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -68,6 +70,10 @@ func TestRunOfFourUnitsBuildsCompleteEvents(t *testing.T) {
 	}
 
 	takesLostUnitBack(ctx, t, run)
+	runsSideBySide(ctx, t, run)
+	drivesState(ctx, t, run)
+	resizes(ctx, t, run, 3)
+	resizes(ctx, t, run, 4)
 
 	deleteRun(ctx, t, key)
 }
