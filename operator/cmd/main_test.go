@@ -55,6 +55,7 @@ func TestChartPassesTunedFlags(t *testing.T) {
 		"builder-control-timeout":   "builderControlTimeout",
 		"node-not-ready-grace":      "nodeNotReadyGrace",
 		"builder-unreachable-after": "builderUnreachableAfter",
+		"builder-stall-after":       "builderStallAfter",
 	}
 	for i, name := range tunedFlags {
 		value, ok := values[name]

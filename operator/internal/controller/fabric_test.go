@@ -64,14 +64,20 @@ func createNode(t *testing.T, name string) {
 	setNodeReady(t, name, corev1.ConditionTrue)
 }
 
-// setNodeReady plays the node lifecycle controller.
-func setNodeReady(t *testing.T, name string, status corev1.ConditionStatus) {
+// setNodeReady plays the node lifecycle controller: the node's Ready
+// condition turns to status now, or at the optional time given (at the
+// API's precision, whole seconds).
+func setNodeReady(t *testing.T, name string, status corev1.ConditionStatus, at ...time.Time) {
 	t.Helper()
 	node := &corev1.Node{}
 	if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, node); err != nil {
 		t.Fatal(err)
 	}
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	transition := metav1.Now()
+	if len(at) > 0 {
+		transition = metav1.NewTime(at[0])
+	}
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, LastHeartbeatTime: metav1.Now(), LastTransitionTime: transition}}
 	if err := k8s.Status().Update(context.Background(), node); err != nil {
 		t.Fatalf("node %s Ready=%s: %v", name, status, err)
 	}
@@ -388,7 +394,10 @@ func TestFabricRunPlacesUnitsAndFailsOver(t *testing.T) {
 	// epoch, their pods created and started as standby builders), up to
 	// spec.spares; rank 4, whose pod the kubelet refused on a node that
 	// never went away, is not offered again.
-	setNodeReady(t, "fo-srv0", corev1.ConditionTrue)
+	// A server takes longer than a second to come back: its Ready turns
+	// True in a second after the failover's (transition times have whole
+	// seconds; one in the failover's own second does not count).
+	setNodeReady(t, "fo-srv0", corev1.ConditionTrue, fo.ObservedTime.Truncate(time.Second).Add(time.Second))
 	eventually(t, "srv0's endpoints spares again at epoch 4", func() (err error) {
 		if doc, err = rankTable(ctx, ns, "fo"); err == nil && (doc.Epoch != 4 || roles(doc) != "SSLL.LL.") {
 			err = fmt.Errorf("epoch %d roles %s", doc.Epoch, roles(doc))

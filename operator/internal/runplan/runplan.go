@@ -463,12 +463,14 @@ func SparesLeft(t planner.RankTable, endpoints map[string]planner.Endpoint) int3
 
 // NodesBackSince are the nodes whose Ready condition turned True after
 // since (a failover): servers that were lost and came back. Transition
-// times have whole seconds: one in since's second counts as after it.
+// times have whole seconds, so a node back within since's own second is
+// not taken for one that came back (nor is a node that turned Ready
+// then, just before the failover).
 func NodesBackSince(list []corev1.Node, since time.Time) map[string]bool {
 	back := map[string]bool{}
 	for i := range list {
 		for _, c := range list[i].Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && !c.LastTransitionTime.Time.Before(since.Truncate(time.Second)) {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && c.LastTransitionTime.Time.After(since) {
 				back[list[i].Name] = true
 			}
 		}

@@ -456,6 +456,7 @@ func TestNodesBackSince(t *testing.T) {
 	got := NodesBackSince([]corev1.Node{
 		node("back", corev1.ConditionTrue, failover.Add(time.Minute)),
 		node("never-left", corev1.ConditionTrue, failover.Add(-time.Hour)),
+		node("ready-in-the-failovers-second", corev1.ConditionTrue, failover.Add(-time.Second/2).Truncate(time.Second)),
 		node("still-down", corev1.ConditionFalse, failover.Add(time.Minute)),
 	}, failover)
 	if len(got) != 1 || !got["back"] {
