@@ -23,7 +23,11 @@
 // share; next_event counts every event of the set once.
 //
 // The contract suite (internal/buildercontrol/contract_test.go) runs the
-// same scenarios against this emulation and real eb-builder processes.
+// same scenarios against this emulation and real eb-builder processes. What
+// the emulation simplifies: a set's cycle boundary comes at once (a pause
+// or stop sent to one unit reaches its set's others within the command,
+// where eb-builder's reach them at the end of the current cycle, a few
+// milliseconds later), and it moves no data.
 //
 // A Farm serves any number of emulated builders from one local HTTP
 // server, each under its own path (Farm.URL); builders of one run share a
@@ -67,6 +71,9 @@ const (
 
 // tableVersion is the only rank-table version the builder knows.
 const tableVersion = "eventbuilder.daq.io/ranktable/v1"
+
+// maxTableRanks is the largest table the builder takes.
+const maxTableRanks = 65536
 
 // maxConfigure is the largest configure body the builder reads.
 const maxConfigure = 4 << 20
@@ -539,7 +546,10 @@ type statusDoc struct {
 	NUMA map[string]any `json:"numa"`
 }
 
-var numaDoc = map[string]any{"requested": "", "node": nil, "pinned": false, "warning": "emulated builder"}
+// numaDoc is the NUMA report of a builder given no NUMA node (eb-builder's
+// keys; no pinning asked, none done).
+var numaDoc = map[string]any{"requested": "", "node": nil, "pinned": false, "cpus_local": false, "memory_local": false,
+	"device_local": nil, "warning": "emulated builder"}
 
 // status is the builder's GET /status document, taken under the lock
 // (encoded outside it).
@@ -795,6 +805,8 @@ func parseCommand(cmd string, body []byte) (*configureBody, *table, *httpError) 
 		return bad("table.layout '%s': expected Folded or Unfolded", t.Layout)
 	case len(t.Ranks) == 0:
 		return bad("table.ranks: empty")
+	case len(t.Ranks) > maxTableRanks:
+		return bad("table.ranks: %d entries; at most %d", len(t.Ranks), maxTableRanks)
 	}
 	first := map[string]int{} // the first rank at each address
 	liveRU, liveBU := false, false

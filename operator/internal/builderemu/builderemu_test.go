@@ -166,6 +166,7 @@ func TestConfigureValidation(t *testing.T) {
 			"table.ranks[0].function 'RU': expected RU+BU or none"},
 		{strings.Replace(good, "Folded", "Unfolded", 1), 400, "table.ranks[0].function '': expected RU or BU"},
 		{cfgBody(5, 3, "live", "live"), 400, "rank 5: not in the table"},
+		{tooManyRanks(), 400, "table.ranks: 65537 entries; at most 65536"},
 		{cfgBody(0, 3, "live", "live"), 400, "--rank 1"},
 		{good, 200, ""},
 		{cfgBody(1, 2, "live", "live"), 409, "epochs only go forward"},
@@ -175,6 +176,16 @@ func TestConfigureValidation(t *testing.T) {
 			t.Errorf("%.60s...: %d %v, want %d %q", tc.body, a.code, a.doc, tc.code, tc.msg)
 		}
 	}
+}
+
+// tooManyRanks is a configure body of one rank more than the builder takes,
+// each entry as short as can be (the body stays under 4 MiB).
+func tooManyRanks() string {
+	ranks := make([]string, maxTableRanks+1)
+	for i := range ranks {
+		ranks[i] = fmt.Sprintf(`{"rank":%d,"address":"h%d:7","state":"dummy"}`, i, i)
+	}
+	return `{"rank":1,"table":{"version":"eventbuilder.daq.io/ranktable/v1","epoch":3,"layout":"Folded","ranks":[` + strings.Join(ranks, ",") + `]}}`
 }
 
 // A running set switches to a new epoch together, once every unit live in
@@ -562,5 +573,22 @@ func TestBodiesHaveTheBuildersFields(t *testing.T) {
 		if got, want := slices.Sorted(maps.Keys(c.doc)), goldenKeys(t, c.golden); !slices.Equal(got, want) {
 			t.Errorf("the emulation's body has fields %v; eb-builder's (%s) %v", got, c.golden, want)
 		}
+	}
+}
+
+// The NUMA report has eb-builder's keys (builder/src/app/numa.hpp).
+func TestNUMAReportHasTheBuildersKeys(t *testing.T) {
+	raw, err := os.ReadFile("../builderstatus/testdata/builder/status-running.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var golden struct {
+		NUMA map[string]any `json:"numa"`
+	}
+	if err := json.Unmarshal(raw, &golden); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := slices.Sorted(maps.Keys(numaDoc)), slices.Sorted(maps.Keys(golden.NUMA)); !slices.Equal(got, want) {
+		t.Errorf("the emulation's NUMA report has %v; eb-builder's %v", got, want)
 	}
 }
