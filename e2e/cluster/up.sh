@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Creates (or reuses) a kind cluster on the local node image and wires its pod
-# network: each node gets a ptp + host-local CNI configuration for its podCIDR and
-# a route to every other node's podCIDR through that node (what kindnetd does).
+# network (wire.sh: each node gets a ptp + host-local CNI configuration for its
+# podCIDR and a route to every other node's podCIDR through that node, what
+# kindnetd does).
 # Usage: up.sh <cluster name> <node image> <kind binary> <kubeconfig out>
 set -euo pipefail
 name=$1 node_image=$2 kind=$3 kubeconfig=$4
@@ -51,27 +52,7 @@ for node in $nodes; do
   $kubectl wait --for=jsonpath='{.spec.podCIDR}' --timeout=120s "node/$node" >/dev/null
 done
 echo ">> wiring the pod network"
-for node in $nodes; do
-  cidr=$($kubectl get node "$node" -o jsonpath='{.spec.podCIDR}')
-  docker exec -i "$node" sh -c 'cat > /etc/cni/net.d/10-podnet.conflist' <<JSON
-{
-  "cniVersion": "0.4.0",
-  "name": "podnet",
-  "plugins": [
-    {"type": "ptp", "ipMasq": false, "mtu": 1500,
-     "ipam": {"type": "host-local", "ranges": [[{"subnet": "$cidr"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
-    {"type": "portmap", "capabilities": {"portMappings": true}}
-  ]
-}
-JSON
-  docker exec "$node" sysctl -qw net.ipv4.ip_forward=1
-  for peer in $nodes; do
-    [ "$peer" != "$node" ] || continue
-    peer_cidr=$($kubectl get node "$peer" -o jsonpath='{.spec.podCIDR}')
-    peer_ip=$($kubectl get node "$peer" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}')
-    docker exec "$node" ip route replace "$peer_cidr" via "$peer_ip"
-  done
-done
+"$here/wire.sh" "$kubeconfig" $nodes
 echo ">> waiting for nodes and CoreDNS"
 if ! $kubectl wait --for=condition=Ready node --all --timeout=180s >/dev/null ||
    ! $kubectl -n kube-system rollout status deployment/coredns --timeout=180s >/dev/null; then
