@@ -21,6 +21,7 @@ import (
 	"daq.io/eventbuilder/operator/internal/builderpod"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/controller"
+	"daq.io/eventbuilder/operator/internal/opmetrics"
 	"daq.io/eventbuilder/operator/internal/runplan"
 )
 
@@ -113,7 +114,7 @@ func main() {
 		APIReader:         mgr.GetAPIReader(),
 		Recorder:          mgr.GetEventRecorder("eventbuilderrun-controller"),
 		Builders:          builderstatus.NewClient(o.pollTimeout),
-		Control:           buildercontrol.NewClient(o.controlTimeout),
+		Control:           opmetrics.CountControl(buildercontrol.NewClient(o.controlTimeout)),
 		StatusURL:         builderpod.StatusURL,
 		PollInterval:      o.pollInterval,
 		NodeNotReadyGrace: o.notReadyGrace,

@@ -40,6 +40,7 @@ import (
 	"daq.io/eventbuilder/operator/internal/builderpod"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/lifecycle"
+	"daq.io/eventbuilder/operator/internal/opmetrics"
 	"daq.io/eventbuilder/operator/internal/planner"
 	"daq.io/eventbuilder/operator/internal/ranktable"
 	"daq.io/eventbuilder/operator/internal/runplan"
@@ -135,6 +136,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	if err := r.Get(ctx, req.NamespacedName, run); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.silences.forget(req.NamespacedName)
+			opmetrics.Forget(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -369,6 +371,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	st.EventRate, st.ThroughputGbps, st.LastSampleTime = s.EventRate, s.ThroughputGbps, s.LastSampleTime
 	st.Epoch, st.RankCount, st.LiveUnits = table.Epoch, int32(table.N()), runplan.LiveUnits(table)
 	st.SparesLeft = runplan.SparesLeft(table, endpoints)
+	opmetrics.Run(run.Namespace, run.Name, st.Epoch, st.SparesLeft)
 	st.Ranks = rankStatus(table, endpoints, pods, poll, orig.Status.Ranks)
 	if st.LastFailover, err = lastFailover(cm); err != nil {
 		return ctrl.Result{}, err
@@ -740,6 +743,7 @@ func (r *EventBuilderRunReconciler) recordConfigured(ctx context.Context, run *e
 	if err := r.Update(ctx, cm); err != nil {
 		return err
 	}
+	opmetrics.Configured(fo.ConfiguredDuration.Duration)
 	r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, "FailoverConfigured", "Failover",
 		"epoch %d configured on every live builder %s after the failure was observed; running builders switch to it without restarting",
 		epoch, fo.ConfiguredDuration.Duration.Round(time.Millisecond))
@@ -870,6 +874,9 @@ func (r *EventBuilderRunReconciler) publish(ctx context.Context, run *ebv1.Event
 func (r *EventBuilderRunReconciler) announceFailover(run *ebv1.EventBuilderRun, cm *corev1.ConfigMap, t planner.RankTable, rec *runplan.Recovery) {
 	var fo ebv1.FailoverStatus
 	_ = json.Unmarshal([]byte(cm.Annotations[annLastFailover]), &fo) // written by publish just now
+	for _, m := range rec.Moves {
+		opmetrics.Failovers.WithLabelValues(m.Reason, rec.Outcome).Inc()
+	}
 	reason := "Failover"
 	if rec.Outcome == ebv1.OutcomeRejoined {
 		reason = "UnitRejoined"
@@ -995,6 +1002,7 @@ func (r *EventBuilderRunReconciler) poll(ctx context.Context, run types.Namespac
 	}
 	_ = g.Wait() // the goroutines never fail
 	r.silences.record(run, p)
+	opmetrics.PollsFailed.WithLabelValues(run.Namespace, run.Name).Add(float64(len(p.Pods) - len(p.Reports)))
 	return p
 }
 

@@ -10,17 +10,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 	"daq.io/eventbuilder/operator/internal/builderemu"
 	"daq.io/eventbuilder/operator/internal/builderpod"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
+	"daq.io/eventbuilder/operator/internal/opmetrics"
 	"daq.io/eventbuilder/operator/internal/ranktable"
 	"daq.io/eventbuilder/operator/internal/runplan"
 )
@@ -360,6 +363,20 @@ func TestFabricRunPlacesUnitsAndFailsOver(t *testing.T) {
 	}
 	expectEvent(t, ns, "fo", "Failover")
 	expectEvent(t, ns, "fo", "FailoverConfigured")
+	// The operator's metrics saw it (the counters are the process's: other tests fail over too).
+	if n := testutil.ToFloat64(opmetrics.Failovers.WithLabelValues("TopologyAffinityError", ebv1.OutcomeMovedToSpare)); n < 1 {
+		t.Errorf("eb_operator_failovers_total{reason=TopologyAffinityError,outcome=MovedToSpare} %v, want at least 1", n)
+	}
+	if n, err := testutil.GatherAndCount(metrics.Registry, "eb_operator_failover_duration_seconds"); err != nil || n != 1 {
+		t.Errorf("eb_operator_failover_duration_seconds: %d series, %v", n, err)
+	}
+	eventually(t, "the epoch and spares-left gauges", func() error {
+		epoch, spares := testutil.ToFloat64(opmetrics.Epoch.WithLabelValues(ns, "fo")), testutil.ToFloat64(opmetrics.SparesLeft.WithLabelValues(ns, "fo"))
+		if epoch != 2 || spares != 1 {
+			return fmt.Errorf("epoch %v, spares left %v; want 2 and 1", epoch, spares)
+		}
+		return nil
+	})
 	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
 	if e, p := emu["fo-eb-2"].Epoch(); e != 2 || p != 0 {
 		t.Errorf("the spare that took unit 2 over runs epoch %d (pending %d), want 2", e, p)

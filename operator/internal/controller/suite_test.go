@@ -22,6 +22,7 @@ import (
 	"daq.io/eventbuilder/operator/internal/buildercontrol"
 	"daq.io/eventbuilder/operator/internal/builderemu"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
+	"daq.io/eventbuilder/operator/internal/opmetrics"
 	"daq.io/eventbuilder/operator/internal/runplan"
 	"daq.io/eventbuilder/operator/internal/testenv"
 )
@@ -101,7 +102,7 @@ func runSuite(m *testing.M) int {
 		APIReader:         mgr.GetAPIReader(),
 		Recorder:          mgr.GetEventRecorder("eventbuilderrun-controller"),
 		Builders:          builderstatus.NewClient(time.Second),
-		Control:           control,
+		Control:           opmetrics.CountControl(control),
 		StatusURL:         builderURL,
 		PollInterval:      pollInterval,
 		NodeNotReadyGrace: notReadyGrace,

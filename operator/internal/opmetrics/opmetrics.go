@@ -1,0 +1,93 @@
+// Package opmetrics is the operator's own Prometheus metrics, served on
+// the manager's metrics endpoint (controller-runtime's registry) beside
+// the framework's (controller_runtime_reconcile_time_seconds{controller}
+// is the reconcile duration): what a person on shift needs of failovers,
+// epochs, spares and the operator's talk with the builders.
+package opmetrics
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"daq.io/eventbuilder/operator/internal/buildercontrol"
+	"daq.io/eventbuilder/operator/internal/ranktable"
+)
+
+// The metrics, each labelled as its help says.
+var (
+	Failovers = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "eb_operator_failovers_total",
+		Help: "Units failed over, by the failure's reason (NodeNotReady, PeerLost, Unreachable, a pod's reason...) and the failover's outcome (MovedToSpare, Degraded, Stopped, Rejoined).",
+	}, []string{"reason", "outcome"})
+	FailoverDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "eb_operator_failover_duration_seconds",
+		Help:    "From a failure observed to every live builder holding the failover's epoch.",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 12), // 10 ms .. 20 s
+	})
+	Epoch = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "eb_operator_run_epoch",
+		Help: "The epoch of a run's published rank table.",
+	}, []string{"namespace", "run"})
+	SparesLeft = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "eb_operator_run_spares_left",
+		Help: "The warm spares a run has left that can take a unit over.",
+	}, []string{"namespace", "run"})
+	PollsFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "eb_operator_builder_polls_failed_total",
+		Help: "Builder status polls (GET /status) that got no answer, by run.",
+	}, []string{"namespace", "run"})
+	ControlFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "eb_operator_builder_control_failed_total",
+		Help: "Builder control commands refused or unanswered, by command.",
+	}, []string{"command"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(Failovers, FailoverDuration, Epoch, SparesLeft, PollsFailed, ControlFailed)
+}
+
+// Run records a run's epoch and spares left.
+func Run(namespace, run string, epoch int64, sparesLeft int32) {
+	Epoch.WithLabelValues(namespace, run).Set(float64(epoch))
+	SparesLeft.WithLabelValues(namespace, run).Set(float64(sparesLeft))
+}
+
+// Forget drops a deleted run's series.
+func Forget(namespace, run string) {
+	for _, v := range []*prometheus.GaugeVec{Epoch, SparesLeft} {
+		v.DeleteLabelValues(namespace, run)
+	}
+	PollsFailed.DeleteLabelValues(namespace, run)
+}
+
+// Configured records how long a failover took to reach every live builder.
+func Configured(d time.Duration) { FailoverDuration.Observe(d.Seconds()) }
+
+// CountControl is c, counting in ControlFailed every builder that refuses
+// or does not answer a command.
+func CountControl(c buildercontrol.Control) buildercontrol.Control { return countingControl{c} }
+
+type countingControl struct{ buildercontrol.Control }
+
+func (c countingControl) Configure(ctx context.Context, token string, builders []buildercontrol.Builder, table ranktable.Document) (buildercontrol.Reports, error) {
+	reps, err := c.Control.Configure(ctx, token, builders, table)
+	countFailed(buildercontrol.Configure, err)
+	return reps, err
+}
+
+func (c countingControl) Send(ctx context.Context, token string, cmd buildercontrol.Command, builders []buildercontrol.Builder) (buildercontrol.Reports, error) {
+	reps, err := c.Control.Send(ctx, token, cmd, builders)
+	countFailed(cmd, err)
+	return reps, err
+}
+
+func countFailed(cmd buildercontrol.Command, err error) {
+	var errs *buildercontrol.Errors
+	if errors.As(err, &errs) {
+		ControlFailed.WithLabelValues(string(cmd)).Add(float64(len(errs.Builders)))
+	}
+}

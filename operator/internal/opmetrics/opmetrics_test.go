@@ -1,0 +1,66 @@
+package opmetrics
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"daq.io/eventbuilder/operator/internal/buildercontrol"
+)
+
+// Every metric is on the manager's registry under its documented name,
+// and a deleted run's series go.
+func TestMetricsAreRegisteredAndForgotten(t *testing.T) {
+	Run("ns", "r", 3, 2)
+	Failovers.WithLabelValues("Unreachable", "MovedToSpare").Inc()
+	Configured(1500 * time.Millisecond)
+	PollsFailed.WithLabelValues("ns", "r").Add(2)
+	ControlFailed.WithLabelValues("configure").Inc()
+	for name, want := range map[string]int{"eb_operator_run_epoch": 1, "eb_operator_run_spares_left": 1, "eb_operator_failovers_total": 1,
+		"eb_operator_failover_duration_seconds": 1, "eb_operator_builder_polls_failed_total": 1, "eb_operator_builder_control_failed_total": 1} {
+		if n, err := testutil.GatherAndCount(metrics.Registry, name); err != nil || n != want {
+			t.Errorf("%s: %d series (%v), want %d", name, n, err, want)
+		}
+	}
+	if got := testutil.ToFloat64(Epoch.WithLabelValues("ns", "r")); got != 3 {
+		t.Errorf("epoch %v, want 3", got)
+	}
+	if err := testutil.GatherAndCompare(metrics.Registry, strings.NewReader(`
+# HELP eb_operator_run_spares_left The warm spares a run has left that can take a unit over.
+# TYPE eb_operator_run_spares_left gauge
+eb_operator_run_spares_left{namespace="ns",run="r"} 2
+`), "eb_operator_run_spares_left"); err != nil {
+		t.Error(err)
+	}
+	Forget("ns", "r")
+	for _, name := range []string{"eb_operator_run_epoch", "eb_operator_run_spares_left", "eb_operator_builder_polls_failed_total"} {
+		if n, _ := testutil.GatherAndCount(metrics.Registry, name); n != 0 {
+			t.Errorf("%s: %d series after the run was deleted, want 0", name, n)
+		}
+	}
+}
+
+// Every builder that refuses or does not answer a command is counted by
+// the command.
+func TestCountControl(t *testing.T) {
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":"wrong bearer token"}`))
+	}))
+	defer refusing.Close()
+	c := CountControl(buildercontrol.NewClient(time.Second))
+	before := testutil.ToFloat64(ControlFailed.WithLabelValues("pause"))
+	builders := []buildercontrol.Builder{{Rank: 0, URL: refusing.URL}, {Rank: 1, URL: refusing.URL}}
+	if _, err := c.Send(context.Background(), "t", buildercontrol.Pause, builders); err == nil {
+		t.Fatal("a refused pause returned no error")
+	}
+	if got := testutil.ToFloat64(ControlFailed.WithLabelValues("pause")) - before; got != 2 {
+		t.Errorf("counted %v failed pauses, want 2", got)
+	}
+}
