@@ -304,6 +304,10 @@ const (
 	// peer that does not answer, a stalled source or output); the message
 	// names them and quotes their last error.
 	ReasonUnitsNotBuilding = "UnitsNotBuilding"
+	// A run that was Running misses units: pods gone, not Ready, builders
+	// not answering or not RUNNING (a node lost, a restart); the message
+	// names each with its pod and node. Never Pending once it has run.
+	ReasonUnitsMissing = "UnitsMissing"
 	// spec.units, spec.spares, spec.layout or spec.fabricRef changed the
 	// number of ranks of a running set: it is stopped, then started again
 	// on the new table.

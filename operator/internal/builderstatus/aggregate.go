@@ -18,6 +18,7 @@ import (
 type Unit struct {
 	Rank  int32
 	Pod   string // empty while the pod does not exist
+	Node  string // where the pod is bound; empty while it is not
 	Ready bool
 }
 
@@ -162,12 +163,41 @@ func Aggregate(prev *ebv1.EventBuilderRunStatus, units []Unit, poll *Poll, desir
 	}
 
 	s.Phase, s.Reason, s.Message = assess(s.Units, s.ReadyUnits, desired)
+	// A run that has built goes Degraded, never back to Pending, when units go missing.
+	hasRun := prev.Phase == ebv1.PhaseRunning || prev.Phase == ebv1.PhaseDegraded
+	if s.Reason == ebv1.ReasonUnitsPending && desired != ebv1.StatePaused && desired != ebv1.StateStopped && hasRun {
+		s.Phase, s.Reason, s.Message = ebv1.PhaseDegraded, ebv1.ReasonUnitsMissing, missing(units, s.Units)
+	}
 	if s.Phase == ebv1.PhaseRunning && s.LastSampleTime != nil {
 		if stuck := stalled(s.Units, s.LastSampleTime.Time, stallAfter); len(stuck) > 0 {
 			s.Phase, s.Reason, s.Message = ebv1.PhaseDegraded, ebv1.ReasonUnitsNotBuilding, notBuilding(stuck, s.LastSampleTime.Time)
 		}
 	}
 	return s
+}
+
+// missing is the message of a run that has built and misses units: each
+// unit that is not ready and RUNNING, with its pod, node and why.
+func missing(observed []Unit, rows []ebv1.UnitStatus) string {
+	var out []string
+	for i, u := range observed {
+		row := rows[i]
+		var why string
+		switch {
+		case u.Pod == "":
+			why = "no pod"
+		case row.State == "":
+			why = fmt.Sprintf("pod %s on node %s, builder not answering", u.Pod, cmp.Or(u.Node, "(none)"))
+		case row.State != StateRunning:
+			why = fmt.Sprintf("pod %s on node %s, builder %s", u.Pod, cmp.Or(u.Node, "(none)"), row.State)
+		case !u.Ready:
+			why = fmt.Sprintf("pod %s on node %s not Ready", u.Pod, cmp.Or(u.Node, "(none)"))
+		default:
+			continue
+		}
+		out = append(out, fmt.Sprintf("rank %d (%s)", u.Rank, why))
+	}
+	return fmt.Sprintf("%d of %d units are not building: %s", len(out), len(observed), shortlist.Join(out, "; ", func(s string) string { return s }))
 }
 
 // stalled are the units whose next_event stood still for longer than

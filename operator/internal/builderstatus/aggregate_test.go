@@ -342,3 +342,34 @@ func TestAggregateNotBuilding(t *testing.T) {
 		})
 	}
 }
+
+// A run that has built never goes back to Pending: missing units make it
+// Degraded, each named with its pod, node and why.
+func TestAggregateMissingUnits(t *testing.T) {
+	observed := []Unit{{Rank: 0, Pod: "r-eb-0", Node: "w1", Ready: true}, {Rank: 1, Pod: "r-eb-1", Node: "w2", Ready: false},
+		{Rank: 2}, {Rank: 3, Pod: "r-eb-3", Node: "w2", Ready: true}}
+	poll := &Poll{Time: t0, Reports: map[int32]Report{0: running(1, 1), 3: {State: StateReady}}}
+	for _, tc := range []struct {
+		name    string
+		prev    ebv1.RunPhase
+		desired ebv1.RunState
+		phase   ebv1.RunPhase
+		says    string
+	}{
+		{"was Running", ebv1.PhaseRunning, ebv1.StateRunning, ebv1.PhaseDegraded,
+			"3 of 4 units are not building: rank 1 (pod r-eb-1 on node w2, builder not answering); rank 2 (no pod); rank 3 (pod r-eb-3 on node w2, builder READY)"},
+		{"was Degraded", ebv1.PhaseDegraded, ebv1.StateRunning, ebv1.PhaseDegraded, "rank 2 (no pod)"},
+		{"never ran: still starting", ebv1.PhasePending, ebv1.StateRunning, ebv1.PhasePending, "2/4 units ready, 1/4 builders RUNNING"},
+		{"being stopped", ebv1.PhaseRunning, ebv1.StateStopped, ebv1.PhasePending, "stopping"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Aggregate(&ebv1.EventBuilderRunStatus{Phase: tc.prev}, observed, poll, tc.desired, stallAfter)
+			if s.Phase != tc.phase || !strings.Contains(s.Message, tc.says) {
+				t.Errorf("%s (%s): %s; want %s saying %q", s.Phase, s.Reason, s.Message, tc.phase, tc.says)
+			}
+			if tc.phase == ebv1.PhaseDegraded && s.Reason != ebv1.ReasonUnitsMissing {
+				t.Errorf("reason %s, want %s", s.Reason, ebv1.ReasonUnitsMissing)
+			}
+		})
+	}
+}

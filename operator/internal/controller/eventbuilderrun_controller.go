@@ -360,7 +360,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		}
 		u := builderstatus.Unit{Rank: int32(rk.Rank)}
 		if pod := pods[u.Rank]; pod != nil {
-			u.Pod, u.Ready = pod.Name, podReady(pod)
+			u.Pod, u.Node, u.Ready = pod.Name, pod.Spec.NodeName, podReady(pod)
 		}
 		units = append(units, u)
 	}

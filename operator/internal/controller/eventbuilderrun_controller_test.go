@@ -429,6 +429,34 @@ func TestRunLifecycle(t *testing.T) {
 	}
 }
 
+// A run that has built and loses a unit's pod is Degraded, naming the
+// unit, never Pending; the pod recreated and its builder back, it rejoins
+// and the run is Running.
+func TestMissingUnitDegradesARunThatBuilt(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	key, pods, _ := startRun(t, "missing", 2)
+	if err := k8s.Delete(ctx, &pods[1]); err != nil {
+		t.Fatal(err)
+	}
+	farm.Kill(string(pods[1].UID))
+	cond := waitPhase(t, key, ebv1.PhaseDegraded, ebv1.ReasonUnitsMissing)
+	if !strings.Contains(cond.Message, "1 of 2 units are not building: rank 1 (") {
+		t.Errorf("message %q does not name rank 1", cond.Message)
+	}
+	var again corev1.Pod
+	eventually(t, "missing-eb-1 recreated", func() error {
+		live, err := livePods(ctx, key.Namespace, "missing")
+		if p, ok := live["missing-eb-1"]; err == nil && (!ok || p.UID == pods[1].UID) {
+			err = errors.New("not yet")
+		}
+		again = live["missing-eb-1"]
+		return err
+	})
+	startPod(t, &again)
+	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+}
+
 // Ready means building: a set whose builders are all RUNNING but whose
 // event stream stands still for longer than StallAfter (a unit connecting
 // to a peer it cannot resolve, the rest waiting for it) is Degraded, not
