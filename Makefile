@@ -86,9 +86,13 @@ test-operator: packages build-builder $(K8S_BIN)/etcd ## Go tests under -race: e
 	cd hack/runc-wrapper && go test ./...
 
 .PHONY: test-chart
-test-chart: $(HELM) ## Lint and render the Helm chart.
+test-chart: $(HELM) ## Lint and render the Helm chart (monitoring objects on too); check and unit-test its alerts with promtool.
 	$(HELM) lint --strict charts/eventbuilder-operator
 	$(HELM) template eb charts/eventbuilder-operator >/dev/null
+	$(HELM) template eb charts/eventbuilder-operator --set monitoring.podMonitor.enabled=true \
+	  --set monitoring.serviceMonitor.enabled=true --set monitoring.prometheusRule.enabled=true >/dev/null
+	promtool check rules charts/eventbuilder-operator/files/alerts.yaml
+	promtool test rules charts/tests/alerts_test.yaml
 
 .PHONY: test-e2e
 test-e2e: images node-image $(KIND) $(HELM) ## The kind end-to-end suite (creates and deletes its own cluster).

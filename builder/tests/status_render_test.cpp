@@ -140,6 +140,7 @@ TEST(StatusRender, GoldenStatusBodiesForTheOperator) {
     running.numa_json = numa_report_json({.requested = "0", .node = 0, .pinned = true, .cpus_local = true,
                                           .memory_local = true, .device_local = true, .warning = ""});
     test::expect_golden("status-running.json", status_json(running) + "\n");
+    test::expect_golden("metrics.txt", prometheus_metrics(running));
 
     Unit_status fresh(1);
     fresh.set_activity("idle");

@@ -91,8 +91,8 @@ std::string prometheus_metrics(const Status_snapshot& status) {
                "Events not delivered: a source or the builder unit was lost, or the output had no room in time.",
                std::to_string(status.events_dropped));
     add_metric(out, "eb_events_in_doubt_total", "counter",
-               "Events of a chunk this builder unit did not build because it put itself out of the set without "
-               "hearing the proposal the set followed: the set may have counted them dropped, or not.",
+               "Events of chunks whose count this builder unit could not know (it sat a cycle out, unsure of the "
+               "proposal the set followed): the set may have counted them dropped, or not.",
                std::to_string(status.events_in_doubt));
     add_metric(out, "eb_meps_built_total", "counter", "MEPs assembled and handed to the consumer.",
                std::to_string(status.meps_built));

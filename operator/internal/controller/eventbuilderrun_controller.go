@@ -371,7 +371,6 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	st.EventRate, st.ThroughputGbps, st.LastSampleTime = s.EventRate, s.ThroughputGbps, s.LastSampleTime
 	st.Epoch, st.RankCount, st.LiveUnits = table.Epoch, int32(table.N()), runplan.LiveUnits(table)
 	st.SparesLeft = runplan.SparesLeft(table, endpoints)
-	opmetrics.Run(run.Namespace, run.Name, st.Epoch, st.SparesLeft)
 	st.Ranks = rankStatus(table, endpoints, pods, poll, orig.Status.Ranks)
 	if st.LastFailover, err = lastFailover(cm); err != nil {
 		return ctrl.Result{}, err
@@ -396,6 +395,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	default:
 		setPhase(run, s.Phase, s.Reason, s.Message+waitingNote(waiting))
 	}
+	opmetrics.Run(run.Namespace, run.Name, st.Epoch, run.Spec.Spares, st.SparesLeft, string(st.Phase))
 
 	if err := r.patchStatus(ctx, orig, run); err != nil {
 		return ctrl.Result{}, err

@@ -36,6 +36,14 @@ var (
 		Name: "eb_operator_run_spares_left",
 		Help: "The warm spares a run has left that can take a unit over.",
 	}, []string{"namespace", "run"})
+	Spares = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "eb_operator_run_spares",
+		Help: "The warm spares a run asks for (spec.spares).",
+	}, []string{"namespace", "run"})
+	Phase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "eb_operator_run_phase",
+		Help: "1 for a run's current phase (Pending, Running, Paused, Stopped, Degraded, Failed), 0 for the others.",
+	}, []string{"namespace", "run", "phase"})
 	PollsFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "eb_operator_builder_polls_failed_total",
 		Help: "Builder status polls (GET /status) that got no answer, by run.",
@@ -46,21 +54,36 @@ var (
 	}, []string{"command"})
 )
 
+// collectors are every metric of the package.
+var collectors = []prometheus.Collector{Failovers, FailoverDuration, Epoch, SparesLeft, Spares, Phase, PollsFailed, ControlFailed}
+
 func init() {
-	metrics.Registry.MustRegister(Failovers, FailoverDuration, Epoch, SparesLeft, PollsFailed, ControlFailed)
+	metrics.Registry.MustRegister(collectors...)
 }
 
-// Run records a run's epoch and spares left.
-func Run(namespace, run string, epoch int64, sparesLeft int32) {
+// phases are the run phases Phase has a series for.
+var phases = []string{"Pending", "Running", "Paused", "Stopped", "Degraded", "Failed"}
+
+// Run records a run's epoch, spares asked for and left, and phase.
+func Run(namespace, run string, epoch int64, spares, sparesLeft int32, phase string) {
 	Epoch.WithLabelValues(namespace, run).Set(float64(epoch))
+	Spares.WithLabelValues(namespace, run).Set(float64(spares))
 	SparesLeft.WithLabelValues(namespace, run).Set(float64(sparesLeft))
+	for _, p := range phases {
+		v := 0.0
+		if p == phase {
+			v = 1
+		}
+		Phase.WithLabelValues(namespace, run, p).Set(v)
+	}
 }
 
 // Forget drops a deleted run's series.
 func Forget(namespace, run string) {
-	for _, v := range []*prometheus.GaugeVec{Epoch, SparesLeft} {
+	for _, v := range []*prometheus.GaugeVec{Epoch, Spares, SparesLeft} {
 		v.DeleteLabelValues(namespace, run)
 	}
+	Phase.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "run": run})
 	PollsFailed.DeleteLabelValues(namespace, run)
 }
 

@@ -17,12 +17,13 @@ import (
 // Every metric is on the manager's registry under its documented name,
 // and a deleted run's series go.
 func TestMetricsAreRegisteredAndForgotten(t *testing.T) {
-	Run("ns", "r", 3, 2)
+	Run("ns", "r", 3, 2, 2, "Degraded")
 	Failovers.WithLabelValues("Unreachable", "MovedToSpare").Inc()
 	Configured(1500 * time.Millisecond)
 	PollsFailed.WithLabelValues("ns", "r").Add(2)
 	ControlFailed.WithLabelValues("configure").Inc()
-	for name, want := range map[string]int{"eb_operator_run_epoch": 1, "eb_operator_run_spares_left": 1, "eb_operator_failovers_total": 1,
+	for name, want := range map[string]int{"eb_operator_run_epoch": 1, "eb_operator_run_spares_left": 1, "eb_operator_run_spares": 1,
+		"eb_operator_run_phase": 6, "eb_operator_failovers_total": 1,
 		"eb_operator_failover_duration_seconds": 1, "eb_operator_builder_polls_failed_total": 1, "eb_operator_builder_control_failed_total": 1} {
 		if n, err := testutil.GatherAndCount(metrics.Registry, name); err != nil || n != want {
 			t.Errorf("%s: %d series (%v), want %d", name, n, err, want)
@@ -30,6 +31,9 @@ func TestMetricsAreRegisteredAndForgotten(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(Epoch.WithLabelValues("ns", "r")); got != 3 {
 		t.Errorf("epoch %v, want 3", got)
+	}
+	if d, r := testutil.ToFloat64(Phase.WithLabelValues("ns", "r", "Degraded")), testutil.ToFloat64(Phase.WithLabelValues("ns", "r", "Running")); d != 1 || r != 0 {
+		t.Errorf("phase Degraded %v, Running %v; want 1 and 0", d, r)
 	}
 	if err := testutil.GatherAndCompare(metrics.Registry, strings.NewReader(`
 # HELP eb_operator_run_spares_left The warm spares a run has left that can take a unit over.
@@ -39,7 +43,8 @@ eb_operator_run_spares_left{namespace="ns",run="r"} 2
 		t.Error(err)
 	}
 	Forget("ns", "r")
-	for _, name := range []string{"eb_operator_run_epoch", "eb_operator_run_spares_left", "eb_operator_builder_polls_failed_total"} {
+	for _, name := range []string{"eb_operator_run_epoch", "eb_operator_run_spares_left", "eb_operator_run_spares", "eb_operator_run_phase",
+		"eb_operator_builder_polls_failed_total"} {
 		if n, _ := testutil.GatherAndCount(metrics.Registry, name); n != 0 {
 			t.Errorf("%s: %d series after the run was deleted, want 0", name, n)
 		}
