@@ -86,7 +86,7 @@ test-operator: packages build-builder $(K8S_BIN)/etcd ## Go tests under -race: e
 	cd hack/runc-wrapper && go test ./...
 
 .PHONY: test-chart
-test-chart: $(HELM) ## Lint and render the Helm chart (monitoring objects on too); check and unit-test its alerts with promtool.
+test-chart: packages $(HELM) ## Lint and render the Helm chart (monitoring objects on too); check and unit-test its alerts with promtool.
 	$(HELM) lint --strict charts/eventbuilder-operator
 	$(HELM) template eb charts/eventbuilder-operator >/dev/null
 	$(HELM) template eb charts/eventbuilder-operator --set monitoring.podMonitor.enabled=true \
