@@ -43,20 +43,7 @@ func TestFailoverToWarmSpare(t *testing.T) {
 	// A reused cluster may hold what an earlier, failed attempt left.
 	removeRunAndFabric(ctx, t, client.ObjectKey{Namespace: namespaceName, Name: runName}, fabricName)
 
-	// One leaf of 4 ports, one spine: each worker is a dual-NUMA server
-	// whose two halves are cabled to adjacent ports. No RDMA devices,
-	// netdevs or readout streams: kind nodes have none.
-	fabric := &ebv1alpha1.Fabric{
-		ObjectMeta: metav1.ObjectMeta{Name: fabricName},
-		Spec:       ebv1alpha1.FabricSpec{Leaves: 1, Spines: 1, PortsPerLeaf: 4},
-	}
-	for i, node := range workers {
-		for numa := range int32(2) {
-			fabric.Spec.Endpoints = append(fabric.Spec.Endpoints, ebv1alpha1.FabricEndpoint{
-				Name: fmt.Sprintf("%s-numa%d", node, numa), Node: node, NUMA: numa, Leaf: 0, Port: int32(2*i) + numa,
-			})
-		}
-	}
+	fabric := workerFabric(fabricName, workers)
 	if err := k8sClient.Create(ctx, fabric); err != nil {
 		t.Fatalf("create fabric: %v", err)
 	}
@@ -220,6 +207,26 @@ func TestFailoverToWarmSpare(t *testing.T) {
 	assertNotRestarted(ctx, t, "spare's", sparePods[spare])
 
 	removeRunAndFabric(ctx, t, key, fabricName)
+}
+
+// workerFabric is a Fabric of one leaf of 4 ports and one spine: each of the
+// two workers is a dual-NUMA server whose halves are cabled to adjacent
+// ports, the first worker's to ports 0 and 1 (where the planner puts live
+// units first). No RDMA devices, netdevs or readout streams: kind nodes
+// have none.
+func workerFabric(name string, workers []string) *ebv1alpha1.Fabric {
+	fabric := &ebv1alpha1.Fabric{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       ebv1alpha1.FabricSpec{Leaves: 1, Spines: 1, PortsPerLeaf: 4},
+	}
+	for i, node := range workers {
+		for numa := range int32(2) {
+			fabric.Spec.Endpoints = append(fabric.Spec.Endpoints, ebv1alpha1.FabricEndpoint{
+				Name: fmt.Sprintf("%s-numa%d", node, numa), Node: node, NUMA: numa, Leaf: 0, Port: int32(2*i) + numa,
+			})
+		}
+	}
+	return fabric
 }
 
 // workerNodes lists the nodes without the control-plane role, by name.

@@ -54,14 +54,7 @@ func TestLosingAServerWithItsDNS(t *testing.T) {
 
 	// The victim's NUMA halves on ports 0 and 1, where the planner puts
 	// the live units; the survivor's on 2 and 3, the spares.
-	fabric := &ebv1alpha1.Fabric{ObjectMeta: metav1.ObjectMeta{Name: fabricName}, Spec: ebv1alpha1.FabricSpec{Leaves: 1, Spines: 1, PortsPerLeaf: 4}}
-	for i, node := range []string{victim, survivor} {
-		for numa := range int32(2) {
-			fabric.Spec.Endpoints = append(fabric.Spec.Endpoints, ebv1alpha1.FabricEndpoint{
-				Name: fmt.Sprintf("%s-numa%d", node, numa), Node: node, NUMA: numa, Leaf: 0, Port: int32(2*i) + numa})
-		}
-	}
-	if err := k8sClient.Create(ctx, fabric); err != nil {
+	if err := k8sClient.Create(ctx, workerFabric(fabricName, []string{victim, survivor})); err != nil {
 		t.Fatalf("create fabric: %v", err)
 	}
 	placeCoreDNS(ctx, t, map[string]string{corev1.LabelHostname: victim})
