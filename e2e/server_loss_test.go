@@ -16,7 +16,7 @@ import (
 )
 
 // How soon, after a whole server is lost, the operator must fail its units
-// over (the chart's builderUnreachableAfter is 3s, polls every 2s), and
+// over (the chart's builderUnreachableAfter is 2s, polls every 2s), and
 // events must flow again on the spares.
 const (
 	detectionBound  = 5 * time.Second

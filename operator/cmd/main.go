@@ -61,7 +61,7 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.DurationVar(&o.notReadyGrace, "node-not-ready-grace", 10*time.Second,
 		"How long a node's Ready condition may be False before the units on it fail over to spares. "+
 			"A node whose Ready is Unknown, that is being deleted or that is gone fails them at once.")
-	fs.DurationVar(&o.unreachableAfter, "builder-unreachable-after", 3*time.Second,
+	fs.DurationVar(&o.unreachableAfter, "builder-unreachable-after", 2*time.Second,
 		"How long a live unit's builder may answer no poll (two in a row at least), with no majority of its peers "+
 			"reporting it up, before the unit fails over to a spare (its server may be gone with every peer that "+
 			"could report it). 0 turns it off.")
