@@ -90,7 +90,8 @@ test-chart: packages $(HELM) ## Lint and render the Helm chart (monitoring objec
 	$(HELM) lint --strict charts/eventbuilder-operator
 	$(HELM) template eb charts/eventbuilder-operator >/dev/null
 	$(HELM) template eb charts/eventbuilder-operator --set monitoring.podMonitor.enabled=true \
-	  --set monitoring.serviceMonitor.enabled=true --set monitoring.prometheusRule.enabled=true >/dev/null
+	  --set monitoring.serviceMonitor.enabled=true --set monitoring.prometheusRule.enabled=true \
+	  --set monitoring.dashboard.enabled=true >/dev/null
 	promtool check rules charts/eventbuilder-operator/files/alerts.yaml
 	promtool test rules charts/tests/alerts_test.yaml
 

@@ -2,8 +2,10 @@ package opmetrics
 
 import (
 	"bufio"
+	"encoding/json"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,9 +13,30 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The chart's alert rules (charts/eventbuilder-operator/files/alerts.yaml),
-// tested for behaviour by promtool (make test-chart).
-const alertsFile = "../../../charts/eventbuilder-operator/files/alerts.yaml"
+// The chart's alert rules (tested for behaviour by promtool, make
+// test-chart) and Grafana dashboard.
+const (
+	alertsFile    = "../../../charts/eventbuilder-operator/files/alerts.yaml"
+	dashboardFile = "../../../charts/eventbuilder-operator/files/dashboard.json"
+)
+
+// metricName is an eb_ metric's name in a PromQL expression.
+var metricName = regexp.MustCompile(`\beb_[a-z_]+\b`)
+
+// checkQuery fails the test unless expr names at least one eb_ metric and
+// every one it names is exported.
+func checkQuery(t *testing.T, known map[string]bool, what, expr string) {
+	t.Helper()
+	names := metricName.FindAllString(expr, -1)
+	if len(names) == 0 {
+		t.Errorf("%s names no eb_ metric: %s", what, expr)
+	}
+	for _, name := range names {
+		if !known[name] {
+			t.Errorf("%s uses %s, which neither eb-builder nor the operator exports", what, name)
+		}
+	}
+}
 
 // builderMetrics is eb-builder's /metrics as its tests write it
 // (builder/tests/golden.hpp).
@@ -76,19 +99,10 @@ func TestAlertsNameExportedMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	known := exported(t)
-	metric := regexp.MustCompile(`\beb_[a-z_]+\b`)
 	checked := 0
 	for _, g := range rules.Groups {
 		for _, r := range g.Rules {
-			names := metric.FindAllString(r.Expr, -1)
-			if len(names) == 0 {
-				t.Errorf("alert %s names no eb_ metric: %s", r.Alert, r.Expr)
-			}
-			for _, name := range names {
-				if !known[name] {
-					t.Errorf("alert %s uses %s, which neither eb-builder nor the operator exports", r.Alert, name)
-				}
-			}
+			checkQuery(t, known, "alert "+r.Alert, r.Expr)
 			checked++
 		}
 	}
@@ -98,6 +112,40 @@ func TestAlertsNameExportedMetrics(t *testing.T) {
 	for _, name := range []string{"eb_peers_lost_total", "eb_phase_duration_seconds_bucket", "eb_operator_run_epoch", "eb_operator_failover_duration_seconds_count"} {
 		if !known[name] {
 			t.Errorf("%s is missing from the exported names: they look incomplete (%d names)", name, len(known))
+		}
+	}
+}
+
+// Every panel of the dashboard queries metrics the builder or the operator
+// exports: a panel on a renamed metric would show nothing.
+func TestDashboardQueriesNameExportedMetrics(t *testing.T) {
+	raw, err := os.ReadFile(dashboardFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dashboard struct {
+		UID    string `json:"uid"`
+		Title  string `json:"title"`
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &dashboard); err != nil {
+		t.Fatalf("%s: %v", dashboardFile, err)
+	}
+	if dashboard.UID == "" || dashboard.Title == "" || len(dashboard.Panels) == 0 {
+		t.Fatalf("dashboard uid %q title %q with %d panels: want all three", dashboard.UID, dashboard.Title, len(dashboard.Panels))
+	}
+	known := exported(t)
+	for _, p := range dashboard.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, q := range p.Targets {
+			checkQuery(t, known, "panel "+strconv.Quote(p.Title), q.Expr)
 		}
 	}
 }
