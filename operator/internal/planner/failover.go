@@ -35,7 +35,8 @@ type FailoverResult struct {
 // returns the new table at the next epoch; t is left unchanged. The failed
 // rank becomes a dummy; the spare rank goes live with the failed rank's
 // unit id, function and readout streams, so the run keeps its sources and
-// outputs. Of the spares whose endpoint is still schedulable in fabric,
+// outputs. Of the spares whose endpoint is still schedulable in fabric and
+// on another server than the failed endpoint (never its sibling NUMA half),
 // it prefers one on the failed rank's leaf, then the lowest rank, and takes
 // the first whose table has no more link overloads (CheckLinkLoad) than t.
 // Use t.RankOf to find the rank of a failed endpoint.
@@ -52,26 +53,33 @@ func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverRe
 		return RankTable{}, FailoverResult{}, err
 	}
 
-	schedulable := map[string]bool{}
+	schedulable, node := map[string]bool{}, map[string]string{}
 	for _, ep := range fabric.Endpoints {
-		schedulable[ep.Name] = ep.Schedulable
+		schedulable[ep.Name], node[ep.Name] = ep.Schedulable, ep.Node
 	}
+	// A spare on the failed endpoint's server (its other NUMA half) shares
+	// what may have failed: the server, its power, its cabling.
+	sibling := func(r Rank) bool { return node[r.Endpoint] != "" && node[r.Endpoint] == node[failed.Endpoint] }
 	var candidates []Rank
-	var gone []string
+	var gone, siblings []string
 	for _, r := range t.Ranks {
-		if r.Role != Spare {
-			continue
-		}
-		if schedulable[r.Endpoint] {
-			candidates = append(candidates, r)
-		} else {
+		switch {
+		case r.Role != Spare:
+		case !schedulable[r.Endpoint]:
 			gone = append(gone, r.Endpoint)
+		case sibling(r):
+			siblings = append(siblings, r.Endpoint)
+		default:
+			candidates = append(candidates, r)
 		}
 	}
 	if len(candidates) == 0 {
 		err := fmt.Errorf("rank %d (%s) failed: %w", failedRank, failed.Endpoint, ErrNoSpare)
 		if len(gone) > 0 {
 			err = fmt.Errorf("%w (spares not schedulable: %s)", err, strings.Join(gone, ", "))
+		}
+		if len(siblings) > 0 {
+			err = fmt.Errorf("%w (spares on the failed endpoint's server, never used for it: %s)", err, strings.Join(siblings, ", "))
 		}
 		return RankTable{}, FailoverResult{}, err
 	}

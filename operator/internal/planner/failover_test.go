@@ -185,9 +185,9 @@ func TestFailoverLHCb(t *testing.T) {
 		{failed: 21, spare: 38},  // leaf 1
 		{failed: 40, spare: 58},  // leaf 2
 		{failed: 355, spare: 39}, // leaf 17 has none
-		{failed: 58, spare: 59},  // the unit moved to leaf 2 fails again: leaf 2's last spare
-		{failed: 61, spare: 78},  // leaf 3
-		{failed: 1, spare: 79},   // leaf 0 has none left
+		{failed: 58, spare: 78},  // the unit moved to leaf 2 fails again: not leaf 2's last spare, 59, its server's other half
+		{failed: 61, spare: 79},  // leaf 3
+		{failed: 1, spare: 59},   // leaf 0 has none left: the lowest-ranked, 59 (no sibling of rank 1)
 	}
 	table := initial
 	for i, s := range steps {
@@ -212,5 +212,30 @@ func TestFailoverLHCb(t *testing.T) {
 	}
 	if _, _, err := Failover(f, table, 2); !errors.Is(err, ErrNoSpare) {
 		t.Fatalf("ninth failover: %v, want ErrNoSpare", err)
+	}
+}
+
+// A unit never fails over to its failed endpoint's sibling NUMA half: the
+// two share a server (power, cabling, the node). With no other spare, it
+// is left without one.
+func TestFailoverNeverOnASibling(t *testing.T) {
+	f := Fabric{Leaves: 1, Spines: 1, PortsPerLeaf: 4, LinksPerPair: 1}
+	for i, name := range []string{"s0-numa0", "s0-numa1", "s1-numa0", "s1-numa1"} {
+		f.Endpoints = append(f.Endpoints, Endpoint{Name: name, Node: name[:2], NUMA: i % 2, Leaf: 0, Port: i, Schedulable: true})
+	}
+	table := RankTable{Epoch: 1, Layout: Folded, LeavesInUse: []int{0}, Ranks: []Rank{
+		{Rank: 0, Leaf: 0, Port: 0, Role: Live, Endpoint: "s0-numa0", Unit: 0, Function: RUBU},
+		{Rank: 1, Leaf: 0, Port: 1, Role: Spare, Endpoint: "s0-numa1", Unit: NoUnit},
+		{Rank: 2, Leaf: 0, Port: 2, Role: Live, Endpoint: "s1-numa0", Unit: 1, Function: RUBU},
+		{Rank: 3, Leaf: 0, Port: 3, Role: Spare, Endpoint: "s1-numa1", Unit: NoUnit},
+	}}
+	after, res, err := Failover(f, table, 0)
+	if err != nil || res.SpareRank != 3 || roles(after) != "DSLL" {
+		t.Errorf("failover of rank 0: spare %d, roles %s, %v; want rank 3 on the other server, DSLL", res.SpareRank, roles(after), err)
+	}
+	table.Ranks[3].Role, table.Ranks[3].Endpoint = Dummy, ""
+	_, _, err = Failover(f, table, 0)
+	if !errors.Is(err, ErrNoSpare) || !strings.Contains(err.Error(), "spares on the failed endpoint's server, never used for it: s0-numa1") {
+		t.Errorf("only the sibling left: %v; want ErrNoSpare naming it", err)
 	}
 }
