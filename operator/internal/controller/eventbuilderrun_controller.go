@@ -429,6 +429,22 @@ func (r *EventBuilderRunReconciler) replenish(fabric planner.Fabric, t planner.R
 	return next, added
 }
 
+// targets are the builders of ranks whose pods run, for a control call.
+func (r *EventBuilderRunReconciler) targets(pods map[int32]*corev1.Pod, ranks []int32) []buildercontrol.Builder {
+	var out []buildercontrol.Builder
+	for _, rank := range ranks {
+		if pod := pods[rank]; pod != nil {
+			out = append(out, buildercontrol.Builder{Rank: rank, URL: r.StatusURL(pod)})
+		}
+	}
+	return out
+}
+
+// rankList names ranks for a message (a few, then how many more).
+func rankList(ranks []int32) string {
+	return shortlist.Join(ranks, ", ", func(r int32) string { return strconv.Itoa(int(r)) })
+}
+
 // reported are the builders that answered a poll, with their reports.
 func reported(poll *builderstatus.Poll) []lifecycle.Builder {
 	var out []lifecycle.Builder
@@ -445,17 +461,12 @@ func reported(poll *builderstatus.Poll) []lifecycle.Builder {
 func (r *EventBuilderRunReconciler) stopForResize(ctx context.Context, orig, run *ebv1.EventBuilderRun, from, to int,
 	resize lifecycle.Resize, pods map[int32]*corev1.Pod, token string) (ctrl.Result, error) {
 	var err error
-	if len(resize.Stop) > 0 {
-		targets := make([]buildercontrol.Builder, len(resize.Stop))
-		for i, rank := range resize.Stop {
-			targets[i] = buildercontrol.Builder{Rank: rank, URL: r.StatusURL(pods[rank])}
-		}
+	if targets := r.targets(pods, resize.Stop); len(targets) > 0 {
 		var reps buildercontrol.Reports
 		reps, err = r.Control.Send(ctx, token, buildercontrol.Stop, targets)
 		if len(reps) > 0 {
 			r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, commandReason[buildercontrol.Stop], string(buildercontrol.Stop),
-				"stop to %d builders (ranks %s): the set is started again on a table of %d ranks", len(reps),
-				shortlist.Join(resize.Stop, ", ", func(r int32) string { return strconv.Itoa(int(r)) }), to)
+				"stop to %d builders (ranks %s): the set is started again on a table of %d ranks", len(reps), rankList(resize.Stop), to)
 		}
 	}
 	setPhase(run, ebv1.PhasePending, ebv1.ReasonResizing, fmt.Sprintf(
@@ -510,12 +521,11 @@ func rejoinAttempts(cm *corev1.ConfigMap) (runplan.RejoinAttempts, error) {
 // as it does a restarted process. It fails if any did not take it.
 func (r *EventBuilderRunReconciler) resetLost(ctx context.Context, run *ebv1.EventBuilderRun, ranks []int,
 	pods map[int32]*corev1.Pod, poll *builderstatus.Poll, token string) error {
-	var targets []buildercontrol.Builder
-	for _, rank := range ranks {
-		if pod := pods[int32(rank)]; pod != nil { // it answered the poll
-			targets = append(targets, buildercontrol.Builder{Rank: int32(rank), URL: r.StatusURL(pod)})
-		}
+	lost := make([]int32, len(ranks))
+	for i, rank := range ranks {
+		lost[i] = int32(rank)
 	}
+	targets := r.targets(pods, lost)
 	if len(targets) == 0 {
 		return nil
 	}
@@ -524,7 +534,7 @@ func (r *EventBuilderRunReconciler) resetLost(ctx context.Context, run *ebv1.Eve
 	if len(reps) > 0 {
 		r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, commandReason[buildercontrol.Reset], string(buildercontrol.Reset),
 			"reset to %d builders (ranks %s): lost by their set, they still ran their session; they rejoin as new processes",
-			len(reps), shortlist.Join(slices.Sorted(maps.Keys(reps)), ", ", func(r int32) string { return strconv.Itoa(int(r)) }))
+			len(reps), rankList(slices.Sorted(maps.Keys(reps))))
 	}
 	return err
 }
@@ -673,7 +683,7 @@ func (r *EventBuilderRunReconciler) drive(ctx context.Context, run *ebv1.EventBu
 		}
 		ranks := slices.Sorted(maps.Keys(reps))
 		r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, commandReason[cmd], string(cmd), "%s%s to %d builders (ranks %s)",
-			cmd, what, len(reps), shortlist.Join(ranks, ", ", func(r int32) string { return strconv.Itoa(int(r)) }))
+			cmd, what, len(reps), rankList(ranks))
 	}
 
 	ranks := lifecycle.ToConfigure(table.Epoch, builders)
@@ -716,7 +726,7 @@ func setConfigured(run *ebv1.EventBuilderRun, epoch int64, ok bool, missing []in
 	if !ok {
 		c.Status, c.Reason = metav1.ConditionFalse, ebv1.ReasonConfiguring
 		c.Message = fmt.Sprintf("builders of live ranks %s do not hold rank table epoch %d yet",
-			shortlist.Join(missing, ", ", func(r int32) string { return strconv.Itoa(int(r)) }), epoch)
+			rankList(missing), epoch)
 	}
 	meta.SetStatusCondition(&run.Status.Conditions, c)
 }
