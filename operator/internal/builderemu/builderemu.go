@@ -345,16 +345,6 @@ func (t *table) live(rank int32) bool {
 	return t != nil && rank >= 0 && int(rank) < len(t.Ranks) && t.Ranks[rank].State == "live"
 }
 
-func (t *table) liveCount() int {
-	n := 0
-	for _, r := range t.Ranks {
-		if r.State == "live" {
-			n++
-		}
-	}
-	return n
-}
-
 // Key is the key the builder was started under.
 func (b *Builder) Key() string { return b.key }
 
@@ -558,6 +548,8 @@ func (b *Builder) status() *statusDoc {
 	d := &statusDoc{Report: builderstatus.Report{Rank: b.rank, State: b.state, Activity: b.activity(), Role: b.role(), Epoch: b.shown.epoch(),
 		PendingEpoch: b.pending.epoch(), LostPeers: []int32{}, DataRefusals: noRefusals(), Allowed: allowed(b.state), LastError: b.lastError}, NUMA: numaDoc}
 	if t := b.shown; t != nil {
+		// Its live peers are up once its set has connected and builds.
+		setUp := b.table != nil && b.active() && b.inSession && b.connected() && !b.farm.unreachable[b.key]
 		d.Units = int32(len(t.Ranks))
 		d.Peers = make([]builderstatus.Peer, len(t.Ranks))
 		for i, r := range t.Ranks {
@@ -569,7 +561,7 @@ func (b *Builder) status() *statusDoc {
 				st = "dummy"
 			case b.lost[int32(r.Rank)]:
 				st = "lost"
-			case b.table != nil && b.active() && b.inSession && b.connected() && !b.farm.unreachable[b.key]:
+			case setUp:
 				st = "up"
 			}
 			d.Peers[i] = builderstatus.Peer{Rank: int32(r.Rank), State: st}
