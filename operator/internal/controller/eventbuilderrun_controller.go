@@ -469,9 +469,11 @@ func (r *EventBuilderRunReconciler) stopForResize(ctx context.Context, orig, run
 				"stop to %d builders (ranks %s): the set is started again on a table of %d ranks", len(reps), rankList(resize.Stop), to)
 		}
 	}
+	waiting := append(slices.Clone(resize.Stop), resize.Ending...)
+	slices.Sort(waiting)
 	setPhase(run, ebv1.PhasePending, ebv1.ReasonResizing, fmt.Sprintf(
-		"stopping the set of %d ranks to start it again on a table of %d ranks: a running set cannot change its number of ranks",
-		from, to))
+		"stopping the set of %d ranks to start it again on a table of %d ranks: a running set cannot change its number of ranks; "+
+			"waiting for ranks %s to end their session", from, to, rankList(waiting)))
 	if err != nil {
 		return ctrl.Result{}, errors.Join(err, r.patchStatus(ctx, orig, run))
 	}
