@@ -90,8 +90,12 @@ docker exec -e WANTED="${wanted[*]}" "$container" bash -euo pipefail -c '
   for _ in $(seq 100); do ctr version >/dev/null 2>&1 && break; sleep 0.2; done
   ctr version >/dev/null || { tail /var/log/containerd-build.log >&2; exit 1; }
   ctr -n k8s.io images import --label=io.cri-containerd.pinned=pinned --all-platforms --no-unpack --digests /kind/images.tar >/dev/null
+  # Listed once: piping ctr into grep -q under pipefail fails whenever grep
+  # exits before ctr has written its last line (SIGPIPE), a race that reported
+  # imported images as missing.
+  imported=$(ctr -n k8s.io images ls -q)
   for image in $WANTED; do
-    ctr -n k8s.io images ls -q | grep -qxF "$image" || { echo "error: $image missing after import" >&2; exit 1; }
+    grep -qxF "$image" <<<"$imported" || { echo "error: $image missing after import; imported: $imported" >&2; exit 1; }
   done
   pkill containerd
   while pgrep -x containerd >/dev/null; do sleep 0.2; done'

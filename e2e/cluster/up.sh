@@ -23,8 +23,12 @@ cluster_config() {
 }
 
 # A cluster is reused only when it runs the wanted image and every node is up and Ready.
+# Cluster names are captured before grep -q: a pipe into grep -q fails under
+# pipefail when grep exits before kind has written (SIGPIPE).
+cluster_exists() { local clusters; clusters=$("$kind" get clusters 2>/dev/null) || return 1; grep -qx "$name" <<<"$clusters"; }
+
 reusable() {
-  "$kind" get clusters 2>/dev/null | grep -qx "$name" || return 1
+  cluster_exists || return 1
   [ "$(docker inspect -f '{{.Config.Image}}' "$name-control-plane" 2>/dev/null)" = "$node_image" ] || return 1
   local node
   for node in $("$kind" get nodes --name "$name"); do
@@ -37,7 +41,7 @@ reusable() {
 if reusable; then
   echo ">> reusing running cluster $name"
 else
-  if "$kind" get clusters 2>/dev/null | grep -qx "$name"; then
+  if cluster_exists; then
     echo ">> deleting stale cluster $name"
     "$kind" delete cluster --name "$name"
   fi
