@@ -107,6 +107,29 @@ TEST(StatusRender, MetricsCarryCountersGaugesAndHistograms) {
         EXPECT_NE(prometheus_metrics(sample(state)).find("\neb_up 0\n"), std::string::npos);
 }
 
+// eb_numa_local says where a unit asked for a NUMA node ended up, and is
+// absent where none was asked for (the NUMA-misaligned alert fires on a 0).
+TEST(StatusRender, NumaLocalityIsAGaugePerResourceOnlyWhenANodeWasAskedFor) {
+    Status_snapshot unpinned = sample(Control_state::running);
+    EXPECT_EQ(prometheus_metrics(unpinned).find("eb_numa_local"), std::string::npos);
+
+    Status_snapshot misplaced = sample(Control_state::running);
+    misplaced.numa = numa_locality({.requested = "mlx5_0", .node = 1, .pinned = true, .cpus_local = true,
+                                    .memory_local = false, .device_local = false, .warning = ""});
+    const std::string metrics = prometheus_metrics(misplaced);
+    for (const char* line : {"eb_numa_local{resource=\"cpus\"} 1\n", "eb_numa_local{resource=\"memory\"} 0\n",
+                             "eb_numa_local{resource=\"device\"} 0\n"})
+        EXPECT_NE(metrics.find(line), std::string::npos) << line;
+
+    Status_snapshot by_node = sample(Control_state::running);
+    by_node.numa = numa_locality({.requested = "7", .node = std::nullopt, .pinned = false, .cpus_local = false,
+                                  .memory_local = false, .device_local = std::nullopt,
+                                  .warning = "no NUMA node 7; running unpinned"});
+    const std::string unplaced = prometheus_metrics(by_node);
+    EXPECT_NE(unplaced.find("eb_numa_local{resource=\"cpus\"} 0\n"), std::string::npos) << unplaced;
+    EXPECT_EQ(unplaced.find("resource=\"device\""), std::string::npos) << "no device was asked for";
+}
+
 // The exposition format as Prometheus itself reads it.
 TEST(StatusRender, PromtoolAcceptsTheMetrics) {
     const char* promtool = "/usr/bin/promtool";
@@ -114,7 +137,10 @@ TEST(StatusRender, PromtoolAcceptsTheMetrics) {
         GTEST_SKIP() << promtool << " is missing: install Debian's prometheus package (make test does)";
     for (const Control_state state : {Control_state::not_ready, Control_state::running, Control_state::error}) {
         Status_snapshot snapshot = sample(state);
-        if (state == Control_state::running) snapshot.transport = verbs_transport();
+        if (state == Control_state::running) {
+            snapshot.transport = verbs_transport();
+            snapshot.numa = {.requested = true, .cpus_local = true, .memory_local = true, .device_local = false};
+        }
         const auto path = std::filesystem::temp_directory_path() / ("eb-metrics-" + std::to_string(::getpid()));
         std::ofstream(path) << prometheus_metrics(snapshot);
         const std::string command = std::string(promtool) + " check metrics < " + path.string() + " 2>&1";
@@ -137,8 +163,10 @@ TEST(StatusRender, GoldenStatusBodiesForTheOperator) {
     running.transport = verbs_transport();
     running.next_event = 125100;
     running.meps_discarded = 2;
-    running.numa_json = numa_report_json({.requested = "0", .node = 0, .pinned = true, .cpus_local = true,
-                                          .memory_local = true, .device_local = true, .warning = ""});
+    const Numa_report placed{.requested = "0", .node = 0, .pinned = true, .cpus_local = true,
+                             .memory_local = true, .device_local = true, .warning = ""};
+    running.numa_json = numa_report_json(placed);
+    running.numa = numa_locality(placed);
     test::expect_golden("status-running.json", status_json(running) + "\n");
     test::expect_golden("metrics.txt", prometheus_metrics(running));
 

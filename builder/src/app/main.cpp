@@ -59,7 +59,7 @@ int run_unit(eb::Config config) {
     eb::Stop_flag signalled, shutdown;
     eb::stop_on_signals(signalled);
     eb::Unit_status status(config.rank);
-    status.set_numa_json(eb::numa_report_json(placement));
+    status.set_numa(eb::numa_report_json(placement), eb::numa_locality(placement));
     eb::Transport_report transport;
     transport.kind = eb::transport_kind_name(config.transport);
     status.set_transport(transport);

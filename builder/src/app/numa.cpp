@@ -235,4 +235,11 @@ std::string numa_report_json(const Numa_report& report) {
            ",\"warning\":" + json_string(report.warning) + "}";
 }
 
+Numa_locality numa_locality(const Numa_report& report) {
+    return {.requested = !report.requested.empty(),
+            .cpus_local = report.cpus_local,
+            .memory_local = report.memory_local,
+            .device_local = report.device_local};
+}
+
 }  // namespace eb

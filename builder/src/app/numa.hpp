@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "numa_locality.hpp"
+
 namespace eb {
 
 // The CPUs of a kernel cpulist such as "0-3,8-11" (sysfs's format; a
@@ -54,5 +56,8 @@ Numa_report apply_numa_plan(const Numa_plan& plan);
 
 // The report as one JSON object, keys as the fields, null for empty optionals.
 std::string numa_report_json(const Numa_report& report);
+
+// What /metrics says of the report.
+Numa_locality numa_locality(const Numa_report& report);
 
 }  // namespace eb

@@ -138,6 +138,15 @@ std::string prometheus_metrics(const Status_snapshot& status) {
         for (const Transport_report::Peer& peer : status.transport.peers)
             add_sample(out, "eb_peer_qp_ready", "peer", std::to_string(peer.rank), peer.qp_state == "RTS" ? "1" : "0");
     }
+    if (status.numa.requested) {
+        add_help(out, "eb_numa_local", "gauge",
+                 "1 where the unit's CPUs, memory or RDMA device sit on the NUMA node it was asked to run on "
+                 "(--numa), else 0.");
+        add_sample(out, "eb_numa_local", "resource", "cpus", status.numa.cpus_local ? "1" : "0");
+        add_sample(out, "eb_numa_local", "resource", "memory", status.numa.memory_local ? "1" : "0");
+        if (status.numa.device_local)
+            add_sample(out, "eb_numa_local", "resource", "device", *status.numa.device_local ? "1" : "0");
+    }
     add_metric(out, "eb_epoch", "gauge", "Epoch of the rank table the unit runs under (0: none yet).",
                std::to_string(status.epoch));
     add_help(out, "eb_ring_fill_ratio", "gauge", "Fraction of a shared-memory ring in use.");

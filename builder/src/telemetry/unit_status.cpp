@@ -92,9 +92,10 @@ void Unit_status::set_ring_fill(double mfp, double mep) {
     mep_ring_fill_ = mep;
 }
 
-void Unit_status::set_numa_json(std::string json) {
+void Unit_status::set_numa(std::string json, Numa_locality locality) {
     std::lock_guard lock(mutex_);
     numa_json_ = std::move(json);
+    numa_ = locality;
 }
 
 void Unit_status::set_transport(Transport_report report) {
@@ -138,6 +139,7 @@ Status_snapshot Unit_status::snapshot() const {
     snapshot.mfp_ring_fill = mfp_ring_fill_;
     snapshot.mep_ring_fill = mep_ring_fill_;
     snapshot.numa_json = numa_json_;
+    snapshot.numa = numa_;
     snapshot.transport = transport_;
     return snapshot;
 }

@@ -13,6 +13,7 @@
 #include "control_state.hpp"
 #include "histogram.hpp"
 #include "mep_tally.hpp"
+#include "numa_locality.hpp"
 #include "parse_error.hpp"
 #include "rank.hpp"
 #include "refusal.hpp"
@@ -54,6 +55,7 @@ struct Status_snapshot {
     double mfp_ring_fill = -1;  // fraction; < 0: no such ring
     double mep_ring_fill = -1;
     std::string numa_json = "null";
+    Numa_locality numa;
     Transport_report transport;
     Histogram_snapshot phase_time;
     Histogram_snapshot barrier_wait;
@@ -89,7 +91,8 @@ public:
     std::atomic<std::uint64_t>& events_in_doubt() { return events_in_doubt_; }
     void set_rates(double events_per_second, double bytes_per_second);
     void set_ring_fill(double mfp, double mep);
-    void set_numa_json(std::string json);
+    // The NUMA report as /status shows it, and what /metrics says of it.
+    void set_numa(std::string json, Numa_locality locality);
     void set_transport(Transport_report report);
 
     Histogram& phase_time() { return phase_time_; }
@@ -130,6 +133,7 @@ private:
     double events_per_second_ = 0, bytes_per_second_ = 0;
     double mfp_ring_fill_ = -1, mep_ring_fill_ = -1;
     std::string numa_json_ = "null";
+    Numa_locality numa_;
     Transport_report transport_;
 };
 

@@ -111,6 +111,15 @@ type EventBuilderRunSpec struct {
 	// +required
 	Builder BuilderSpec `json:"builder"`
 
+	// minEventRate is the floor, in events per second summed over the
+	// run's builders, below which the chart's alert
+	// EventBuilderEventRateLow fires while the run is Running or Degraded
+	// (the operator exports it as eb_operator_run_min_event_rate). Unset:
+	// no floor.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MinEventRate *int64 `json:"minEventRate,omitempty"`
+
 	// resources of every unit's builder container. With cpus and memory
 	// set the pod is Guaranteed (requests = limits, whole CPUs), which the
 	// kubelet's static CPU and Topology managers need to pin it to one

@@ -97,6 +97,11 @@ func (in *EventBuilderRunSpec) DeepCopyInto(out *EventBuilderRunSpec) {
 		**out = **in
 	}
 	in.Builder.DeepCopyInto(&out.Builder)
+	if in.MinEventRate != nil {
+		in, out := &in.MinEventRate, &out.MinEventRate
+		*out = new(int64)
+		**out = **in
+	}
 	in.Resources.DeepCopyInto(&out.Resources)
 }
 

@@ -395,7 +395,8 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	default:
 		setPhase(run, s.Phase, s.Reason, s.Message+waitingNote(waiting))
 	}
-	opmetrics.Run(run.Namespace, run.Name, st.Epoch, run.Spec.Spares, st.SparesLeft, string(st.Phase))
+	opmetrics.Run(run.Namespace, run.Name, opmetrics.RunState{Epoch: st.Epoch, Spares: run.Spec.Spares,
+		SparesLeft: st.SparesLeft, Phase: string(st.Phase), MinEventRate: run.Spec.MinEventRate})
 
 	if err := r.patchStatus(ctx, orig, run); err != nil {
 		return ctrl.Result{}, err

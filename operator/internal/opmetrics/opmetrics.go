@@ -44,6 +44,10 @@ var (
 		Name: "eb_operator_run_phase",
 		Help: "1 for a run's current phase (Pending, Running, Paused, Stopped, Degraded, Failed), 0 for the others.",
 	}, []string{"namespace", "run", "phase"})
+	MinEventRate = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "eb_operator_run_min_event_rate",
+		Help: "The event rate floor a run asks for (spec.minEventRate, events per second); absent where it sets none.",
+	}, []string{"namespace", "run"})
 	PollsFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "eb_operator_builder_polls_failed_total",
 		Help: "Builder status polls (GET /status) that got no answer, by run.",
@@ -55,7 +59,7 @@ var (
 )
 
 // collectors are every metric of the package.
-var collectors = []prometheus.Collector{Failovers, FailoverDuration, Epoch, SparesLeft, Spares, Phase, PollsFailed, ControlFailed}
+var collectors = []prometheus.Collector{Failovers, FailoverDuration, Epoch, SparesLeft, Spares, Phase, MinEventRate, PollsFailed, ControlFailed}
 
 func init() {
 	metrics.Registry.MustRegister(collectors...)
@@ -64,23 +68,37 @@ func init() {
 // phases are the run phases Phase has a series for.
 var phases = []string{"Pending", "Running", "Paused", "Stopped", "Degraded", "Failed"}
 
-// Run records a run's epoch, spares asked for and left, and phase.
-func Run(namespace, run string, epoch int64, spares, sparesLeft int32, phase string) {
-	Epoch.WithLabelValues(namespace, run).Set(float64(epoch))
-	Spares.WithLabelValues(namespace, run).Set(float64(spares))
-	SparesLeft.WithLabelValues(namespace, run).Set(float64(sparesLeft))
+// RunState is what the run gauges record of one run.
+type RunState struct {
+	Epoch              int64
+	Spares, SparesLeft int32
+	Phase              string
+	MinEventRate       *int64 // nil: no floor, no series
+}
+
+// Run records a run's epoch, spares asked for and left, phase and event
+// rate floor.
+func Run(namespace, run string, s RunState) {
+	Epoch.WithLabelValues(namespace, run).Set(float64(s.Epoch))
+	Spares.WithLabelValues(namespace, run).Set(float64(s.Spares))
+	SparesLeft.WithLabelValues(namespace, run).Set(float64(s.SparesLeft))
 	for _, p := range phases {
 		v := 0.0
-		if p == phase {
+		if p == s.Phase {
 			v = 1
 		}
 		Phase.WithLabelValues(namespace, run, p).Set(v)
+	}
+	if s.MinEventRate != nil {
+		MinEventRate.WithLabelValues(namespace, run).Set(float64(*s.MinEventRate))
+	} else {
+		MinEventRate.DeleteLabelValues(namespace, run)
 	}
 }
 
 // Forget drops a deleted run's series.
 func Forget(namespace, run string) {
-	for _, v := range []*prometheus.GaugeVec{Epoch, Spares, SparesLeft} {
+	for _, v := range []*prometheus.GaugeVec{Epoch, Spares, SparesLeft, MinEventRate} {
 		v.DeleteLabelValues(namespace, run)
 	}
 	Phase.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "run": run})

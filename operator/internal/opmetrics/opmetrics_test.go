@@ -17,13 +17,14 @@ import (
 // Every metric is on the manager's registry under its documented name,
 // and a deleted run's series go.
 func TestMetricsAreRegisteredAndForgotten(t *testing.T) {
-	Run("ns", "r", 3, 2, 2, "Degraded")
+	floor := int64(1000000)
+	Run("ns", "r", RunState{Epoch: 3, Spares: 2, SparesLeft: 2, Phase: "Degraded", MinEventRate: &floor})
 	Failovers.WithLabelValues("Unreachable", "MovedToSpare").Inc()
 	Configured(1500 * time.Millisecond)
 	PollsFailed.WithLabelValues("ns", "r").Add(2)
 	ControlFailed.WithLabelValues("configure").Inc()
 	for name, want := range map[string]int{"eb_operator_run_epoch": 1, "eb_operator_run_spares_left": 1, "eb_operator_run_spares": 1,
-		"eb_operator_run_phase": 6, "eb_operator_failovers_total": 1,
+		"eb_operator_run_phase": 6, "eb_operator_run_min_event_rate": 1, "eb_operator_failovers_total": 1,
 		"eb_operator_failover_duration_seconds": 1, "eb_operator_builder_polls_failed_total": 1, "eb_operator_builder_control_failed_total": 1} {
 		if n, err := testutil.GatherAndCount(metrics.Registry, name); err != nil || n != want {
 			t.Errorf("%s: %d series (%v), want %d", name, n, err, want)
@@ -41,6 +42,13 @@ func TestMetricsAreRegisteredAndForgotten(t *testing.T) {
 eb_operator_run_spares_left{namespace="ns",run="r"} 2
 `), "eb_operator_run_spares_left"); err != nil {
 		t.Error(err)
+	}
+	if got := testutil.ToFloat64(MinEventRate.WithLabelValues("ns", "r")); got != 1e6 {
+		t.Errorf("event rate floor %v, want 1e6", got)
+	}
+	Run("ns", "r", RunState{Epoch: 3, Phase: "Running"}) // the floor removed from the spec
+	if n, _ := testutil.GatherAndCount(metrics.Registry, "eb_operator_run_min_event_rate"); n != 0 {
+		t.Errorf("eb_operator_run_min_event_rate: %d series once the run sets no floor, want 0", n)
 	}
 	Forget("ns", "r")
 	for _, name := range []string{"eb_operator_run_epoch", "eb_operator_run_spares_left", "eb_operator_run_spares", "eb_operator_run_phase",
