@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# `make demo`: a kind cluster with the operator installed and the sample run of 4
-# units building events; prints the measured rates and where to look. The cluster
-# stays up (delete it with: kind delete cluster --name <name>).
+# `make demo`: a kind cluster with a Prometheus (the Prometheus Operator's) and the
+# operator installed, and the sample run of 4 units building events; prints the
+# measured rates and where to look, Prometheus included. The cluster stays up
+# (delete it with: kind delete cluster --name <name>).
 # Usage: demo.sh <cluster> <node image> <kind> <helm> <operator image> <builder image>
+#                <prometheus-operator dir> <prometheus-operator image> <config reloader image>
+#                <prometheus image> <prometheus version>
 set -euo pipefail
 name=$1 node_image=$2 kind=$3 helm=$4 operator_image=$5 builder_image=$6
+monitoring=("${@:7:5}")
 root=$(cd "$(dirname "$0")/.." && pwd)
 kubeconfig=$root/build/$name.kubeconfig
 kubectl="kubectl --kubeconfig $kubeconfig"
@@ -13,6 +17,7 @@ mkdir -p "$root/build"
 "$root/e2e/cluster/up.sh" "$name" "$node_image" "$kind" "$kubeconfig"
 echo ">> loading images"
 "$kind" load docker-image --name "$name" "$operator_image" "$builder_image" >/dev/null
+"$root/e2e/monitoring/up.sh" "$name" "$kind" "$kubeconfig" "${monitoring[@]}"
 echo ">> installing the chart"
 # helm upgrade leaves CRDs alone, so a reused cluster gets the chart's current ones here.
 $kubectl apply --server-side --force-conflicts -f "$root/charts/eventbuilder-operator/crds/" >/dev/null
@@ -24,7 +29,8 @@ operator_failed() {
 }
 "$helm" upgrade --install eventbuilder-operator "$root/charts/eventbuilder-operator" --kubeconfig "$kubeconfig" \
   --namespace eventbuilder-system --create-namespace \
-  --set image.repository="${operator_image%:*}" --set image.tag="${operator_image##*:}" --wait --timeout 3m >/dev/null \
+  --set image.repository="${operator_image%:*}" --set image.tag="${operator_image##*:}" \
+  -f "$root/e2e/monitoring/chart-values.yaml" --wait --timeout 3m >/dev/null \
   || operator_failed
 # The image tag does not change between builds: restart so a reloaded image runs.
 $kubectl -n eventbuilder-system rollout restart deployment/eventbuilder-operator >/dev/null
@@ -62,5 +68,11 @@ The cluster '$name' stays up. Look at it with:
   kubectl describe eventbuilderrun sample    # conditions and events
   kubectl logs sample-eb-0                   # one builder's progress
   kubectl -n eventbuilder-system logs deploy/eventbuilder-operator
+Prometheus scrapes every builder and the operator, and evaluates the chart's alerts.
+Reach its API (its web UI is not built here: the UI's assets come from npm, not
+from Prometheus's Go module) and paste a query:
+  kubectl -n monitoring port-forward svc/prometheus-operated 9090 &
+  promtool query instant http://localhost:9090 'sum by (eventbuilder_daq_io_run) (rate(eb_events_built_total[1m]))'
+  curl -s http://localhost:9090/api/v1/alerts   # kubectl delete pod sample-eb-1 --grace-period=0 fires EventBuilderPeerLost
 Remove it with: $kind delete cluster --name $name
 TXT

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,10 +31,17 @@ const (
 // env is what make test-e2e hands over: tool paths and image names.
 var env struct {
 	nodeImage, kind, helm, kubectl, operatorImage, builderImage string
-	kubeconfig                                                  string
+	// The monitoring stack (e2e/monitoring/up.sh): the Prometheus Operator's
+	// binaries and CRDs, its images, and Prometheus's image and version.
+	prometheusOperatorDir, prometheusOperatorImage, configReloaderImage string
+	prometheusImage, prometheusVersion                                  string
+	kubeconfig                                                          string
 }
 
-var k8sClient client.Client
+var (
+	k8sClient client.Client
+	clientset *kubernetes.Clientset
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -43,6 +51,9 @@ func run(m *testing.M) int {
 	for name, target := range map[string]*string{
 		"E2E_NODE_IMAGE": &env.nodeImage, "E2E_KIND": &env.kind, "E2E_HELM": &env.helm, "E2E_KUBECTL": &env.kubectl,
 		"E2E_OPERATOR_IMAGE": &env.operatorImage, "E2E_BUILDER_IMAGE": &env.builderImage,
+		"E2E_PROMETHEUS_OPERATOR_DIR": &env.prometheusOperatorDir, "E2E_PROMETHEUS_OPERATOR_IMAGE": &env.prometheusOperatorImage,
+		"E2E_PROMETHEUS_CONFIG_RELOADER_IMAGE": &env.configReloaderImage, "E2E_PROMETHEUS_IMAGE": &env.prometheusImage,
+		"E2E_PROMETHEUS_VERSION": &env.prometheusVersion,
 	} {
 		if *target = os.Getenv(name); *target == "" {
 			fmt.Fprintf(os.Stderr, "e2e: %s is not set; run the suite with `make test-e2e`\n", name)
@@ -71,8 +82,8 @@ func run(m *testing.M) int {
 	return code
 }
 
-// bringUp creates a fresh cluster (unless E2E_REUSE_CLUSTER=1), loads the images
-// and installs the chart.
+// bringUp creates a fresh cluster (unless E2E_REUSE_CLUSTER=1), loads the images,
+// installs the monitoring stack and the chart with its monitoring objects.
 func bringUp() error {
 	started := time.Now()
 	if os.Getenv("E2E_REUSE_CLUSTER") != "1" {
@@ -86,6 +97,10 @@ func bringUp() error {
 			return fmt.Errorf("kind load %s: %w", image, err)
 		}
 	}
+	if err := command("monitoring/up.sh", clusterName, env.kind, env.kubeconfig, env.prometheusOperatorDir,
+		env.prometheusOperatorImage, env.configReloaderImage, env.prometheusImage, env.prometheusVersion).Run(); err != nil {
+		return fmt.Errorf("monitoring/up.sh: %w", err)
+	}
 	// helm upgrade leaves CRDs alone: a reused cluster gets the chart's current ones here.
 	if err := command(env.kubectl, "--kubeconfig", env.kubeconfig, "apply", "--server-side", "--force-conflicts",
 		"-f", "../charts/eventbuilder-operator/crds/").Run(); err != nil {
@@ -94,7 +109,7 @@ func bringUp() error {
 	repository, tag := splitImage(env.operatorImage)
 	if err := command(env.helm, "upgrade", "--install", operatorRelease, "../charts/eventbuilder-operator",
 		"--kubeconfig", env.kubeconfig, "--namespace", operatorNamespace, "--create-namespace",
-		"--set", "image.repository="+repository, "--set", "image.tag="+tag,
+		"--set", "image.repository="+repository, "--set", "image.tag="+tag, "-f", "monitoring/chart-values.yaml",
 		"--wait", "--timeout", "3m").Run(); err != nil {
 		return fmt.Errorf("helm install: %w", err)
 	}
@@ -120,6 +135,9 @@ func bringUp() error {
 		return err
 	}
 	if k8sClient, err = client.New(config, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	if clientset, err = kubernetes.NewForConfig(config); err != nil {
 		return err
 	}
 	fmt.Printf("e2e: cluster up and chart installed in %s\n", time.Since(started).Round(time.Second))
@@ -149,6 +167,9 @@ func dumpClusterState(w *os.File) {
 	fmt.Fprintln(w, "==== builder pods ====")
 	kubectl(ctx, w, "describe", "pods", "-A", "-l", "app.kubernetes.io/name=eventbuilder")
 	kubectl(ctx, w, "logs", "-A", "-l", "app.kubernetes.io/name=eventbuilder", "--tail=30", "--prefix")
+	fmt.Fprintln(w, "==== monitoring ====")
+	kubectl(ctx, w, "-n", "monitoring", "get", "pods,prometheus", "-o", "wide")
+	kubectl(ctx, w, "-n", "monitoring", "logs", "deploy/prometheus-operator", "--tail=30")
 	fmt.Fprintln(w, "==== events ====")
 	kubectl(ctx, w, "get", "events", "-A", "--sort-by=.lastTimestamp")
 }

@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ebv1alpha1 "daq.io/eventbuilder/operator/api/v1alpha1"
+)
+
+// A real Prometheus (the Prometheus Operator's, e2e/monitoring) scrapes a
+// run's builders through the chart's PodMonitor and the operator through
+// its ServiceMonitor: the run's event rate in PromQL agrees with the run's
+// status within 10 %, the operator's series carry the run's epoch and event
+// rate floor, and after a unit is killed the chart's EventBuilderPeerLost
+// alert fires within a minute.
+func TestPrometheusScrapesTheRunAndAlertsOnALostPeer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+
+	key := client.ObjectKey{Namespace: "e2e-prometheus", Name: "watched"}
+	ensureNamespace(ctx, t, key.Namespace)
+	deleteRun(ctx, t, key)
+	floor := int64(1)
+	run := &ebv1alpha1.EventBuilderRun{
+		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace},
+		Spec: ebv1alpha1.EventBuilderRunSpec{
+			Units:        3,
+			MinEventRate: &floor,
+			Builder:      ebv1alpha1.BuilderSpec{Image: env.builderImage, ImagePullPolicy: corev1.PullIfNotPresent},
+		},
+	}
+	if err := k8sClient.Create(ctx, run); err != nil {
+		t.Fatalf("create run: %v", err)
+	}
+	waitFor(ctx, t, "phase Running with events built", 5*time.Minute, func() (bool, string) {
+		if err := k8sClient.Get(ctx, key, run); err != nil {
+			return false, err.Error()
+		}
+		return run.Status.Phase == ebv1alpha1.PhaseRunning && run.Status.EventsBuilt > 0, describe(run)
+	})
+
+	builders := fmt.Sprintf(`namespace=%q,eventbuilder_daq_io_run=%q`, key.Namespace, key.Name)
+	operator := fmt.Sprintf(`namespace=%q,run=%q`, key.Namespace, key.Name)
+	waitFor(ctx, t, "Prometheus to scrape the 3 builders and the operator's series of the run", 2*time.Minute, func() (bool, string) {
+		up, err1 := promScalar(ctx, fmt.Sprintf(`sum(eb_up{%s})`, builders))
+		epoch, err2 := promScalar(ctx, fmt.Sprintf(`eb_operator_run_epoch{%s}`, operator))
+		floorSeen, err3 := promScalar(ctx, fmt.Sprintf(`eb_operator_run_min_event_rate{%s}`, operator))
+		if err := k8sClient.Get(ctx, key, run); err != nil {
+			return false, err.Error()
+		}
+		return up == 3 && epoch == float64(run.Status.Epoch) && floorSeen == float64(floor),
+			fmt.Sprintf("builders up %v (%v), epoch %v (%v) of status %d, floor %v (%v)", up, err1, epoch, err2, run.Status.Epoch, floorSeen, err3)
+	})
+
+	// The same minute seen twice: the status's counter (the operator's polls)
+	// and PromQL's rate over Prometheus's own scrapes.
+	const window = time.Minute
+	start, startedAt := run.Status.EventsBuilt, time.Now()
+	select {
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	case <-time.After(window): // the measurement window, not a wait for a condition
+	}
+	if err := k8sClient.Get(ctx, key, run); err != nil {
+		t.Fatal(err)
+	}
+	statusRate := float64(run.Status.EventsBuilt-start) / time.Since(startedAt).Seconds()
+	promRate, err := promScalar(ctx, fmt.Sprintf(`sum(rate(eb_events_built_total{%s}[%ds]))`, builders, int(window.Seconds())))
+	if err != nil {
+		t.Fatalf("PromQL event rate: %v", err)
+	}
+	t.Logf("event rate over %s: %.0f events/s from the run's status, %.0f events/s from PromQL (ratio %.3f)",
+		window, statusRate, promRate, promRate/statusRate)
+	if statusRate <= 0 || math.Abs(promRate/statusRate-1) > 0.10 {
+		t.Errorf("PromQL says %.0f events/s, the run's status %.0f events/s: want them within 10 %%", promRate, statusRate)
+	}
+
+	victim := run.Status.Units[1]
+	t.Logf("killing the unit on rank %d: deleting pod %s with grace period 0", victim.Rank, victim.Pod)
+	deleted := deleteBuilderPod(ctx, t, builderPod(ctx, t, key.Namespace, victim.Pod))
+	firing := fmt.Sprintf(`count(ALERTS{alertname="EventBuilderPeerLost",alertstate="firing",%s})`, builders)
+	waitFor(ctx, t, "the EventBuilderPeerLost alert to fire", time.Minute, func() (bool, string) {
+		n, err := promScalar(ctx, firing)
+		return n > 0, fmt.Sprintf("%s = %v (%v)", firing, n, err)
+	})
+	t.Logf("EventBuilderPeerLost firing %s after the pod was deleted", time.Since(deleted).Round(time.Second))
+
+	deleteRun(ctx, t, key)
+}
+
+// promScalar runs an instant PromQL query on the kind Prometheus, through
+// the API server's service proxy, and returns its one value (NaN and an
+// error when the result is not exactly one sample).
+func promScalar(ctx context.Context, query string) (float64, error) {
+	body, err := clientset.CoreV1().Services("monitoring").ProxyGet("http", "prometheus-operated", "web",
+		"/api/v1/query", map[string]string{"query": query}).DoRaw(ctx)
+	if err != nil {
+		return math.NaN(), err
+	}
+	var answer struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []struct {
+				Value [2]any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &answer); err != nil {
+		return math.NaN(), fmt.Errorf("%s: %w", body, err)
+	}
+	if answer.Status != "success" {
+		return math.NaN(), fmt.Errorf("query %s: %s", query, answer.Error)
+	}
+	if len(answer.Data.Result) != 1 {
+		return math.NaN(), fmt.Errorf("query %s: %d samples, want 1", query, len(answer.Data.Result))
+	}
+	text, _ := answer.Data.Result[0].Value[1].(string)
+	return strconv.ParseFloat(text, 64)
+}
