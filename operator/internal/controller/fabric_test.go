@@ -503,8 +503,9 @@ func TestUnfoldedRunPlacesRusAndBusAndFailsOver(t *testing.T) {
 		return nil
 	})
 
-	// Unit 0's RU (rank 0, leaf 0) is refused by the kubelet: the spare on
-	// its leaf (rank 2) runs it, with its sources.
+	// Unit 0's RU (rank 0, leaf 0) is refused by the kubelet: with no spare
+	// on another leaf, the spare on its leaf (rank 2) runs it, with its
+	// sources.
 	failPod(t, ns, "unf-eb-0", "TopologyAffinityError")
 	fo := waitFailover(t, key, 2)
 	farm.Kill(string(pods["unf-eb-0"].UID))
@@ -686,7 +687,7 @@ func TestSpareThatCannotJoinIsFailedOver(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		spares int32
-		spare  int32 // the rank the planner moves rank 4's unit to (the same leaf first)
+		spare  int32 // the rank the planner moves rank 4's unit to (another leaf first)
 		// Outcome of the spare's own failover, at epoch 3.
 		outcome   string
 		phase     ebv1.RunPhase
@@ -696,7 +697,7 @@ func TestSpareThatCannotJoinIsFailedOver(t *testing.T) {
 		// of its server) is never used for it.
 		sparesLeft int32
 	}{
-		{"another spare takes over", 3, 7, ebv1.OutcomeMovedToSpare, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning, 5, 1},
+		{"another spare takes over", 3, 2, ebv1.OutcomeMovedToSpare, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning, 5, 1},
 		{"only its sibling left: the run degrades", 2, 2, ebv1.OutcomeDegraded, ebv1.PhaseDegraded, ebv1.ReasonUnitsLost, 4, 1},
 		{"none left: the run degrades", 1, 3, ebv1.OutcomeDegraded, ebv1.PhaseDegraded, ebv1.ReasonUnitsLost, 4, 0},
 	} {
@@ -886,6 +887,44 @@ func TestRunWaitsForItsFabric(t *testing.T) {
 	}
 	smallFabric(t, "early")
 	waitPods(t, ns, "early", "early-eb-0", "early-eb-1", "early-eb-2", "early-eb-3")
+}
+
+// A Fabric whose schedule would overload a leaf-spine link (3 leaves x 7
+// ports, 4 spines, 2 links per pair, routed by the global port) is
+// refused: the run is Pending, PlanFailed, its message naming the phase,
+// the link and the fixes, and no pod is created.
+func TestOverloadingFabricIsRefusedWithTheLinkAndTheFix(t *testing.T) {
+	requireEnvtest(t)
+	ns := newNamespace(t)
+	f := &ebv1.Fabric{
+		ObjectMeta: metav1.ObjectMeta{Name: "seven-ports"},
+		Spec:       ebv1.FabricSpec{Leaves: 3, Spines: 4, PortsPerLeaf: 7, LinksPerPair: 2},
+	}
+	for leaf := range 3 {
+		for port := range 7 {
+			node := fmt.Sprintf("seven-l%dp%d", leaf, port)
+			createNode(t, node)
+			f.Spec.Endpoints = append(f.Spec.Endpoints, ebv1.FabricEndpoint{Name: node, Node: node, Leaf: int32(leaf), Port: int32(port)})
+		}
+	}
+	if err := k8s.Create(context.Background(), f); err != nil {
+		t.Fatalf("create fabric: %v", err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), f) })
+	run := fabricRun(ns, "overloaded", f.Name, 21, 0)
+	if err := k8s.Create(context.Background(), run); err != nil {
+		t.Fatalf("create run: %v", err)
+	}
+	cond := waitPhase(t, client.ObjectKeyFromObject(run), ebv1.PhasePending, ebv1.ReasonPlanFailed)
+	for _, says := range []string{"carries 3 flows over 2 links", "phase ", "add spines or links per pair", "routing LeafPortModSpines"} {
+		if !strings.Contains(cond.Message, says) {
+			t.Errorf("Ready message %q, want it to say %q", cond.Message, says)
+		}
+	}
+	var pods corev1.PodList
+	if err := k8s.List(context.Background(), &pods, client.InNamespace(ns)); err != nil || len(pods.Items) != 0 {
+		t.Errorf("%d pods (%v), want none for a refused plan", len(pods.Items), err)
+	}
 }
 
 // failPod plays the kubelet refusing or evicting a pod.

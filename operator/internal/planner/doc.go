@@ -15,7 +15,11 @@
 // Ranks. Plan uses the fewest leaves that hold the endpoints it needs (the
 // "leaves in use"), numbers them 0, 1, ... in ascending leaf order, and
 // gives port p of the i-th leaf in use rank i*PortsPerLeaf+p. N is
-// therefore every server-facing port of the leaves in use. Every leaf uses
+// therefore every server-facing port of the leaves in use; where some port
+// columns have no live or spare endpoint on any leaf in use, Plan drops
+// them (port ports[j] of the i-th leaf is then rank i*len(ports)+j, the
+// same permutation on every leaf) when that table plays without an
+// overload, since each dummy costs a phase. Every leaf uses
 // the same port order, which is what keeps links free of conflicts: the
 // PortsPerLeaf senders of a leaf send, in any phase, to PortsPerLeaf
 // consecutive ranks, which sit on PortsPerLeaf distinct port numbers and
@@ -27,7 +31,9 @@
 // leaf: true of RoutingPortModSpines when PortsPerLeaf is a multiple of
 // Spines (the paper's fabrics), and always of RoutingLeafPortModSpines
 // (spine = Port mod Spines). CheckLinkLoad verifies any table
-// by playing every phase; the reconciler and the tests use it.
+// by playing every phase; Plan refuses a fabric whose table would overload
+// a link (ErrLinkOverload, naming the phase, the link and the fixes), and
+// Failover never adds an overload.
 //
 // Dummies. A rank whose port has no live unit (nothing cabled, node not
 // schedulable, endpoint idle or failed, or a warm spare) is a dummy: it
@@ -48,7 +54,9 @@
 // a live rank fails, Failover makes it a dummy and gives its unit to a
 // spare rank, which goes live; the epoch goes up by one so that all
 // builders switch tables at the same phase boundary. The spare is the
-// first schedulable one on the failed rank's leaf, else the lowest-ranked
-// one, that adds no link overload. With no spare left it returns
+// lowest-ranked schedulable one on another server and, where one is left,
+// another leaf than the failed rank's (the failure domains: a server, all
+// its NUMA endpoints, and a leaf, which a failure seen only as lost peers
+// may be), that adds no link overload. With no spare left it returns
 // ErrNoSpare and the caller applies the run's failure policy.
 package planner

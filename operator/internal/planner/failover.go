@@ -37,8 +37,9 @@ type FailoverResult struct {
 // unit id, function and readout streams, so the run keeps its sources and
 // outputs. Of the spares whose endpoint is still schedulable in fabric and
 // on another server than the failed endpoint (never its sibling NUMA half),
-// it prefers one on the failed rank's leaf, then the lowest rank, and takes
-// the first whose table has no more link overloads (CheckLinkLoad) than t.
+// it prefers one on another leaf than the failed rank's (a failure seen
+// only as lost peers may be that leaf), then the lowest rank, and takes the
+// first whose table has no more link overloads (CheckLinkLoad) than t.
 // Use t.RankOf to find the rank of a failed endpoint.
 func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverResult, error) {
 	if failedRank < 0 || failedRank >= t.N() {
@@ -87,9 +88,9 @@ func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverRe
 	slices.SortStableFunc(candidates, func(a, b Rank) int {
 		if sameLeaf(a) != sameLeaf(b) {
 			if sameLeaf(a) {
-				return -1
+				return 1
 			}
-			return 1
+			return -1
 		}
 		return cmp.Compare(a.Rank, b.Rank)
 	})
@@ -105,9 +106,10 @@ func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverRe
 			passed = append(passed, fmt.Sprintf("%s (rank %d) would add %d link overloads", spare.Endpoint, spare.Rank, len(after)-len(before)))
 			continue
 		}
-		why := fmt.Sprintf("spare %s (rank %d) is on leaf %d, the failed unit's leaf", spare.Endpoint, spare.Rank, spare.Leaf)
-		if !sameLeaf(spare) {
-			why = fmt.Sprintf("no usable spare on leaf %d; spare %s (rank %d, leaf %d) is the lowest-ranked one", failed.Leaf, spare.Endpoint, spare.Rank, spare.Leaf)
+		why := fmt.Sprintf("spare %s (rank %d) is the lowest-ranked one on another leaf (%d) than the failed unit's (%d)",
+			spare.Endpoint, spare.Rank, spare.Leaf, failed.Leaf)
+		if sameLeaf(spare) {
+			why = fmt.Sprintf("no usable spare on another leaf than %d; spare %s (rank %d) is on the failed unit's leaf", failed.Leaf, spare.Endpoint, spare.Rank)
 		}
 		why += fmt.Sprintf("; link check: %d overloads in %d phases", len(after), next.N())
 		if len(passed) > 0 {

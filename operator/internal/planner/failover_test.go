@@ -33,18 +33,18 @@ func TestFailover(t *testing.T) {
 		function Function
 		reason   string
 	}{
-		{name: "spare on the same leaf", req: folded, fabric: fig8(), failed: 0, spare: 1, roles: "DLLSLLLL", function: RUBU,
-			reason: "spare t1 (rank 1) is on leaf 0, the failed unit's leaf; link check: 0 overloads in 8 phases"},
-		{name: "spare on the same leaf, leaf 1", req: folded, fabric: fig8(), failed: 2, spare: 3, roles: "LSDLLLLL", function: RUBU,
-			reason: "spare t3 (rank 3) is on leaf 1"},
-		{name: "no spare on the leaf: lowest-ranked spare", req: folded, fabric: fig8(), failed: 6, spare: 1, roles: "LLLSLLDL", function: RUBU,
-			reason: "no usable spare on leaf 3; spare t1 (rank 1, leaf 0) is the lowest-ranked one"},
-		{name: "same-leaf spare no longer schedulable", req: folded, fabric: unschedulable(fig8(), "t1"), failed: 0, spare: 3, roles: "DSLLLLLL", function: RUBU,
-			reason: "no usable spare on leaf 0; spare t3 (rank 3, leaf 1)"},
-		{name: "unfolded: an RU's spare runs the RU", req: unfolded, fabric: fig8(), failed: 0, spare: 1, roles: "DLLSLLLL", function: RU,
-			reason: "spare t1 (rank 1) is on leaf 0"},
+		{name: "spare on another leaf", req: folded, fabric: fig8(), failed: 0, spare: 3, roles: "DSLLLLLL", function: RUBU,
+			reason: "spare t3 (rank 3) is the lowest-ranked one on another leaf (1) than the failed unit's (0); link check: 0 overloads in 8 phases"},
+		{name: "spare on another leaf, from leaf 1", req: folded, fabric: fig8(), failed: 2, spare: 1, roles: "LLDSLLLL", function: RUBU,
+			reason: "spare t1 (rank 1) is the lowest-ranked one on another leaf (0) than the failed unit's (1)"},
+		{name: "both on other leaves: the lowest-ranked", req: folded, fabric: fig8(), failed: 6, spare: 1, roles: "LLLSLLDL", function: RUBU,
+			reason: "spare t1 (rank 1) is the lowest-ranked one on another leaf (0) than the failed unit's (3)"},
+		{name: "other-leaf spare no longer schedulable: the same leaf's", req: folded, fabric: unschedulable(fig8(), "t3"), failed: 0, spare: 1,
+			roles: "DLLSLLLL", function: RUBU, reason: "no usable spare on another leaf than 0; spare t1 (rank 1) is on the failed unit's leaf"},
+		{name: "unfolded: an RU's spare runs the RU", req: unfolded, fabric: fig8(), failed: 0, spare: 3, roles: "DSLLLLLL", function: RU,
+			reason: "spare t3 (rank 3) is the lowest-ranked one on another leaf (1)"},
 		{name: "unfolded: a BU's spare runs the BU", req: unfolded, fabric: fig8(), failed: 6, spare: 1, roles: "LLLSLLDL", function: BU,
-			reason: "no usable spare on leaf 3; spare t1 (rank 1, leaf 0) is the lowest-ranked one"},
+			reason: "spare t1 (rank 1) is the lowest-ranked one on another leaf (0)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -180,14 +180,14 @@ func TestFailoverLHCb(t *testing.T) {
 	steps := []struct {
 		failed, spare int
 	}{
-		{failed: 0, spare: 18},   // leaf 0: its own spare
-		{failed: 300, spare: 19}, // leaf 15 has none: the lowest-ranked
-		{failed: 21, spare: 38},  // leaf 1
-		{failed: 40, spare: 58},  // leaf 2
-		{failed: 355, spare: 39}, // leaf 17 has none
-		{failed: 58, spare: 78},  // the unit moved to leaf 2 fails again: not leaf 2's last spare, 59, its server's other half
-		{failed: 61, spare: 79},  // leaf 3
-		{failed: 1, spare: 59},   // leaf 0 has none left: the lowest-ranked, 59 (no sibling of rank 1)
+		{failed: 0, spare: 38},   // leaf 0: the lowest-ranked spare on another leaf, leaf 1's
+		{failed: 300, spare: 18}, // leaf 15 has none: the lowest-ranked
+		{failed: 21, spare: 19},  // leaf 1: leaf 0's last
+		{failed: 40, spare: 39},  // leaf 2: leaf 1's last
+		{failed: 355, spare: 58}, // leaf 17: the lowest-ranked left
+		{failed: 58, spare: 78},  // the unit moved to leaf 2 fails again: not 59, its server's other half on its leaf
+		{failed: 61, spare: 59},  // leaf 3: leaf 2's last
+		{failed: 1, spare: 79},   // the last spare, on leaf 3
 	}
 	table := initial
 	for i, s := range steps {

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -94,7 +95,8 @@ type RankTable struct {
 	Epoch  int64
 	Layout Layout
 	// LeavesInUse are the leaves the schedule spans, ascending; the leaf
-	// at position i holds ranks i*PortsPerLeaf .. (i+1)*PortsPerLeaf-1.
+	// at position i holds ranks i*C .. (i+1)*C-1, C = N/len(LeavesInUse)
+	// port columns (PortsPerLeaf, or fewer where columns are unused).
 	LeavesInUse []int
 	// Ranks is indexed by rank; its length is N.
 	Ranks []Rank
@@ -106,8 +108,8 @@ type RankTable struct {
 	Unschedulable []string
 }
 
-// N is the number of ranks in the schedule: every server-facing port of
-// the leaves in use.
+// N is the number of ranks in the schedule: the port columns in use on
+// every leaf in use.
 func (t RankTable) N() int { return len(t.Ranks) }
 
 // RankOf returns the rank of an endpoint that runs a live unit or a spare.
@@ -132,11 +134,15 @@ func (t RankTable) Count(role Role) int {
 }
 
 // Plan validates the fabric and the request and builds the rank table at
-// epoch 1. The rank of port p on the i-th leaf in use is i*PortsPerLeaf+p:
-// the same port order on every leaf, which with linear shifting and the
-// routing rule keeps every leaf-spine link within its capacity. Which
-// endpoints are live, spare or idle is described at selectEndpoints; the
-// result does not depend on the order of fabric.Endpoints.
+// epoch 1. The rank of port p on the i-th leaf in use is i*PortsPerLeaf+p,
+// or, where only some port columns hold live or spare endpoints and the
+// smaller table overloads no link, i*C+j for p the j-th of the C columns in
+// use: the same port order on every leaf, which with linear shifting and
+// the routing rule keeps every leaf-spine link within its capacity. A
+// table that would still overload a link is refused (ErrLinkOverload).
+// Which endpoints are live, spare or idle is described at
+// selectEndpoints; the result does not depend on the order of
+// fabric.Endpoints.
 func Plan(fabric Fabric, req Request) (RankTable, error) {
 	if err := fabric.Validate(); err != nil {
 		return RankTable{}, fmt.Errorf("invalid fabric: %w", err)
@@ -167,23 +173,93 @@ func Plan(fabric Fabric, req Request) (RankTable, error) {
 	}
 
 	sel := selectEndpoints(ready, live, req.Spares)
+	t := number(fabric, req, sel, unschedulable, portsInUse(fabric, sel, true))
+	if fewer := portsInUse(fabric, sel, false); len(fewer) < fabric.PortsPerLeaf {
+		// Only the port columns some live or spare endpoint sits on: fewer
+		// dummies, but the even spread over the spines is no longer given,
+		// so it is kept only if it plays without an overload.
+		if compact := number(fabric, req, sel, unschedulable, fewer); overloads(fabric, compact) == 0 {
+			t = compact
+		}
+	}
+	violations, err := CheckLinkLoad(fabric, t)
+	if err != nil {
+		return RankTable{}, err
+	}
+	if len(violations) > 0 {
+		return RankTable{}, fmt.Errorf("%w: %s%s; every link needs at most linksPerPair (%d) flows in every phase: "+
+			"add spines or links per pair (spines x linksPerPair >= portsPerLeaf, %d), route by the port on the leaf "+
+			"(routing %s), or cable the endpoints on fewer ports per leaf",
+			ErrLinkOverload, violations[0], more(len(violations)-1), fabric.LinksPerPair, fabric.PortsPerLeaf, RoutingLeafPortModSpines)
+	}
+	return t, nil
+}
+
+// ErrLinkOverload: the schedule would put more flows on a leaf-spine link
+// than it has links, in some phase.
+var ErrLinkOverload = errors.New("the schedule overloads a leaf-spine link")
+
+func more(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (and %d more phase-links)", n)
+}
+
+// overloads is the number of (phase, link) overloads of t.
+func overloads(fabric Fabric, t RankTable) int {
+	violations, err := CheckLinkLoad(fabric, t)
+	if err != nil {
+		return -1
+	}
+	return len(violations)
+}
+
+// portsInUse is the port columns of the schedule, ascending: every port of
+// a leaf, or (all false) only the ports some live or spare endpoint of the
+// selection sits on, on any leaf.
+func portsInUse(fabric Fabric, sel selection, all bool) []int {
+	if all {
+		ports := make([]int, fabric.PortsPerLeaf)
+		for p := range ports {
+			ports[p] = p
+		}
+		return ports
+	}
+	var ports []int
+	for _, ep := range slices.Concat(sel.live, sel.spares) {
+		if _, in := slices.BinarySearch(ports, ep.Port); !in {
+			ports = append(ports, ep.Port)
+			slices.Sort(ports)
+		}
+	}
+	return ports
+}
+
+// number builds the epoch-1 table of the selection with the given port
+// columns: port ports[j] of the i-th leaf in use is rank i*len(ports)+j, the
+// same permutation on every leaf.
+func number(fabric Fabric, req Request, sel selection, unschedulable []Endpoint, ports []int) RankTable {
 	t := RankTable{
 		Epoch:         1,
 		Layout:        cmp.Or(req.Layout, Folded),
 		LeavesInUse:   sel.leaves,
-		Ranks:         make([]Rank, len(sel.leaves)*fabric.PortsPerLeaf),
+		Ranks:         make([]Rank, len(sel.leaves)*len(ports)),
 		Idle:          endpointNames(sel.idle),
 		Unschedulable: endpointNames(unschedulable),
 	}
-	position := map[int]int{} // absolute leaf -> position among leaves in use
+	position, column := map[int]int{}, map[int]int{} // absolute leaf, port -> position in the schedule
+	for j, p := range ports {
+		column[p] = j
+	}
 	for i, l := range sel.leaves {
 		position[l] = i
-		for p := range fabric.PortsPerLeaf {
-			r := i*fabric.PortsPerLeaf + p
+		for j, p := range ports {
+			r := i*len(ports) + j
 			t.Ranks[r] = Rank{Rank: r, Leaf: l, Port: p, Role: Dummy, Unit: NoUnit}
 		}
 	}
-	rankOf := func(ep Endpoint) *Rank { return &t.Ranks[position[ep.Leaf]*fabric.PortsPerLeaf+ep.Port] }
+	rankOf := func(ep Endpoint) *Rank { return &t.Ranks[position[ep.Leaf]*len(ports)+column[ep.Port]] }
 	for _, ep := range sel.spares {
 		r := rankOf(ep)
 		r.Role, r.Endpoint = Spare, ep.Name
@@ -201,7 +277,7 @@ func Plan(fabric Fabric, req Request) (RankTable, error) {
 			r.Unit, r.Function = UnitID(k-req.Units), BU
 		}
 	}
-	return t, nil
+	return t
 }
 
 func endpointNames(eps []Endpoint) []string {

@@ -3,6 +3,7 @@ package planner
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -274,4 +275,91 @@ func TestPlanFewestLeaves(t *testing.T) {
 			assertNoOverload(t, tc.fabric, got)
 		})
 	}
+}
+
+// halfCabled is leaves x portsPerLeaf ports of which only ports 0..cabled-1
+// of every leaf have an endpoint, one server each.
+func halfCabled(leaves, portsPerLeaf, cabled, spines, links int) Fabric {
+	f := Fabric{Leaves: leaves, Spines: spines, PortsPerLeaf: portsPerLeaf, LinksPerPair: links}
+	for l := range leaves {
+		for p := range cabled {
+			name := fmt.Sprintf("l%dp%d", l, p)
+			f.Endpoints = append(f.Endpoints, Endpoint{Name: name, Node: name, Leaf: l, Port: p, Schedulable: true})
+		}
+	}
+	return f
+}
+
+// Ranks cover only the port columns some live or spare endpoint sits on,
+// the same columns on every leaf, when that plays without an overload.
+func TestPlanRanksOnlyThePortColumnsInUse(t *testing.T) {
+	tests := []struct {
+		name   string
+		fabric Fabric
+		req    Request
+		n      int
+		ports  []int // the port of ranks 0.. on the first leaf in use
+	}{
+		// The case: ports 0-9 of 20 on 4 leaves: 40 ranks, not 80.
+		{name: "half of every leaf cabled", fabric: halfCabled(4, 20, 10, 10, 2), req: Request{Units: 40}, n: 40,
+			ports: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}},
+		{name: "spares keep their column", fabric: halfCabled(4, 20, 10, 10, 2), req: Request{Units: 36, Spares: 4}, n: 40},
+		{name: "every port cabled", fabric: fig8(), req: Request{Units: 8}, n: 8, ports: []int{0, 1}},
+		{name: "a column cabled on one leaf only is kept on all", fabric: func() Fabric {
+			f := halfCabled(2, 8, 2, 4, 2)
+			f.Endpoints = append(f.Endpoints, Endpoint{Name: "l1p5", Node: "l1p5", Leaf: 1, Port: 5, Schedulable: true})
+			return f
+		}(), req: Request{Units: 5}, n: 6, ports: []int{0, 1, 5}},
+		// Global-port routing with 7 ports over 4 spines: the 5 columns in
+		// use would overload a link where all 7 do not, so all 7 stay.
+		{name: "fewer columns would overload: all kept", fabric: func() Fabric {
+			f := Fabric{Leaves: 3, Spines: 4, PortsPerLeaf: 7, LinksPerPair: 1}
+			for _, lp := range [][2]int{{0, 0}, {0, 3}, {0, 4}, {1, 4}, {1, 6}, {2, 5}, {2, 6}} {
+				name := fmt.Sprintf("l%dp%d", lp[0], lp[1])
+				f.Endpoints = append(f.Endpoints, Endpoint{Name: name, Node: name, Leaf: lp[0], Port: lp[1], Schedulable: true})
+			}
+			return f
+		}(), req: Request{Units: 7}, n: 21, ports: []int{0, 1, 2, 3, 4, 5, 6}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := mustPlan(t, tc.fabric, tc.req)
+			if got.N() != tc.n || got.Count(Live) != tc.req.Units || got.Count(Spare) != tc.req.Spares {
+				t.Fatalf("N = %d with %d live and %d spares, want N = %d with %d and %d",
+					got.N(), got.Count(Live), got.Count(Spare), tc.n, tc.req.Units, tc.req.Spares)
+			}
+			columns := got.N() / len(got.LeavesInUse)
+			for i, r := range got.Ranks { // one permutation: the same port at the same column on every leaf
+				if first := got.Ranks[i%columns]; r.Port != first.Port || r.Leaf != got.LeavesInUse[i/columns] {
+					t.Errorf("rank %d is leaf %d port %d, want leaf %d port %d", i, r.Leaf, r.Port, got.LeavesInUse[i/columns], first.Port)
+				}
+			}
+			for j, p := range tc.ports {
+				if got.Ranks[j].Port != p {
+					t.Errorf("rank %d on port %d, want %d", j, got.Ranks[j].Port, p)
+				}
+			}
+			assertNoOverload(t, tc.fabric, got)
+		})
+	}
+}
+
+// A fabric whose schedule would overload a link is refused with the link,
+// the phase and the fix.
+func TestPlanRefusesAnOverloadingFabric(t *testing.T) {
+	// The case: 3 leaves x 7 ports, 4 spines, 2 links per pair.
+	sevenPorts := halfCabled(3, 7, 7, 4, 2)
+	got, err := Plan(sevenPorts, Request{Units: 21})
+	if !errors.Is(err, ErrLinkOverload) {
+		t.Fatalf("Plan() = %d ranks, %v; want ErrLinkOverload", got.N(), err)
+	}
+	for _, says := range []string{"carries 3 flows over 2 links", "phase ", "leaf ", "spine ",
+		"add spines or links per pair (spines x linksPerPair >= portsPerLeaf, 7)", "routing LeafPortModSpines"} {
+		if !strings.Contains(err.Error(), says) {
+			t.Errorf("Plan() = %q, want it to say %q", err, says)
+		}
+	}
+	// The fix it names: routing by the port on the leaf.
+	sevenPorts.Routing = RoutingLeafPortModSpines
+	assertNoOverload(t, sevenPorts, mustPlan(t, sevenPorts, Request{Units: 21}))
 }

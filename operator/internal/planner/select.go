@@ -20,8 +20,9 @@ type selection struct {
 //
 //  1. Leaves: the fewest leaves that hold live+spares endpoints, taking the
 //     leaves with the most schedulable endpoints first (lower index on a
-//     tie). Every leaf in use adds PortsPerLeaf ranks, and every unused
-//     port among them is a dummy, so fewer leaves means fewer dummies.
+//     tie). Every leaf in use adds a rank per port column in use, and
+//     every unused port among them is a dummy, so fewer leaves means fewer
+//     dummies.
 //  2. Spares, then endpoints left idle, are taken by spread: whole servers,
 //     round-robin across the leaves in use.
 //  3. The rest are live.
