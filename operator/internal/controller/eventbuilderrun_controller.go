@@ -57,12 +57,15 @@ const maxConcurrentCreates = 32
 // Annotations on the rank-table ConfigMap: what the table was planned for,
 // whether the failure policy stopped the run, the last failover, and the
 // rejoins of lost ranks that have not held yet (runplan.RejoinAttempts,
-// JSON). The ConfigMap is the operator's durable record of the run's table.
+// JSON), and the pod IPs the epoch's builders were given
+// (runplan.GivenAddresses, JSON). The ConfigMap is the operator's durable
+// record of the run's table.
 const (
 	annRequest      = "eventbuilder.daq.io/planned-for"
 	annStopped      = "eventbuilder.daq.io/stopped"
 	annLastFailover = "eventbuilder.daq.io/last-failover"
 	annRejoins      = "eventbuilder.daq.io/rejoin-attempts"
+	annAddresses    = "eventbuilder.daq.io/given-addresses"
 )
 
 // EventBuilderRunReconciler plans a run's ranks (on its Fabric, if any),
@@ -187,14 +190,21 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	}
 	// Hand-edited or corrupt records must not wedge the run: each that
 	// cannot be read is removed, and a Warning says what that costs.
-	attempts, err := rejoinAttempts(cm)
+	attempts, err := record[runplan.RejoinAttempts](cm, annRejoins)
 	if err != nil {
 		if err := r.dropRecord(ctx, run, cm, annRejoins, err, "RejoinRecordInvalid", "Rejoin",
 			"the rejoins of lost ranks back off afresh"); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	if _, err := lastFailover(cm); err != nil {
+	given, err := record[runplan.GivenAddresses](cm, annAddresses)
+	if err != nil {
+		if err := r.dropRecord(ctx, run, cm, annAddresses, err, "AddressRecordInvalid", "Configure",
+			"a pod that changes IP within this epoch is not noticed until the next"); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if _, err := record[*ebv1.FailoverStatus](cm, annLastFailover); err != nil {
 		if err := r.dropRecord(ctx, run, cm, annLastFailover, err, "FailoverRecordInvalid", "Failover",
 			"status.lastFailover is empty until the next failover"); err != nil {
 			return ctrl.Result{}, err
@@ -303,9 +313,21 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		}
 		failedRejoins = d.Failed
 	}
+	stopped := cm.Annotations[annStopped] != ""
+	// A rank whose pod answers from another IP than its peers were given
+	// (a node restart recreates its pods' sandboxes) is taken back by a new
+	// epoch carrying the addresses as they are: the others dial the old one.
+	if poll != nil && !published && !stopped {
+		if moved := runplan.MovedAddresses(table, given, podIPs(table, pods), poll.Reports); len(moved) > 0 {
+			next := runplan.Readdress(table, moved)
+			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, false, now); err != nil {
+				return ctrl.Result{}, err
+			}
+			table, rec, published = next.Table, &next, true
+		}
+	}
 	waiting := attempts.Waiting(now, r.RejoinBackoff)
 	r.announceDeferrals(run, waiting, failedRejoins)
-	stopped := cm.Annotations[annStopped] != ""
 
 	if err := r.syncPods(ctx, run, table, endpoints, pods, !stopped, string(secret.UID)); err != nil {
 		var create *podCreateError
@@ -342,6 +364,12 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			if err != nil {
 				return ctrl.Result{}, fmt.Errorf("ConfigMap %s: %w", cm.Name, err)
 			}
+			if g, changed := given.Give(table.Epoch, podIPs(table, pods)); changed {
+				setRecord(cm, annAddresses, g)
+				if err := r.Update(ctx, cm); err != nil {
+					return ctrl.Result{}, err
+				}
+			}
 			configured, missing, err := r.drive(ctx, run, table, doc, pods, poll, blind, string(secret.Data[builderpod.ControlTokenKey]))
 			controlErr = err
 			setConfigured(run, table.Epoch, configured, missing)
@@ -372,7 +400,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	st.Epoch, st.RankCount, st.LiveUnits = table.Epoch, int32(table.N()), runplan.LiveUnits(table)
 	st.SparesLeft = runplan.SparesLeft(table, endpoints)
 	st.Ranks = rankStatus(table, endpoints, pods, poll, orig.Status.Ranks)
-	if st.LastFailover, err = lastFailover(cm); err != nil {
+	if st.LastFailover, err = record[*ebv1.FailoverStatus](cm, annLastFailover); err != nil {
 		return ctrl.Result{}, err
 	}
 	var berrs *buildercontrol.Errors
@@ -418,7 +446,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 // back after the run's last failover (runplan.Replenish), and says so.
 func (r *EventBuilderRunReconciler) replenish(fabric planner.Fabric, t planner.RankTable, run *ebv1.EventBuilderRun,
 	cm *corev1.ConfigMap, nodes []corev1.Node) (planner.RankTable, []string) {
-	fo, err := lastFailover(cm)
+	fo, err := record[*ebv1.FailoverStatus](cm, annLastFailover)
 	if err != nil || fo == nil {
 		return t, nil
 	}
@@ -481,21 +509,6 @@ func (r *EventBuilderRunReconciler) stopForResize(ctx context.Context, orig, run
 	return ctrl.Result{RequeueAfter: r.PollInterval / 4}, r.patchStatus(ctx, orig, run)
 }
 
-// rejoinAttempts reads the record of rejoins that have not held yet from
-// the rank-table ConfigMap (none without one). A record that does not
-// parse is an error, naming the annotation, with an empty record.
-// lastFailover is the run's last failover record, nil when there is none.
-func lastFailover(cm *corev1.ConfigMap) (*ebv1.FailoverStatus, error) {
-	if cm == nil || cm.Annotations[annLastFailover] == "" {
-		return nil, nil
-	}
-	fo := &ebv1.FailoverStatus{}
-	if err := json.Unmarshal([]byte(cm.Annotations[annLastFailover]), fo); err != nil {
-		return nil, fmt.Errorf("ConfigMap %s annotation %s: %w", cm.Name, annLastFailover, err)
-	}
-	return fo, nil
-}
-
 // dropRecord removes a record annotation that cannot be read (readErr)
 // from the rank-table ConfigMap, with a Warning event naming it, the
 // parse error and what is lost with it.
@@ -506,15 +519,42 @@ func (r *EventBuilderRunReconciler) dropRecord(ctx context.Context, run *ebv1.Ev
 	return r.Update(ctx, cm)
 }
 
-func rejoinAttempts(cm *corev1.ConfigMap) (runplan.RejoinAttempts, error) {
-	attempts := runplan.RejoinAttempts{}
-	if cm == nil || cm.Annotations[annRejoins] == "" {
-		return attempts, nil
+
+// podIPs are the pod IPs of the table's live and spare ranks whose pod
+// runs (the builders' data addresses), by rank.
+func podIPs(table planner.RankTable, pods map[int32]*corev1.Pod) map[int32]string {
+	ips := map[int32]string{}
+	for _, rk := range table.Ranks {
+		pod := pods[int32(rk.Rank)]
+		if rk.Role == planner.Dummy || pod == nil || pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" || !pod.DeletionTimestamp.IsZero() {
+			continue
+		}
+		ips[int32(rk.Rank)] = pod.Status.PodIP
 	}
-	if err := json.Unmarshal([]byte(cm.Annotations[annRejoins]), &attempts); err != nil {
-		return runplan.RejoinAttempts{}, fmt.Errorf("ConfigMap %s annotation %s: %w", cm.Name, annRejoins, err)
+	return ips
+}
+
+// record reads a JSON record annotation of the rank-table ConfigMap (the
+// zero value without one); one that does not parse is an error naming it.
+func record[T any](cm *corev1.ConfigMap, annotation string) (T, error) {
+	var v T
+	if cm == nil || cm.Annotations[annotation] == "" {
+		return v, nil
 	}
-	return attempts, nil
+	if err := json.Unmarshal([]byte(cm.Annotations[annotation]), &v); err != nil {
+		var zero T
+		return zero, fmt.Errorf("ConfigMap %s annotation %s: %w", cm.Name, annotation, err)
+	}
+	return v, nil
+}
+
+// setRecord writes a JSON record annotation of the rank-table ConfigMap.
+func setRecord(cm *corev1.ConfigMap, annotation string, v any) {
+	b, _ := json.Marshal(v) // plain data: cannot fail
+	if cm.Annotations == nil {
+		cm.Annotations = map[string]string{}
+	}
+	cm.Annotations[annotation] = string(b)
 }
 
 // resetLost sends reset to the builders of lost ranks that still run
@@ -549,11 +589,7 @@ func setRejoinAttempts(cm *corev1.ConfigMap, attempts runplan.RejoinAttempts) {
 		delete(cm.Annotations, annRejoins)
 		return
 	}
-	raw, _ := json.Marshal(attempts) // plain data: cannot fail
-	if cm.Annotations == nil {
-		cm.Annotations = map[string]string{}
-	}
-	cm.Annotations[annRejoins] = string(raw)
+	setRecord(cm, annRejoins, attempts)
 }
 
 // announceDeferrals tells, once per rejoin that did not hold (failed, as
@@ -645,14 +681,13 @@ func (r *EventBuilderRunReconciler) drive(ctx context.Context, run *ebv1.EventBu
 	doc ranktable.Document, pods map[int32]*corev1.Pod, poll *builderstatus.Poll, blind bool, token string) (bool, []int32, error) {
 	var builders []lifecycle.Builder
 	var live []int32
-	urls, ips := map[int32]string{}, map[int32]string{}
+	urls, ips := map[int32]string{}, podIPs(table, pods)
 	for _, rk := range table.Ranks {
 		rank := int32(rk.Rank)
 		if rk.Role == planner.Live {
 			live = append(live, rank)
 		}
-		pod := pods[rank]
-		if rk.Role == planner.Dummy || pod == nil || pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" || !pod.DeletionTimestamp.IsZero() {
+		if _, running := ips[rank]; !running {
 			continue
 		}
 		b := lifecycle.Builder{Rank: rank, Live: rk.Role == planner.Live}
@@ -660,7 +695,7 @@ func (r *EventBuilderRunReconciler) drive(ctx context.Context, run *ebv1.EventBu
 			b.Report = &rep
 		}
 		builders = append(builders, b)
-		urls[rank], ips[rank] = r.StatusURL(pod), pod.Status.PodIP
+		urls[rank] = r.StatusURL(pods[rank])
 	}
 	doc = doc.WithIPs(ips)
 	targets := func(ranks []int32) []buildercontrol.Builder {
@@ -738,7 +773,7 @@ func setConfigured(run *ebv1.EventBuilderRun, epoch int64, ok bool, missing []in
 // epoch and not complete yet, with when every live builder had accepted
 // the new table: the failover's end to end duration.
 func (r *EventBuilderRunReconciler) recordConfigured(ctx context.Context, run *ebv1.EventBuilderRun, cm *corev1.ConfigMap, epoch int64) error {
-	fo, err := lastFailover(cm)
+	fo, err := record[*ebv1.FailoverStatus](cm, annLastFailover)
 	if err != nil || fo == nil {
 		return err
 	}

@@ -70,12 +70,12 @@ func startPod(t *testing.T, pod *corev1.Pod, edit ...func(*corev1.Secret)) *buil
 	return b
 }
 
-// podIPs hands out a distinct IP for every pod started (as a CNI would):
-// the operator addresses the ranks of a configure by them.
-var podIPs atomic.Uint32
+// podIPsHandedOut counts the distinct IPs handed out to pods started (as
+// a CNI would): the operator addresses the ranks of a configure by them.
+var podIPsHandedOut atomic.Uint32
 
 func nextPodIP() string {
-	n := podIPs.Add(1)
+	n := podIPsHandedOut.Add(1)
 	return fmt.Sprintf("10.%d.%d.%d", 244+n>>16&0xf, n>>8&0xff, n&0xff)
 }
 
@@ -457,6 +457,42 @@ func TestMissingUnitDegradesARunThatBuilt(t *testing.T) {
 	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
 }
 
+// A node restart recreates its pods' sandboxes: a builder comes back at
+// another IP while keeping its rank, and the builders configured before
+// dial the old one, connecting for ever, reporting nobody lost. The
+// operator sees the pod answer from another IP than its peers were given
+// and publishes a new epoch carrying the address as it is (lastFailover
+// Rejoined, AddressChanged), which every builder is configured with.
+func TestMovedAddressIsGivenToEveryBuilderAtANewEpoch(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	key, pods, emu := startRun(t, "moved", 3)
+	// The kubelet recreates the sandbox: a new IP. (Its builder process
+	// restarts too, which its peers report as lost, a rejoin of its own:
+	// here only the address moves.)
+	pod := &corev1.Pod{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(&pods[1]), pod); err != nil {
+		t.Fatal(err)
+	}
+	moved := nextPodIP()
+	pod.Status.PodIP, pod.Status.PodIPs = moved, []corev1.PodIP{{IP: moved}}
+	if err := k8s.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	fo := waitFailoverConfigured(t, key, 2)
+	if m := fo.Moves; fo.Outcome != ebv1.OutcomeRejoined || len(m) != 1 || m[0].FailedRank != 1 || m[0].Reason != runplan.ReasonAddressChanged || m[0].SpareRank != nil {
+		b, _ := json.Marshal(fo)
+		t.Errorf("lastFailover %s, want rank 1 Rejoined at epoch 2 for %s", b, runplan.ReasonAddressChanged)
+	}
+	for i := range emu {
+		waitCommands(t, pods[i].Name, emu[i], "configure@1 start configure@2")
+		if got := emu[i].Addresses(); len(got) != 3 || !strings.HasPrefix(got[1], moved+":") {
+			t.Errorf("rank %d dials %v at epoch 2, want rank 1 at its new IP %s", i, got, moved)
+		}
+	}
+	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+}
+
 // Ready means building: a set whose builders are all RUNNING but whose
 // event stream stands still for longer than StallAfter (a unit connecting
 // to a peer it cannot resolve, the rest waiting for it) is Degraded, not
@@ -645,7 +681,7 @@ func rejoinRecord(ctx context.Context, key client.ObjectKey) (runplan.RejoinAtte
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name + "-ranks"}, cm); err != nil {
 		return nil, err
 	}
-	return rejoinAttempts(cm)
+	return record[runplan.RejoinAttempts](cm, annRejoins)
 }
 
 // waitAllAt waits for every unit of the run to report RUNNING at one
@@ -803,17 +839,17 @@ func TestRejoinAttemptsAnnotation(t *testing.T) {
 		want runplan.RejoinAttempts
 		err  string // in the error, which names the annotation
 	}{
-		{"no ConfigMap", nil, runplan.RejoinAttempts{}, ""},
-		{"no annotation", &corev1.ConfigMap{}, runplan.RejoinAttempts{}, ""},
+		{"no ConfigMap", nil, nil, ""},
+		{"no annotation", &corev1.ConfigMap{}, nil, ""},
 		{"a record", with(`{"1":{"attempts":2,"epoch":5,"time":"2030-01-01T12:00:00Z","failed":true}}`),
 			runplan.RejoinAttempts{1: {Attempts: 2, Epoch: 5, Time: time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC), Failed: true}}, ""},
-		{"not JSON", with(`{`), runplan.RejoinAttempts{}, "unexpected end of JSON input"},
-		{"a rank that is not a number", with(`{"one":{"attempts":1}}`), runplan.RejoinAttempts{}, "one"},
-		{"a field of the wrong type (part read)", with(`{"1":{"epoch":3},"2":{"attempts":"two"}}`), runplan.RejoinAttempts{}, "cannot unmarshal string"},
-		{"a list", with(`[]`), runplan.RejoinAttempts{}, "cannot unmarshal array"},
+		{"not JSON", with(`{`), nil, "unexpected end of JSON input"},
+		{"a rank that is not a number", with(`{"one":{"attempts":1}}`), nil, "one"},
+		{"a field of the wrong type (part read)", with(`{"1":{"epoch":3},"2":{"attempts":"two"}}`), nil, "cannot unmarshal string"},
+		{"a list", with(`[]`), nil, "cannot unmarshal array"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := rejoinAttempts(tc.cm)
+			got, err := record[runplan.RejoinAttempts](tc.cm, annRejoins)
 			switch {
 			case tc.err == "" && err != nil:
 				t.Errorf("error %v", err)
@@ -846,7 +882,7 @@ func TestRejoinBacksOffWhileItDoesNotHold(t *testing.T) {
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "backoff-ranks"}, cm); err != nil {
 			return nil, err
 		}
-		return rejoinAttempts(cm)
+		return record[runplan.RejoinAttempts](cm, annRejoins)
 	}
 	waitFailedRejoins := func(n int) runplan.RejoinAttempt {
 		t.Helper()

@@ -43,11 +43,15 @@ func Rejoins(t planner.RankTable, reports map[int32]builderstatus.Report) []int 
 // (Rejoins) answer again: the same table at the next epoch, one for all
 // of them, with every rank where it was. Configured on every builder, it
 // takes the lost units back into the running set.
-func Rejoin(t planner.RankTable, ranks []int) Recovery {
+func Rejoin(t planner.RankTable, ranks []int) Recovery { return retake(t, ranks, ReasonPeerLost) }
+
+// retake is the same table at the next epoch, outcome Rejoined, with a
+// move of each rank onto itself for the reason given.
+func retake(t planner.RankTable, ranks []int, reason string) Recovery {
 	rec := Recovery{Table: t, Outcome: ebv1.OutcomeRejoined}
 	for _, rank := range ranks {
 		r := t.Ranks[rank]
-		rec.Moves = append(rec.Moves, ebv1.UnitMove{Unit: int32(r.Unit), FailedRank: int32(rank), FailedEndpoint: r.Endpoint, Reason: ReasonPeerLost})
+		rec.Moves = append(rec.Moves, ebv1.UnitMove{Unit: int32(r.Unit), FailedRank: int32(rank), FailedEndpoint: r.Endpoint, Reason: reason})
 	}
 	rec.Table.Epoch = t.Epoch + 1
 	return rec

@@ -1,0 +1,77 @@
+package runplan
+
+import (
+	"reflect"
+	"testing"
+
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/builderstatus"
+)
+
+func TestGiveAddresses(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		given   GivenAddresses
+		epoch   int64
+		ips     map[int32]string
+		want    GivenAddresses
+		changed bool
+	}{
+		{"first epoch", GivenAddresses{}, 1, map[int32]string{0: "10.0.0.1"}, GivenAddresses{1, map[int32]string{0: "10.0.0.1"}}, true},
+		{"same epoch, same addresses", GivenAddresses{1, map[int32]string{0: "10.0.0.1"}}, 1, map[int32]string{0: "10.0.0.1"},
+			GivenAddresses{1, map[int32]string{0: "10.0.0.1"}}, false},
+		{"same epoch, a rank's pod runs at last: added", GivenAddresses{1, map[int32]string{0: "10.0.0.1"}}, 1,
+			map[int32]string{0: "10.0.0.1", 1: "10.0.0.2"}, GivenAddresses{1, map[int32]string{0: "10.0.0.1", 1: "10.0.0.2"}}, true},
+		{"same epoch, a rank's IP moved: the first given stays", GivenAddresses{1, map[int32]string{0: "10.0.0.1"}}, 1,
+			map[int32]string{0: "10.0.0.9"}, GivenAddresses{1, map[int32]string{0: "10.0.0.1"}}, false},
+		{"a new epoch starts afresh", GivenAddresses{1, map[int32]string{0: "10.0.0.1", 1: "10.0.0.2"}}, 2,
+			map[int32]string{0: "10.0.0.9"}, GivenAddresses{2, map[int32]string{0: "10.0.0.9"}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, changed := tc.given.Give(tc.epoch, tc.ips)
+			if !reflect.DeepEqual(got, tc.want) || changed != tc.changed {
+				t.Errorf("Give(%d, %v) = %v, %v; want %v, %v", tc.epoch, tc.ips, got, changed, tc.want, tc.changed)
+			}
+		})
+	}
+}
+
+// A node restart gives its pods new IPs: the builders configured before
+// dial the old ones for ever and report nobody lost. The moved ranks
+// answering from their new IPs are taken back at a new epoch.
+func TestMovedAddresses(t *testing.T) {
+	table, err := Plan(&ebv1.EventBuilderRunSpec{Units: 4}, nil, 2) // LLLL at epoch 3
+	if err != nil {
+		t.Fatal(err)
+	}
+	given := GivenAddresses{Epoch: 3, IPs: map[int32]string{0: "10.0.0.1", 1: "10.0.0.2", 2: "10.0.0.3", 3: "10.0.0.4"}}
+	all := map[int32]builderstatus.Report{0: {}, 1: {}, 2: {}, 3: {}}
+	moved := map[int32]string{0: "10.0.0.1", 1: "10.0.1.7", 2: "10.0.0.3", 3: "10.0.1.8"}
+	for _, tc := range []struct {
+		name    string
+		given   GivenAddresses
+		ips     map[int32]string
+		reports map[int32]builderstatus.Report
+		want    []int
+	}{
+		{"nothing moved", given, given.IPs, all, nil},
+		{"a restarted node's two pods", given, moved, all, []int{1, 3}},
+		{"moved but its builder does not answer yet: it waits", given, moved,
+			map[int32]builderstatus.Report{0: {}, 1: {}, 2: {}}, []int{1}},
+		{"moved but its pod is not running: it waits", given, map[int32]string{0: "10.0.0.1", 2: "10.0.0.3", 3: "10.0.1.8"}, all, []int{3}},
+		{"a record of another epoch says nothing", GivenAddresses{Epoch: 2, IPs: given.IPs}, moved, all, nil},
+		{"a rank never given an address (its name was sent)", GivenAddresses{Epoch: 3, IPs: map[int32]string{0: "10.0.0.1"}}, moved, all, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := MovedAddresses(table, tc.given, tc.ips, tc.reports); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("MovedAddresses = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	rec := Readdress(table, []int{3, 1})
+	if rec.Table.Epoch != 4 || rec.Outcome != ebv1.OutcomeRejoined || len(rec.Moves) != 2 ||
+		rec.Moves[0].FailedRank != 1 || rec.Moves[1].FailedRank != 3 || rec.Moves[0].Reason != ReasonAddressChanged || rec.Moves[0].SpareRank != nil {
+		t.Errorf("Readdress = epoch %d, %s, moves %+v; want epoch 4, Rejoined, ranks 1 and 3 onto themselves for %s",
+			rec.Table.Epoch, rec.Outcome, rec.Moves, ReasonAddressChanged)
+	}
+}
