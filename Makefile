@@ -17,6 +17,7 @@ COREDNS_VERSION := v1.13.1
 K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" {print $$2}' hack/tools/k8s/go.mod)
 ETCD_VERSION := $(shell awk '$$1 == "go.etcd.io/etcd/server/v3" {print $$2}' hack/tools/k8s/go.mod)
 PROMETHEUS_OPERATOR_VERSION := $(shell awk '$$1 == "github.com/prometheus-operator/prometheus-operator" {print $$2}' hack/tools/prometheus-operator/go.mod)
+FLANNEL_VERSION := $(shell awk '$$1 == "github.com/flannel-io/flannel" {print $$2}' hack/tools/flannel/go.mod)
 # Prometheus v3.M.P is Go module version v0.3MM.P.
 PROMETHEUS_MODULE_VERSION := $(shell awk '$$1 == "github.com/prometheus/prometheus" {print $$2}' hack/tools/prometheus/go.mod)
 PROMETHEUS_VERSION := $(shell echo $(PROMETHEUS_MODULE_VERSION) | awk -F. '{printf "%d.%d.%s", int($$2 / 100), $$2 % 100, $$3}')
@@ -33,6 +34,8 @@ RUNC_WRAPPER := $(BIN)/runc-wrapper
 # The Prometheus Operator, its config reloader and its CRDs; the Prometheus server.
 PROMETHEUS_OPERATOR := $(BIN)/prometheus-operator-$(PROMETHEUS_OPERATOR_VERSION)
 PROMETHEUS := $(BIN)/prometheus-$(PROMETHEUS_VERSION)/prometheus
+# flanneld, the kind cluster's pod network.
+FLANNEL := $(BIN)/flannel-$(FLANNEL_VERSION)/flanneld
 KUBECTL := $(K8S_BIN)/kubectl
 
 # Images. The node image tag carries a hash of everything that goes into it.
@@ -44,7 +47,8 @@ NODE_INPUTS := e2e/cluster/build-node-image.sh hack/runc-wrapper/main.go $(shell
 NODE_HASH := $(shell (echo $(K8S_BIN) $(BASE_IMAGE) $(COREDNS_VERSION) $(KIND_VERSION) $$(go env GOVERSION); cat $(NODE_INPUTS)) | sha256sum | cut -c1-12)
 OFFLINE_NODE_IMAGE := eventbuilder/kind-node:$(K8S_VERSION)-$(NODE_HASH)
 NODE_IMAGE_FILE := $(BUILD)/node-image
-# The monitoring stack of the kind tests and the demo.
+# The kind cluster's add-ons: its pod network and its monitoring stack.
+PODNET_IMAGE := eventbuilder/flannel:$(FLANNEL_VERSION)
 PROMETHEUS_OPERATOR_IMAGE := eventbuilder/prometheus-operator:$(PROMETHEUS_OPERATOR_VERSION)
 PROMETHEUS_CONFIG_RELOADER_IMAGE := eventbuilder/prometheus-config-reloader:$(PROMETHEUS_OPERATOR_VERSION)
 PROMETHEUS_IMAGE := eventbuilder/prometheus:$(PROMETHEUS_VERSION)
@@ -65,8 +69,8 @@ help: ## Show the targets.
 test: test-builder test-sanitizers test-verbs test-operator test-chart test-e2e ## Everything: C++ and Go tests (also under sanitizers and over RDMA verbs), envtest, chart checks, the kind e2e suite.
 
 .PHONY: demo
-demo: images monitoring-images node-image $(KIND) $(HELM) ## Bring up a kind cluster with Prometheus, install the chart, run a sample, print rates; leaves it up.
-	e2e/demo.sh $(DEMO_CLUSTER) $$(cat $(NODE_IMAGE_FILE)) $(KIND) $(HELM) $(OPERATOR_IMAGE) $(BUILDER_IMAGE) \
+demo: images cluster-images node-image $(KIND) $(HELM) ## Bring up a kind cluster with Prometheus, install the chart, run a sample, print rates; leaves it up.
+	e2e/demo.sh $(DEMO_CLUSTER) $$(cat $(NODE_IMAGE_FILE)) $(KIND) $(HELM) $(OPERATOR_IMAGE) $(BUILDER_IMAGE) $(PODNET_IMAGE) \
 	  $(PROMETHEUS_OPERATOR) $(PROMETHEUS_OPERATOR_IMAGE) $(PROMETHEUS_CONFIG_RELOADER_IMAGE) $(PROMETHEUS_IMAGE) $(PROMETHEUS_VERSION)
 
 ##@ Tests
@@ -108,8 +112,8 @@ test-chart: packages $(HELM) ## Lint and render the Helm chart (monitoring objec
 	promtool test rules charts/tests/alerts_test.yaml
 
 .PHONY: test-e2e
-test-e2e: images monitoring-images node-image $(KIND) $(HELM) ## The kind end-to-end suite (creates and deletes its own cluster).
-	cd e2e && E2E_NODE_IMAGE=$$(cat $(NODE_IMAGE_FILE)) E2E_KIND=$(KIND) E2E_HELM=$(HELM) E2E_KUBECTL=$(KUBECTL) \
+test-e2e: images cluster-images node-image $(KIND) $(HELM) ## The kind end-to-end suite (creates and deletes its own cluster).
+	cd e2e && E2E_NODE_IMAGE=$$(cat $(NODE_IMAGE_FILE)) E2E_KIND=$(KIND) E2E_HELM=$(HELM) E2E_KUBECTL=$(KUBECTL) E2E_PODNET_IMAGE=$(PODNET_IMAGE) \
 	  E2E_OPERATOR_IMAGE=$(OPERATOR_IMAGE) E2E_BUILDER_IMAGE=$(BUILDER_IMAGE) \
 	  E2E_PROMETHEUS_OPERATOR_DIR=$(PROMETHEUS_OPERATOR) E2E_PROMETHEUS_OPERATOR_IMAGE=$(PROMETHEUS_OPERATOR_IMAGE) \
 	  E2E_PROMETHEUS_CONFIG_RELOADER_IMAGE=$(PROMETHEUS_CONFIG_RELOADER_IMAGE) \
@@ -153,17 +157,19 @@ images: docker base-image build-builder build-operator ## Build the operator and
 	docker build -q -t $(BUILDER_IMAGE) --build-arg BASE_IMAGE=$(BASE_IMAGE) -f images/builder/Dockerfile $(BUILD)/builder-image-context >/dev/null
 	@echo ">> images $(OPERATOR_IMAGE) $(BUILDER_IMAGE)"
 
-.PHONY: monitoring-images
-monitoring-images: docker base-image $(PROMETHEUS_OPERATOR)/operator $(PROMETHEUS) ## Build the Prometheus Operator, config reloader and Prometheus images of the kind tests.
-	for binary in $(PROMETHEUS_OPERATOR)/operator $(PROMETHEUS_OPERATOR)/prometheus-config-reloader $(PROMETHEUS); do \
+.PHONY: cluster-images
+cluster-images: docker base-image $(FLANNEL) $(PROMETHEUS_OPERATOR)/operator $(PROMETHEUS) ## Build the kind cluster's add-on images: flannel, the Prometheus Operator, its config reloader, Prometheus.
+	for binary in $(FLANNEL) $(PROMETHEUS_OPERATOR)/operator $(PROMETHEUS_OPERATOR)/prometheus-config-reloader $(PROMETHEUS); do \
 	  mkdir -p $(BUILD)/$$(basename $$binary)-image-context && cp $$binary $(BUILD)/$$(basename $$binary)-image-context/; done
+	docker build -q -t $(PODNET_IMAGE) --build-arg BASE_IMAGE=$(BASE_IMAGE) --build-arg BINARY=flanneld --build-arg PACKAGES="iproute2 procps" \
+	  -f e2e/cluster/images/component.Dockerfile $(BUILD)/flanneld-image-context >/dev/null
 	docker build -q -t $(PROMETHEUS_OPERATOR_IMAGE) --build-arg BASE_IMAGE=$(BASE_IMAGE) --build-arg BINARY=operator \
 	  -f e2e/monitoring/images/go-binary.Dockerfile $(BUILD)/operator-image-context >/dev/null
 	docker build -q -t $(PROMETHEUS_CONFIG_RELOADER_IMAGE) --build-arg BASE_IMAGE=$(BASE_IMAGE) --build-arg BINARY=prometheus-config-reloader \
 	  -f e2e/monitoring/images/go-binary.Dockerfile $(BUILD)/prometheus-config-reloader-image-context >/dev/null
 	docker build -q -t $(PROMETHEUS_IMAGE) --build-arg BASE_IMAGE=$(BASE_IMAGE) \
 	  -f e2e/monitoring/images/prometheus.Dockerfile $(BUILD)/prometheus-image-context >/dev/null
-	@echo ">> images $(PROMETHEUS_OPERATOR_IMAGE) $(PROMETHEUS_CONFIG_RELOADER_IMAGE) $(PROMETHEUS_IMAGE)"
+	@echo ">> images $(PODNET_IMAGE) $(PROMETHEUS_OPERATOR_IMAGE) $(PROMETHEUS_CONFIG_RELOADER_IMAGE) $(PROMETHEUS_IMAGE)"
 
 ##@ Machine setup (each step is skipped when already done)
 
@@ -188,7 +194,7 @@ node-image: packages base-image $(K8S_BIN)/etcd $(COREDNS) $(KIND) $(RUNC_WRAPPE
 	@echo ">> node image $$(cat $(NODE_IMAGE_FILE))"
 
 .PHONY: tools
-tools: $(K8S_BIN)/etcd $(KIND) $(HELM) $(CONTROLLER_GEN) $(COREDNS) $(PROMETHEUS_OPERATOR)/operator $(PROMETHEUS) ## Build every pinned tool into bin/.
+tools: $(K8S_BIN)/etcd $(KIND) $(HELM) $(CONTROLLER_GEN) $(COREDNS) $(FLANNEL) $(PROMETHEUS_OPERATOR)/operator $(PROMETHEUS) ## Build every pinned tool into bin/.
 
 # Expensive tools are cached by the version in their path, never by source mtimes
 # (a fresh clone has new mtimes). Each is built into a temporary folder that is
@@ -219,6 +225,13 @@ $(PROMETHEUS_OPERATOR)/operator:
 	  github.com/prometheus-operator/prometheus-operator/cmd/operator
 	mkdir -p $(@D).tmp/crds && install -m 0644 \
 	  "$$(cd hack/tools/prometheus-operator && go list -m -f '{{.Dir}}' github.com/prometheus-operator/prometheus-operator)"/example/prometheus-operator-crd/*.yaml $(@D).tmp/crds/
+	rm -rf $(@D) && mv $(@D).tmp $(@D)
+
+# flanneld's UDP backend is cgo; the image's Debian has the same C library as this host.
+$(FLANNEL):
+	@echo ">> building flannel $(FLANNEL_VERSION) (about 3 min cold)"
+	rm -rf $(@D).tmp && mkdir -p $(@D).tmp && cd hack/tools/flannel && CGO_ENABLED=1 go build -trimpath -ldflags="-s -w" \
+	  -o $(@D).tmp/flanneld github.com/flannel-io/flannel
 	rm -rf $(@D) && mv $(@D).tmp $(@D)
 
 # Debian's Prometheus has no Kubernetes service discovery: this one has only that.

@@ -3,18 +3,18 @@
 # operator installed, and the sample run of 4 units building events; prints the
 # measured rates and where to look, Prometheus included. The cluster stays up
 # (delete it with: kind delete cluster --name <name>).
-# Usage: demo.sh <cluster> <node image> <kind> <helm> <operator image> <builder image>
+# Usage: demo.sh <cluster> <node image> <kind> <helm> <operator image> <builder image> <podnet image>
 #                <prometheus-operator dir> <prometheus-operator image> <config reloader image>
 #                <prometheus image> <prometheus version>
 set -euo pipefail
-name=$1 node_image=$2 kind=$3 helm=$4 operator_image=$5 builder_image=$6
-monitoring=("${@:7:5}")
+name=$1 node_image=$2 kind=$3 helm=$4 operator_image=$5 builder_image=$6 podnet_image=$7
+monitoring=("${@:8:5}")
 root=$(cd "$(dirname "$0")/.." && pwd)
 kubeconfig=$root/build/$name.kubeconfig
 kubectl="kubectl --kubeconfig $kubeconfig"
 mkdir -p "$root/build"
 
-"$root/e2e/cluster/up.sh" "$name" "$node_image" "$kind" "$kubeconfig"
+"$root/e2e/cluster/up.sh" "$name" "$node_image" "$kind" "$kubeconfig" "$podnet_image"
 echo ">> loading images"
 "$kind" load docker-image --name "$name" "$operator_image" "$builder_image" >/dev/null
 "$root/e2e/monitoring/up.sh" "$name" "$kind" "$kubeconfig" "${monitoring[@]}"

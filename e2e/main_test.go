@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -30,7 +31,7 @@ const (
 
 // env is what make test-e2e hands over: tool paths and image names.
 var env struct {
-	nodeImage, kind, helm, kubectl, operatorImage, builderImage string
+	nodeImage, kind, helm, kubectl, operatorImage, builderImage, podnetImage string
 	// The monitoring stack (e2e/monitoring/up.sh): the Prometheus Operator's
 	// binaries and CRDs, its images, and Prometheus's image and version.
 	prometheusOperatorDir, prometheusOperatorImage, configReloaderImage string
@@ -50,7 +51,7 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	for name, target := range map[string]*string{
 		"E2E_NODE_IMAGE": &env.nodeImage, "E2E_KIND": &env.kind, "E2E_HELM": &env.helm, "E2E_KUBECTL": &env.kubectl,
-		"E2E_OPERATOR_IMAGE": &env.operatorImage, "E2E_BUILDER_IMAGE": &env.builderImage,
+		"E2E_OPERATOR_IMAGE": &env.operatorImage, "E2E_BUILDER_IMAGE": &env.builderImage, "E2E_PODNET_IMAGE": &env.podnetImage,
 		"E2E_PROMETHEUS_OPERATOR_DIR": &env.prometheusOperatorDir, "E2E_PROMETHEUS_OPERATOR_IMAGE": &env.prometheusOperatorImage,
 		"E2E_PROMETHEUS_CONFIG_RELOADER_IMAGE": &env.configReloaderImage, "E2E_PROMETHEUS_IMAGE": &env.prometheusImage,
 		"E2E_PROMETHEUS_VERSION": &env.prometheusVersion,
@@ -89,7 +90,7 @@ func bringUp() error {
 	if os.Getenv("E2E_REUSE_CLUSTER") != "1" {
 		_ = command(env.kind, "delete", "cluster", "--name", clusterName).Run()
 	}
-	if err := command("cluster/up.sh", clusterName, env.nodeImage, env.kind, env.kubeconfig).Run(); err != nil {
+	if err := command("cluster/up.sh", clusterName, env.nodeImage, env.kind, env.kubeconfig, env.podnetImage).Run(); err != nil {
 		return fmt.Errorf("cluster/up.sh: %w", err)
 	}
 	for _, image := range []string{env.operatorImage, env.builderImage} {
@@ -166,7 +167,14 @@ func dumpClusterState(w *os.File) {
 	kubectl(ctx, w, "get", "eventbuilderruns", "-A", "-o", "yaml")
 	fmt.Fprintln(w, "==== builder pods ====")
 	kubectl(ctx, w, "describe", "pods", "-A", "-l", "app.kubernetes.io/name=eventbuilder")
-	kubectl(ctx, w, "logs", "-A", "-l", "app.kubernetes.io/name=eventbuilder", "--tail=30", "--prefix")
+	if k8sClient != nil { // kubectl logs takes no -A
+		var pods corev1.PodList
+		if err := k8sClient.List(ctx, &pods, client.MatchingLabels{"app.kubernetes.io/name": "eventbuilder"}); err == nil {
+			for _, pod := range pods.Items {
+				kubectl(ctx, w, "logs", "-n", pod.Namespace, pod.Name, "--tail=30", "--prefix")
+			}
+		}
+	}
 	fmt.Fprintln(w, "==== monitoring ====")
 	kubectl(ctx, w, "-n", "monitoring", "get", "pods,prometheus", "-o", "wide")
 	kubectl(ctx, w, "-n", "monitoring", "logs", "deploy/prometheus-operator", "--tail=30")

@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# Creates (or reuses) a kind cluster on the local node image and wires its pod
-# network (wire.sh: each node gets a ptp + host-local CNI configuration for its
-# podCIDR and a route to every other node's podCIDR through that node, what
-# kindnetd does).
-# Usage: up.sh <cluster name> <node image> <kind binary> <kubeconfig out>
+# Creates (or reuses) a kind cluster on the local node image and installs its
+# pod network (podnet.yaml: flannel, host-gw, over the node image's ptp and
+# host-local CNI plugins; kindnetd cannot be had offline).
+# Usage: up.sh <cluster name> <node image> <kind binary> <kubeconfig out> <podnet (flannel) image>
 set -euo pipefail
-name=$1 node_image=$2 kind=$3 kubeconfig=$4
+name=$1 node_image=$2 kind=$3 kubeconfig=$4 podnet_image=$5
 here=$(cd "$(dirname "$0")" && pwd)
 kubectl="kubectl --kubeconfig $kubeconfig"
 
@@ -50,15 +49,16 @@ else
     --kubeconfig "$kubeconfig" --wait 0s
 fi
 
-nodes=$("$kind" get nodes --name "$name")
-echo ">> waiting for podCIDRs"
-for node in $nodes; do
-  $kubectl wait --for=jsonpath='{.spec.podCIDR}' --timeout=120s "node/$node" >/dev/null
-done
-echo ">> wiring the pod network"
-"$here/wire.sh" "$kubeconfig" $nodes
+echo ">> pod network: flannel (host-gw)"
+# kind load names each node it copies the image to: shown only when it fails.
+if ! out=$("$kind" load docker-image --name "$name" "$podnet_image" 2>&1); then
+  echo "$out" >&2
+  exit 1
+fi
+sed "s|\${PODNET_IMAGE}|$podnet_image|" "$here/podnet.yaml" | $kubectl apply -f - >/dev/null
 echo ">> waiting for nodes and CoreDNS"
 if ! $kubectl wait --for=condition=Ready node --all --timeout=180s >/dev/null ||
+   ! $kubectl -n kube-system rollout status daemonset/podnet --timeout=180s >/dev/null ||
    ! $kubectl -n kube-system rollout status deployment/coredns --timeout=180s >/dev/null; then
   echo "error: cluster $name did not become ready:" >&2
   $kubectl get nodes -o wide >&2

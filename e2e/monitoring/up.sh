@@ -27,12 +27,21 @@ failed() {
 }
 
 echo ">> monitoring: loading the Prometheus Operator and Prometheus images"
-"$kind" load docker-image --name "$cluster" "$operator_image" "$reloader_image" "$prometheus_image" >/dev/null
+# kind load names each node it copies an image to: shown only when it fails.
+if ! out=$("$kind" load docker-image --name "$cluster" "$operator_image" "$reloader_image" "$prometheus_image" 2>&1); then
+  echo "$out" >&2
+  exit 1
+fi
 # The CRDs are too large for client-side apply's annotation.
 $kubectl apply --server-side --force-conflicts -f "$operator_dir/crds/" >/dev/null
-$kubectl wait --for=condition=Established --timeout=60s \
-  crd/prometheuses.monitoring.coreos.com crd/podmonitors.monitoring.coreos.com \
-  crd/servicemonitors.monitoring.coreos.com crd/prometheusrules.monitoring.coreos.com >/dev/null
+# kubectl wait fails at once on a CRD the API server has not given a status yet.
+crds=(crd/prometheuses.monitoring.coreos.com crd/podmonitors.monitoring.coreos.com
+      crd/servicemonitors.monitoring.coreos.com crd/prometheusrules.monitoring.coreos.com)
+for _ in $(seq 30); do
+  $kubectl wait --for=condition=Established --timeout=60s "${crds[@]}" >/dev/null 2>&1 && break
+  sleep 1
+done
+$kubectl wait --for=condition=Established --timeout=1s "${crds[@]}" >/dev/null || failed "the Prometheus Operator's CRDs are not Established"
 render prometheus-operator.yaml | $kubectl apply -f - >/dev/null
 $kubectl -n monitoring rollout status deploy/prometheus-operator --timeout=3m >/dev/null \
   || failed "the Prometheus Operator did not become ready"
