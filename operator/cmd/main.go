@@ -35,12 +35,13 @@ type options struct {
 	notReadyGrace              time.Duration
 	unreachableAfter           time.Duration
 	stallAfter                 time.Duration
+	maxConcurrentReconciles    int
 }
 
 // tunedFlags are the flags a farm tunes; the Helm chart has a value for
 // each (a test checks that it renders them with these defaults).
 var tunedFlags = []string{"builder-poll-interval", "builder-poll-timeout", "builder-control-timeout", "node-not-ready-grace",
-	"builder-unreachable-after", "builder-stall-after"}
+	"builder-unreachable-after", "builder-stall-after", "max-concurrent-reconciles"}
 
 // bindFlags defines the manager's flags on fs.
 func bindFlags(fs *flag.FlagSet) *options {
@@ -69,6 +70,9 @@ func bindFlags(fs *flag.FlagSet) *options {
 		"How long a live unit's event stream may stand still while every builder is RUNNING (connecting to a peer "+
 			"that never answers, a stalled source or output) before the run is Degraded, reason UnitsNotBuilding, "+
 			"and not Ready.")
+	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4,
+		"How many runs are reconciled at once: a run whose builders do not answer holds one worker for its poll and "+
+			"control timeouts, not every other run's failover.")
 	return o
 }
 
@@ -120,6 +124,7 @@ func main() {
 		NodeNotReadyGrace: o.notReadyGrace,
 		UnreachableAfter:  o.unreachableAfter,
 		StallAfter:        o.stallAfter,
+		MaxConcurrent:     o.maxConcurrentReconciles,
 		RejoinBackoff:     runplan.DefaultRejoinBackoff,
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "unable to create controller", "controller", "EventBuilderRun")

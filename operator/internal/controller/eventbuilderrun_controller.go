@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -105,6 +106,9 @@ type EventBuilderRunReconciler struct {
 	// may stand still while every builder is RUNNING before the run is
 	// Degraded, reason UnitsNotBuilding, Ready False.
 	StallAfter time.Duration
+	// MaxConcurrent runs are reconciled at once (at least 1): a run whose
+	// builders do not answer holds one worker for its timeouts.
+	MaxConcurrent int
 	// RejoinBackoff spaces the rejoins of a lost rank (runs without a
 	// fabric) whose rejoins do not hold; zero fields are
 	// runplan.DefaultRejoinBackoff's.
@@ -518,7 +522,6 @@ func (r *EventBuilderRunReconciler) dropRecord(ctx context.Context, run *ebv1.Ev
 	delete(cm.Annotations, annotation)
 	return r.Update(ctx, cm)
 }
-
 
 // podIPs are the pod IPs of the table's live and spare ranks whose pod
 // runs (the builders' data addresses), by rank.
@@ -1165,6 +1168,7 @@ func (r *EventBuilderRunReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return r.runs(ctx)
 		}), builder.WithPredicates(nodeHealthChanged)).
 		Named("eventbuilderrun").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrent)}).
 		Complete(r)
 }
 

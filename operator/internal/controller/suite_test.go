@@ -108,6 +108,7 @@ func runSuite(m *testing.M) int {
 		NodeNotReadyGrace: notReadyGrace,
 		UnreachableAfter:  unreachableAfter,
 		StallAfter:        stallAfter,
+		MaxConcurrent:     4, // as deployed: -race sees runs reconciled side by side
 		RejoinBackoff:     rejoinBackoff,
 	}).SetupWithManager(mgr), (&FabricReconciler{
 		Client:   mgr.GetClient(),
