@@ -21,6 +21,7 @@ FLANNEL_VERSION := $(shell awk '$$1 == "github.com/flannel-io/flannel" {print $$
 # Prometheus v3.M.P is Go module version v0.3MM.P.
 PROMETHEUS_MODULE_VERSION := $(shell awk '$$1 == "github.com/prometheus/prometheus" {print $$2}' hack/tools/prometheus/go.mod)
 PROMETHEUS_VERSION := $(shell echo $(PROMETHEUS_MODULE_VERSION) | awk -F. '{printf "%d.%d.%s", int($$2 / 100), $$2 % 100, $$3}')
+$(if $(and $(FLANNEL_VERSION),$(PROMETHEUS_MODULE_VERSION),$(PROMETHEUS_OPERATOR_VERSION)),,$(error hack/tools/{flannel,prometheus,prometheus-operator}/go.mod name no version of their tool))
 
 # The Kubernetes build is keyed by its versions and by a hash of its recipe.
 K8S_INPUTS := hack/tools/k8s/build.sh hack/tools/k8s/go.mod hack/tools/k8s/go.sum hack/tools/k8s/etcd/main.go
@@ -159,16 +160,19 @@ images: docker base-image build-builder build-operator ## Build the operator and
 
 .PHONY: cluster-images
 cluster-images: docker base-image $(FLANNEL) $(PROMETHEUS_OPERATOR)/operator $(PROMETHEUS) ## Build the kind cluster's add-on images: flannel, the Prometheus Operator, its config reloader, Prometheus.
-	for binary in $(FLANNEL) $(PROMETHEUS_OPERATOR)/operator $(PROMETHEUS_OPERATOR)/prometheus-config-reloader $(PROMETHEUS); do \
-	  mkdir -p $(BUILD)/$$(basename $$binary)-image-context && cp $$binary $(BUILD)/$$(basename $$binary)-image-context/; done
+	rm -rf $(BUILD)/addon-images && mkdir -p $(BUILD)/addon-images/{flanneld,prometheus-operator,config-reloader,prometheus}
+	cp $(FLANNEL) $(BUILD)/addon-images/flanneld/
+	cp $(PROMETHEUS_OPERATOR)/operator $(BUILD)/addon-images/prometheus-operator/
+	cp $(PROMETHEUS_OPERATOR)/prometheus-config-reloader $(BUILD)/addon-images/config-reloader/
+	cp $(PROMETHEUS) $(BUILD)/addon-images/prometheus/
 	docker build -q -t $(PODNET_IMAGE) --build-arg BASE_IMAGE=$(BASE_IMAGE) --build-arg BINARY=flanneld --build-arg PACKAGES="iproute2 procps" \
-	  -f e2e/cluster/images/component.Dockerfile $(BUILD)/flanneld-image-context >/dev/null
+	  -f e2e/cluster/images/component.Dockerfile $(BUILD)/addon-images/flanneld >/dev/null
 	docker build -q -t $(PROMETHEUS_OPERATOR_IMAGE) --build-arg BASE_IMAGE=$(BASE_IMAGE) --build-arg BINARY=operator \
-	  -f e2e/monitoring/images/go-binary.Dockerfile $(BUILD)/operator-image-context >/dev/null
+	  -f e2e/monitoring/images/go-binary.Dockerfile $(BUILD)/addon-images/prometheus-operator >/dev/null
 	docker build -q -t $(PROMETHEUS_CONFIG_RELOADER_IMAGE) --build-arg BASE_IMAGE=$(BASE_IMAGE) --build-arg BINARY=prometheus-config-reloader \
-	  -f e2e/monitoring/images/go-binary.Dockerfile $(BUILD)/prometheus-config-reloader-image-context >/dev/null
+	  -f e2e/monitoring/images/go-binary.Dockerfile $(BUILD)/addon-images/config-reloader >/dev/null
 	docker build -q -t $(PROMETHEUS_IMAGE) --build-arg BASE_IMAGE=$(BASE_IMAGE) \
-	  -f e2e/monitoring/images/prometheus.Dockerfile $(BUILD)/prometheus-image-context >/dev/null
+	  -f e2e/monitoring/images/prometheus.Dockerfile $(BUILD)/addon-images/prometheus >/dev/null
 	@echo ">> images $(PODNET_IMAGE) $(PROMETHEUS_OPERATOR_IMAGE) $(PROMETHEUS_CONFIG_RELOADER_IMAGE) $(PROMETHEUS_IMAGE)"
 
 ##@ Machine setup (each step is skipped when already done)
@@ -228,7 +232,7 @@ $(PROMETHEUS_OPERATOR)/operator:
 	rm -rf $(@D) && mv $(@D).tmp $(@D)
 
 # flanneld's UDP backend is cgo; the image's Debian has the same C library as this host.
-$(FLANNEL):
+$(FLANNEL): | packages
 	@echo ">> building flannel $(FLANNEL_VERSION) (about 3 min cold)"
 	rm -rf $(@D).tmp && mkdir -p $(@D).tmp && cd hack/tools/flannel && CGO_ENABLED=1 go build -trimpath -ldflags="-s -w" \
 	  -o $(@D).tmp/flanneld github.com/flannel-io/flannel

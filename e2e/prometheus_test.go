@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ebv1alpha1 "daq.io/eventbuilder/operator/api/v1alpha1"
@@ -27,26 +25,8 @@ func TestPrometheusScrapesTheRunAndAlertsOnALostPeer(t *testing.T) {
 	defer cancel()
 
 	key := client.ObjectKey{Namespace: "e2e-prometheus", Name: "watched"}
-	ensureNamespace(ctx, t, key.Namespace)
-	deleteRun(ctx, t, key)
 	floor := int64(1)
-	run := &ebv1alpha1.EventBuilderRun{
-		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace},
-		Spec: ebv1alpha1.EventBuilderRunSpec{
-			Units:        3,
-			MinEventRate: &floor,
-			Builder:      ebv1alpha1.BuilderSpec{Image: env.builderImage, ImagePullPolicy: corev1.PullIfNotPresent},
-		},
-	}
-	if err := k8sClient.Create(ctx, run); err != nil {
-		t.Fatalf("create run: %v", err)
-	}
-	waitFor(ctx, t, "phase Running with events built", 5*time.Minute, func() (bool, string) {
-		if err := k8sClient.Get(ctx, key, run); err != nil {
-			return false, err.Error()
-		}
-		return run.Status.Phase == ebv1alpha1.PhaseRunning && run.Status.EventsBuilt > 0, describe(run)
-	})
+	run := runningRun(ctx, t, key, 3, func(s *ebv1alpha1.EventBuilderRunSpec) { s.MinEventRate = &floor })
 
 	builders := fmt.Sprintf(`namespace=%q,eventbuilder_daq_io_run=%q`, key.Namespace, key.Name)
 	operator := fmt.Sprintf(`namespace=%q,run=%q`, key.Namespace, key.Name)
@@ -64,7 +44,13 @@ func TestPrometheusScrapesTheRunAndAlertsOnALostPeer(t *testing.T) {
 	// The same minute seen twice: the status's counter (the operator's polls)
 	// and PromQL's rate over Prometheus's own scrapes.
 	const window = time.Minute
-	start, startedAt := run.Status.EventsBuilt, time.Now()
+	if err := k8sClient.Get(ctx, key, run); err != nil {
+		t.Fatal(err)
+	}
+	if run.Status.LastSampleTime == nil {
+		t.Fatalf("a Running run without lastSampleTime: %s", describe(run))
+	}
+	start, startedAt := run.Status.EventsBuilt, run.Status.LastSampleTime.Time // a copy: Get reuses the pointer
 	select {
 	case <-ctx.Done():
 		t.Fatal(ctx.Err())
@@ -73,7 +59,8 @@ func TestPrometheusScrapesTheRunAndAlertsOnALostPeer(t *testing.T) {
 	if err := k8sClient.Get(ctx, key, run); err != nil {
 		t.Fatal(err)
 	}
-	statusRate := float64(run.Status.EventsBuilt-start) / time.Since(startedAt).Seconds()
+	// Over the operator's own poll times, not the test's.
+	statusRate := float64(run.Status.EventsBuilt-start) / run.Status.LastSampleTime.Sub(startedAt).Seconds()
 	promRate, err := promScalar(ctx, fmt.Sprintf(`sum(rate(eb_events_built_total{%s}[%ds]))`, builders, int(window.Seconds())))
 	if err != nil {
 		t.Fatalf("PromQL event rate: %v", err)

@@ -23,28 +23,7 @@ func TestRunOfFourUnitsBuildsCompleteEvents(t *testing.T) {
 	defer cancel()
 
 	key := client.ObjectKey{Namespace: "e2e-four-units", Name: "four-units"}
-	ensureNamespace(ctx, t, key.Namespace)
-	deleteRun(ctx, t, key) // a reused cluster may hold what an earlier, failed attempt left
-	run := &ebv1alpha1.EventBuilderRun{
-		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace},
-		Spec: ebv1alpha1.EventBuilderRunSpec{
-			Units: 4,
-			Builder: ebv1alpha1.BuilderSpec{
-				Image:           env.builderImage,
-				ImagePullPolicy: corev1.PullIfNotPresent,
-			},
-		},
-	}
-	if err := k8sClient.Create(ctx, run); err != nil {
-		t.Fatalf("create run: %v", err)
-	}
-
-	waitFor(ctx, t, "phase Running with events built", 5*time.Minute, func() (bool, string) {
-		if err := k8sClient.Get(ctx, key, run); err != nil {
-			return false, err.Error()
-		}
-		return run.Status.Phase == ebv1alpha1.PhaseRunning && run.Status.EventsBuilt > 0, describe(run)
-	})
+	run := runningRun(ctx, t, key, 4)
 	first := run.Status.EventsBuilt
 	t.Logf("running: %s", describe(run))
 
@@ -117,6 +96,37 @@ func takesLostUnitBack(ctx context.Context, t *testing.T, run *ebv1alpha1.EventB
 	for _, pod := range survivors {
 		assertNotRestarted(ctx, t, "surviving unit's", pod)
 	}
+}
+
+// runningRun creates a run of units without a Fabric on the builder image
+// (edit changes its spec), in its own namespace, after removing what an
+// earlier, failed attempt on a reused cluster left, and waits until it is
+// Running with events built and a row per unit.
+func runningRun(ctx context.Context, t *testing.T, key client.ObjectKey, units int32,
+	edit ...func(*ebv1alpha1.EventBuilderRunSpec)) *ebv1alpha1.EventBuilderRun {
+	t.Helper()
+	ensureNamespace(ctx, t, key.Namespace)
+	deleteRun(ctx, t, key)
+	run := &ebv1alpha1.EventBuilderRun{
+		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace},
+		Spec: ebv1alpha1.EventBuilderRunSpec{
+			Units:   units,
+			Builder: ebv1alpha1.BuilderSpec{Image: env.builderImage, ImagePullPolicy: corev1.PullIfNotPresent},
+		},
+	}
+	for _, e := range edit {
+		e(&run.Spec)
+	}
+	if err := k8sClient.Create(ctx, run); err != nil {
+		t.Fatalf("create run: %v", err)
+	}
+	waitFor(ctx, t, "phase Running with events built", 5*time.Minute, func() (bool, string) {
+		if err := k8sClient.Get(ctx, key, run); err != nil {
+			return false, err.Error()
+		}
+		return run.Status.Phase == ebv1alpha1.PhaseRunning && run.Status.EventsBuilt > 0 && len(run.Status.Units) == int(units), describe(run)
+	})
+	return run
 }
 
 func describe(run *ebv1alpha1.EventBuilderRun) string {

@@ -3,11 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,24 +24,7 @@ func TestWorkerRestartedUnderARunWithoutAFabric(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	key := client.ObjectKey{Namespace: "e2e-worker-restart", Name: "restart"}
-	ensureNamespace(ctx, t, key.Namespace)
-	deleteRun(ctx, t, key)
-	run := &ebv1alpha1.EventBuilderRun{
-		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace},
-		Spec: ebv1alpha1.EventBuilderRunSpec{
-			Units:   4,
-			Builder: ebv1alpha1.BuilderSpec{Image: env.builderImage, ImagePullPolicy: corev1.PullIfNotPresent},
-		},
-	}
-	if err := k8sClient.Create(ctx, run); err != nil {
-		t.Fatalf("create run: %v", err)
-	}
-	waitFor(ctx, t, "phase Running with events built", 5*time.Minute, func() (bool, string) {
-		if err := k8sClient.Get(ctx, key, run); err != nil {
-			return false, err.Error()
-		}
-		return run.Status.Phase == ebv1alpha1.PhaseRunning && run.Status.EventsBuilt > 0 && len(run.Status.Units) == 4, describe(run)
-	})
+	run := runningRun(ctx, t, key, 4)
 
 	// The victim: a worker with units and without the operator (losing the
 	// operator with its node is another case).
@@ -61,6 +44,10 @@ func TestWorkerRestartedUnderARunWithoutAFabric(t *testing.T) {
 	}
 	lost := onNode[victim]
 	before := run.DeepCopy()
+	ipsBefore := map[int32]string{}
+	for _, u := range run.Status.Units {
+		ipsBefore[u.Rank] = builderPod(ctx, t, key.Namespace, u.Pod).Status.PodIP
+	}
 
 	stopped := time.Now()
 	docker(t, "stop", victim)
@@ -90,6 +77,18 @@ func TestWorkerRestartedUnderARunWithoutAFabric(t *testing.T) {
 	waitForEveryUnitToBuild(ctx, t, run, run.DeepCopy(), "after the worker came back", &seen)
 	t.Logf("worker back: every unit on a new epoch %s after docker start, every unit building %s after it: %s",
 		rejoined.Round(time.Millisecond), time.Since(started).Round(time.Millisecond), describeFailover(run))
+	// The case the operator must handle: the victim's pods came back at
+	// other IPs (their sandboxes were recreated), which the builders
+	// configured before cannot know.
+	for _, u := range run.Status.Units {
+		pod := builderPod(ctx, t, key.Namespace, u.Pod)
+		if slices.Contains(lost, u.Rank) && pod.Status.PodIP == ipsBefore[u.Rank] {
+			t.Errorf("rank %d's pod %s kept its IP %s across the node restart: the moved-address case was not exercised", u.Rank, pod.Name, pod.Status.PodIP)
+		}
+	}
+	if fo := run.Status.LastFailover; fo == nil || fo.Outcome != ebv1alpha1.OutcomeRejoined {
+		t.Errorf("lastFailover %+v, want the victim's units Rejoined", fo)
+	}
 	deleteRun(ctx, t, key)
 }
 

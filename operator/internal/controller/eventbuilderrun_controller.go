@@ -322,7 +322,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	// (a node restart recreates its pods' sandboxes) is taken back by a new
 	// epoch carrying the addresses as they are: the others dial the old one.
 	if poll != nil && !published && !stopped {
-		if moved := runplan.MovedAddresses(table, given, podIPs(table, pods), poll.Reports); len(moved) > 0 {
+		if moved := runplan.MovedAddresses(table, given, ranktable.Dialable(podIPs(table, pods)), poll.Reports); len(moved) > 0 {
 			next := runplan.Readdress(table, moved)
 			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, false, now); err != nil {
 				return ctrl.Result{}, err
@@ -368,7 +368,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			if err != nil {
 				return ctrl.Result{}, fmt.Errorf("ConfigMap %s: %w", cm.Name, err)
 			}
-			if g, changed := given.Give(table.Epoch, podIPs(table, pods)); changed {
+			if g, changed := given.Give(table.Epoch, ranktable.Dialable(podIPs(table, pods))); changed {
 				setRecord(cm, annAddresses, g)
 				if err := r.Update(ctx, cm); err != nil {
 					return ctrl.Result{}, err

@@ -177,8 +177,9 @@ func Plan(fabric Fabric, req Request) (RankTable, error) {
 	if fewer := portsInUse(fabric, sel, false); len(fewer) < fabric.PortsPerLeaf {
 		// Only the port columns some live or spare endpoint sits on: fewer
 		// dummies, but the even spread over the spines is no longer given,
-		// so it is kept only if it plays without an overload.
-		if compact := number(fabric, req, sel, unschedulable, fewer); overloads(fabric, compact) == 0 {
+		// so it is kept only if it plays without an overload with every
+		// spare live as well (a failover must not find it overloading).
+		if compact := number(fabric, req, sel, unschedulable, fewer); overloads(fabric, sparesLive(compact)) == 0 {
 			t = compact
 		}
 	}
@@ -213,6 +214,18 @@ func overloads(fabric Fabric, t RankTable) int {
 		return -1
 	}
 	return len(violations)
+}
+
+// sparesLive is a copy of t with every spare rank live, reading and
+// building (RU+BU): the most flows t can carry after failovers.
+func sparesLive(t RankTable) RankTable {
+	t.Ranks = slices.Clone(t.Ranks)
+	for i := range t.Ranks {
+		if t.Ranks[i].Role == Spare {
+			t.Ranks[i].Role, t.Ranks[i].Function = Live, RUBU
+		}
+	}
+	return t
 }
 
 // portsInUse is the port columns of the schedule, ascending: every port of

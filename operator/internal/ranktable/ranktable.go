@@ -149,20 +149,32 @@ func ptr(i int) *int { return &i }
 // IP keep their name, as do IPs the builder cannot dial (it dials IPv4)
 // and IPs given to more than one rank (a host network).
 func (d Document) WithIPs(ips map[int32]string) Document {
+	dialable := Dialable(ips)
+	out := d
+	out.Ranks = append([]Rank(nil), d.Ranks...)
+	for i, r := range out.Ranks {
+		ip, ok := dialable[int32(r.Rank)]
+		if !ok {
+			continue
+		}
+		if _, port, err := net.SplitHostPort(r.Address); err == nil {
+			out.Ranks[i].Address = net.JoinHostPort(ip, port)
+		}
+	}
+	return out
+}
+
+// Dialable are the IPs of ips that WithIPs puts in a table: IPv4 ones
+// (the builder dials IPv4), each held by one rank only, in canonical form.
+func Dialable(ips map[int32]string) map[int32]string {
 	count := map[string]int{}
 	for _, ip := range ips {
 		count[ip]++
 	}
-	out := d
-	out.Ranks = append([]Rank(nil), d.Ranks...)
-	for i, r := range out.Ranks {
-		ip, ok := ips[int32(r.Rank)]
-		parsed := net.ParseIP(ip)
-		if !ok || parsed == nil || parsed.To4() == nil || count[ip] > 1 {
-			continue
-		}
-		if _, port, err := net.SplitHostPort(r.Address); err == nil {
-			out.Ranks[i].Address = net.JoinHostPort(parsed.To4().String(), port)
+	out := map[int32]string{}
+	for rank, ip := range ips {
+		if parsed := net.ParseIP(ip); parsed != nil && parsed.To4() != nil && count[ip] == 1 {
+			out[rank] = parsed.To4().String()
 		}
 	}
 	return out

@@ -45,9 +45,11 @@ func (g GivenAddresses) Give(epoch int64, ips map[int32]string) (GivenAddresses,
 	return out, changed
 }
 
-// MovedAddresses finds the live and spare ranks of t whose builder answers
-// (it is in reports) from a pod IP (ips) other than the one the builders of
-// t's epoch were given for it. Ranks in order.
+// MovedAddresses finds the live ranks of t whose builder answers (it is in
+// reports) from a pod IP (ips) other than the one the builders of t's
+// epoch were given for it. Spares are dummies in the table, which no peer
+// dials: their address matters once a failover makes them live, and that
+// epoch carries it. Ranks in order.
 func MovedAddresses(t planner.RankTable, given GivenAddresses, ips map[int32]string, reports map[int32]builderstatus.Report) []int {
 	if given.Epoch != t.Epoch {
 		return nil
@@ -58,7 +60,7 @@ func MovedAddresses(t planner.RankTable, given GivenAddresses, ips map[int32]str
 		old, known := given.IPs[rank]
 		ip, running := ips[rank]
 		_, answers := reports[rank]
-		if r.Role != planner.Dummy && known && running && answers && ip != old {
+		if r.Role == planner.Live && known && running && answers && ip != old {
 			out = append(out, r.Rank)
 		}
 	}

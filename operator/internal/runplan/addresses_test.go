@@ -2,10 +2,13 @@ package runplan
 
 import (
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
+	"daq.io/eventbuilder/operator/internal/planner"
 )
 
 func TestGiveAddresses(t *testing.T) {
@@ -61,8 +64,14 @@ func TestMovedAddresses(t *testing.T) {
 		{"moved but its pod is not running: it waits", given, map[int32]string{0: "10.0.0.1", 2: "10.0.0.3", 3: "10.0.1.8"}, all, []int{3}},
 		{"a record of another epoch says nothing", GivenAddresses{Epoch: 2, IPs: given.IPs}, moved, all, nil},
 		{"a rank never given an address (its name was sent)", GivenAddresses{Epoch: 3, IPs: map[int32]string{0: "10.0.0.1"}}, moved, all, nil},
+		{"a spare's address moved: nobody dials it", given, moved, all, []int{1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			table := table
+			if strings.HasPrefix(tc.name, "a spare") {
+				table.Ranks = slices.Clone(table.Ranks)
+				table.Ranks[3].Role = planner.Spare
+			}
 			if got := MovedAddresses(table, tc.given, tc.ips, tc.reports); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("MovedAddresses = %v, want %v", got, tc.want)
 			}
