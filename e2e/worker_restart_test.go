@@ -14,44 +14,99 @@ import (
 	ebv1alpha1 "daq.io/eventbuilder/operator/api/v1alpha1"
 )
 
-// A worker is stopped under a run without a Fabric (no spare to move its
+// A worker is lost under a run without a Fabric (no spare to move its
 // units to): the run turns Degraded, its Ready condition naming the lost
-// ranks. Started again, the worker's pods come back with new IPs, the pod
-// network (flannel) restores the node's routes, and the operator takes the
-// units back at a new epoch with their new addresses: every unit builds
-// again. Each step prints its time.
-func TestWorkerRestartedUnderARunWithoutAFabric(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	key := client.ObjectKey{Namespace: "e2e-worker-restart", Name: "restart"}
-	run := runningRun(ctx, t, key, 4)
+// ranks. Then it comes back, and every unit builds again; each step
+// prints its time.
+//   - Stopped and started: the worker's pods come back with new IPs, the
+//     pod network (flannel) restores the node's routes, and the operator
+//     takes the units back at a new epoch with their new addresses.
+//   - Paused and resumed (a hung node, shorter than the node controller's
+//     grace): its builders wake up in their session, lost by their set; the
+//     operator resets them and takes them back at a new epoch.
+func TestWorkerLostUnderARunWithoutAFabric(t *testing.T) {
+	for _, tc := range []struct {
+		name, lose, back string
+		pause            time.Duration // how long the worker stays lost after the run is Degraded
+		newIPs           bool          // its pods come back at other IPs
+	}{
+		{name: "stopped and started", lose: "stop", back: "start", newIPs: true},
+		{name: "paused and resumed", lose: "pause", back: "unpause", pause: 5 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+			defer cancel()
+			key := client.ObjectKey{Namespace: "e2e-worker-lost", Name: tc.lose}
+			run := runningRun(ctx, t, key, 4)
+			victim, lost := victimWorker(ctx, t, run)
+			before := run.DeepCopy()
+			ipsBefore := map[int32]string{}
+			for _, u := range run.Status.Units {
+				ipsBefore[u.Rank] = builderPod(ctx, t, key.Namespace, u.Pod).Status.PodIP
+			}
 
-	// The victim: a worker with units and without the operator (losing the
-	// operator with its node is another case).
+			lostAt := time.Now()
+			docker(t, tc.lose, victim)
+			t.Logf("docker %s %s, with the units of ranks %v", tc.lose, victim, lost)
+			waitDegradedNaming(ctx, t, run, lost)
+			t.Logf("Degraded %s after docker %s: %s: %s", time.Since(lostAt).Round(time.Millisecond), tc.lose,
+				readyCondition(run).Reason, readyCondition(run).Message)
+			select {
+			case <-ctx.Done():
+				t.Fatal(ctx.Err())
+			case <-time.After(tc.pause): // the hang lasts on, not a wait for a condition
+			}
+
+			backAt := time.Now()
+			docker(t, tc.back, victim)
+			var seen incompleteSeen
+			waitForNewEpoch(ctx, t, run, before, 4, "the worker's units to rejoin", &seen)
+			rejoined := time.Since(backAt)
+			waitForEveryUnitToBuild(ctx, t, run, run.DeepCopy(), "after the worker came back", &seen)
+			t.Logf("worker back: every unit on a new epoch %s after docker %s, every unit building %s after it: %s",
+				rejoined.Round(time.Millisecond), tc.back, time.Since(backAt).Round(time.Millisecond), describeFailover(run))
+			if fo := run.Status.LastFailover; fo == nil || fo.Outcome != ebv1alpha1.OutcomeRejoined {
+				t.Errorf("lastFailover %+v, want the victim's units Rejoined", fo)
+			}
+			// After a restart, the case the operator must handle: the
+			// victim's pods came back at other IPs (their sandboxes were
+			// recreated), which the builders configured before cannot know.
+			for _, u := range run.Status.Units {
+				pod := builderPod(ctx, t, key.Namespace, u.Pod)
+				if moved := pod.Status.PodIP != ipsBefore[u.Rank]; slices.Contains(lost, u.Rank) && moved != tc.newIPs {
+					t.Errorf("rank %d's pod %s: IP %s -> %s, want a new IP: %t", u.Rank, pod.Name, ipsBefore[u.Rank], pod.Status.PodIP, tc.newIPs)
+				}
+			}
+			deleteRun(ctx, t, key)
+		})
+	}
+}
+
+// victimWorker picks a worker that holds units of the run and not the
+// operator (losing the operator with its node is another case), and the
+// ranks of the units on it.
+func victimWorker(ctx context.Context, t *testing.T, run *ebv1alpha1.EventBuilderRun) (string, []int32) {
+	t.Helper()
 	onNode := map[string][]int32{}
 	for _, u := range run.Status.Units {
-		node := builderPod(ctx, t, key.Namespace, u.Pod).Spec.NodeName
+		node := builderPod(ctx, t, run.Namespace, u.Pod).Spec.NodeName
 		onNode[node] = append(onNode[node], u.Rank)
 	}
-	operator, victim := operatorNode(ctx, t), ""
+	operator := operatorNode(ctx, t)
 	for _, w := range workerNodes(ctx, t) {
 		if w != operator && len(onNode[w]) > 0 {
-			victim = w
+			return w, onNode[w]
 		}
 	}
-	if victim == "" {
-		t.Fatalf("no worker holds units without the operator (%s): units by node %v", operator, onNode)
-	}
-	lost := onNode[victim]
-	before := run.DeepCopy()
-	ipsBefore := map[int32]string{}
-	for _, u := range run.Status.Units {
-		ipsBefore[u.Rank] = builderPod(ctx, t, key.Namespace, u.Pod).Status.PodIP
-	}
+	t.Fatalf("no worker holds units without the operator (%s): units by node %v", operator, onNode)
+	return "", nil
+}
 
-	stopped := time.Now()
-	docker(t, "stop", victim)
-	t.Logf("stopped worker %s with the units of ranks %v", victim, lost)
+// waitDegradedNaming waits until the run is Degraded with a Ready message
+// that names every one of the ranks.
+func waitDegradedNaming(ctx context.Context, t *testing.T, run *ebv1alpha1.EventBuilderRun, ranks []int32) {
+	t.Helper()
+	key := client.ObjectKeyFromObject(run)
 	waitFor(ctx, t, "the run Degraded, naming the lost ranks", 3*time.Minute, func() (bool, string) {
 		if err := k8sClient.Get(ctx, key, run); err != nil {
 			return false, err.Error()
@@ -60,36 +115,13 @@ func TestWorkerRestartedUnderARunWithoutAFabric(t *testing.T) {
 		if run.Status.Phase != ebv1alpha1.PhaseDegraded || ready == nil {
 			return false, describe(run)
 		}
-		for _, rank := range lost {
+		for _, rank := range ranks {
 			if !strings.Contains(ready.Message, fmt.Sprintf("rank %d", rank)) && !strings.Contains(ready.Message, fmt.Sprintf("ranks %d", rank)) {
 				return false, "Ready message does not name rank " + fmt.Sprint(rank) + ": " + ready.Message
 			}
 		}
 		return true, ready.Reason + ": " + ready.Message
 	})
-	t.Logf("Degraded %s after the stop: %s: %s", time.Since(stopped).Round(time.Millisecond), readyCondition(run).Reason, readyCondition(run).Message)
-
-	started := time.Now()
-	docker(t, "start", victim)
-	var seen incompleteSeen
-	waitForNewEpoch(ctx, t, run, before, 4, "the worker's units to rejoin", &seen)
-	rejoined := time.Since(started)
-	waitForEveryUnitToBuild(ctx, t, run, run.DeepCopy(), "after the worker came back", &seen)
-	t.Logf("worker back: every unit on a new epoch %s after docker start, every unit building %s after it: %s",
-		rejoined.Round(time.Millisecond), time.Since(started).Round(time.Millisecond), describeFailover(run))
-	// The case the operator must handle: the victim's pods came back at
-	// other IPs (their sandboxes were recreated), which the builders
-	// configured before cannot know.
-	for _, u := range run.Status.Units {
-		pod := builderPod(ctx, t, key.Namespace, u.Pod)
-		if slices.Contains(lost, u.Rank) && pod.Status.PodIP == ipsBefore[u.Rank] {
-			t.Errorf("rank %d's pod %s kept its IP %s across the node restart: the moved-address case was not exercised", u.Rank, pod.Name, pod.Status.PodIP)
-		}
-	}
-	if fo := run.Status.LastFailover; fo == nil || fo.Outcome != ebv1alpha1.OutcomeRejoined {
-		t.Errorf("lastFailover %+v, want the victim's units Rejoined", fo)
-	}
-	deleteRun(ctx, t, key)
 }
 
 func readyCondition(run *ebv1alpha1.EventBuilderRun) *metav1.Condition {
