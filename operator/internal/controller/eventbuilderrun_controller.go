@@ -368,13 +368,15 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			if err != nil {
 				return ctrl.Result{}, fmt.Errorf("ConfigMap %s: %w", cm.Name, err)
 			}
-			if g, changed := given.Give(table.Epoch, ranktable.Dialable(podIPs(table, pods))); changed {
+			// The addresses recorded are those drive puts in the table it sends.
+			ips := podIPs(table, pods)
+			if g, changed := given.Give(table.Epoch, ranktable.Dialable(ips)); changed {
 				setRecord(cm, annAddresses, g)
 				if err := r.Update(ctx, cm); err != nil {
 					return ctrl.Result{}, err
 				}
 			}
-			configured, missing, err := r.drive(ctx, run, table, doc, pods, poll, blind, string(secret.Data[builderpod.ControlTokenKey]))
+			configured, missing, err := r.drive(ctx, run, table, doc, pods, ips, poll, blind, string(secret.Data[builderpod.ControlTokenKey]))
 			controlErr = err
 			setConfigured(run, table.Epoch, configured, missing)
 			if configured {
@@ -677,14 +679,15 @@ func (r *EventBuilderRunReconciler) ensureSecret(ctx context.Context, run *ebv1.
 // drive sends the control commands the builders of table need (pure
 // decisions in internal/lifecycle): configure to those behind its epoch
 // (blind: to every running builder, whose state is not known), then what
-// takes them to spec.state. The builders' answers update poll's reports.
+// takes them to spec.state, to the builders whose pod runs (ips, by
+// podIPs). The builders' answers update poll's reports.
 // It says whether every live builder now holds the epoch, which live
 // ranks do not, and which builders refused or did not answer.
 func (r *EventBuilderRunReconciler) drive(ctx context.Context, run *ebv1.EventBuilderRun, table planner.RankTable,
-	doc ranktable.Document, pods map[int32]*corev1.Pod, poll *builderstatus.Poll, blind bool, token string) (bool, []int32, error) {
+	doc ranktable.Document, pods map[int32]*corev1.Pod, ips map[int32]string, poll *builderstatus.Poll, blind bool, token string) (bool, []int32, error) {
 	var builders []lifecycle.Builder
 	var live []int32
-	urls, ips := map[int32]string{}, podIPs(table, pods)
+	urls := map[int32]string{}
 	for _, rk := range table.Ranks {
 		rank := int32(rk.Rank)
 		if rk.Role == planner.Live {

@@ -173,13 +173,14 @@ func Plan(fabric Fabric, req Request) (RankTable, error) {
 	}
 
 	sel := selectEndpoints(ready, live, req.Spares)
-	t := number(fabric, req, sel, unschedulable, portsInUse(fabric, sel, true))
-	if fewer := portsInUse(fabric, sel, false); len(fewer) < fabric.PortsPerLeaf {
+	t := number(fabric, req, sel, unschedulable, everyPort(fabric))
+	if fewer := portsInUse(sel); len(fewer) < fabric.PortsPerLeaf {
 		// Only the port columns some live or spare endpoint sits on: fewer
 		// dummies, but the even spread over the spines is no longer given,
 		// so it is kept only if it plays without an overload with every
 		// spare live as well (a failover must not find it overloading).
-		if compact := number(fabric, req, sel, unschedulable, fewer); overloads(fabric, sparesLive(compact)) == 0 {
+		compact := number(fabric, req, sel, unschedulable, fewer)
+		if v, err := CheckLinkLoad(fabric, sparesLive(compact)); err == nil && len(v) == 0 {
 			t = compact
 		}
 	}
@@ -207,15 +208,6 @@ func more(n int) string {
 	return fmt.Sprintf(" (and %d more phase-links)", n)
 }
 
-// overloads is the number of (phase, link) overloads of t.
-func overloads(fabric Fabric, t RankTable) int {
-	violations, err := CheckLinkLoad(fabric, t)
-	if err != nil {
-		return -1
-	}
-	return len(violations)
-}
-
 // sparesLive is a copy of t with every spare rank live, reading and
 // building (RU+BU): the most flows t can carry after failovers.
 func sparesLive(t RankTable) RankTable {
@@ -228,25 +220,24 @@ func sparesLive(t RankTable) RankTable {
 	return t
 }
 
-// portsInUse is the port columns of the schedule, ascending: every port of
-// a leaf, or (all false) only the ports some live or spare endpoint of the
-// selection sits on, on any leaf.
-func portsInUse(fabric Fabric, sel selection, all bool) []int {
-	if all {
-		ports := make([]int, fabric.PortsPerLeaf)
-		for p := range ports {
-			ports[p] = p
-		}
-		return ports
-	}
-	var ports []int
-	for _, ep := range slices.Concat(sel.live, sel.spares) {
-		if _, in := slices.BinarySearch(ports, ep.Port); !in {
-			ports = append(ports, ep.Port)
-			slices.Sort(ports)
-		}
+// everyPort is every port of a leaf, ascending: the full port columns.
+func everyPort(fabric Fabric) []int {
+	ports := make([]int, fabric.PortsPerLeaf)
+	for p := range ports {
+		ports[p] = p
 	}
 	return ports
+}
+
+// portsInUse is the ports some live or spare endpoint of the selection
+// sits on, on any leaf, ascending: the fewest port columns.
+func portsInUse(sel selection) []int {
+	var ports []int
+	for _, ep := range slices.Concat(sel.live, sel.spares) {
+		ports = append(ports, ep.Port)
+	}
+	slices.Sort(ports)
+	return slices.Compact(ports)
 }
 
 // number builds the epoch-1 table of the selection with the given port
