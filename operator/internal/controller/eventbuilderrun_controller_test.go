@@ -1095,6 +1095,7 @@ func TestInvalidRunsAreRejected(t *testing.T) {
 			s["resources"] = map[string]any{"cpus": int64(2), "memory": "1Gi", "hugepages": map[string]any{"pageSize": "4Ki", "size": "1Gi"}}
 		}, "spec.resources.hugepages.pageSize"},
 		{"bogus failure policy", "", func(s map[string]any) { s["failurePolicy"] = "Pray" }, "spec.failurePolicy"},
+		{"zero event rate floor", "", func(s map[string]any) { s["minEventRate"] = int64(0) }, "spec.minEventRate"},
 		// Without the device plugin's resource the pod has no /dev/infiniband.
 		{"verbs without rdma", "", func(s map[string]any) { s["builder"].(map[string]any)["transport"] = "verbs" }, "set spec.resources.rdma"},
 		{"verbs with pinned cpus but no rdma", "", func(s map[string]any) {
