@@ -142,6 +142,9 @@ const (
 const (
 	EndpointNodeNotFound = "NodeNotFound"
 	EndpointNodeNotReady = "NodeNotReady"
+	// EndpointNodeCordoned: the node is cordoned (kubectl cordon or
+	// drain): it takes no unit, and the units on it move to spares.
+	EndpointNodeCordoned = "NodeCordoned"
 )
 
 // UnschedulableEndpoint is an endpoint whose node cannot run a unit.

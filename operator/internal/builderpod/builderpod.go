@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -121,6 +122,30 @@ func Service(run *ebv1.EventBuilderRun) *corev1.Service {
 	}
 }
 
+// DisruptionBudgetName is the PodDisruptionBudget of a run on a fabric.
+func DisruptionBudgetName(run string) string { return ServiceName(run) }
+
+// DisruptionBudget renders the PodDisruptionBudget of a run on a fabric:
+// no builder pod may be evicted (maxUnavailable 0). A drain therefore
+// waits while the operator moves the units off the cordoned node to spares
+// and deletes their old pods itself (runplan.Draining); a unit with no
+// spare holds the drain rather than be lost silently. Runs without a
+// fabric have none: their units rejoin wherever the scheduler puts them.
+func DisruptionBudget(run *ebv1.EventBuilderRun) *policyv1.PodDisruptionBudget {
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            DisruptionBudgetName(run.Name),
+			Namespace:       run.Namespace,
+			Labels:          Selector(run.Name),
+			OwnerReferences: OwnerRefs(run),
+		},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+			Selector:       &metav1.LabelSelector{MatchLabels: Selector(run.Name)},
+		},
+	}
+}
+
 // Args is the eb-builder command line of a rank: a builder in controlled
 // mode. It starts NOT_READY and gets its rank table from the operator's
 // configure call (builder/docs/control-api.md), so nothing here depends on
@@ -155,6 +180,41 @@ func Args(run *ebv1.EventBuilderRun, rank int32, place *Placement) []string {
 	return args
 }
 
+// onNode is the affinity that lets a pod run on the named node only (by
+// metadata.name, which the node's hostname label need not match); nil for
+// no node.
+func onNode(node string) *corev1.Affinity {
+	if node == "" {
+		return nil
+	}
+	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{
+				Key: nodeNameField, Operator: corev1.NodeSelectorOpIn, Values: []string{node},
+			}}}},
+		},
+	}}
+}
+
+const nodeNameField = "metadata.name"
+
+// Node is the node a pod is placed on by its affinity (onNode), "" for a
+// pod the scheduler may put anywhere.
+func Node(pod *corev1.Pod) string {
+	a := pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return ""
+	}
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, f := range term.MatchFields {
+			if f.Key == nodeNameField && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
+				return f.Values[0]
+			}
+		}
+	}
+	return ""
+}
+
 // SpecHash hashes what a builder pod runs: its node, Multus networks, the
 // control Secret it was started with, and containers (image, pull policy,
 // command, args, env, resources, probes, security) and volumes. A pod
@@ -168,7 +228,7 @@ func SpecHash(pod *corev1.Pod) string {
 		Security      *corev1.PodSecurityContext
 		Containers    []corev1.Container
 		Volumes       []corev1.Volume
-	}{pod.Spec.NodeName, pod.Annotations[NetworksAnnotation], pod.Annotations[ControlSecretAnnotation],
+	}{Node(pod), pod.Annotations[NetworksAnnotation], pod.Annotations[ControlSecretAnnotation],
 		pod.Spec.SecurityContext, pod.Spec.Containers, pod.Spec.Volumes})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])
@@ -315,10 +375,12 @@ func securityContext(transport ebv1.Transport, rdma bool) *corev1.SecurityContex
 // Pod renders the pod of one rank: a live rank, or a warm spare (which
 // runs the same builder, standing by as a dummy until a configure makes
 // its rank live). place is nil for runs without a fabric: the scheduler
-// puts those pods anywhere. On a fabric the operator places the pod itself
-// (spec.nodeName): the rank is tied to the endpoint's switch port, so
-// there is no choice to leave to the scheduler, and the kubelet's
-// admission still checks resources and NUMA alignment. secretUID is the
+// puts those pods anywhere. On a fabric the rank is tied to the endpoint's
+// switch port, so the pod may run on the endpoint's node only: a required
+// node affinity on that node's name, not spec.nodeName, so that the
+// scheduler still binds it and honours cordons, taints and drains (an
+// evicted pod stays Pending on a cordoned node instead of coming back), and
+// the kubelet's admission still checks resources and NUMA alignment. secretUID is the
 // UID of the run's control Secret, whose token the pod mounts.
 func Pod(run *ebv1.EventBuilderRun, rank int32, place *Placement, secretUID string) *corev1.Pod {
 	labels := Selector(run.Name)
@@ -381,7 +443,7 @@ func Pod(run *ebv1.EventBuilderRun, rank int32, place *Placement, secretUID stri
 			OwnerReferences: OwnerRefs(run),
 		},
 		Spec: corev1.PodSpec{
-			NodeName: nodeName,
+			Affinity: onNode(nodeName),
 			// hostname.subdomain is the name peers dial.
 			Hostname:      name,
 			Subdomain:     ServiceName(run.Name),

@@ -163,6 +163,7 @@ func TestPod(t *testing.T) {
 		{"capabilities dropped", sc.Capabilities.Drop, []corev1.Capability{"ALL"}},
 		{"capabilities added", len(sc.Capabilities.Add), 0},
 		{"no node chosen", pod.Spec.NodeName, ""},
+		{"no affinity", pod.Spec.Affinity, (*corev1.Affinity)(nil)},
 		{"no networks", pod.Annotations[NetworksAnnotation], ""},
 		{"rank table env", c.Env, []corev1.EnvVar{{Name: "EB_RANK_TABLE", Value: "/etc/eventbuilder/ranks.json"}}},
 		{"rank table mount", c.VolumeMounts[1], corev1.VolumeMount{Name: "ranks", MountPath: "/etc/eventbuilder", ReadOnly: true}},
@@ -255,7 +256,10 @@ func TestFabricPod(t *testing.T) {
 		what      string
 		got, want any
 	}{
-		{"node", pod.Spec.NodeName, "eb007"},
+		{"left to the scheduler", pod.Spec.NodeName, ""},
+		{"node", Node(pod), "eb007"},
+		{"node affinity", pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms,
+			[]corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: "In", Values: []string{"eb007"}}}}}},
 		{"endpoint label", pod.Labels[LabelEndpoint], "eb007-numa1"},
 		{"requests", quantities(c.Resources.Requests), want},
 		{"limits = requests", quantities(c.Resources.Limits), want},

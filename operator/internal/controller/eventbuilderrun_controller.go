@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -29,7 +30,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -125,6 +125,7 @@ type EventBuilderRunReconciler struct {
 // +kubebuilder:rbac:groups=eventbuilder.daq.io,resources=fabrics,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
@@ -156,6 +157,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	var fabric *planner.Fabric
 	var nodeList []corev1.Node
 	var nodes, health runplan.Nodes
+	var cordoned map[string]bool
 	var graceLeft time.Duration // until a node in its NotReady grace period fails
 	if ref := run.Spec.FabricRef; ref != nil {
 		fab := &ebv1.Fabric{}
@@ -171,7 +173,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			return ctrl.Result{}, err
 		}
 		nodeList = list.Items
-		nodes = runplan.NodeStates(list.Items)
+		nodes, cordoned = runplan.NodeStates(list.Items), runplan.CordonedNodes(list.Items)
 		health, graceLeft = runplan.NodeHealth(list.Items, now, r.NodeNotReadyGrace)
 		f := runplan.Fabric(&fab.Spec, nodes)
 		fabric = &f
@@ -179,6 +181,11 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 
 	if err := r.ensureService(ctx, run); err != nil {
 		return ctrl.Result{}, err
+	}
+	if fabric != nil {
+		if err := r.ensure(ctx, builderpod.DisruptionBudget(run), &policyv1.PodDisruptionBudget{}); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	secret, err := r.ensureSecret(ctx, run)
 	if err != nil {
@@ -269,16 +276,20 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 					runplan.UpPeers(table, poll.Reports))
 			}
 		}
-		if len(failures) > 0 {
-			next, err := runplan.Recover(*fabric, table, failures, run.Spec.FailurePolicy)
-			if err != nil {
-				return ctrl.Result{}, err
-			}
+		// Units on a cordoned node move before a drain may evict them (the
+		// run's PodDisruptionBudget holds it meanwhile).
+		failures = append(failures, runplan.Draining(table, endpoints, cordoned, failures)...)
+		next, err := runplan.Recover(*fabric, table, failures, run.Spec.FailurePolicy)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		r.announceHeld(run, next.Held)
+		if len(next.Moves) > 0 {
 			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, false, now); err != nil {
 				return ctrl.Result{}, err
 			}
 			table, rec, published = next.Table, &next, true
-		} else if next, added := r.replenish(*fabric, table, run, cm, nodeList); len(added) > 0 {
+		} else if next, added := r.replenish(*fabric, table, run, cm, nodeList, endpoints, cordoned); len(added) > 0 {
 			if cm, err = r.publish(ctx, run, cm, next, endpoints, nil, false, now); err != nil {
 				return ctrl.Result{}, err
 			}
@@ -333,7 +344,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	waiting := attempts.Waiting(now, r.RejoinBackoff)
 	r.announceDeferrals(run, waiting, failedRejoins)
 
-	if err := r.syncPods(ctx, run, table, endpoints, pods, !stopped, string(secret.UID)); err != nil {
+	if err := r.syncPods(ctx, run, table, endpoints, cordoned, pods, !stopped, string(secret.UID)); err != nil {
 		var create *podCreateError
 		if errors.As(err, &create) {
 			// Quota, admission policy or an invalid resource name: say so
@@ -451,17 +462,33 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 // replenish offers again as warm spares the endpoints of servers that came
 // back after the run's last failover (runplan.Replenish), and says so.
 func (r *EventBuilderRunReconciler) replenish(fabric planner.Fabric, t planner.RankTable, run *ebv1.EventBuilderRun,
-	cm *corev1.ConfigMap, nodes []corev1.Node) (planner.RankTable, []string) {
+	cm *corev1.ConfigMap, nodes []corev1.Node, endpoints map[string]planner.Endpoint, cordoned map[string]bool) (planner.RankTable, []string) {
 	fo, err := record[*ebv1.FailoverStatus](cm, annLastFailover)
 	if err != nil || fo == nil {
 		return t, nil
 	}
-	next, added := runplan.Replenish(fabric, t, run.Spec.Spares, runplan.NodesBackSince(nodes, fo.ObservedTime.Time))
+	back := runplan.NodesBackSince(nodes, fo.ObservedTime.Time)
+	maps.Copy(back, runplan.Uncordoned(fo, endpoints, cordoned))
+	next, added := runplan.Replenish(fabric, t, run.Spec.Spares, back)
 	if len(added) > 0 {
 		r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, "SparesReplenished", "Plan",
 			"rank table epoch %d: endpoints %s, whose servers came back, are warm spares again", next.Epoch, shortlist.Join(added, ", ", func(s string) string { return s }))
 	}
 	return next, added
+}
+
+// announceHeld warns of units that should leave a cordoned node but have
+// no spare to move to: the drain waits on the run's PodDisruptionBudget.
+func (r *EventBuilderRunReconciler) announceHeld(run *ebv1.EventBuilderRun, held []ebv1.UnitMove) {
+	if len(held) == 0 {
+		return
+	}
+	r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, "DrainHeld", "Failover",
+		"units on cordoned nodes have no spare to move to and keep running there: %s; PodDisruptionBudget %s holds the drain "+
+			"until spec.spares gives them one, the node is uncordoned, or the run is deleted",
+		shortlist.Join(held, ", ", func(m ebv1.UnitMove) string {
+			return fmt.Sprintf("unit %d (rank %d, endpoint %s)", m.Unit, m.FailedRank, m.FailedEndpoint)
+		}), builderpod.DisruptionBudgetName(run.Name))
 }
 
 // targets are the builders of ranks whose pods run, for a control call.
@@ -831,10 +858,14 @@ func rankStatus(t planner.RankTable, endpoints map[string]planner.Endpoint, pods
 
 // ensureService creates the run's headless Service if it is missing.
 func (r *EventBuilderRunReconciler) ensureService(ctx context.Context, run *ebv1.EventBuilderRun) error {
-	want := builderpod.Service(run)
-	err := r.Get(ctx, client.ObjectKeyFromObject(want), &corev1.Service{})
+	return r.ensure(ctx, builderpod.Service(run), &corev1.Service{})
+}
+
+// ensure creates want unless an object of its name exists (read into have).
+func (r *EventBuilderRunReconciler) ensure(ctx context.Context, want, have client.Object) error {
+	err := r.Get(ctx, client.ObjectKeyFromObject(want), have)
 	if apierrors.IsNotFound(err) {
-		logf.FromContext(ctx).Info("creating service", "service", want.Name)
+		logf.FromContext(ctx).Info("creating", "kind", fmt.Sprintf("%T", have), "name", want.GetName())
 		err = r.Create(ctx, want)
 	}
 	return client.IgnoreAlreadyExists(err)
@@ -965,7 +996,8 @@ func (e *podCreateError) Error() string { return "creating pod " + e.pod + ": " 
 func (e *podCreateError) Unwrap() error { return e.err }
 
 // syncPods makes pods match the table: one pod per live and spare rank
-// (if start), on its endpoint's node; it deletes the others, pods that
+// (if start), on its endpoint's node, but none for a spare on a cordoned
+// node (so that a drain can go on); it deletes the others, pods that
 // ended (evicted or refused at admission: they never restart in place),
 // pods on the wrong node and pods whose spec hash differs from what the
 // run renders now (image, resources, control Secret: never the table,
@@ -973,7 +1005,7 @@ func (e *podCreateError) Unwrap() error { return e.err }
 // kept: the spare is not used (runplan.FailedSpares) and the pod shows
 // why, until someone deletes it. pods is updated to what remains.
 func (r *EventBuilderRunReconciler) syncPods(ctx context.Context, run *ebv1.EventBuilderRun, t planner.RankTable,
-	endpoints map[string]planner.Endpoint, pods map[int32]*corev1.Pod, start bool, secretUID string) error {
+	endpoints map[string]planner.Endpoint, cordoned map[string]bool, pods map[int32]*corev1.Pod, start bool, secretUID string) error {
 	log := logf.FromContext(ctx)
 	want := map[int32]*corev1.Pod{}
 	spare := map[int32]bool{}
@@ -982,7 +1014,11 @@ func (r *EventBuilderRunReconciler) syncPods(ctx context.Context, run *ebv1.Even
 			continue
 		}
 		var place *builderpod.Placement
-		if ep, ok := endpoints[rk.Endpoint]; ok {
+		ep, ok := endpoints[rk.Endpoint]
+		if ok && rk.Role == planner.Spare && cordoned[ep.Node] {
+			continue
+		}
+		if ok {
 			place = &builderpod.Placement{Endpoint: ep.Name, Node: ep.Node, NUMA: ep.NUMA, RDMADevice: ep.RDMADevice, Netdev: ep.Netdev}
 		}
 		want[int32(rk.Rank)] = builderpod.Pod(run, int32(rk.Rank), place, secretUID)
@@ -994,7 +1030,7 @@ func (r *EventBuilderRunReconciler) syncPods(ctx context.Context, run *ebv1.Even
 		ended := pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
 		failedSpare := keep && spare[rank] && pod.Status.Phase == corev1.PodFailed
 		// Only fabric pods are placed by the operator; others go where the scheduler binds them.
-		misplaced := keep && next.Spec.NodeName != "" && pod.Spec.NodeName != next.Spec.NodeName
+		misplaced := keep && builderpod.Node(next) != "" && builderpod.Node(pod) != builderpod.Node(next)
 		stale := keep && pod.Annotations[builderpod.SpecHashAnnotation] != next.Annotations[builderpod.SpecHashAnnotation]
 		if keep && (!ended || failedSpare) && !misplaced && !stale {
 			continue
@@ -1015,7 +1051,7 @@ func (r *EventBuilderRunReconciler) syncPods(ctx context.Context, run *ebv1.Even
 			continue
 		}
 		g.Go(func() error {
-			log.V(1).Info("creating pod", "pod", pod.Name, "rank", rank, "node", pod.Spec.NodeName)
+			log.V(1).Info("creating pod", "pod", pod.Name, "rank", rank, "node", builderpod.Node(pod))
 			// AlreadyExists: our cache has not seen the pod yet, or its
 			// predecessor is still terminating; a later reconcile retries.
 			if err := client.IgnoreAlreadyExists(r.Create(ctx, pod)); err != nil {
@@ -1123,10 +1159,11 @@ func podReady(pod *corev1.Pod) bool {
 func CacheOptions() cache.Options {
 	builders := labels.SelectorFromSet(labels.Set{builderpod.LabelName: builderpod.AppName})
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:       {Label: builders},
-		&corev1.Service{}:   {Label: builders},
-		&corev1.ConfigMap{}: {Label: builders},
-		&corev1.Secret{}:    {Label: builders},
+		&corev1.Pod{}:                   {Label: builders},
+		&corev1.Service{}:               {Label: builders},
+		&corev1.ConfigMap{}:             {Label: builders},
+		&corev1.Secret{}:                {Label: builders},
+		&policyv1.PodDisruptionBudget{}: {Label: builders},
 	}}
 }
 
@@ -1134,12 +1171,13 @@ func CacheOptions() cache.Options {
 const fabricRefField = "spec.fabricRef.name"
 
 // nodeHealthChanged passes node events that can change what a fabric can
-// use: creation, deletion, and a change of readiness. Heartbeats and other
-// status updates do not reconcile anything.
+// use: creation, deletion, a change of readiness, a cordon or uncordon.
+// Heartbeats and other status updates do not reconcile anything.
 var nodeHealthChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		old, cur := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
-		return runplan.NodeReady(old) != runplan.NodeReady(cur) || old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero()
+		return runplan.NodeReady(old) != runplan.NodeReady(cur) || old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero() ||
+			old.Spec.Unschedulable != cur.Spec.Unschedulable
 	},
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }
@@ -1163,6 +1201,7 @@ func (r *EventBuilderRunReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Secret{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&ebv1.Fabric{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return r.runs(ctx, client.MatchingFields{fabricRefField: o.GetName()})
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -1171,7 +1210,7 @@ func (r *EventBuilderRunReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return r.runs(ctx)
 		}), builder.WithPredicates(nodeHealthChanged)).
 		Named("eventbuilderrun").
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrent)}).
+		WithOptions(queueOptions(r.MaxConcurrent)).
 		Complete(r)
 }
 

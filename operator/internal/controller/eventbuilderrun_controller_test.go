@@ -79,15 +79,19 @@ func nextPodIP() string {
 	return fmt.Sprintf("10.%d.%d.%d", 244+n>>16&0xf, n>>8&0xff, n&0xff)
 }
 
-// bind plays the scheduler for a pod no node was chosen for, and reads
-// the pod back.
+// bind plays the scheduler: a pod not bound yet goes to the node its
+// affinity names (a fabric pod), or to any node; then the pod is read back.
 func bind(t *testing.T, pod *corev1.Pod) {
 	t.Helper()
 	if pod.Spec.NodeName != "" {
 		return
 	}
 	ctx := context.Background()
-	binding := &corev1.Binding{Target: corev1.ObjectReference{Kind: "Node", Name: "scheduled-node"}}
+	node := builderpod.Node(pod)
+	if node == "" {
+		node = "scheduled-node"
+	}
+	binding := &corev1.Binding{Target: corev1.ObjectReference{Kind: "Node", Name: node}}
 	if err := k8s.SubResource("binding").Create(ctx, pod, binding); err != nil {
 		t.Fatalf("bind pod %s: %v", pod.Name, err)
 	}

@@ -46,7 +46,7 @@ func (r *FabricReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, err
 	}
 	orig := fabric.DeepCopy()
-	fabric.Status = runplan.FabricStatus(fabric, runplan.NodeStates(nodes.Items))
+	fabric.Status = runplan.FabricStatus(fabric, runplan.NodeStates(nodes.Items), runplan.CordonedNodes(nodes.Items))
 	if equality.Semantic.DeepEqual(orig.Status, fabric.Status) {
 		return ctrl.Result{}, nil
 	}
@@ -84,5 +84,6 @@ func (r *FabricReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return reqs
 		}), builder.WithPredicates(nodeHealthChanged)).
 		Named("fabric").
+		WithOptions(queueOptions(1)).
 		Complete(r)
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sync"
 	"testing"
 	"time"
@@ -125,11 +126,25 @@ func runSuite(m *testing.M) int {
 	go prober.run(ctx)
 	code := m.Run()
 	cancel()
-	if err := <-done; err != nil {
+	if err := awaitShutdown(done, 20*time.Second); err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		code = 1
 	}
 	return code
+}
+
+// awaitShutdown waits for the manager to return; if it is still stopping
+// after slow (a reconcile that ignores its cancelled context), it prints
+// every goroutine's stack first, so that the culprit is named.
+func awaitShutdown(done <-chan error, slow time.Duration) error {
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(slow):
+		fmt.Fprintf(os.Stderr, "manager still stopping after %s; goroutines:\n", slow)
+		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
+		return <-done
+	}
 }
 
 // requireEnvtest skips a test, saying why, when the suite could not start.

@@ -25,7 +25,8 @@ import (
 )
 
 // Nodes says, for every node in the cluster, whether it can run pods:
-// Ready and not being deleted. A node missing from the map does not exist.
+// Ready, not being deleted and not cordoned. A node missing from the map
+// does not exist.
 type Nodes map[string]bool
 
 // NodeStates summarises a node list.
@@ -33,9 +34,22 @@ func NodeStates(list []corev1.Node) Nodes {
 	nodes := make(Nodes, len(list))
 	for i := range list {
 		n := &list[i]
-		nodes[n.Name] = n.DeletionTimestamp.IsZero() && NodeReady(n)
+		nodes[n.Name] = n.DeletionTimestamp.IsZero() && NodeReady(n) && !n.Spec.Unschedulable
 	}
 	return nodes
+}
+
+// CordonedNodes are the nodes marked unschedulable (kubectl cordon, and
+// drain before it evicts): the units on them move to spares before the
+// drain may evict their pods (Draining), and no unit or spare goes there.
+func CordonedNodes(list []corev1.Node) map[string]bool {
+	out := map[string]bool{}
+	for i := range list {
+		if list[i].Spec.Unschedulable {
+			out[list[i].Name] = true
+		}
+	}
+	return out
 }
 
 // NodeReady is the node's Ready condition.
@@ -112,7 +126,7 @@ func Endpoints(f planner.Fabric) map[string]planner.Endpoint {
 // FabricStatus is the status of fabric given the cluster's nodes: the
 // planner's checks the schema cannot make (Valid), and which endpoints'
 // nodes are missing or not Ready (NodesReady) rather than dropped silently.
-func FabricStatus(fabric *ebv1.Fabric, nodes Nodes) ebv1.FabricStatus {
+func FabricStatus(fabric *ebv1.Fabric, nodes Nodes, cordoned map[string]bool) ebv1.FabricStatus {
 	st := ebv1.FabricStatus{
 		ObservedGeneration: fabric.Generation,
 		Conditions:         slices.Clone(fabric.Status.Conditions),
@@ -123,6 +137,8 @@ func FabricStatus(fabric *ebv1.Fabric, nodes Nodes) ebv1.FabricStatus {
 		switch {
 		case !known:
 			st.Unschedulable = append(st.Unschedulable, ebv1.UnschedulableEndpoint{Name: e.Name, Node: e.Node, Reason: ebv1.EndpointNodeNotFound})
+		case cordoned[e.Node]:
+			st.Unschedulable = append(st.Unschedulable, ebv1.UnschedulableEndpoint{Name: e.Name, Node: e.Node, Reason: ebv1.EndpointNodeCordoned})
 		case !ready:
 			st.Unschedulable = append(st.Unschedulable, ebv1.UnschedulableEndpoint{Name: e.Name, Node: e.Node, Reason: ebv1.EndpointNodeNotReady})
 		default:
@@ -198,10 +214,30 @@ func Plan(spec *ebv1.EventBuilderRunSpec, fabric *planner.Fabric, prevEpoch int6
 	return t, nil
 }
 
-// Failure is a live rank whose unit has failed.
+// Failure is a live rank whose unit has failed, or must move (Planned).
 type Failure struct {
 	Rank   int
 	Reason string
+	// Planned: the unit still runs, but its node is going away (Draining).
+	// With no spare to move to it stays where it is (Recovery.Held)
+	// rather than leave the run short of a unit.
+	Planned bool
+}
+
+// Draining finds the live ranks of t whose endpoint's node is cordoned,
+// except those in failed (already failing for another reason): planned
+// moves, in rank order.
+func Draining(t planner.RankTable, endpoints map[string]planner.Endpoint, cordoned map[string]bool, failed []Failure) []Failure {
+	var out []Failure
+	for _, r := range t.Ranks {
+		ep, ok := endpoints[r.Endpoint]
+		if r.Role != planner.Live || !ok || !cordoned[ep.Node] ||
+			slices.ContainsFunc(failed, func(f Failure) bool { return f.Rank == r.Rank }) {
+			continue
+		}
+		out = append(out, Failure{Rank: r.Rank, Reason: ebv1.EndpointNodeCordoned, Planned: true})
+	}
+	return out
 }
 
 // ReasonPeerLost is the failure reason of a unit its peers report lost.
@@ -229,14 +265,14 @@ func Failures(t planner.RankTable, endpoints map[string]planner.Endpoint, nodes 
 		pod := pods[int32(r.Rank)]
 		switch {
 		case !known:
-			out = append(out, Failure{r.Rank, ebv1.EndpointNodeNotFound})
+			out = append(out, Failure{Rank: r.Rank, Reason: ebv1.EndpointNodeNotFound})
 		case !ready:
-			out = append(out, Failure{r.Rank, ebv1.EndpointNodeNotReady})
+			out = append(out, Failure{Rank: r.Rank, Reason: ebv1.EndpointNodeNotReady})
 		case pod != nil && pod.Status.Phase == corev1.PodFailed &&
 			pod.DeletionTimestamp.IsZero() && pod.Labels[builderpod.LabelEndpoint] == r.Endpoint:
-			out = append(out, Failure{r.Rank, podFailureReason(pod)})
+			out = append(out, Failure{Rank: r.Rank, Reason: podFailureReason(pod)})
 		case lost[r.Rank]:
-			out = append(out, Failure{r.Rank, ReasonPeerLost})
+			out = append(out, Failure{Rank: r.Rank, Reason: ReasonPeerLost})
 		}
 	}
 	return out
@@ -264,7 +300,7 @@ func Unreachable(t planner.RankTable, silences map[int32]builderstatus.Silence, 
 	for _, r := range t.Ranks {
 		s, silent := silences[int32(r.Rank)]
 		if r.Role == planner.Live && silent && s.Polls >= MinUnreachablePolls && now.Sub(s.Since) >= after && !up[r.Rank] {
-			out = append(out, Failure{r.Rank, ReasonUnreachable})
+			out = append(out, Failure{Rank: r.Rank, Reason: ReasonUnreachable})
 		}
 	}
 	return out
@@ -376,23 +412,30 @@ type Recovery struct {
 	Table   planner.RankTable
 	Moves   []ebv1.UnitMove
 	Outcome string // an ebv1.Outcome*
+	// Held are the planned moves that found no spare: those units stay.
+	Held []ebv1.UnitMove
 }
 
 // Recover moves every failed unit to a warm spare (planner.Failover). A
 // unit with no usable spare left loses its rank (it becomes a dummy) and
-// the run runs degraded or stops, by policy. All moves land in one new
-// table, at the epoch after t's.
+// the run runs degraded or stops, by policy; a planned move with no spare
+// is held instead. All moves land in one new table, at the epoch after
+// t's; with no move (every one held) there is no new table (len(Moves) 0).
 func Recover(fabric planner.Fabric, t planner.RankTable, failures []Failure, policy ebv1.FailurePolicy) (Recovery, error) {
 	rec := Recovery{Table: t, Outcome: ebv1.OutcomeMovedToSpare}
 	for _, f := range failures {
 		failed := rec.Table.Ranks[f.Rank]
 		move := ebv1.UnitMove{Unit: int32(failed.Unit), FailedRank: int32(f.Rank), FailedEndpoint: failed.Endpoint, Reason: f.Reason}
 		next, res, err := planner.Failover(fabric, rec.Table, f.Rank)
+		noSpare := errors.Is(err, planner.ErrNoSpare) || errors.Is(err, planner.ErrSpareWouldConflict)
 		switch {
 		case err == nil:
 			rec.Table = next
 			move.SpareRank, move.SpareEndpoint = ptrTo(int32(res.SpareRank)), res.SpareEndpoint
-		case errors.Is(err, planner.ErrNoSpare), errors.Is(err, planner.ErrSpareWouldConflict):
+		case noSpare && f.Planned:
+			rec.Held = append(rec.Held, move)
+			continue
+		case noSpare:
 			rec.Table = drop(rec.Table, f.Rank)
 			rec.Outcome = ebv1.OutcomeDegraded
 			if policy == ebv1.FailureStop {
@@ -476,6 +519,19 @@ func NodesBackSince(list []corev1.Node, since time.Time) map[string]bool {
 		}
 	}
 	return back
+}
+
+// Uncordoned are the nodes that the last failover (fo) moved units off
+// because they were cordoned, and that are not cordoned any more: drained
+// servers put back into service, whose endpoints may be spares again.
+func Uncordoned(fo *ebv1.FailoverStatus, endpoints map[string]planner.Endpoint, cordoned map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range fo.Moves {
+		if ep, ok := endpoints[m.FailedEndpoint]; ok && m.Reason == ebv1.EndpointNodeCordoned && !cordoned[ep.Node] {
+			out[ep.Node] = true
+		}
+	}
+	return out
 }
 
 // Replenish makes dummy ranks warm spares again where the endpoint cabled

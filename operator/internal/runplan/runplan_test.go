@@ -206,7 +206,7 @@ func TestFailedSpares(t *testing.T) {
 	}
 	// Rank 4 fails: it would go to the lowest spare, s1-0 (rank 2), which
 	// is passed over.
-	rec, err := Recover(g, table, []Failure{{4, "PodFailed"}}, ebv1.FailureRunDegraded)
+	rec, err := Recover(g, table, []Failure{{Rank: 4, Reason: "PodFailed"}}, ebv1.FailureRunDegraded)
 	if err != nil || len(rec.Moves) != 1 || rec.Moves[0].SpareEndpoint != "s1-1" {
 		t.Errorf("Recover: %+v, %v; want unit 2 on s1-1", rec.Moves, err)
 	}

@@ -1,0 +1,107 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/builderpod"
+)
+
+// setCordoned plays kubectl cordon (true) and uncordon (false).
+func setCordoned(t *testing.T, name string, cordoned bool) {
+	t.Helper()
+	node := &corev1.Node{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, node); err != nil {
+		t.Fatal(err)
+	}
+	node.Spec.Unschedulable = cordoned
+	if err := k8s.Update(context.Background(), node); err != nil {
+		t.Fatalf("cordon %s=%v: %v", name, cordoned, err)
+	}
+}
+
+// A drain starts with a cordon. The units of a cordoned server move to
+// spares at once, as a planned move, and their old pods go (a drain then
+// finds nothing of the run left to evict, while the run's
+// PodDisruptionBudget refuses evictions meanwhile); units with no spare
+// left stay, with a Warning, and move as soon as a spare appears; a
+// server uncordoned offers its endpoints as spares again.
+func TestCordonedServerIsDrainedToSpares(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	smallFabric(t, "drain")
+	run := fabricRun(ns, "drain", "drain", 5, 2)
+	if err := k8s.Create(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(run)
+	// LLSSLLL.: srv0 runs units 0 and 1, srv1 holds the spares.
+	pods := waitPods(t, ns, "drain", "drain-eb-0", "drain-eb-1", "drain-eb-2", "drain-eb-3", "drain-eb-4", "drain-eb-5", "drain-eb-6")
+	for _, pod := range pods {
+		startPod(t, &pod)
+	}
+	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+
+	pdb := &policyv1.PodDisruptionBudget{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: builderpod.DisruptionBudgetName("drain")}, pdb); err != nil {
+		t.Fatalf("the run's PodDisruptionBudget: %v", err)
+	}
+	if mu := pdb.Spec.MaxUnavailable; mu == nil || *mu != intstr.FromInt32(0) || pdb.Spec.Selector == nil ||
+		pdb.Spec.Selector.MatchLabels[builderpod.LabelRun] != "drain" || len(pdb.OwnerReferences) != 1 {
+		t.Errorf("PodDisruptionBudget spec %+v owners %v, want maxUnavailable 0 over the run's pods, owned by the run", pdb.Spec, pdb.OwnerReferences)
+	}
+
+	setCordoned(t, "drain-srv0", true)
+	fo := waitFailover(t, key, 2)
+	if got := moves(fo); got != "0->2 NodeCordoned, 1->3 NodeCordoned" || fo.Outcome != ebv1.OutcomeMovedToSpare {
+		t.Errorf("lastFailover %s %s, want both units of srv0 moved to srv1's spares", fo.Outcome, got)
+	}
+	waitPods(t, ns, "drain", "drain-eb-2", "drain-eb-3", "drain-eb-4", "drain-eb-5", "drain-eb-6")
+
+	// No spare left: srv2's units stay and the run says why.
+	setCordoned(t, "drain-srv2", true)
+	expectEvent(t, ns, "drain", "DrainHeld")
+	if st := getRun(t, key).Status; st.Epoch != 2 || st.LiveUnits != 5 {
+		t.Errorf("epoch %d with %d live units, want 2 and 5: a unit with no spare is held, not dropped", st.Epoch, st.LiveUnits)
+	}
+	waitPods(t, ns, "drain", "drain-eb-2", "drain-eb-3", "drain-eb-4", "drain-eb-5", "drain-eb-6")
+
+	// srv0 back in service: its endpoints are spares again (epoch 3), and
+	// the held units move there (epoch 4).
+	setCordoned(t, "drain-srv0", false)
+	expectEvent(t, ns, "drain", "SparesReplenished")
+	fo = waitFailover(t, key, 4)
+	if got := moves(fo); got != "4->0 NodeCordoned, 5->1 NodeCordoned" {
+		t.Errorf("lastFailover moves %s, want srv2's units on srv0", got)
+	}
+	now := waitPods(t, ns, "drain", "drain-eb-0", "drain-eb-1", "drain-eb-2", "drain-eb-3", "drain-eb-6")
+	for name, pod := range now {
+		if node := builderpod.Node(&pod); node == "drain-srv2" {
+			t.Errorf("pod %s placed on cordoned %s", name, node)
+		}
+	}
+}
+
+// moves spells a failover's moves: "0->2 NodeCordoned, 1->none PeerLost".
+func moves(fo *ebv1.FailoverStatus) string {
+	out := ""
+	for i, m := range fo.Moves {
+		to := "none"
+		if m.SpareRank != nil {
+			to = fmt.Sprint(*m.SpareRank)
+		}
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%d->%s %s", m.FailedRank, to, m.Reason)
+	}
+	return out
+}

@@ -1,0 +1,100 @@
+package runplan
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+)
+
+func TestNodeStatesAndCordonedNodes(t *testing.T) {
+	ready := []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	list := []corev1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "up"}, Status: corev1.NodeStatus{Conditions: ready}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "cordoned"}, Spec: corev1.NodeSpec{Unschedulable: true}, Status: corev1.NodeStatus{Conditions: ready}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "down"}},
+	}
+	if got, want := fmt.Sprint(NodeStates(list)), "map[cordoned:false down:false up:true]"; got != want {
+		t.Errorf("NodeStates = %s, want %s (a cordoned node takes no unit)", got, want)
+	}
+	if got, want := fmt.Sprint(CordonedNodes(list)), "map[cordoned:true]"; got != want {
+		t.Errorf("CordonedNodes = %s, want %s", got, want)
+	}
+}
+
+// A cordoned server's units move to spares on another server as planned
+// moves; with no spare they are held where they are, never dropped; spares
+// on the cordoned server are not counted.
+func TestDraining(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		units, spares     int32
+		cordon            string
+		failed            []Failure
+		wantMoves, wantHeld string
+		wantRoles         string // after the moves; "" when no new table
+	}{
+		{"both units of a server to the spare server", 5, 2, "s0", nil, "0->2 1->3", "", "..LLLLL."},
+		{"one spare for two units: one moves, one held", 5, 1, "s0", nil, "0->3", "1", ".LLLLL.."},
+		{"no spare: both held, no new table", 4, 0, "s1", nil, "", "2 3", ""},
+		{"a cordoned server of spares moves nothing", 5, 2, "s1", nil, "", "", ""},
+		{"a unit already failing is not planned twice", 5, 2, "s0", []Failure{{Rank: 0, Reason: "PodFailed"}}, "1->3", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, nodes := fabric()
+			_, table := plan(t, tc.units, tc.spares, nodes)
+			cordoned := map[string]bool{tc.cordon: true}
+			nodes[tc.cordon] = false // as NodeStates says of a cordoned node
+			f := Fabric(spec, nodes)
+			planned := Draining(table, Endpoints(f), cordoned, tc.failed)
+			for _, p := range planned {
+				if !p.Planned || p.Reason != ebv1.EndpointNodeCordoned {
+					t.Errorf("planned move %+v, want Planned with reason %s", p, ebv1.EndpointNodeCordoned)
+				}
+			}
+			rec, err := Recover(f, table, planned, ebv1.FailureStop)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var moves, held []string
+			for _, m := range rec.Moves {
+				moves = append(moves, fmt.Sprintf("%d->%d", m.FailedRank, *m.SpareRank))
+			}
+			for _, m := range rec.Held {
+				held = append(held, fmt.Sprint(m.FailedRank))
+			}
+			if got := strings.Join(moves, " "); got != tc.wantMoves {
+				t.Errorf("moves %q, want %q", got, tc.wantMoves)
+			}
+			if got := strings.Join(held, " "); got != tc.wantHeld {
+				t.Errorf("held %q, want %q", got, tc.wantHeld)
+			}
+			if tc.wantRoles != "" && roles(rec.Table) != tc.wantRoles {
+				t.Errorf("table %s, want %s", roles(rec.Table), tc.wantRoles)
+			}
+			if rec.Outcome != ebv1.OutcomeMovedToSpare {
+				t.Errorf("outcome %s: a planned move never degrades or stops the run", rec.Outcome)
+			}
+			if n := SparesLeft(table, Endpoints(f)); tc.cordon == "s1" && tc.spares == 2 && n != 0 {
+				t.Errorf("spares left %d on a cordoned server, want 0", n)
+			}
+		})
+	}
+}
+
+func TestUncordoned(t *testing.T) {
+	spec, nodes := fabric()
+	endpoints := Endpoints(Fabric(spec, nodes))
+	fo := &ebv1.FailoverStatus{Moves: []ebv1.UnitMove{
+		{FailedEndpoint: "s0-0", Reason: ebv1.EndpointNodeCordoned},
+		{FailedEndpoint: "s1-0", Reason: ebv1.EndpointNodeCordoned},
+		{FailedEndpoint: "s2-0", Reason: ebv1.EndpointNodeNotReady},
+	}}
+	if got, want := fmt.Sprint(Uncordoned(fo, endpoints, map[string]bool{"s1": true})), "map[s0:true]"; got != want {
+		t.Errorf("Uncordoned = %s, want %s (s1 still cordoned, s2 failed for another reason)", got, want)
+	}
+}
