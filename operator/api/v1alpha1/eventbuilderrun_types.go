@@ -287,6 +287,15 @@ const ConditionReady = "Ready"
 // to, the published table.
 const ConditionConfigured = "Configured"
 
+// ConditionFabricChanged is True once the run's Fabric was edited (or
+// deleted and created anew) after its rank table was planned, and the
+// table was planned afresh for it, at a new epoch (reason Replanned); the
+// message names the Fabric's generation and the epoch.
+const ConditionFabricChanged = "FabricChanged"
+
+// ReasonReplanned is the reason of the FabricChanged condition.
+const ReasonReplanned = "Replanned"
+
 // Reasons of the Ready condition.
 const (
 	ReasonAllUnitsRunning = "AllUnitsRunning"

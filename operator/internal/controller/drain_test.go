@@ -3,10 +3,14 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -104,4 +108,66 @@ func moves(fo *ebv1.FailoverStatus) string {
 		out += fmt.Sprintf("%d->%s %s", m.FailedRank, to, m.Reason)
 	}
 	return out
+}
+
+// An edited Fabric replans the runs on it at a new epoch, says so in a
+// FabricChanged condition, and moves units off endpoints it no longer has.
+func TestFabricEditReplansTheRun(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	fab := smallFabric(t, "edit")
+	run := fabricRun(ns, "edit", "edit", 3, 1)
+	if err := k8s.Create(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(run)
+	pods := waitPods(t, ns, "edit", "edit-eb-0", "edit-eb-1", "edit-eb-2", "edit-eb-3")
+	for _, pod := range pods {
+		startPod(t, &pod)
+	}
+	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+	if c := meta.FindStatusCondition(getRun(t, key).Status.Conditions, ebv1.ConditionFabricChanged); c != nil {
+		t.Errorf("condition %+v before any edit", c)
+	}
+
+	// srv0 is taken out of the Fabric (recabled elsewhere, say).
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(fab), fab); err != nil {
+		t.Fatal(err)
+	}
+	fab.Spec.Endpoints = slices.DeleteFunc(fab.Spec.Endpoints, func(e ebv1.FabricEndpoint) bool { return e.Node == "edit-srv0" })
+	if err := k8s.Update(ctx, fab); err != nil {
+		t.Fatal(err)
+	}
+	var st ebv1.EventBuilderRunStatus
+	eventually(t, "a replan at epoch 2 with condition FabricChanged", func() error {
+		st = getRun(t, key).Status
+		c := meta.FindStatusCondition(st.Conditions, ebv1.ConditionFabricChanged)
+		if st.Epoch != 2 || c == nil || c.Status != metav1.ConditionTrue || c.Reason != ebv1.ReasonReplanned ||
+			!strings.Contains(c.Message, "Fabric edit changed (generation 2)") || !strings.Contains(c.Message, "epoch 2") {
+			return fmt.Errorf("epoch %d, condition %+v", st.Epoch, c)
+		}
+		return nil
+	})
+	expectEvent(t, ns, "edit", ebv1.ConditionFabricChanged)
+	eventually(t, "no pod left on the endpoints taken out", func() error {
+		now, err := livePods(ctx, ns, "edit")
+		if err != nil {
+			return err
+		}
+		for name, pod := range now {
+			if builderpod.Node(&pod) == "edit-srv0" {
+				return fmt.Errorf("pod %s on edit-srv0", name)
+			}
+		}
+		if len(now) != 4 {
+			return fmt.Errorf("%d pods, want 4", len(now))
+		}
+		return nil
+	})
+	for _, r := range st.Ranks {
+		if r.Node == "edit-srv0" {
+			t.Errorf("rank %+v still on edit-srv0", r)
+		}
+	}
 }

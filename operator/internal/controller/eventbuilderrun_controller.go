@@ -13,6 +13,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,6 +68,8 @@ const (
 	annLastFailover = "eventbuilder.daq.io/last-failover"
 	annRejoins      = "eventbuilder.daq.io/rejoin-attempts"
 	annAddresses    = "eventbuilder.daq.io/given-addresses"
+	// annFabric: the Fabric (UID and generation) the table was planned on.
+	annFabric = "eventbuilder.daq.io/planned-on-fabric"
 )
 
 // EventBuilderRunReconciler plans a run's ranks (on its Fabric, if any),
@@ -158,6 +161,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	var nodeList []corev1.Node
 	var nodes, health runplan.Nodes
 	var cordoned map[string]bool
+	fabricKey := ""             // the Fabric's UID and generation: an edit replans
 	var graceLeft time.Duration // until a node in its NotReady grace period fails
 	if ref := run.Spec.FabricRef; ref != nil {
 		fab := &ebv1.Fabric{}
@@ -177,6 +181,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		health, graceLeft = runplan.NodeHealth(list.Items, now, r.NodeNotReadyGrace)
 		f := runplan.Fabric(&fab.Spec, nodes)
 		fabric = &f
+		fabricKey = fmt.Sprintf("%s/%d", fab.UID, fab.Generation)
 	}
 
 	if err := r.ensureService(ctx, run); err != nil {
@@ -238,8 +243,11 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	var rec *runplan.Recovery
 	published := false
 	var failedRejoins []int // ranks whose last rejoin this reconcile found did not hold
+	// A table planned before the operator recorded its Fabric is taken as
+	// planned on the Fabric as it is.
+	fabricEdited := cm != nil && cm.Annotations[annFabric] != "" && cm.Annotations[annFabric] != fabricKey
 	switch {
-	case cm == nil || cm.Annotations[annRequest] != runplan.RequestKey(&run.Spec):
+	case cm == nil || cm.Annotations[annRequest] != runplan.RequestKey(&run.Spec) || fabricEdited:
 		// Epochs never go back, even when the ConfigMap was deleted:
 		// the status remembers the last one.
 		next, err := runplan.Plan(&run.Spec, fabric, max(table.Epoch, run.Status.Epoch))
@@ -260,6 +268,13 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		}
 		table, published = next, true
 		attempts = runplan.RejoinAttempts{} // a new plan starts afresh
+		if fabricEdited {
+			msg := fmt.Sprintf("Fabric %s changed (generation %d): the rank table was planned afresh at epoch %d",
+				run.Spec.FabricRef.Name, fabricGeneration(fabricKey), table.Epoch)
+			meta.SetStatusCondition(&run.Status.Conditions, metav1.Condition{Type: ebv1.ConditionFabricChanged,
+				Status: metav1.ConditionTrue, Reason: ebv1.ReasonReplanned, Message: msg, ObservedGeneration: run.Generation})
+			r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, ebv1.ConditionFabricChanged, "Plan", msg)
+		}
 		r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, "RankTablePublished", "Plan",
 			"rank table epoch %d: %d ranks, %d live, %d spare, %d dummy", table.Epoch, table.N(),
 			table.Count(planner.Live), table.Count(planner.Spare), table.Count(planner.Dummy))
@@ -327,6 +342,12 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			}
 		}
 		failedRejoins = d.Failed
+	}
+	if cm.Annotations[annFabric] != fabricKey {
+		setOrDelete(cm.Annotations, annFabric, fabricKey)
+		if err := r.Update(ctx, cm); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	stopped := cm.Annotations[annStopped] != ""
 	// A rank whose pod answers from another IP than its peers were given
@@ -475,6 +496,22 @@ func (r *EventBuilderRunReconciler) replenish(fabric planner.Fabric, t planner.R
 			"rank table epoch %d: endpoints %s, whose servers came back, are warm spares again", next.Epoch, shortlist.Join(added, ", ", func(s string) string { return s }))
 	}
 	return next, added
+}
+
+// fabricGeneration is the generation in a Fabric key ("uid/generation").
+func fabricGeneration(key string) int64 {
+	_, gen, _ := strings.Cut(key, "/")
+	n, _ := strconv.ParseInt(gen, 10, 64)
+	return n
+}
+
+// setOrDelete sets m[k] to v, or deletes k when v is empty.
+func setOrDelete(m map[string]string, k, v string) {
+	if v == "" {
+		delete(m, k)
+		return
+	}
+	m[k] = v
 }
 
 // announceHeld warns of units that should leave a cordoned node but have

@@ -31,12 +31,12 @@ func TestNodeStatesAndCordonedNodes(t *testing.T) {
 // on the cordoned server are not counted.
 func TestDraining(t *testing.T) {
 	for _, tc := range []struct {
-		name              string
-		units, spares     int32
-		cordon            string
-		failed            []Failure
+		name                string
+		units, spares       int32
+		cordon              string
+		failed              []Failure
 		wantMoves, wantHeld string
-		wantRoles         string // after the moves; "" when no new table
+		wantRoles           string // after the moves; "" when no new table
 	}{
 		{"both units of a server to the spare server", 5, 2, "s0", nil, "0->2 1->3", "", "..LLLLL."},
 		{"one spare for two units: one moves, one held", 5, 1, "s0", nil, "0->3", "1", ".LLLLL.."},

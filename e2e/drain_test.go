@@ -1,0 +1,148 @@
+package e2e
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ebv1alpha1 "daq.io/eventbuilder/operator/api/v1alpha1"
+)
+
+// drainBound is how long a drain of a server with two live units may take:
+// the cordon moves them to the spares, and the drain waits on the run's
+// PodDisruptionBudget meanwhile.
+const drainBound = 60 * time.Second
+
+// kubectl drain of the server running both live units of a run: the cordon
+// moves them to the spares on the other worker by a planned move (reason
+// NodeCordoned), the run's PodDisruptionBudget keeps the drain from
+// evicting a builder meanwhile, and the drain completes once the operator
+// has removed the run's pods there itself. Uncordoned, the server's
+// endpoints stand by as spares again. Each step prints its time.
+func TestDrainingAServerMovesItsUnitsFirst(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	const (
+		namespaceName = "e2e-drain"
+		fabricName    = "e2e-drain"
+		runName       = "drain"
+	)
+	workers := workerNodes(ctx, t)
+	if len(workers) < 2 {
+		t.Fatalf("need 2 worker nodes, found %v", workers)
+	}
+	// Draining the operator's own node is another case (it moves too).
+	victim, survivor := workers[0], workers[1]
+	if operatorNode(ctx, t) == victim {
+		victim, survivor = survivor, victim
+	}
+	ensureNamespace(ctx, t, namespaceName)
+	key := client.ObjectKey{Namespace: namespaceName, Name: runName}
+	removeRunAndFabric(ctx, t, key, fabricName)
+	defer uncordon(t, victim)
+
+	if err := k8sClient.Create(ctx, workerFabric(fabricName, []string{victim, survivor})); err != nil {
+		t.Fatalf("create fabric: %v", err)
+	}
+	run := &ebv1alpha1.EventBuilderRun{
+		ObjectMeta: metav1.ObjectMeta{Name: runName, Namespace: namespaceName},
+		Spec: ebv1alpha1.EventBuilderRunSpec{
+			FabricRef: &ebv1alpha1.FabricReference{Name: fabricName}, Units: 2, Spares: 2,
+			Builder: ebv1alpha1.BuilderSpec{Image: env.builderImage, ImagePullPolicy: corev1.PullIfNotPresent},
+		},
+	}
+	if err := k8sClient.Create(ctx, run); err != nil {
+		t.Fatalf("create run: %v", err)
+	}
+	waitFor(ctx, t, "Running on the victim with 2 spares standing by on the survivor", 6*time.Minute, func() (bool, string) {
+		if err := k8sClient.Get(ctx, key, run); err != nil {
+			return false, err.Error()
+		}
+		return run.Status.Phase == ebv1alpha1.PhaseRunning && run.Status.EventsBuilt > 0 && standingSpares(run, survivor) == 2 &&
+			liveOn(run, victim) == 2, describeFailover(run)
+	})
+	before := run.DeepCopy()
+	// The run's PodDisruptionBudget refuses to evict any of its builders:
+	// a drain can only wait for the operator to move them.
+	for _, rk := range run.Status.Ranks {
+		if rk.Pod == "" {
+			continue
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespaceName, Name: rk.Pod}}
+		err := k8sClient.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{})
+		if !apierrors.IsTooManyRequests(err) {
+			t.Fatalf("evicting builder pod %s: %v, want 429 (refused by the run's PodDisruptionBudget)", rk.Pod, err)
+		}
+	}
+
+	started := time.Now()
+	drain := exec.CommandContext(ctx, env.kubectl, "--kubeconfig", env.kubeconfig, "drain", victim,
+		"--ignore-daemonsets", "--delete-emptydir-data", "--timeout", drainBound.String())
+	drained := make(chan error, 1)
+	var drainOut []byte
+	go func() {
+		var err error
+		drainOut, err = drain.CombinedOutput()
+		drained <- err
+	}()
+	var seen incompleteSeen
+	waitFor(ctx, t, "a planned move of both units to the survivor's spares", drainBound, func() (bool, string) {
+		if err := k8sClient.Get(ctx, key, run); err != nil {
+			return false, err.Error()
+		}
+		seen.note(run)
+		fo := run.Status.LastFailover
+		return fo != nil && run.Status.Epoch > before.Status.Epoch && len(fo.Moves) == 2 && liveOn(run, survivor) == 2, describeFailover(run)
+	})
+	fo := run.Status.LastFailover
+	for _, m := range fo.Moves {
+		if m.SpareRank == nil || m.Reason != ebv1alpha1.EndpointNodeCordoned {
+			t.Errorf("move %+v: want a spare, reason %s", m, ebv1alpha1.EndpointNodeCordoned)
+		}
+	}
+	if err := <-drained; err != nil {
+		t.Fatalf("kubectl drain %s: %v\n%s", victim, err, drainOut)
+	}
+	drainTook := time.Since(started)
+	t.Logf("kubectl drain said:\n%s", strings.TrimSpace(string(drainOut)))
+	waitForEveryUnitToBuild(ctx, t, run, run.DeepCopy(), "on the spares after the drain", &seen)
+	var pods corev1.PodList
+	if err := k8sClient.List(ctx, &pods, client.InNamespace(namespaceName)); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == victim && p.DeletionTimestamp.IsZero() {
+			t.Errorf("pod %s still on the drained %s", p.Name, victim)
+		}
+	}
+	t.Logf("drain figures: move observed %s after the drain began, table published %s later; kubectl drain done after %s (bound %s); building on the spares %s after the drain began",
+		fo.ObservedTime.Sub(started).Round(time.Millisecond), fo.Duration.Duration, drainTook.Round(time.Millisecond), drainBound,
+		time.Since(started).Round(time.Millisecond))
+
+	uncordoned := time.Now()
+	uncordon(t, victim)
+	waitFor(ctx, t, "the drained server's endpoints warm spares again", 3*time.Minute, func() (bool, string) {
+		if err := k8sClient.Get(ctx, key, run); err != nil {
+			return false, err.Error()
+		}
+		return run.Status.SparesLeft == 2 && standingSpares(run, victim) == 2, describeFailover(run)
+	})
+	t.Logf("uncordoned: its endpoints stand by as spares %s later: %s", time.Since(uncordoned).Round(time.Millisecond), describeFailover(run))
+	removeRunAndFabric(ctx, t, key, fabricName)
+}
+
+// uncordon makes a node schedulable again.
+func uncordon(t *testing.T, node string) {
+	t.Helper()
+	if out, err := exec.Command(env.kubectl, "--kubeconfig", env.kubeconfig, "uncordon", node).CombinedOutput(); err != nil {
+		t.Errorf("kubectl uncordon %s: %v\n%s", node, err, out)
+	}
+}
