@@ -35,40 +35,10 @@ func TestDrainingAServerMovesItsUnitsFirst(t *testing.T) {
 		fabricName    = "e2e-drain"
 		runName       = "drain"
 	)
-	workers := workerNodes(ctx, t)
-	if len(workers) < 2 {
-		t.Fatalf("need 2 worker nodes, found %v", workers)
-	}
-	// Draining the operator's own node is another case (it moves too).
-	victim, survivor := workers[0], workers[1]
-	if operatorNode(ctx, t) == victim {
-		victim, survivor = survivor, victim
-	}
-	ensureNamespace(ctx, t, namespaceName)
-	key := client.ObjectKey{Namespace: namespaceName, Name: runName}
-	removeRunAndFabric(ctx, t, key, fabricName)
+	victim, survivor := victimAndSurvivor(ctx, t)
 	defer uncordon(t, victim)
-
-	if err := k8sClient.Create(ctx, workerFabric(fabricName, []string{victim, survivor})); err != nil {
-		t.Fatalf("create fabric: %v", err)
-	}
-	run := &ebv1alpha1.EventBuilderRun{
-		ObjectMeta: metav1.ObjectMeta{Name: runName, Namespace: namespaceName},
-		Spec: ebv1alpha1.EventBuilderRunSpec{
-			FabricRef: &ebv1alpha1.FabricReference{Name: fabricName}, Units: 2, Spares: 2,
-			Builder: ebv1alpha1.BuilderSpec{Image: env.builderImage, ImagePullPolicy: corev1.PullIfNotPresent},
-		},
-	}
-	if err := k8sClient.Create(ctx, run); err != nil {
-		t.Fatalf("create run: %v", err)
-	}
-	waitFor(ctx, t, "Running on the victim with 2 spares standing by on the survivor", 6*time.Minute, func() (bool, string) {
-		if err := k8sClient.Get(ctx, key, run); err != nil {
-			return false, err.Error()
-		}
-		return run.Status.Phase == ebv1alpha1.PhaseRunning && run.Status.EventsBuilt > 0 && standingSpares(run, survivor) == 2 &&
-			liveOn(run, victim) == 2, describeFailover(run)
-	})
+	key := client.ObjectKey{Namespace: namespaceName, Name: runName}
+	run := runOnTwoServers(ctx, t, key, fabricName, victim, survivor)
 	before := run.DeepCopy()
 	// The run's PodDisruptionBudget refuses to evict any of its builders:
 	// a drain can only wait for the operator to move them.

@@ -38,45 +38,11 @@ func TestLosingAServerWithItsDNS(t *testing.T) {
 		fabricName    = "e2e-server-loss"
 		runName       = "server-loss"
 	)
-	workers := workerNodes(ctx, t)
-	if len(workers) < 2 {
-		t.Fatalf("need 2 worker nodes, found %v", workers)
-	}
-	// The victim is a worker the operator does not run on: losing the
-	// operator with the server is another case.
-	victim, survivor := workers[0], workers[1]
-	if operatorNode(ctx, t) == victim {
-		victim, survivor = survivor, victim
-	}
-	ensureNamespace(ctx, t, namespaceName)
+	victim, survivor := victimAndSurvivor(ctx, t)
 	key := client.ObjectKey{Namespace: namespaceName, Name: runName}
-	removeRunAndFabric(ctx, t, key, fabricName)
-
-	// The victim's NUMA halves on ports 0 and 1, where the planner puts
-	// the live units; the survivor's on 2 and 3, the spares.
-	if err := k8sClient.Create(ctx, workerFabric(fabricName, []string{victim, survivor})); err != nil {
-		t.Fatalf("create fabric: %v", err)
-	}
 	placeCoreDNS(ctx, t, map[string]string{corev1.LabelHostname: victim})
 	defer placeCoreDNS(context.Background(), t, nil)
-
-	run := &ebv1alpha1.EventBuilderRun{
-		ObjectMeta: metav1.ObjectMeta{Name: runName, Namespace: namespaceName},
-		Spec: ebv1alpha1.EventBuilderRunSpec{
-			FabricRef: &ebv1alpha1.FabricReference{Name: fabricName}, Units: 2, Spares: 2,
-			Builder: ebv1alpha1.BuilderSpec{Image: env.builderImage, ImagePullPolicy: corev1.PullIfNotPresent},
-		},
-	}
-	if err := k8sClient.Create(ctx, run); err != nil {
-		t.Fatalf("create run: %v", err)
-	}
-	waitFor(ctx, t, "Running on the victim with 2 spares standing by on the survivor", 6*time.Minute, func() (bool, string) {
-		if err := k8sClient.Get(ctx, key, run); err != nil {
-			return false, err.Error()
-		}
-		return run.Status.Phase == ebv1alpha1.PhaseRunning && run.Status.EventsBuilt > 0 && standingSpares(run, survivor) == 2 &&
-			liveOn(run, victim) == 2, describeFailover(run)
-	})
+	run := runOnTwoServers(ctx, t, key, fabricName, victim, survivor)
 	before := run.DeepCopy()
 
 	stopped := time.Now()
@@ -218,4 +184,52 @@ func docker(t *testing.T, verb, node string) {
 	if out, err := exec.Command("docker", verb, node).CombinedOutput(); err != nil {
 		t.Fatalf("docker %s %s: %v\n%s", verb, node, err, out)
 	}
+}
+
+// victimAndSurvivor are the two kind workers, the victim one the operator
+// does not run on (losing or draining the operator with the server is
+// another case).
+func victimAndSurvivor(ctx context.Context, t *testing.T) (victim, survivor string) {
+	t.Helper()
+	workers := workerNodes(ctx, t)
+	if len(workers) < 2 {
+		t.Fatalf("need 2 worker nodes, found %v", workers)
+	}
+	victim, survivor = workers[0], workers[1]
+	if operatorNode(ctx, t) == victim {
+		victim, survivor = survivor, victim
+	}
+	return victim, survivor
+}
+
+// runOnTwoServers creates, afresh, a Fabric of the two workers and a run
+// of 2 units with 2 spares on it, and waits until it builds with both
+// live units on the victim and both spares standing by on the survivor.
+func runOnTwoServers(ctx context.Context, t *testing.T, key client.ObjectKey, fabricName, victim, survivor string) *ebv1alpha1.EventBuilderRun {
+	t.Helper()
+	ensureNamespace(ctx, t, key.Namespace)
+	removeRunAndFabric(ctx, t, key, fabricName)
+	// The victim's NUMA halves on ports 0 and 1, where the planner puts
+	// the live units; the survivor's on 2 and 3, the spares.
+	if err := k8sClient.Create(ctx, workerFabric(fabricName, []string{victim, survivor})); err != nil {
+		t.Fatalf("create fabric: %v", err)
+	}
+	run := &ebv1alpha1.EventBuilderRun{
+		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace},
+		Spec: ebv1alpha1.EventBuilderRunSpec{
+			FabricRef: &ebv1alpha1.FabricReference{Name: fabricName}, Units: 2, Spares: 2,
+			Builder: ebv1alpha1.BuilderSpec{Image: env.builderImage, ImagePullPolicy: corev1.PullIfNotPresent},
+		},
+	}
+	if err := k8sClient.Create(ctx, run); err != nil {
+		t.Fatalf("create run: %v", err)
+	}
+	waitFor(ctx, t, "Running on the victim with 2 spares standing by on the survivor", 6*time.Minute, func() (bool, string) {
+		if err := k8sClient.Get(ctx, key, run); err != nil {
+			return false, err.Error()
+		}
+		return run.Status.Phase == ebv1alpha1.PhaseRunning && run.Status.EventsBuilt > 0 && standingSpares(run, survivor) == 2 &&
+			liveOn(run, victim) == 2, describeFailover(run)
+	})
+	return run
 }

@@ -104,12 +104,7 @@ func OwnerRefs(run *ebv1.EventBuilderRun) []metav1.OwnerReference {
 // addresses because builders must find each other before any is ready.
 func Service(run *ebv1.EventBuilderRun) *corev1.Service {
 	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            ServiceName(run.Name),
-			Namespace:       run.Namespace,
-			Labels:          Selector(run.Name),
-			OwnerReferences: OwnerRefs(run),
-		},
+		ObjectMeta: ownedBy(run, ServiceName(run.Name)),
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
 			PublishNotReadyAddresses: true,
@@ -120,6 +115,12 @@ func Service(run *ebv1.EventBuilderRun) *corev1.Service {
 			},
 		},
 	}
+}
+
+// ownedBy is the metadata of a run's object named name: in the run's
+// namespace, labelled as the run's, owned by it.
+func ownedBy(run *ebv1.EventBuilderRun, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: run.Namespace, Labels: Selector(run.Name), OwnerReferences: OwnerRefs(run)}
 }
 
 // DisruptionBudgetName is the PodDisruptionBudget of a run on a fabric.
@@ -133,12 +134,7 @@ func DisruptionBudgetName(run string) string { return ServiceName(run) }
 // fabric have none: their units rejoin wherever the scheduler puts them.
 func DisruptionBudget(run *ebv1.EventBuilderRun) *policyv1.PodDisruptionBudget {
 	return &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            DisruptionBudgetName(run.Name),
-			Namespace:       run.Namespace,
-			Labels:          Selector(run.Name),
-			OwnerReferences: OwnerRefs(run),
-		},
+		ObjectMeta: ownedBy(run, DisruptionBudgetName(run.Name)),
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MaxUnavailable: ptr.To(intstr.FromInt32(0)),
 			Selector:       &metav1.LabelSelector{MatchLabels: Selector(run.Name)},
