@@ -44,7 +44,9 @@ std::string join(const std::vector<Rank>& ranks) {
     return text;
 }
 
-// Every live BU builds 5 MEPs of 200 events, each checked in process.
+// Every live BU builds 5 MEPs of 200 events, each checked in process. What
+// the transports counted adds up: every byte sent over the network was
+// received, an RU alone receives nothing and a BU alone sends nothing.
 TEST_P(Shapes, EveryBuBuildsEveryEventIntact) {
     const Shape& shape = GetParam();
     const Rank_table table(flag_functions(shape.units, shape.layout, shape.dummies));
@@ -55,13 +57,26 @@ TEST_P(Shapes, EveryBuBuildsEveryEventIntact) {
     if (!shape.dummies.empty()) args.insert(args.end(), {"--dummies", join(shape.dummies)});
     std::vector<Child*> units;
     for (const Rank rank : table.live_ranks()) units.push_back(&start_builder(rank, args));
+    std::uint64_t sent = 0, received = 0;
     for (std::size_t i = 0; i < units.size(); ++i) {
         const Rank rank = table.live_ranks()[i];
         ASSERT_EQ(units[i]->wait_exit(30s), 0) << "rank " << rank;
         const std::string expected =
             table.runs_bu(rank) ? "stopped: 1000 events built, 0 incomplete, 5 MEPs" : "stopped: 0 events built";
         EXPECT_NE(units[i]->log().find(expected), std::string::npos) << "rank " << rank;
+        const auto last = final_counts(units[i]->log());
+        ASSERT_TRUE(last) << units[i]->log();
+        if (!table.runs_bu(rank)) {
+            EXPECT_EQ(last->network_received, 0u) << "RU-only rank " << rank;
+        }
+        if (!table.runs_ru(rank)) {
+            EXPECT_EQ(last->network_sent, 0u) << "BU-only rank " << rank;
+        }
+        sent += last->network_sent;
+        received += last->network_received;
     }
+    EXPECT_GT(sent, 1000u * 133 / 2) << "the MFPs of other units crossed the network";
+    EXPECT_EQ(sent, received);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -199,8 +214,10 @@ TEST_F(Run, WaitingForTheConsumerIsNoBuildingTime) {
     Child& consumer = start("consumer", "eb-consumer", with(common, {"--rank", "0"}));
     ASSERT_EQ(consumer.wait_exit(10s), 0);
     ASSERT_EQ(builder.wait_exit(10s), 0);
-    EXPECT_NE(builder.log().find(" in doubt, after " + building + " s of building (the requested events are built)"),
-              std::string::npos)
+    // A single unit moves nothing over the network.
+    const std::string final_line = " in doubt, after " + building + " s of building, 0 bytes sent and 0 received over the network in ";
+    EXPECT_NE(builder.log().find(final_line), std::string::npos) << building << "\n" << builder.log();
+    EXPECT_NE(builder.log().find(" s of data transfer (the requested events are built)"), std::string::npos)
         << building << "\n" << builder.log();
 }
 

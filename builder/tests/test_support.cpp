@@ -213,6 +213,11 @@ std::optional<Final_counts> final_counts(const std::string& log) {
         std::sscanf(log.c_str() + at, "stopped: %lu events built, %lu incomplete, %lu MEPs, %lu bytes, %lu dropped",
                     &counts.built, &counts.incomplete, &counts.meps, &counts.bytes, &counts.dropped) != 5)
         return std::nullopt;
+    const std::size_t network = log.find(" s of building, ", at);
+    if (network == std::string::npos ||
+        std::sscanf(log.c_str() + network, " s of building, %lu bytes sent and %lu received over the network",
+                    &counts.network_sent, &counts.network_received) != 2)
+        return std::nullopt;
     return counts;
 }
 

@@ -72,6 +72,7 @@ std::vector<std::string> transport_flags();
 // incomplete, M MEPs, Y bytes, D dropped ..."; nullopt without one.
 struct Final_counts {
     std::uint64_t built = 0, incomplete = 0, meps = 0, bytes = 0, dropped = 0;
+    std::uint64_t network_sent = 0, network_received = 0;  // what the transport counted
 };
 std::optional<Final_counts> final_counts(const std::string& log);
 

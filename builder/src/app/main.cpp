@@ -96,7 +96,9 @@ int run_unit(eb::Config config) {
     eb::log_info("stopped: ", last.events_built, " events built, ", last.events_incomplete, " incomplete, ",
                  last.meps_built, " MEPs, ", last.bytes_built, " bytes, ", last.events_dropped, " dropped, ",
                  last.events_in_doubt, " in doubt, after ",
-                 last.building_seconds, " s of building",
+                 last.building_seconds, " s of building, ", last.network_bytes_sent, " bytes sent and ",
+                 last.network_bytes_received, " received over the network in ", last.network_seconds,
+                 " s of data transfer",
                  completed ? " (the requested events are built)" : "");
     return 0;
 }

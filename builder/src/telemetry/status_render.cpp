@@ -73,6 +73,9 @@ std::string status_json(const Status_snapshot& status) {
            ",\"meps_discarded\":" + std::to_string(status.meps_discarded) +
            ",\"bytes_built\":" + std::to_string(status.bytes_built) +
            ",\"building_seconds\":" + number(status.building_seconds) +
+           ",\"network_bytes_sent\":" + std::to_string(status.network_bytes_sent) +
+           ",\"network_bytes_received\":" + std::to_string(status.network_bytes_received) +
+           ",\"network_seconds\":" + number(status.network_seconds) +
            ",\"events_per_second\":" + number(status.events_per_second) +
            ",\"bytes_per_second\":" + number(status.bytes_per_second) + ",\"peers\":" + peers +
            "],\"lost_peers\":" + lost + "],\"data_refusals\":" + refused + "},\"numa\":" + status.numa_json +
@@ -105,6 +108,16 @@ std::string prometheus_metrics(const Status_snapshot& status) {
     add_metric(out, "eb_building_seconds_total", "counter",
                "Time spent building (connected and moving data; not paused, connecting or idle).",
                number(status.building_seconds));
+    add_metric(out, "eb_network_sent_bytes_total", "counter",
+               "Bytes the transport sent to other units over the network (sockets or RDMA), counted as moved; "
+               "a unit's own MFP, copied locally, is not counted.",
+               std::to_string(status.network_bytes_sent));
+    add_metric(out, "eb_network_received_bytes_total", "counter",
+               "Bytes the transport received from other units over the network, counted as moved.",
+               std::to_string(status.network_bytes_received));
+    add_metric(out, "eb_network_transfer_seconds_total", "counter",
+               "Time spent waiting for data transfers with other units to complete.",
+               number(status.network_seconds));
     add_help(out, "eb_parse_errors_total", "counter", "MFPs and MEPs rejected as malformed, by reason.");
     for (std::size_t kind = 1; kind < parse_error_kinds; ++kind)
         add_sample(out, "eb_parse_errors_total", "error", parse_error_name(static_cast<Parse_error>(kind)),

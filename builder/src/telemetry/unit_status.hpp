@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "control_state.hpp"
+#include "data_traffic.hpp"
 #include "histogram.hpp"
 #include "mep_tally.hpp"
 #include "numa_locality.hpp"
@@ -44,6 +45,9 @@ struct Status_snapshot {
     std::uint64_t meps_discarded = 0;     // assembled and dropped here: the output had no room in time
     std::uint64_t bytes_built = 0;        // bytes of those MEPs
     double building_seconds = 0;          // time spent with activity "building", all sessions
+    std::uint64_t network_bytes_sent = 0;      // data the transport moved to other units (Data_traffic)
+    std::uint64_t network_bytes_received = 0;  // and from them
+    double network_seconds = 0;                // time spent waiting for data transfers to complete
     double events_per_second = 0;
     double bytes_per_second = 0;
     std::vector<Link_state> peers;  // by rank
@@ -95,6 +99,8 @@ public:
     void set_numa(std::string json, Numa_locality locality);
     void set_transport(Transport_report report);
 
+    // What the unit's transports moved over the network (they count it).
+    Data_traffic& traffic() { return traffic_; }
     Histogram& phase_time() { return phase_time_; }
     Histogram& barrier_wait() { return barrier_wait_; }
     // Rejected MFPs and MEPs, by kind.
@@ -118,6 +124,7 @@ private:
     std::atomic<std::uint64_t> bytes_built_{0};
     Parse_error_counts parse_errors_;
     Refusal_counts refusals_;
+    Data_traffic traffic_;
     Histogram phase_time_;
     Histogram barrier_wait_;
     mutable std::mutex mutex_;  // guards the rest

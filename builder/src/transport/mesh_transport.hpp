@@ -3,6 +3,7 @@
 #include <functional>
 #include <string>
 
+#include "data_traffic.hpp"
 #include "tcp_mesh.hpp"
 #include "transport.hpp"
 #include "transport_report.hpp"
@@ -27,6 +28,13 @@ public:
     // What it runs on and how each peer's connection stands; from the
     // transferring thread.
     virtual Transport_report report() const = 0;
+
+    // Counts the data channel's traffic into `traffic` from now on; it must
+    // outlive the transport.
+    void count_traffic(Data_traffic& traffic) { traffic_ = &traffic; }
+
+protected:
+    Data_traffic* traffic_ = nullptr;  // null: not counted
 };
 
 }  // namespace eb

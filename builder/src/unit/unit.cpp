@@ -327,6 +327,7 @@ Unit::Session_end Unit::run_session(Configure_request table) {
         make_transport(config_.transport_settings(), rank, std::move(connections->mesh), session_stop_,
                        [this](Rank peer, Link_failure failure, const std::string&) { status_.peer_lost(peer, failure); });
     Mesh_transport& transport = *owned_transport;
+    transport.count_traffic(status_.traffic());
     if (joining && !take_verdicts(ranks, rank, reached.connected, reached.in_session, transport))
         return Session_end::left;
     show_peers(status_, ranks, rank, transport);

@@ -574,6 +574,10 @@ func (b *Builder) status() *statusDoc {
 	slices.Sort(d.LostPeers)
 	d.EventsBuilt, d.EventsDropped, d.NextEvent, d.BuildingSeconds = b.events, b.dropped, b.mesh.generated, b.building
 	d.MEPsBuilt, d.BytesBuilt = d.EventsBuilt/1000, d.EventsBuilt*b.opts.EventSize
+	if d.Units > 0 { // as if every other unit's MFPs crossed the network, while building
+		d.NetworkBytesSent = d.BytesBuilt * int64(d.Units-1) / int64(d.Units)
+		d.NetworkBytesReceived, d.NetworkSeconds = d.NetworkBytesSent, d.BuildingSeconds
+	}
 	if b.state == Running && b.role() == "live" && !b.farm.unreachable[b.key] {
 		d.EventsPerSecond = b.opts.EventRate
 		d.BytesPerSecond = b.opts.EventRate * float64(b.opts.EventSize)
@@ -602,6 +606,9 @@ func (b *Builder) metrics() string {
 	metric("eb_meps_built_total", "counter", "", d.MEPsBuilt)
 	metric("eb_bytes_built_total", "counter", "", d.BytesBuilt)
 	metric("eb_building_seconds_total", "counter", "", d.BuildingSeconds)
+	metric("eb_network_sent_bytes_total", "counter", "", d.NetworkBytesSent)
+	metric("eb_network_received_bytes_total", "counter", "", d.NetworkBytesReceived)
+	metric("eb_network_transfer_seconds_total", "counter", "", d.NetworkSeconds)
 	return out.String()
 }
 

@@ -65,9 +65,15 @@ type Report struct {
 	BytesBuilt    int64 `json:"bytes_built"`
 	// BuildingSeconds is the time spent building, over all sessions.
 	BuildingSeconds float64 `json:"building_seconds"`
-	EventsPerSecond float64 `json:"events_per_second"`
-	BytesPerSecond  float64 `json:"bytes_per_second"`
-	Peers           []Peer  `json:"peers"`
+	// NetworkBytesSent and NetworkBytesReceived are what its transport
+	// moved to and from other units (its own MFP, copied locally, is not
+	// counted), in NetworkSeconds spent waiting for data transfers.
+	NetworkBytesSent     int64   `json:"network_bytes_sent"`
+	NetworkBytesReceived int64   `json:"network_bytes_received"`
+	NetworkSeconds       float64 `json:"network_seconds"`
+	EventsPerSecond      float64 `json:"events_per_second"`
+	BytesPerSecond       float64 `json:"bytes_per_second"`
+	Peers                []Peer  `json:"peers"`
 	// LostPeers are the ranks this builder lost in its epoch.
 	LostPeers []int32 `json:"lost_peers"`
 	// DataRefusals counts the data connections refused, by reason (key,

@@ -107,12 +107,12 @@ void Tcp_transport::post_data(std::span<const Send> sends, std::span<const Recei
         if (receive.peer == rank_) self_.post_receive(receive.into);
         else if (!lost_[receive.peer])
             posted_data_.push_back(
-                {mesh_.from[receive.peer].get(), receive.peer, nullptr, receive.into.data(), receive.into.size()});
+                {mesh_.from[receive.peer].get(), receive.peer, nullptr, receive.into.data(), receive.into.size(), true});
     }
     for (const Send& send : sends) {
         if (send.peer == rank_) self_.send(send.data);  // the unit's own MFP: one copy, no socket
         else if (!lost_[send.peer])
-            posted_data_.push_back({mesh_.to[send.peer].get(), send.peer, send.data.data(), nullptr, send.data.size()});
+            posted_data_.push_back({mesh_.to[send.peer].get(), send.peer, send.data.data(), nullptr, send.data.size(), true});
     }
 }
 
@@ -126,6 +126,7 @@ bool Tcp_transport::wait_data(std::span<const Rank> sent_to, std::span<const Ran
         operations_.push_back(operation);
         return true;
     });
+    const Moving_time moving(traffic_);
     return drive(nullptr);
 }
 
@@ -190,6 +191,9 @@ void Tcp_transport::progress(Operation& operation, Clock::time_point now) {
             // Bytes read show the peer's process at work however late its
             // beats (bytes sent might sit in a stopped process's buffers).
             if (operation.in != nullptr) heartbeat_.heard(operation.peer, now);
+            if (operation.data && traffic_)
+                (operation.out ? traffic_->bytes_sent : traffic_->bytes_received)
+                    .fetch_add(static_cast<std::uint64_t>(moved), std::memory_order_relaxed);
             operation.left -= static_cast<std::size_t>(moved);
             if (operation.out) operation.out += moved;
             else operation.in += moved;

@@ -70,6 +70,7 @@ private:
         const std::byte* out;  // set for a send
         std::byte* in;         // set for a receive
         std::size_t left;
+        bool data = false;  // of the data channel: counted in traffic_
     };
 
     void post(std::span<const Send> sends, std::span<const Receive> receives);

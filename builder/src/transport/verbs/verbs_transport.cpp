@@ -478,12 +478,14 @@ void Verbs_transport::post_data(std::span<const Send> sends, std::span<const Rec
         if (lost(send.peer)) continue;
         if (peers_[send.peer].busy[data][sending])
             throw std::logic_error("Verbs_transport: a second data send to rank " + std::to_string(send.peer));
+        peers_[send.peer].data_send_bytes = static_cast<std::uint32_t>(send.data.size());
         post_send(send.peer, data, send.data.data(), static_cast<std::uint32_t>(send.data.size()), lkey_of(send.data));
     }
 }
 
 bool Verbs_transport::wait_data(std::span<const Rank> sent_to, std::span<const Rank> received_from) {
     if (stop_.requested()) return false;
+    const Moving_time moving(traffic_);
     return progress_until([&] {
         waited_.clear();  // the peers still pending, as in transfer()
         for (const Rank peer : sent_to)
@@ -571,6 +573,9 @@ void Verbs_transport::handle(const ibv_wc& completion) {
         return;
     }
     peer.busy[channel][direction] = false;
+    if (channel == data && traffic_)  // a send's byte_len is undefined: the size it was posted with
+        (direction == sending ? traffic_->bytes_sent : traffic_->bytes_received)
+            .fetch_add(direction == sending ? peer.data_send_bytes : completion.byte_len, std::memory_order_relaxed);
     if (channel == data && direction == receiving && completion.byte_len != peer.data_receive_bytes)
         lose(rank, Link_failure::error,
              "it sent an MFP of " + std::to_string(completion.byte_len) + " bytes where its header announced " +

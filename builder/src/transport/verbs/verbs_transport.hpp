@@ -90,6 +90,7 @@ private:
         std::uint32_t generation = 0;  // completions of older QPs are stale
         bool busy[2][2] = {};          // [Channel][Direction]: posted, not complete
         std::uint32_t data_receive_bytes = 0;
+        std::uint32_t data_send_bytes = 0;  // of the data send posted last
         std::deque<std::pair<std::uint32_t, std::uint32_t>> arrived;  // control: (slot, bytes), oldest first
     };
     class Registration;
