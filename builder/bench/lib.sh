@@ -21,15 +21,17 @@ cpu_time=()
 # run_builder FLAG...: runs $units folded eb-builder units of $build on
 # loopback ports, each building $events events with --packing-factor
 # $packing_factor and 128-byte fragments, plus FLAGs; sets built and bytes
-# (summed over the units), seconds (the longest time any unit spent
-# building) and cpu (user + system seconds of all units; 0 without GNU time). Fails, showing the logs, if a unit fails or any event is
-# incomplete.
+# (MEP bytes, summed over the units), sent and received (the bytes the
+# units' transports counted over the network, summed), seconds (the longest
+# time any unit spent building) and cpu (user + system seconds of all units;
+# 0 without GNU time). Fails, showing the logs, if a unit fails or any event
+# is incomplete.
 run_builder() {
   local data_ports peers
   mapfile -t data_ports < <(ports "$units")
   peers=$(peers_of "${data_ports[@]}")
   echo ">> builder: $units folded units, $events events each, packing factor $packing_factor, 128-byte fragments, $*" >&2
-  rm -f "$work"/cpu-*
+  rm -f "$work"/cpu-* "$work"/unit-*.log  # a run of fewer units must not read the last run's logs
   for ((rank = 0; rank < units; rank++)); do
     # GNU time, where there is one, counts each unit's CPU seconds.
     "${cpu_time[@]}" ${cpu_time:+"$work/cpu-$rank"} "$build/eb-builder" --rank "$rank" --peers "$peers" \
@@ -38,22 +40,29 @@ run_builder() {
     pids+=($!)
   done
   wait_all unit "a builder unit"
-  cpu=$(cat "$work"/cpu-* 2>/dev/null | awk '{ s += $1 + $2 } END { printf "%.2f", s }')
-  # "stopped: E events built, I incomplete, M MEPs, B bytes, D dropped in T s of building"
+  cpu=$(cpu_seconds "$work"/cpu-*)
+  # "stopped: E events built, I incomplete, M MEPs, B bytes, D dropped, ...
+  #  after T s of building, S bytes sent and R received over the network in ..."
   local incomplete
-  read -r built bytes seconds incomplete < <(awk '/stopped:/ {
+  read -r built bytes seconds incomplete sent received < <(awk '/stopped:/ {
       for (i = 1; i <= NF; i++) {
         if ($(i+1) == "events" && $(i+2) == "built,") e += $i
         if ($(i+1) == "incomplete,") n += $i
         if ($(i+1) == "bytes,") b += $i
-        if ($(i+1) == "s" && $(i+2) == "of") t = ($i > t ? $i : t)
-      } } END { print e, b, t, n }' "$work"/unit-*.log)
+        if ($(i+1) == "s" && $(i+2) == "of" && $(i+3) == "building,") t = ($i > t ? $i : t)
+        if ($(i+1) == "bytes" && $(i+2) == "sent") s += $i
+        if ($(i+1) == "received" && $(i+2) == "over") r += $i
+      } } END { printf "%.0f %.0f %s %.0f %.0f %.0f\n", e, b, t, n, s, r }' "$work"/unit-*.log)
   [ -n "$seconds" ] && [ "$seconds" != 0 ] || { cat "$work"/unit-*.log >&2; echo "bench: no building time in the units' final lines" >&2; exit 1; }
   [ "$incomplete" = 0 ] || { echo "bench: $incomplete events were incomplete" >&2; exit 1; }
+  [ "$sent" = "$received" ] || { echo "bench: the units sent $sent bytes over the network but received $received" >&2; exit 1; }
 }
+# cpu_seconds FILE...: user + system seconds summed over GNU time's files.
+cpu_seconds() { cat "$@" 2>/dev/null | awk '{ s += $1 + $2 } END { printf "%.2f", s }'; }
+# per_gb SECONDS BYTES: CPU seconds per GB moved.
+per_gb() { awk -v c="$1" -v b="$2" 'BEGIN { printf "%.2f", c / (b / 1e9) }'; }
 gbps() { awk -v b="$1" -v t="$2" 'BEGIN { printf "%.2f", b * 8 / t / 1e9 }'; }
-# A unit's own MFP is copied locally; (N-1)/N of the MEP bytes cross a socket.
-network() { awk -v g="$1" -v n="$units" 'BEGIN { printf "%.2f", g * (n - 1) / n }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 # spread VALUE...: "median min max" of the values.
 spread() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)], v[1], v[NR] }'; }
 # bench_spread NAME UNIT VALUE...: the median as NAME, the extremes as NAME_min and NAME_max.

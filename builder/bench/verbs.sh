@@ -9,8 +9,8 @@
 #  (b) N eb-builder units over --transport verbs, MFPs made once and handed
 #      out again (--source prepared, as a readout card's DMA costs the RU
 #      nothing), MEPs assembled and dropped (--output discard): the data
-#      mover, as perftest moves bytes it does not make; and its CPU seconds
-#      per GB;
+#      mover, as perftest moves bytes it does not make: the bytes its
+#      transport counted over the network; and its CPU seconds per GB;
 #  (c) the same units over TCP.
 # Absolute figures on Soft-RoCE under an emulated CPU mean nothing, and they
 # drift from run to run (perftest alone: 0.35 to 0.55 Gb/s in one boot); so
@@ -45,8 +45,6 @@ source "$here/../../hack/verbs-vm/lib.sh"
 # An MFP of 128-byte fragments (docs/formats.md): a 32-byte header, a type
 # byte and a 2-byte size per fragment, padded to 8 bytes, then the payloads.
 mfp_bytes=$(((32 + 3 * packing_factor + 7) / 8 * 8 + 128 * packing_factor))
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
-cpu_per_gb() { awk -v c="$cpu" -v b="$bytes" -v n="$units" 'BEGIN { printf "%.2f", c / (b * (n - 1) / n / 1e9) }'; }
 
 ib=() send=() verbs=() tcp=() verbs_cpu=() tcp_cpu=()
 vs_write=() vs_send=() vs_tcp=()
@@ -59,9 +57,9 @@ for ((run = 1; run <= runs; run++)); do
   send+=("$(average_gbits "$work/send")")
   [ -n "${send[-1]}" ] || { cat "$work/send" >&2; echo "bench: no 'BW average' from ib_send_bw" >&2; exit 1; }
   run_builder --source prepared --output discard --transport verbs --rdma-device "$EB_RDMA_DEVICE"
-  verbs+=("$(network "$(gbps "$bytes" "$seconds")")") verbs_cpu+=("$(cpu_per_gb)")
+  verbs+=("$(gbps "$received" "$seconds")") verbs_cpu+=("$(per_gb "$cpu" "$received")")
   run_builder --source prepared --output discard --transport tcp
-  tcp+=("$(network "$(gbps "$bytes" "$seconds")")") tcp_cpu+=("$(cpu_per_gb)")
+  tcp+=("$(gbps "$received" "$seconds")") tcp_cpu+=("$(per_gb "$cpu" "$received")")
   vs_write+=("$(ratio "${verbs[-1]}" "${ib[-1]}")") vs_send+=("$(ratio "${verbs[-1]}" "${send[-1]}")")
   vs_tcp+=("$(ratio "${verbs[-1]}" "${tcp[-1]}")")
   echo ">> run $run: verbs/ib_write_bw ${vs_write[-1]}, verbs/ib_send_bw ${vs_send[-1]}, verbs/tcp ${vs_tcp[-1]}" >&2

@@ -39,6 +39,24 @@ TEST(BarrierPlan, TournamentMatchesTheBracket) {
     }
 }
 
+// The centralized barrier's master handles every token twice, one after
+// another; the tournament's chains grow with log2 P: the tournament is
+// shorter from P = 4 on, and far shorter at farm sizes.
+TEST(BarrierPlan, CriticalPathsInMessages) {
+    struct Case {
+        std::size_t participants, centralized, tournament;
+    };
+    // Tournament, P = 4: the root holds both tokens at step 2, releases 1
+    // at 3 and 2 at 4, which releases 3 at 5.
+    const Case cases[] = {{1, 0, 0}, {2, 2, 2}, {4, 6, 5}, {8, 14, 9}, {16, 30, 14}, {512, 1022, 54}};
+    for (const auto& c : cases) {
+        SCOPED_TRACE(testing::Message() << c.participants << " participants");
+        EXPECT_EQ(barrier_critical_path(Barrier_kind::centralized, c.participants), c.centralized);
+        EXPECT_EQ(barrier_critical_path(Barrier_kind::tournament, c.participants), c.tournament);
+        EXPECT_EQ(barrier_critical_path(Barrier_kind::none, c.participants), 0u);
+    }
+}
+
 TEST(BarrierPlan, CentralizedIsAStarAroundPositionZero) {
     EXPECT_EQ(barrier_role(Barrier_kind::centralized, 0, 4), (Role{std::nullopt, {1, 2, 3}}));
     EXPECT_EQ(barrier_role(Barrier_kind::centralized, 3, 4), (Role{0, {}}));

@@ -1,5 +1,7 @@
 #include "barrier_plan.hpp"
 
+#include <algorithm>
+
 namespace eb {
 
 std::string_view barrier_name(Barrier_kind kind) {
@@ -31,6 +33,35 @@ Barrier_role barrier_role(Barrier_kind kind, std::size_t position, std::size_t p
             break;
     }
     return role;
+}
+
+namespace {
+
+// The step at which `position` holds all its children's tokens.
+std::size_t arrived(Barrier_kind kind, std::size_t position, std::size_t participants) {
+    std::vector<std::size_t> landing;  // when each child's token lands: one step after it arrived
+    for (const std::size_t child : barrier_role(kind, position, participants).children)
+        landing.push_back(arrived(kind, child, participants) + 1);
+    std::sort(landing.begin(), landing.end());
+    std::size_t step = 0;
+    for (const std::size_t lands : landing) step = std::max(step + 1, lands);
+    return step;
+}
+
+// The last step at which a process under `position`, released at `step`, is released.
+std::size_t last_release(Barrier_kind kind, std::size_t position, std::size_t participants, std::size_t step) {
+    std::size_t last = step;
+    std::size_t sent = 0;
+    for (const std::size_t child : barrier_role(kind, position, participants).children)
+        last = std::max(last, last_release(kind, child, participants, step + ++sent));
+    return last;
+}
+
+}  // namespace
+
+std::size_t barrier_critical_path(Barrier_kind kind, std::size_t participants) {
+    if (kind == Barrier_kind::none || participants < 2) return 0;
+    return last_release(kind, 0, participants, arrived(kind, 0, participants));
 }
 
 }  // namespace eb

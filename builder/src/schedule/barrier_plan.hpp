@@ -30,4 +30,14 @@ struct Barrier_role {
 // None: no parent, no children.
 Barrier_role barrier_role(Barrier_kind kind, std::size_t position, std::size_t participants);
 
+// Messages on a barrier's critical path among `participants` processes: the
+// steps from the first arrival to the last release when every process
+// handles one message per step (its children's tokens as they come, in
+// the order they can come; then, released, its children's releases in the
+// order of barrier_role), and messages between processes travel in
+// parallel. It is what decides between the barriers on a farm, where every
+// process has its own cores: centralized 2(P-1), tournament about
+// log2(P)(log2(P)+3)/2. None: 0.
+std::size_t barrier_critical_path(Barrier_kind kind, std::size_t participants);
+
 }  // namespace eb
