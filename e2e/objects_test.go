@@ -15,6 +15,12 @@ import (
 )
 
 // ensureNamespace creates the namespace unless a reused cluster has it.
+// The builder pods' labels (operator/internal/builderpod).
+const (
+	labelRun  = "eventbuilder.daq.io/run"
+	labelRank = "eventbuilder.daq.io/rank"
+)
+
 func ensureNamespace(ctx context.Context, t *testing.T, name string) {
 	t.Helper()
 	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -38,7 +44,7 @@ func deleteRun(ctx context.Context, t *testing.T, key client.ObjectKey) {
 		}
 		var pods corev1.PodList
 		if err := k8sClient.List(ctx, &pods, client.InNamespace(key.Namespace),
-			client.MatchingLabels{"eventbuilder.daq.io/run": key.Name}); err != nil {
+			client.MatchingLabels{labelRun: key.Name}); err != nil {
 			return false, err.Error()
 		}
 		names := make([]string, 0, len(pods.Items))

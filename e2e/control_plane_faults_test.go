@@ -1,0 +1,259 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ebv1alpha1 "daq.io/eventbuilder/operator/api/v1alpha1"
+)
+
+// operatorPod is the operator's running pod, or nil while there is none.
+func operatorPod(ctx context.Context) (*corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := k8sClient.List(ctx, &pods, client.InNamespace(operatorNamespace),
+		client.MatchingLabels{"app.kubernetes.io/name": "eventbuilder-operator"}); err != nil {
+		return nil, err
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp.IsZero() && p.Status.Phase == corev1.PodRunning {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+					return p, nil
+				}
+			}
+		}
+	}
+	return nil, nil
+}
+
+// epochWatch samples a run's status epoch every 100 ms until stopped and
+// remembers any step back.
+type epochWatch struct {
+	mu     sync.Mutex
+	seen   []int64 // each new value, in order
+	back   string  // the first step back, if any
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func watchEpochs(ctx context.Context, key client.ObjectKey) *epochWatch {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &epochWatch{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for ctx.Err() == nil {
+			var run ebv1alpha1.EventBuilderRun
+			if err := k8sClient.Get(ctx, key, &run); err == nil {
+				w.mu.Lock()
+				if n := len(w.seen); n == 0 || w.seen[n-1] != run.Status.Epoch {
+					if n > 0 && run.Status.Epoch < w.seen[n-1] && w.back == "" {
+						w.back = fmt.Sprintf("%d after %d", run.Status.Epoch, w.seen[n-1])
+					}
+					w.seen = append(w.seen, run.Status.Epoch)
+				}
+				w.mu.Unlock()
+			}
+			time.Sleep(100 * time.Millisecond) // sampling, not synchronisation
+		}
+	}()
+	return w
+}
+
+// stop ends the sampling and returns the epochs seen and any step back.
+func (w *epochWatch) stop() ([]int64, string) {
+	w.cancel()
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seen, w.back
+}
+
+// The operator's pod is killed (deleted at once, no grace) right after a
+// cordon starts a planned move of both live units: the next operator,
+// once it holds the leader lease, completes the move from what the first
+// one published (or plans it afresh); the epoch never steps back and no
+// rank ever has two pods.
+func TestOperatorKilledInTheMiddleOfAFailover(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	const (
+		namespaceName = "e2e-operator-killed"
+		fabricName    = "e2e-operator-killed"
+		runName       = "operator-killed"
+	)
+	victim, survivor := victimAndSurvivor(ctx, t)
+	defer uncordon(t, victim)
+	key := client.ObjectKey{Namespace: namespaceName, Name: runName}
+	run := runOnTwoServers(ctx, t, key, fabricName, victim, survivor)
+	before := run.DeepCopy()
+	first, err := operatorPod(ctx)
+	if err != nil || first == nil {
+		t.Fatalf("the operator's pod: %v", err)
+	}
+	epochs := watchEpochs(ctx, key)
+	duplicates := watchDuplicatePods(ctx, namespaceName)
+
+	if out, err := exec.Command(env.kubectl, "--kubeconfig", env.kubeconfig, "cordon", victim).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl cordon %s: %v\n%s", victim, err, out)
+	}
+	if err := k8sClient.Delete(ctx, first, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatalf("delete the operator's pod %s: %v", first.Name, err)
+	}
+	killed := time.Now()
+	if err := k8sClient.Get(ctx, key, run); err == nil {
+		t.Logf("operator pod %s killed; the run then showed: %s", first.Name, describeFailover(run))
+	}
+
+	var next *corev1.Pod
+	waitFor(ctx, t, "a new operator pod ready", 3*time.Minute, func() (bool, string) {
+		p, err := operatorPod(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		next = p
+		return p != nil && p.UID != first.UID, "no other ready operator pod yet"
+	})
+	operatorBack := time.Since(killed)
+	var seen incompleteSeen
+	waitFor(ctx, t, "both units moved to the survivor's spares", 3*time.Minute, func() (bool, string) {
+		if err := k8sClient.Get(ctx, key, run); err != nil {
+			return false, err.Error()
+		}
+		seen.note(run)
+		fo := run.Status.LastFailover
+		return fo != nil && run.Status.Epoch > before.Status.Epoch && fo.ConfiguredTime != nil && liveOn(run, survivor) == 2,
+			describeFailover(run)
+	})
+	waitForEveryUnitToBuild(ctx, t, run, run.DeepCopy(), "on the spares after the operator was killed", &seen)
+	building := time.Since(killed)
+	seenEpochs, back := epochs.stop()
+	twice := duplicates.stop()
+	for _, m := range run.Status.LastFailover.Moves {
+		if m.Reason != ebv1alpha1.EndpointNodeCordoned || m.SpareRank == nil {
+			t.Errorf("move %+v: want a spare, reason %s", m, ebv1alpha1.EndpointNodeCordoned)
+		}
+	}
+	if back != "" {
+		t.Errorf("the run's epoch stepped back: %s (epochs seen %v)", back, seenEpochs)
+	}
+	if twice != "" {
+		t.Errorf("a rank had two pods at once: %s", twice)
+	}
+	t.Logf("operator killed in a failover: next operator %s ready %s later; every unit building on the spares %s after the kill; epochs seen %v",
+		next.Name, operatorBack.Round(time.Millisecond), building.Round(time.Millisecond), seenEpochs)
+	removeRunAndFabric(ctx, t, key, fabricName)
+}
+
+// duplicateWatch samples the builder pods of a namespace every 100 ms and
+// remembers a rank seen with two pods not being deleted.
+type duplicateWatch struct {
+	mu     sync.Mutex
+	twice  string
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func watchDuplicatePods(ctx context.Context, namespace string) *duplicateWatch {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &duplicateWatch{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for ctx.Err() == nil {
+			var pods corev1.PodList
+			if err := k8sClient.List(ctx, &pods, client.InNamespace(namespace)); err == nil {
+				byRank := map[string][]string{}
+				for _, p := range pods.Items {
+					if p.DeletionTimestamp.IsZero() && p.Labels[labelRank] != "" {
+						rank := p.Labels[labelRun] + "/" + p.Labels[labelRank]
+						byRank[rank] = append(byRank[rank], p.Name)
+					}
+				}
+				for rank, names := range byRank {
+					w.mu.Lock()
+					if len(names) > 1 && w.twice == "" {
+						w.twice = fmt.Sprintf("rank %s: %s", rank, strings.Join(names, ", "))
+					}
+					w.mu.Unlock()
+				}
+			}
+			time.Sleep(100 * time.Millisecond) // sampling, not synchronisation
+		}
+	}()
+	return w
+}
+
+func (w *duplicateWatch) stop() string {
+	w.cancel()
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.twice
+}
+
+// The API server is restarted under a running run: the builders never
+// notice (their data plane needs no API server), the operator finds the
+// API again and writes the run's status again, and nothing fails over.
+func TestAPIServerRestartedDuringARun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	key := client.ObjectKey{Namespace: "e2e-apiserver-restart", Name: "apiserver-restart"}
+	run := runningRun(ctx, t, key, 2)
+	before := run.DeepCopy()
+	var pods []*corev1.Pod
+	for _, u := range run.Status.Units {
+		pods = append(pods, builderPod(ctx, t, key.Namespace, u.Pod))
+	}
+	controlPlane := controlPlaneNode(ctx, t)
+
+	restarted := time.Now()
+	stop := exec.Command("docker", "exec", controlPlane, "sh", "-c", "crictl stop $(crictl ps -q --name '^kube-apiserver$')")
+	if out, err := stop.CombinedOutput(); err != nil {
+		t.Fatalf("stopping the API server on %s: %v\n%s", controlPlane, err, out)
+	}
+	// The kubelet starts it again (a static pod); wait until it answers.
+	var answered time.Duration
+	waitFor(ctx, t, "the API server answering again", 3*time.Minute, func() (bool, string) {
+		if err := k8sClient.Get(ctx, key, run); err != nil {
+			return false, err.Error()
+		}
+		answered = time.Since(restarted)
+		return true, ""
+	})
+	waitFor(ctx, t, "the run's status written again after the restart, more events built", 3*time.Minute, func() (bool, string) {
+		if err := k8sClient.Get(ctx, key, run); err != nil {
+			return false, err.Error()
+		}
+		st := run.Status
+		return st.LastSampleTime != nil && st.LastSampleTime.After(restarted.Add(answered)) &&
+			st.EventsBuilt > before.Status.EventsBuilt && st.Phase == ebv1alpha1.PhaseRunning, describeFailover(run)
+	})
+	t.Logf("API server restarted: it answered again %s after it was stopped; the run's status was written again %s after that: %s",
+		answered.Round(time.Millisecond), time.Since(restarted.Add(answered)).Round(time.Millisecond), describe(run))
+	if run.Status.Epoch != before.Status.Epoch || run.Status.EventsIncomplete != before.Status.EventsIncomplete {
+		t.Errorf("epoch %d -> %d, incomplete %d -> %d: the run must not notice the API server's restart",
+			before.Status.Epoch, run.Status.Epoch, before.Status.EventsIncomplete, run.Status.EventsIncomplete)
+	}
+	for _, p := range pods {
+		assertNotRestarted(ctx, t, "builder", p)
+	}
+	deleteRun(ctx, t, key)
+}
+
+// controlPlaneNode is the kind control-plane node (its container's name).
+func controlPlaneNode(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	var nodes corev1.NodeList
+	if err := k8sClient.List(ctx, &nodes, client.HasLabels{"node-role.kubernetes.io/control-plane"}); err != nil || len(nodes.Items) != 1 {
+		t.Fatalf("the control-plane node: %v (%d found)", err, len(nodes.Items))
+	}
+	return nodes.Items[0].Name
+}
