@@ -111,6 +111,21 @@ type EventBuilderRunSpec struct {
 	// +required
 	Builder BuilderSpec `json:"builder"`
 
+	// runNumber identifies the data taking run, as the experiment's run
+	// control numbers it; shown in status, and given to the builder as
+	// EB_RUN_NUMBER.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	RunNumber *int64 `json:"runNumber,omitempty"`
+
+	// partition names the detector partition this run reads (e.g.
+	// "LHCb" or "VELO"); shown in status, and given to the builder as
+	// EB_PARTITION.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([-_A-Za-z0-9]*[A-Za-z0-9])?$`
+	// +optional
+	Partition string `json:"partition,omitempty"`
+
 	// minEventRate is the floor, in events per second summed over the
 	// run's builders, below which the chart's alert
 	// EventBuilderEventRateLow fires while the run is Running or Degraded
@@ -238,16 +253,71 @@ type BuilderSpec struct {
 	// +kubebuilder:default={generator:{}}
 	// +optional
 	Source *SourceSpec `json:"source,omitempty"`
+
+	// output is where built events go: checked in the builder by default.
+	// +kubebuilder:default={check:{}}
+	// +optional
+	Output *OutputSpec `json:"output,omitempty"`
+
+	// incompleteEvents: what a BU does with an event missing the fragment
+	// of a source lost in the cycle: Drop it (counted in events dropped)
+	// or Flag it (delivered, marked incomplete, counted as such).
+	// +kubebuilder:default=Drop
+	// +optional
+	IncompleteEvents IncompletePolicy `json:"incompleteEvents,omitempty"`
+
+	// peerTimeout: a peer whose data goes unacknowledged, or whose process
+	// shows no sign of life, this long is lost (eb-builder
+	// --peer-timeout-ms). Default 1s.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100ms') && duration(self) <= duration('60s')",message="spec.builder.peerTimeout must be between 100ms and 60s"
+	// +optional
+	PeerTimeout *metav1.Duration `json:"peerTimeout,omitempty"`
+
+	// joinTimeout: a rank that joins a running set (a spare made live, a
+	// lost rank taken back) and is not connected to every unit this long
+	// after the switch is lost (eb-builder --join-timeout-ms). Default 5s.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100ms') && duration(self) <= duration('300s')",message="spec.builder.joinTimeout must be between 100ms and 300s"
+	// +optional
+	JoinTimeout *metav1.Duration `json:"joinTimeout,omitempty"`
 }
 
-// SourceSpec selects the data source of the readout units. Exactly one
-// source must be set; the generator is the only one so far.
+// IncompletePolicy is what a BU does with an event missing a lost source.
+// +kubebuilder:validation:Enum=Drop;Flag
+type IncompletePolicy string
+
+const (
+	IncompleteDrop IncompletePolicy = "Drop"
+	IncompleteFlag IncompletePolicy = "Flag"
+)
+
+// SourceSpec selects the data source of the readout units: exactly one
+// (the generator is the only one so far; the readout driver's
+// shared-memory ring is next).
 // +kubebuilder:validation:XValidation:rule="has(self.generator)",message="spec.builder.source must name a data source; set spec.builder.source.generator"
 type SourceSpec struct {
 	// generator synthesises fragments in the builder itself.
 	// +optional
 	Generator *GeneratorSource `json:"generator,omitempty"`
 }
+
+// OutputSpec selects where built events go: exactly one.
+// +kubebuilder:validation:XValidation:rule="(has(self.check) ? 1 : 0) + (has(self.discard) ? 1 : 0) == 1",message="spec.builder.output must name exactly one output: set spec.builder.output.check or spec.builder.output.discard"
+type OutputSpec struct {
+	// check: every event is verified byte for byte in the builder.
+	// +optional
+	Check *CheckOutput `json:"check,omitempty"`
+
+	// discard: MEPs are assembled and dropped, unchecked (to measure the
+	// data mover alone).
+	// +optional
+	Discard *DiscardOutput `json:"discard,omitempty"`
+}
+
+// CheckOutput verifies every event in the builder.
+type CheckOutput struct{}
+
+// DiscardOutput drops every MEP once assembled.
+type DiscardOutput struct{}
 
 // GeneratorSource synthesises fixed-size fragments.
 type GeneratorSource struct {
@@ -523,6 +593,12 @@ type EventBuilderRunStatus struct {
 	// +optional
 	Phase RunPhase `json:"phase,omitempty"`
 
+	// runNumber and partition of the run, from spec, as its pods run them.
+	// +optional
+	RunNumber *int64 `json:"runNumber,omitempty"`
+	// +optional
+	Partition string `json:"partition,omitempty"`
+
 	// observedGeneration is the spec generation this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -626,6 +702,12 @@ type EventBuilderRunStatus struct {
 // +kubebuilder:printcolumn:name="Gb/s",type=string,JSONPath=`.status.throughputGbps`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 55 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be at most 55 characters of lowercase letters, digits and '-', starting with a letter and not ending with '-': it names the Service <name>-eb and the pods <name>-eb-<rank>"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || oldSelf.status.phase != 'Running' || (self.spec.builder.image == oldSelf.spec.builder.image)",message="spec.builder.image cannot change while the run is Running: set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || oldSelf.status.phase != 'Running' || (has(self.spec.resources) == has(oldSelf.spec.resources) && (!has(self.spec.resources) || self.spec.resources == oldSelf.spec.resources))",message="spec.resources cannot change while the run is Running: set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || oldSelf.status.phase != 'Running' || (has(self.spec.builder.source) == has(oldSelf.spec.builder.source) && (!has(self.spec.builder.source) || self.spec.builder.source == oldSelf.spec.builder.source))",message="spec.builder.source cannot change while the run is Running: set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || oldSelf.status.phase != 'Running' || (has(self.spec.builder.output) == has(oldSelf.spec.builder.output) && (!has(self.spec.builder.output) || self.spec.builder.output == oldSelf.spec.builder.output))",message="spec.builder.output cannot change while the run is Running: set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || oldSelf.status.phase != 'Running' || (has(self.spec.runNumber) == has(oldSelf.spec.runNumber) && (!has(self.spec.runNumber) || self.spec.runNumber == oldSelf.spec.runNumber))",message="spec.runNumber cannot change while the run is Running: set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || oldSelf.status.phase != 'Running' || (has(self.spec.partition) == has(oldSelf.spec.partition) && (!has(self.spec.partition) || self.spec.partition == oldSelf.spec.partition))",message="spec.partition cannot change while the run is Running: set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"
 type EventBuilderRun struct {
 	metav1.TypeMeta `json:",inline"`
 

@@ -165,13 +165,25 @@ func Args(run *ebv1.EventBuilderRun, rank int32, place *Placement) []string {
 		"--packing-factor", strconv.Itoa(int(b.PackingFactor)),
 		"--fragment-size", strconv.Itoa(int(fragmentSize)),
 	}
-	// tcp is the builder's default and goes unsaid: TCP pods keep the
-	// command line (and spec hash) they always had.
+	// The builder's defaults go unsaid (tcp, check, drop, its timeouts):
+	// pods keep the command line (and spec hash) they always had.
 	if b.Transport == ebv1.TransportVerbs {
 		args = append(args, "--transport", string(ebv1.TransportVerbs))
 		if place != nil && place.RDMADevice != "" {
 			args = append(args, "--rdma-device", place.RDMADevice)
 		}
+	}
+	if b.Output != nil && b.Output.Discard != nil {
+		args = append(args, "--output", "discard")
+	}
+	if b.IncompleteEvents == ebv1.IncompleteFlag {
+		args = append(args, "--incomplete", "flag")
+	}
+	if b.PeerTimeout != nil {
+		args = append(args, "--peer-timeout-ms", strconv.FormatInt(b.PeerTimeout.Milliseconds(), 10))
+	}
+	if b.JoinTimeout != nil {
+		args = append(args, "--join-timeout-ms", strconv.FormatInt(b.JoinTimeout.Milliseconds(), 10))
 	}
 	return args
 }
@@ -289,6 +301,9 @@ const (
 	EnvRDMADevice = "EB_RDMA_DEVICE"
 	EnvNetdev     = "EB_NETDEV"
 	EnvEndpoint   = "EB_ENDPOINT"
+	// The run's identity, for the builder's logs and what runs beside it.
+	EnvRunNumber = "EB_RUN_NUMBER"
+	EnvPartition = "EB_PARTITION"
 )
 
 // numaName fills the {numa} placeholder of a resource or network name.
@@ -386,6 +401,12 @@ func Pod(run *ebv1.EventBuilderRun, rank int32, place *Placement, secretUID stri
 
 	numa := 0
 	env := []corev1.EnvVar{{Name: EnvRankTable, Value: ranktable.MountPath}}
+	if n := run.Spec.RunNumber; n != nil {
+		env = append(env, corev1.EnvVar{Name: EnvRunNumber, Value: strconv.FormatInt(*n, 10)})
+	}
+	if p := run.Spec.Partition; p != "" {
+		env = append(env, corev1.EnvVar{Name: EnvPartition, Value: p})
+	}
 	annotations := map[string]string{ControlSecretAnnotation: secretUID}
 	var nodeName string
 	if place != nil {

@@ -3,7 +3,9 @@ package builderpod
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -372,5 +374,35 @@ func TestSpecHash(t *testing.T) {
 		if pod.Annotations[SpecHashAnnotation] == base.Annotations[SpecHashAnnotation] {
 			t.Errorf("%s changed but the spec hash did not", name)
 		}
+	}
+}
+
+// Settings left at the builder's defaults go unsaid, so a pod's command line
+// (and spec hash) is what it always was; the others become flags, and the
+// run's identity goes into the environment.
+func TestBuilderSettingsBecomeFlags(t *testing.T) {
+	run := testRun("demo", 2)
+	if got := strings.Join(Args(run, 1, nil), " "); strings.Contains(got, "--output") || strings.Contains(got, "--incomplete") ||
+		strings.Contains(got, "timeout") {
+		t.Errorf("defaults said: %s", got)
+	}
+	run.Spec.Builder.Output = &ebv1.OutputSpec{Discard: &ebv1.DiscardOutput{}}
+	run.Spec.Builder.IncompleteEvents = ebv1.IncompleteFlag
+	run.Spec.Builder.PeerTimeout = &metav1.Duration{Duration: 1500 * time.Millisecond}
+	run.Spec.Builder.JoinTimeout = &metav1.Duration{Duration: 10 * time.Second}
+	n := int64(255003)
+	run.Spec.RunNumber, run.Spec.Partition = &n, "LHCb"
+	got := strings.Join(Args(run, 1, nil), " ")
+	for _, want := range []string{"--output discard", "--incomplete flag", "--peer-timeout-ms 1500", "--join-timeout-ms 10000"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("args %q lack %q", got, want)
+		}
+	}
+	env := map[string]string{}
+	for _, e := range Pod(run, 1, nil, "uid").Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	if env[EnvRunNumber] != "255003" || env[EnvPartition] != "LHCb" {
+		t.Errorf("env %v, want %s=255003 and %s=LHCb", env, EnvRunNumber, EnvPartition)
 	}
 }

@@ -436,6 +436,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	st.EventsBuilt, st.EventsIncomplete, st.EventsDropped, st.BytesBuilt = s.EventsBuilt, s.EventsIncomplete, s.EventsDropped, s.BytesBuilt
 	st.EventRate, st.ThroughputGbps, st.LastSampleTime = s.EventRate, s.ThroughputGbps, s.LastSampleTime
 	st.Epoch, st.RankCount, st.LiveUnits = table.Epoch, int32(table.N()), runplan.LiveUnits(table)
+	st.RunNumber, st.Partition = run.Spec.RunNumber, run.Spec.Partition
 	st.SparesLeft = runplan.SparesLeft(table, endpoints)
 	st.Ranks = rankStatus(table, endpoints, pods, poll, orig.Status.Ranks)
 	if st.LastFailover, err = record[*ebv1.FailoverStatus](cm, annLastFailover); err != nil {

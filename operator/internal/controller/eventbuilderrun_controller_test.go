@@ -1100,6 +1100,15 @@ func TestInvalidRunsAreRejected(t *testing.T) {
 		}, "spec.resources.hugepages.pageSize"},
 		{"bogus failure policy", "", func(s map[string]any) { s["failurePolicy"] = "Pray" }, "spec.failurePolicy"},
 		{"zero event rate floor", "", func(s map[string]any) { s["minEventRate"] = int64(0) }, "spec.minEventRate"},
+		{"peer timeout too short", "", func(s map[string]any) { s["builder"].(map[string]any)["peerTimeout"] = "10ms" }, "spec.builder.peerTimeout must be between 100ms and 60s"},
+		{"join timeout too long", "", func(s map[string]any) { s["builder"].(map[string]any)["joinTimeout"] = "1h" }, "spec.builder.joinTimeout must be between 100ms and 300s"},
+		{"two outputs", "", func(s map[string]any) {
+			s["builder"].(map[string]any)["output"] = map[string]any{"check": map[string]any{}, "discard": map[string]any{}}
+		}, "spec.builder.output must name exactly one output"},
+		{"no output", "", func(s map[string]any) { s["builder"].(map[string]any)["output"] = map[string]any{} }, "spec.builder.output must name exactly one output"},
+		{"bogus incomplete policy", "", func(s map[string]any) { s["builder"].(map[string]any)["incompleteEvents"] = "Keep" }, "spec.builder.incompleteEvents"},
+		{"negative run number", "", func(s map[string]any) { s["runNumber"] = int64(-1) }, "spec.runNumber"},
+		{"partition with a space", "", func(s map[string]any) { s["partition"] = "LHCb VELO" }, "spec.partition"},
 		// Without the device plugin's resource the pod has no /dev/infiniband.
 		{"verbs without rdma", "", func(s map[string]any) { s["builder"].(map[string]any)["transport"] = "verbs" }, "set spec.resources.rdma"},
 		{"verbs with pinned cpus but no rdma", "", func(s map[string]any) {

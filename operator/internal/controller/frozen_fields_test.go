@@ -1,0 +1,70 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+)
+
+// What the builders run cannot change under a Running run (each change
+// would replace every pod mid-run): the API server refuses it, naming the
+// field and saying to stop the run first; stopped, the same change goes
+// through. The run's identity shows in its status.
+func TestFrozenFieldsWhileRunning(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	key, _, _ := startRun(t, "frozen", 2)
+	run := getRun(t, key)
+	if run.Spec.Builder.Output == nil || run.Spec.Builder.Output.Check == nil || run.Spec.Builder.IncompleteEvents != ebv1.IncompleteDrop {
+		t.Errorf("defaults: output %+v, incompleteEvents %q; want check and Drop", run.Spec.Builder.Output, run.Spec.Builder.IncompleteEvents)
+	}
+	memory := resource.MustParse("1Gi")
+	for _, tc := range []struct {
+		field string
+		edit  func(*ebv1.EventBuilderRun)
+	}{
+		{"spec.builder.image", func(r *ebv1.EventBuilderRun) { r.Spec.Builder.Image = "eventbuilder/builder:next" }},
+		{"spec.resources", func(r *ebv1.EventBuilderRun) { r.Spec.Resources = ebv1.UnitResources{CPUs: 2, Memory: &memory} }},
+		{"spec.builder.source", func(r *ebv1.EventBuilderRun) { r.Spec.Builder.Source.Generator.FragmentSize = 256 }},
+		{"spec.builder.output", func(r *ebv1.EventBuilderRun) {
+			r.Spec.Builder.Output = &ebv1.OutputSpec{Discard: &ebv1.DiscardOutput{}}
+		}},
+		{"spec.runNumber", func(r *ebv1.EventBuilderRun) { n := int64(4242); r.Spec.RunNumber = &n }},
+		{"spec.partition", func(r *ebv1.EventBuilderRun) { r.Spec.Partition = "VELO" }},
+	} {
+		changed := getRun(t, key)
+		tc.edit(changed)
+		err := k8s.Update(ctx, changed)
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.field+" cannot change while the run is Running") ||
+			!strings.Contains(err.Error(), "set spec.state to Stopped") {
+			t.Errorf("%s changed while Running: %v; want it refused, naming the field and saying to stop first", tc.field, err)
+		}
+	}
+	// Scaling and state stay free.
+	stopped := getRun(t, key)
+	stopped.Spec.State = ebv1.StateStopped
+	if err := k8s.Update(ctx, stopped); err != nil {
+		t.Fatalf("stop the run: %v", err)
+	}
+	waitPhase(t, key, ebv1.PhaseStopped, ebv1.ReasonRunStopped)
+	changed := getRun(t, key)
+	n := int64(4242)
+	changed.Spec.RunNumber, changed.Spec.Partition = &n, "VELO"
+	changed.Spec.Builder.Output = &ebv1.OutputSpec{Discard: &ebv1.DiscardOutput{}}
+	if err := k8s.Update(ctx, changed); err != nil {
+		t.Fatalf("the same changes on a stopped run: %v", err)
+	}
+	eventually(t, "the run's identity in its status", func() error {
+		st := getRun(t, key).Status
+		if st.RunNumber == nil || *st.RunNumber != 4242 || st.Partition != "VELO" {
+			return fmt.Errorf("runNumber %v partition %q", st.RunNumber, st.Partition)
+		}
+		return nil
+	})
+}
