@@ -214,30 +214,44 @@ func TestAPIServerRestartedDuringARun(t *testing.T) {
 	}
 	controlPlane := controlPlaneNode(ctx, t)
 
-	restarted := time.Now()
-	stop := exec.Command("docker", "exec", controlPlane, "sh", "-c", "crictl stop $(crictl ps -q --name '^kube-apiserver$')")
-	if out, err := stop.CombinedOutput(); err != nil {
-		t.Fatalf("stopping the API server on %s: %v\n%s", controlPlane, err, out)
+	operatorBefore, err := operatorPod(ctx)
+	if err != nil || operatorBefore == nil {
+		t.Fatalf("the operator's pod: %v", err)
 	}
-	// The kubelet starts it again (a static pod); wait until it answers.
+	// Killed (a crash); the kubelet starts the static pod's container again.
+	killed := time.Now()
+	if out, err := exec.Command("docker", "exec", controlPlane, "pkill", "-KILL", "-x", "kube-apiserver").CombinedOutput(); err != nil {
+		t.Fatalf("killing the API server on %s: %v\n%s", controlPlane, err, out)
+	}
+	waitFor(ctx, t, "the API server gone", time.Minute, func() (bool, string) {
+		err := k8sClient.Get(ctx, key, run)
+		return err != nil, "it still answers"
+	})
 	var answered time.Duration
 	waitFor(ctx, t, "the API server answering again", 3*time.Minute, func() (bool, string) {
 		if err := k8sClient.Get(ctx, key, run); err != nil {
 			return false, err.Error()
 		}
-		answered = time.Since(restarted)
+		answered = time.Since(killed)
 		return true, ""
 	})
+	back := killed.Add(answered)
 	waitFor(ctx, t, "the run's status written again after the restart, more events built", 3*time.Minute, func() (bool, string) {
 		if err := k8sClient.Get(ctx, key, run); err != nil {
 			return false, err.Error()
 		}
 		st := run.Status
-		return st.LastSampleTime != nil && st.LastSampleTime.After(restarted.Add(answered)) &&
+		return st.LastSampleTime != nil && st.LastSampleTime.After(back) &&
 			st.EventsBuilt > before.Status.EventsBuilt && st.Phase == ebv1alpha1.PhaseRunning, describeFailover(run)
 	})
-	t.Logf("API server restarted: it answered again %s after it was stopped; the run's status was written again %s after that: %s",
-		answered.Round(time.Millisecond), time.Since(restarted.Add(answered)).Round(time.Millisecond), describe(run))
+	operatorAfter, _ := operatorPod(ctx)
+	operatorRestarts := "no operator pod ready"
+	if operatorAfter != nil {
+		operatorRestarts = fmt.Sprintf("operator pod %s (was %s), %d restarts", operatorAfter.Name, operatorBefore.Name,
+			operatorAfter.Status.ContainerStatuses[0].RestartCount)
+	}
+	t.Logf("API server killed: it answered again %s later; the run's status was written again %s after that (%s): %s",
+		answered.Round(time.Millisecond), time.Since(back).Round(time.Millisecond), operatorRestarts, describe(run))
 	if run.Status.Epoch != before.Status.Epoch || run.Status.EventsIncomplete != before.Status.EventsIncomplete {
 		t.Errorf("epoch %d -> %d, incomplete %d -> %d: the run must not notice the API server's restart",
 			before.Status.Epoch, run.Status.Epoch, before.Status.EventsIncomplete, run.Status.EventsIncomplete)
