@@ -357,6 +357,31 @@ const ConditionReady = "Ready"
 // to, the published table.
 const ConditionConfigured = "Configured"
 
+// ConditionResourcesOffered, for a run on a Fabric, is True when every
+// endpoint's node offers (allocatable) what its builder pod asks for, and
+// False, reason ResourcesMissing, naming each node, resource and rank,
+// when one does not: its pods would wait unscheduled.
+const ConditionResourcesOffered = "ResourcesOffered"
+
+// Reasons of the ResourcesOffered condition.
+const (
+	ReasonAllResourcesOffered = "AllResourcesOffered"
+	ReasonResourcesMissing    = "ResourcesMissing"
+)
+
+// ConditionNetworksFound, for a run that attaches a data network
+// (spec.resources.network), is True when every NetworkAttachmentDefinition
+// its pods name exists, and False, reason NetworkMissing, naming the
+// missing ones (or saying the cluster serves no such API: Multus is not
+// installed): its pods would not start.
+const ConditionNetworksFound = "NetworksFound"
+
+// Reasons of the NetworksFound condition.
+const (
+	ReasonAllNetworksFound = "AllNetworksFound"
+	ReasonNetworkMissing   = "NetworkMissing"
+)
+
 // ConditionFabricChanged is True once the run's Fabric was edited (or
 // deleted and created anew) after its rank table was planned, and the
 // table was planned afresh for it, at a new epoch (reason Replanned); the

@@ -103,7 +103,7 @@ func main() {
 
 func bench(crds string) error {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	env, err := testenv.Start(crds, "")
+	env, err := testenv.Start("", crds)
 	if err != nil {
 		return err
 	}

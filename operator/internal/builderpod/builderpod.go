@@ -338,6 +338,16 @@ func Resources(r ebv1.UnitResources, numa int) corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{Requests: list, Limits: list.DeepCopy()}
 }
 
+// Network is the NetworkAttachmentDefinition that network names for NUMA
+// node numa: "namespace/name", or "name" in the pod's namespace ("").
+func Network(network string, numa int) (namespace, name string) {
+	name = numaName(network, numa)
+	if ns, n, ok := strings.Cut(name, "/"); ok {
+		return ns, n
+	}
+	return "", name
+}
+
 // networks renders the Multus annotation attaching network as eb0.
 func networks(network string, numa int) string {
 	type attachment struct {
@@ -345,10 +355,8 @@ func networks(network string, numa int) string {
 		Namespace string `json:"namespace,omitempty"`
 		Interface string `json:"interface"`
 	}
-	a := attachment{Name: numaName(network, numa), Interface: NetworkInterface}
-	if ns, name, ok := strings.Cut(a.Name, "/"); ok {
-		a.Namespace, a.Name = ns, name
-	}
+	a := attachment{Interface: NetworkInterface}
+	a.Namespace, a.Name = Network(network, numa)
 	b, _ := json.Marshal([]attachment{a}) // plain strings: cannot fail
 	return string(b)
 }

@@ -11,6 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -135,8 +136,10 @@ func TestFabricEditReplansTheRun(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(fab), fab); err != nil {
 		t.Fatal(err)
 	}
+	// A merge patch: the Fabric controller's status writes cannot conflict with it.
+	patch := client.MergeFrom(fab.DeepCopy())
 	fab.Spec.Endpoints = slices.DeleteFunc(fab.Spec.Endpoints, func(e ebv1.FabricEndpoint) bool { return e.Node == "edit-srv0" })
-	if err := k8s.Update(ctx, fab); err != nil {
+	if err := k8s.Patch(ctx, fab, patch); err != nil {
 		t.Fatal(err)
 	}
 	var st ebv1.EventBuilderRunStatus
@@ -170,4 +173,93 @@ func TestFabricEditReplansTheRun(t *testing.T) {
 			t.Errorf("rank %+v still on edit-srv0", r)
 		}
 	}
+}
+
+// A node that does not offer what its builder pods ask for (its device
+// plugin not running) is named, with the resource and the ranks, before
+// any pod waits on it; once it offers them, the run says so.
+func TestMissingResourcesAreNamedBeforePodsWait(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	smallFabric(t, "offer")
+	// srv2's RDMA device plugin is not running.
+	node := &corev1.Node{}
+	if err := k8s.Get(ctx, client.ObjectKey{Name: "offer-srv2"}, node); err != nil {
+		t.Fatal(err)
+	}
+	delete(node.Status.Allocatable, "rdma/hca_numa0")
+	delete(node.Status.Allocatable, "rdma/hca_numa1")
+	if err := k8s.Status().Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	run := fabricRun(ns, "offer", "offer", 5, 2) // LLSSLLL.: srv2 holds ranks 4 and 5
+	if err := k8s.Create(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(run)
+	want := "node offer-srv2 offers none rdma/hca_numa0, ranks 4 ask for 1; node offer-srv2 offers none rdma/hca_numa1, ranks 5 ask for 1"
+	eventually(t, "condition ResourcesOffered False naming srv2's RDMA resources", func() error {
+		c := meta.FindStatusCondition(getRun(t, key).Status.Conditions, ebv1.ConditionResourcesOffered)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ebv1.ReasonResourcesMissing || !strings.Contains(c.Message, want) {
+			return fmt.Errorf("condition %+v", c)
+		}
+		return nil
+	})
+	expectEvent(t, ns, "offer", ebv1.ReasonResourcesMissing)
+
+	if err := k8s.Get(ctx, client.ObjectKey{Name: "offer-srv2"}, node); err != nil {
+		t.Fatal(err)
+	}
+	node.Status.Allocatable = farmNode.DeepCopy()
+	if err := k8s.Status().Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "condition ResourcesOffered True", func() error {
+		c := meta.FindStatusCondition(getRun(t, key).Status.Conditions, ebv1.ConditionResourcesOffered)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("condition %+v", c)
+		}
+		return nil
+	})
+}
+
+// A data network the run attaches that has no NetworkAttachmentDefinition
+// (the API here is an emulation of the NPWG one, testenv/npwg) is named
+// before pods wait in ContainerCreating; once it exists, the run says so.
+func TestMissingNetworksAreNamed(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	smallFabric(t, "nets")
+	run := fabricRun(ns, "nets", "nets", 5, 2)
+	run.Spec.Resources.Network = ns + "/data-numa{numa}"
+	if err := k8s.Create(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(run)
+	networksFound := func(status metav1.ConditionStatus, text string) func() error {
+		return func() error {
+			c := meta.FindStatusCondition(getRun(t, key).Status.Conditions, ebv1.ConditionNetworksFound)
+			if c == nil || c.Status != status || !strings.Contains(c.Message, text) {
+				return fmt.Errorf("condition %+v", c)
+			}
+			return nil
+		}
+	}
+	eventually(t, "NetworksFound False naming both networks", networksFound(metav1.ConditionFalse,
+		"no NetworkAttachmentDefinition "+ns+"/data-numa0, "+ns+"/data-numa1: the builder pods that attach it cannot start"))
+	expectEvent(t, ns, "nets", ebv1.ReasonNetworkMissing)
+	for _, name := range []string{"data-numa0", "data-numa1"} {
+		nad := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+			"metadata": map[string]any{"name": name, "namespace": ns},
+			"spec":     map[string]any{"config": `{"cniVersion":"0.3.1","type":"host-device","device":"eb0"}`},
+		}}
+		if err := k8s.Create(ctx, nad); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A NetworkAttachmentDefinition is not watched: the next poll looks again.
+	eventually(t, "NetworksFound True", networksFound(metav1.ConditionTrue, ns+"/data-numa0, "+ns+"/data-numa1"))
 }

@@ -24,7 +24,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -129,6 +131,7 @@ type EventBuilderRunReconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create
+// +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
@@ -365,6 +368,12 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	waiting := attempts.Waiting(now, r.RejoinBackoff)
 	r.announceDeferrals(run, waiting, failedRejoins)
 
+	if fabric != nil {
+		r.checkResources(run, table, endpoints, nodeList)
+	}
+	if err := r.checkNetworks(ctx, run, table, endpoints); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := r.syncPods(ctx, run, table, endpoints, cordoned, pods, !stopped, string(secret.UID)); err != nil {
 		var create *podCreateError
 		if errors.As(err, &create) {
@@ -513,6 +522,87 @@ func setOrDelete(m map[string]string, k, v string) {
 		return
 	}
 	m[k] = v
+}
+
+// checkResources says, in condition ResourcesOffered and a Warning event
+// when that changes, whether every endpoint's node offers what the builder
+// pod placed there asks for (runplan.Shortfalls): otherwise its pods would
+// wait unscheduled, saying so only in their own events.
+func (r *EventBuilderRunReconciler) checkResources(run *ebv1.EventBuilderRun, t planner.RankTable,
+	endpoints map[string]planner.Endpoint, nodes []corev1.Node) {
+	placed := runplan.Placements(t, endpoints, func(ep planner.Endpoint) corev1.ResourceList {
+		return builderpod.Resources(run.Spec.Resources, ep.NUMA).Requests
+	})
+	short := runplan.Shortfalls(placed, runplan.Allocatable(nodes))
+	c := metav1.Condition{Type: ebv1.ConditionResourcesOffered, Status: metav1.ConditionTrue, Reason: ebv1.ReasonAllResourcesOffered,
+		Message: fmt.Sprintf("the nodes of all %d endpoints in use offer what their builder pods ask for", len(placed)), ObservedGeneration: run.Generation}
+	if len(short) > 0 {
+		c.Status, c.Reason = metav1.ConditionFalse, ebv1.ReasonResourcesMissing
+		c.Message = clip(shortlist.Join(short, "; ", runplan.Shortfall.String) +
+			": their pods cannot be scheduled; start the device plugin that advertises them on those nodes, or correct spec.resources")
+	}
+	if old := meta.FindStatusCondition(run.Status.Conditions, c.Type); len(short) > 0 && (old == nil || old.Message != c.Message) {
+		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ebv1.ReasonResourcesMissing, "Preflight", c.Message)
+	}
+	meta.SetStatusCondition(&run.Status.Conditions, c)
+}
+
+// checkNetworks says, in condition NetworksFound and a Warning event when
+// that changes, whether every NetworkAttachmentDefinition the run's pods
+// attach (spec.resources.network, per NUMA node) exists: otherwise Multus
+// leaves them ContainerCreating, saying so only in their own events.
+func (r *EventBuilderRunReconciler) checkNetworks(ctx context.Context, run *ebv1.EventBuilderRun, t planner.RankTable,
+	endpoints map[string]planner.Endpoint) error {
+	if run.Spec.Resources.Network == "" {
+		meta.RemoveStatusCondition(&run.Status.Conditions, ebv1.ConditionNetworksFound)
+		return nil
+	}
+	numas := map[int]bool{0: len(endpoints) == 0} // without a fabric the name has no {numa}
+	for _, p := range runplan.Placements(t, endpoints, func(planner.Endpoint) corev1.ResourceList { return nil }) {
+		numas[endpoints[t.Ranks[p.Rank].Endpoint].NUMA] = true
+	}
+	var names, missing []string
+	noAPI := false
+	for numa, used := range numas {
+		if !used {
+			continue
+		}
+		ns, name := builderpod.Network(run.Spec.Resources.Network, numa)
+		if ns == "" {
+			ns = run.Namespace
+		}
+		nad := &unstructured.Unstructured{}
+		nad.SetGroupVersionKind(schema.GroupVersionKind{Group: "k8s.cni.cncf.io", Version: "v1", Kind: "NetworkAttachmentDefinition"})
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nad)
+		switch {
+		case meta.IsNoMatchError(err):
+			noAPI = true
+		case apierrors.IsNotFound(err):
+			missing = append(missing, ns+"/"+name)
+		case err != nil:
+			return err
+		}
+		names = append(names, ns+"/"+name)
+	}
+	slices.Sort(names)
+	slices.Sort(missing)
+	c := metav1.Condition{Type: ebv1.ConditionNetworksFound, Status: metav1.ConditionTrue, Reason: ebv1.ReasonAllNetworksFound,
+		Message: "every NetworkAttachmentDefinition the builder pods attach exists: " + strings.Join(names, ", "), ObservedGeneration: run.Generation}
+	switch {
+	case noAPI:
+		c.Status, c.Reason = metav1.ConditionFalse, ebv1.ReasonNetworkMissing
+		c.Message = "the cluster serves no NetworkAttachmentDefinition API (k8s.cni.cncf.io/v1) for spec.resources.network " +
+			run.Spec.Resources.Network + ": install Multus, or leave spec.resources.network unset"
+	case len(missing) > 0:
+		c.Status, c.Reason = metav1.ConditionFalse, ebv1.ReasonNetworkMissing
+		c.Message = "no NetworkAttachmentDefinition " + strings.Join(missing, ", ") +
+			": the builder pods that attach it cannot start; create it, or correct spec.resources.network"
+	}
+	if old := meta.FindStatusCondition(run.Status.Conditions, c.Type); c.Status == metav1.ConditionFalse && (old == nil || old.Message != c.Message) {
+		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ebv1.ReasonNetworkMissing, "Preflight", c.Message)
+	}
+	meta.SetStatusCondition(&run.Status.Conditions, c)
+	return nil
 }
 
 // announceHeld warns of units that should leave a cordoned node but have
@@ -1209,13 +1299,14 @@ func CacheOptions() cache.Options {
 const fabricRefField = "spec.fabricRef.name"
 
 // nodeHealthChanged passes node events that can change what a fabric can
-// use: creation, deletion, a change of readiness, a cordon or uncordon.
+// use: creation, deletion, a change of readiness, a cordon or uncordon, and
+// what it offers (a device plugin registering its resources).
 // Heartbeats and other status updates do not reconcile anything.
 var nodeHealthChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		old, cur := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
 		return runplan.NodeReady(old) != runplan.NodeReady(cur) || old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero() ||
-			old.Spec.Unschedulable != cur.Spec.Unschedulable
+			old.Spec.Unschedulable != cur.Spec.Unschedulable || !equality.Semantic.DeepEqual(old.Status.Allocatable, cur.Status.Allocatable)
 	},
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }

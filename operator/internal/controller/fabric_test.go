@@ -67,9 +67,17 @@ func createNode(t *testing.T, name string) {
 	setNodeReady(t, name, corev1.ConditionTrue)
 }
 
+// farmNode is what a simulated farm node offers: CPUs, memory, 1 GiB
+// hugepages, and per NUMA node an RDMA device and readout cards.
+var farmNode = corev1.ResourceList{
+	"cpu": resource.MustParse("64"), "memory": resource.MustParse("256Gi"), "hugepages-1Gi": resource.MustParse("64Gi"),
+	"rdma/hca_numa0": resource.MustParse("1k"), "rdma/hca_numa1": resource.MustParse("1k"),
+	"daq.io/tell40-numa0": resource.MustParse("4"), "daq.io/tell40-numa1": resource.MustParse("4"),
+}
+
 // setNodeReady plays the node lifecycle controller: the node's Ready
 // condition turns to status now, or at the optional time given (at the
-// API's precision, whole seconds).
+// API's precision, whole seconds); the node offers farmNode.
 func setNodeReady(t *testing.T, name string, status corev1.ConditionStatus, at ...time.Time) {
 	t.Helper()
 	node := &corev1.Node{}
@@ -81,6 +89,9 @@ func setNodeReady(t *testing.T, name string, status corev1.ConditionStatus, at .
 		transition = metav1.NewTime(at[0])
 	}
 	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, LastHeartbeatTime: metav1.Now(), LastTransitionTime: transition}}
+	if node.Status.Allocatable == nil {
+		node.Status.Capacity, node.Status.Allocatable = farmNode.DeepCopy(), farmNode.DeepCopy()
+	}
 	if err := k8s.Status().Update(context.Background(), node); err != nil {
 		t.Fatalf("node %s Ready=%s: %v", name, status, err)
 	}

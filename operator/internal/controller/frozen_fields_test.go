@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 )
@@ -38,26 +39,31 @@ func TestFrozenFieldsWhileRunning(t *testing.T) {
 		{"spec.runNumber", func(r *ebv1.EventBuilderRun) { n := int64(4242); r.Spec.RunNumber = &n }},
 		{"spec.partition", func(r *ebv1.EventBuilderRun) { r.Spec.Partition = "VELO" }},
 	} {
-		changed := getRun(t, key)
+		// A merge patch carries no resourceVersion: the operator's status
+		// writes cannot make it conflict.
+		orig := getRun(t, key)
+		changed := orig.DeepCopy()
 		tc.edit(changed)
-		err := k8s.Update(ctx, changed)
+		err := k8s.Patch(ctx, changed, client.MergeFrom(orig))
 		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.field+" cannot change while the run is Running") ||
 			!strings.Contains(err.Error(), "set spec.state to Stopped") {
 			t.Errorf("%s changed while Running: %v; want it refused, naming the field and saying to stop first", tc.field, err)
 		}
 	}
 	// Scaling and state stay free.
-	stopped := getRun(t, key)
+	orig := getRun(t, key)
+	stopped := orig.DeepCopy()
 	stopped.Spec.State = ebv1.StateStopped
-	if err := k8s.Update(ctx, stopped); err != nil {
+	if err := k8s.Patch(ctx, stopped, client.MergeFrom(orig)); err != nil {
 		t.Fatalf("stop the run: %v", err)
 	}
 	waitPhase(t, key, ebv1.PhaseStopped, ebv1.ReasonRunStopped)
-	changed := getRun(t, key)
+	orig = getRun(t, key)
+	changed := orig.DeepCopy()
 	n := int64(4242)
 	changed.Spec.RunNumber, changed.Spec.Partition = &n, "VELO"
 	changed.Spec.Builder.Output = &ebv1.OutputSpec{Discard: &ebv1.DiscardOutput{}}
-	if err := k8s.Update(ctx, changed); err != nil {
+	if err := k8s.Patch(ctx, changed, client.MergeFrom(orig)); err != nil {
 		t.Fatalf("the same changes on a stopped run: %v", err)
 	}
 	eventually(t, "the run's identity in its status", func() error {

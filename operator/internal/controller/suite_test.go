@@ -79,7 +79,8 @@ func runSuite(m *testing.M) int {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
 	farm = builderemu.NewFarm()
 	defer farm.Close()
-	env, err := testenv.Start(filepath.Join(repoRoot, "config", "crd", "bases"), assets)
+	// With the emulated NetworkAttachmentDefinition API (testenv/npwg).
+	env, err := testenv.Start(assets, filepath.Join(repoRoot, "config", "crd", "bases"), filepath.Join("..", "testenv", "npwg"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -32,19 +32,20 @@ type Env struct {
 }
 
 // Start starts kube-apiserver and etcd from the binaries in assets
-// (KUBEBUILDER_ASSETS when empty) and installs the CRDs of directory crds.
-func Start(crds, assets string) (*Env, error) {
+// (KUBEBUILDER_ASSETS when empty) and installs the CRDs of the directories
+// crds.
+func Start(assets string, crds ...string) (*Env, error) {
 	scheme := runtime.NewScheme()
 	if err := errors.Join(clientgoscheme.AddToScheme(scheme), ebv1.AddToScheme(scheme)); err != nil {
 		return nil, err
 	}
-	env := &envtest.Environment{CRDDirectoryPaths: []string{crds}, ErrorIfCRDPathMissing: true, BinaryAssetsDirectory: assets}
+	env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true, BinaryAssetsDirectory: assets}
 	cfg, err := env.Start()
 	if err != nil {
 		if assets == "" {
 			assets = "KUBEBUILDER_ASSETS=" + os.Getenv("KUBEBUILDER_ASSETS")
 		}
-		return nil, fmt.Errorf("starting envtest (binaries from %s, CRDs from %s): %w", assets, crds, err)
+		return nil, fmt.Errorf("starting envtest (binaries from %s, CRDs from %v): %w", assets, crds, err)
 	}
 	return &Env{env: env, Config: cfg, Scheme: scheme}, nil
 }

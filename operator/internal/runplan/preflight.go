@@ -1,0 +1,97 @@
+package runplan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"daq.io/eventbuilder/operator/internal/planner"
+	"daq.io/eventbuilder/operator/internal/shortlist"
+)
+
+// Placed is what one rank's pod asks of the node its endpoint is on.
+type Placed struct {
+	Rank     int
+	Node     string
+	Requests corev1.ResourceList
+}
+
+// Placements are the live and spare ranks of t on their endpoints' nodes,
+// each asking for requests(endpoint).
+func Placements(t planner.RankTable, endpoints map[string]planner.Endpoint,
+	requests func(planner.Endpoint) corev1.ResourceList) []Placed {
+	var out []Placed
+	for _, r := range t.Ranks {
+		ep, ok := endpoints[r.Endpoint]
+		if (r.Role != planner.Live && r.Role != planner.Spare) || !ok {
+			continue
+		}
+		out = append(out, Placed{Rank: r.Rank, Node: ep.Node, Requests: requests(ep)})
+	}
+	return out
+}
+
+// Shortfall is a resource that pods placed on a node ask for and the node
+// does not offer as much of (allocatable), usually none at all: its device
+// plugin is not running, or the name is wrong.
+type Shortfall struct {
+	Node      string
+	Resource  corev1.ResourceName
+	Want, Has resource.Quantity
+	Ranks     []int
+}
+
+func (s Shortfall) String() string {
+	has := "none"
+	if !s.Has.IsZero() {
+		has = s.Has.String()
+	}
+	return fmt.Sprintf("node %s offers %s %s, ranks %s ask for %s", s.Node, has, s.Resource,
+		shortlist.Join(s.Ranks, ", ", func(r int) string { return fmt.Sprint(r) }), s.Want.String())
+}
+
+// Shortfalls finds, before any pod waits on it, each resource that a pod
+// asks for beyond what its node offers, by node and resource, in order.
+// Nodes missing from allocatable are left out: a node that is gone is a
+// failure of its own.
+func Shortfalls(placed []Placed, allocatable map[string]corev1.ResourceList) []Shortfall {
+	byKey := map[string]*Shortfall{}
+	for _, p := range placed {
+		offered, known := allocatable[p.Node]
+		if !known {
+			continue
+		}
+		for name, want := range p.Requests {
+			has := offered[name]
+			if want.Cmp(has) <= 0 {
+				continue
+			}
+			key := p.Node + "\x00" + string(name)
+			if byKey[key] == nil {
+				byKey[key] = &Shortfall{Node: p.Node, Resource: name, Want: want, Has: has}
+			}
+			byKey[key].Ranks = append(byKey[key].Ranks, p.Rank)
+		}
+	}
+	out := make([]Shortfall, 0, len(byKey))
+	for _, s := range byKey {
+		slices.Sort(s.Ranks)
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b Shortfall) int {
+		return strings.Compare(a.Node+"\x00"+string(a.Resource), b.Node+"\x00"+string(b.Resource))
+	})
+	return out
+}
+
+// Allocatable is what each node of list offers to pods.
+func Allocatable(list []corev1.Node) map[string]corev1.ResourceList {
+	out := make(map[string]corev1.ResourceList, len(list))
+	for i := range list {
+		out[list[i].Name] = list[i].Status.Allocatable
+	}
+	return out
+}
