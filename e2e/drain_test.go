@@ -64,20 +64,7 @@ func TestDrainingAServerMovesItsUnitsFirst(t *testing.T) {
 		drained <- err
 	}()
 	var seen incompleteSeen
-	waitFor(ctx, t, "a planned move of both units to the survivor's spares", drainBound, func() (bool, string) {
-		if err := k8sClient.Get(ctx, key, run); err != nil {
-			return false, err.Error()
-		}
-		seen.note(run)
-		fo := run.Status.LastFailover
-		return fo != nil && run.Status.Epoch > before.Status.Epoch && len(fo.Moves) == 2 && liveOn(run, survivor) == 2, describeFailover(run)
-	})
-	fo := run.Status.LastFailover
-	for _, m := range fo.Moves {
-		if m.SpareRank == nil || m.Reason != ebv1alpha1.EndpointNodeCordoned {
-			t.Errorf("move %+v: want a spare, reason %s", m, ebv1alpha1.EndpointNodeCordoned)
-		}
-	}
+	fo := waitForMoveToSurvivor(ctx, t, run, before, survivor, drainBound, ebv1alpha1.EndpointNodeCordoned, &seen)
 	if err := <-drained; err != nil {
 		t.Fatalf("kubectl drain %s: %v\n%s", victim, err, drainOut)
 	}

@@ -52,20 +52,7 @@ func TestLosingAServerWithItsDNS(t *testing.T) {
 	docker(t, "kill", victim)
 	t.Logf("killed server %s (both live units, CoreDNS) at %s", victim, stopped.Format(time.RFC3339Nano))
 	var seen incompleteSeen
-	waitFor(ctx, t, "a failover of both units to the survivor's spares", serverLossBound, func() (bool, string) {
-		if err := k8sClient.Get(ctx, key, run); err != nil {
-			return false, err.Error()
-		}
-		seen.note(run)
-		fo := run.Status.LastFailover
-		return fo != nil && run.Status.Epoch > before.Status.Epoch && len(fo.Moves) == 2 && liveOn(run, survivor) == 2, describeFailover(run)
-	})
-	fo := run.Status.LastFailover
-	for _, m := range fo.Moves {
-		if m.SpareRank == nil || m.Reason != unreachableReason {
-			t.Errorf("move %+v: want a spare, reason %s (no peer survived to report it)", m, unreachableReason)
-		}
-	}
+	fo := waitForMoveToSurvivor(ctx, t, run, before, survivor, serverLossBound, unreachableReason, &seen)
 	waitForEveryUnitToBuild(ctx, t, run, run.DeepCopy(), "on the spares", &seen)
 	building := time.Since(stopped)
 	t.Logf("server loss figures: failover observed %s after the stop, table published %s later; every live unit building on the spares %s after the stop (bound %s)",
@@ -232,4 +219,28 @@ func runOnTwoServers(ctx context.Context, t *testing.T, key client.ObjectKey, fa
 			liveOn(run, victim) == 2, describeFailover(run)
 	})
 	return run
+}
+
+// waitForMoveToSurvivor waits, up to bound, for a failover past before's
+// epoch that put both live units on the survivor's spares, and checks that
+// each move went to a spare for reason.
+func waitForMoveToSurvivor(ctx context.Context, t *testing.T, run, before *ebv1alpha1.EventBuilderRun, survivor string,
+	bound time.Duration, reason string, seen *incompleteSeen) *ebv1alpha1.FailoverStatus {
+	t.Helper()
+	key := client.ObjectKeyFromObject(run)
+	waitFor(ctx, t, "both units moved to the survivor's spares, reason "+reason, bound, func() (bool, string) {
+		if err := k8sClient.Get(ctx, key, run); err != nil {
+			return false, err.Error()
+		}
+		seen.note(run)
+		fo := run.Status.LastFailover
+		return fo != nil && run.Status.Epoch > before.Status.Epoch && len(fo.Moves) == 2 && liveOn(run, survivor) == 2, describeFailover(run)
+	})
+	fo := run.Status.LastFailover
+	for _, m := range fo.Moves {
+		if m.SpareRank == nil || m.Reason != reason {
+			t.Errorf("move %+v: want a spare, reason %s", m, reason)
+		}
+	}
+	return fo
 }
