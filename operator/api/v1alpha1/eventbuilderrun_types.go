@@ -384,12 +384,18 @@ const (
 
 // ConditionFabricChanged is True once the run's Fabric was edited (or
 // deleted and created anew) after its rank table was planned, and the
-// table was planned afresh for it, at a new epoch (reason Replanned); the
+// table was planned afresh for it, at a new epoch (reason Replanned; a
+// table of another size stops and restarts the set, as a resize does); the
 // message names the Fabric's generation and the epoch.
 const ConditionFabricChanged = "FabricChanged"
 
-// ReasonReplanned is the reason of the FabricChanged condition.
-const ReasonReplanned = "Replanned"
+// Reasons of the FabricChanged condition: Replanned (True), or
+// ReplanFailed (False: the edited Fabric cannot be planned on; the run
+// goes on under its table).
+const (
+	ReasonReplanned    = "Replanned"
+	ReasonReplanFailed = "ReplanFailed"
+)
 
 // Reasons of the Ready condition.
 const (
@@ -727,12 +733,13 @@ type EventBuilderRunStatus struct {
 // +kubebuilder:printcolumn:name="Gb/s",type=string,JSONPath=`.status.throughputGbps`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 55 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be at most 55 characters of lowercase letters, digits and '-', starting with a letter and not ending with '-': it names the Service <name>-eb and the pods <name>-eb-<rank>"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || oldSelf.status.phase != 'Running' || (self.spec.builder.image == oldSelf.spec.builder.image)",message="spec.builder.image cannot change while the run is Running: set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || oldSelf.status.phase != 'Running' || (has(self.spec.resources) == has(oldSelf.spec.resources) && (!has(self.spec.resources) || self.spec.resources == oldSelf.spec.resources))",message="spec.resources cannot change while the run is Running: set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || oldSelf.status.phase != 'Running' || (has(self.spec.builder.source) == has(oldSelf.spec.builder.source) && (!has(self.spec.builder.source) || self.spec.builder.source == oldSelf.spec.builder.source))",message="spec.builder.source cannot change while the run is Running: set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || oldSelf.status.phase != 'Running' || (has(self.spec.builder.output) == has(oldSelf.spec.builder.output) && (!has(self.spec.builder.output) || self.spec.builder.output == oldSelf.spec.builder.output))",message="spec.builder.output cannot change while the run is Running: set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || oldSelf.status.phase != 'Running' || (has(self.spec.runNumber) == has(oldSelf.spec.runNumber) && (!has(self.spec.runNumber) || self.spec.runNumber == oldSelf.spec.runNumber))",message="spec.runNumber cannot change while the run is Running: set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || oldSelf.status.phase != 'Running' || (has(self.spec.partition) == has(oldSelf.spec.partition) && (!has(self.spec.partition) || self.spec.partition == oldSelf.spec.partition))",message="spec.partition cannot change while the run is Running: set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || !(oldSelf.status.phase in ['Running', 'Degraded', 'Paused']) || (self.spec.builder.image == oldSelf.spec.builder.image)",message="spec.builder.image cannot change while the run is Running, Degraded or Paused (every builder pod would be replaced at once): set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || !(oldSelf.status.phase in ['Running', 'Degraded', 'Paused']) || (has(self.spec.resources) == has(oldSelf.spec.resources) && (!has(self.spec.resources) || self.spec.resources == oldSelf.spec.resources))",message="spec.resources cannot change while the run is Running, Degraded or Paused (every builder pod would be replaced at once): set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || !(oldSelf.status.phase in ['Running', 'Degraded', 'Paused']) || (has(self.spec.builder.source) == has(oldSelf.spec.builder.source) && (!has(self.spec.builder.source) || self.spec.builder.source == oldSelf.spec.builder.source))",message="spec.builder.source cannot change while the run is Running, Degraded or Paused (every builder pod would be replaced at once): set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || !(oldSelf.status.phase in ['Running', 'Degraded', 'Paused']) || (has(self.spec.builder.output) == has(oldSelf.spec.builder.output) && (!has(self.spec.builder.output) || self.spec.builder.output == oldSelf.spec.builder.output))",message="spec.builder.output cannot change while the run is Running, Degraded or Paused (every builder pod would be replaced at once): set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || !(oldSelf.status.phase in ['Running', 'Degraded', 'Paused']) || (has(self.spec.runNumber) == has(oldSelf.spec.runNumber) && (!has(self.spec.runNumber) || self.spec.runNumber == oldSelf.spec.runNumber))",message="spec.runNumber cannot change while the run is Running, Degraded or Paused (every builder pod would be replaced at once): set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || !(oldSelf.status.phase in ['Running', 'Degraded', 'Paused']) || (has(self.spec.partition) == has(oldSelf.spec.partition) && (!has(self.spec.partition) || self.spec.partition == oldSelf.spec.partition))",message="spec.partition cannot change while the run is Running, Degraded or Paused (every builder pod would be replaced at once): set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || !(oldSelf.status.phase in ['Running', 'Degraded', 'Paused']) || (self.spec.builder == oldSelf.spec.builder)",message="spec.builder (transport, packingFactor, incompleteEvents, timeouts and the rest: each is on every builder's command line) cannot change while the run is Running, Degraded or Paused (every builder pod would be replaced at once): set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"
 type EventBuilderRun struct {
 	metav1.TypeMeta `json:",inline"`
 

@@ -206,12 +206,14 @@ func onNode(node string) *corev1.Affinity {
 
 const nodeNameField = "metadata.name"
 
-// Node is the node a pod is placed on by its affinity (onNode), "" for a
-// pod the scheduler may put anywhere.
+// Node is the node a pod is placed on by its affinity (onNode); for a pod
+// made before placement went through the scheduler, the node it was bound
+// to (spec.nodeName), so that an operator upgrade does not take every pod
+// for misplaced; "" for a pod the scheduler may put anywhere.
 func Node(pod *corev1.Pod) string {
 	a := pod.Spec.Affinity
 	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return ""
+		return pod.Spec.NodeName
 	}
 	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
 		for _, f := range term.MatchFields {

@@ -406,3 +406,15 @@ func TestBuilderSettingsBecomeFlags(t *testing.T) {
 		t.Errorf("env %v, want %s=255003 and %s=LHCb", env, EnvRunNumber, EnvPartition)
 	}
 }
+
+// A pod an earlier operator bound by spec.nodeName is on that node, as one
+// placed by affinity is: an upgrade replaces no pod for it.
+func TestNodeOfPodsBoundBeforeAffinity(t *testing.T) {
+	run := testRun("demo", 4)
+	placed := Pod(run, 5, &Placement{Endpoint: "eb007-numa1", Node: "eb007", NUMA: 1}, "uid")
+	old := placed.DeepCopy()
+	old.Spec.Affinity, old.Spec.NodeName = nil, "eb007"
+	if Node(placed) != "eb007" || Node(old) != "eb007" || SpecHash(placed) != SpecHash(old) {
+		t.Errorf("Node %q and %q, hashes %s and %s: want eb007 for both, one hash", Node(placed), Node(old), SpecHash(placed), SpecHash(old))
+	}
+}

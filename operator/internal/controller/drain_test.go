@@ -173,6 +173,27 @@ func TestFabricEditReplansTheRun(t *testing.T) {
 			t.Errorf("rank %+v still on edit-srv0", r)
 		}
 	}
+
+	// An edit that leaves too few endpoints cannot be planned on: the run
+	// goes on under the table it has, watched over, and says why.
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(fab), fab); err != nil {
+		t.Fatal(err)
+	}
+	patch = client.MergeFrom(fab.DeepCopy())
+	fab.Spec.Endpoints = fab.Spec.Endpoints[:2]
+	if err := k8s.Patch(ctx, fab, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "FabricChanged False, ReplanFailed, the table kept", func() error {
+		st = getRun(t, key).Status
+		c := meta.FindStatusCondition(st.Conditions, ebv1.ConditionFabricChanged)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ebv1.ReasonReplanFailed ||
+			!strings.Contains(c.Message, "need 4 schedulable endpoints") ||
+			!strings.Contains(c.Message, fmt.Sprintf("the run goes on under rank table epoch %d", st.Epoch)) {
+			return fmt.Errorf("epoch %d, condition %+v", st.Epoch, c)
+		}
+		return nil
+	})
 }
 
 // A node that does not offer what its builder pods ask for (its device

@@ -249,6 +249,18 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	// A table planned before the operator recorded its Fabric is taken as
 	// planned on the Fabric as it is.
 	fabricEdited := cm != nil && cm.Annotations[annFabric] != "" && cm.Annotations[annFabric] != fabricKey
+	replanFailed := false
+	if fabricEdited && cm.Annotations[annRequest] == runplan.RequestKey(&run.Spec) {
+		// An edit the planner refuses must not stop watching over the run:
+		// it goes on under its table, and the next edit is tried afresh.
+		if _, err := runplan.Plan(&run.Spec, fabric, max(table.Epoch, run.Status.Epoch)); err != nil {
+			fabricEdited, replanFailed = false, true
+			msg := fmt.Sprintf("Fabric %s changed (generation %d) but cannot be planned on: %v; the run goes on under rank table epoch %d: correct the Fabric",
+				run.Spec.FabricRef.Name, fabricGeneration(fabricKey), err, table.Epoch)
+			meta.SetStatusCondition(&run.Status.Conditions, metav1.Condition{Type: ebv1.ConditionFabricChanged,
+				Status: metav1.ConditionFalse, Reason: ebv1.ReasonReplanFailed, Message: clip(msg), ObservedGeneration: run.Generation})
+		}
+	}
 	switch {
 	case cm == nil || cm.Annotations[annRequest] != runplan.RequestKey(&run.Spec) || fabricEdited:
 		// Epochs never go back, even when the ConfigMap was deleted:
@@ -346,7 +358,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		}
 		failedRejoins = d.Failed
 	}
-	if cm.Annotations[annFabric] != fabricKey {
+	if cm.Annotations[annFabric] != fabricKey && !replanFailed {
 		setOrDelete(cm.Annotations, annFabric, fabricKey)
 		if err := r.Update(ctx, cm); err != nil {
 			return ctrl.Result{}, err

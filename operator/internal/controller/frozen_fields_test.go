@@ -38,6 +38,7 @@ func TestFrozenFieldsWhileRunning(t *testing.T) {
 		}},
 		{"spec.runNumber", func(r *ebv1.EventBuilderRun) { n := int64(4242); r.Spec.RunNumber = &n }},
 		{"spec.partition", func(r *ebv1.EventBuilderRun) { r.Spec.Partition = "VELO" }},
+		{"spec.builder (transport, packingFactor, incompleteEvents, timeouts and the rest: each is on every builder's command line)", func(r *ebv1.EventBuilderRun) { r.Spec.Builder.PackingFactor = 500 }},
 	} {
 		// A merge patch carries no resourceVersion: the operator's status
 		// writes cannot make it conflict.
@@ -45,7 +46,7 @@ func TestFrozenFieldsWhileRunning(t *testing.T) {
 		changed := orig.DeepCopy()
 		tc.edit(changed)
 		err := k8s.Patch(ctx, changed, client.MergeFrom(orig))
-		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.field+" cannot change while the run is Running") ||
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.field+" cannot change while the run is Running, Degraded or Paused") ||
 			!strings.Contains(err.Error(), "set spec.state to Stopped") {
 			t.Errorf("%s changed while Running: %v; want it refused, naming the field and saying to stop first", tc.field, err)
 		}

@@ -34,9 +34,9 @@ func Placements(t planner.RankTable, endpoints map[string]planner.Endpoint,
 	return out
 }
 
-// Shortfall is a resource that pods placed on a node ask for and the node
-// does not offer as much of (allocatable), usually none at all: its device
-// plugin is not running, or the name is wrong.
+// Shortfall is a resource that the pods placed on a node ask for, together,
+// more of than the node offers (allocatable), usually none at all: its
+// device plugin is not running, or the name is wrong.
 type Shortfall struct {
 	Node      string
 	Resource  corev1.ResourceName
@@ -53,10 +53,10 @@ func (s Shortfall) String() string {
 		shortlist.Join(s.Ranks, ", ", func(r int) string { return fmt.Sprint(r) }), s.Want.String())
 }
 
-// Shortfalls finds, before any pod waits on it, each resource that a pod
-// asks for beyond what its node offers, by node and resource, in order.
-// Nodes missing from allocatable are left out: a node that is gone is a
-// failure of its own.
+// Shortfalls finds, before any pod waits on it, each resource that the
+// pods placed on a node ask for, summed, beyond what the node offers, by
+// node and resource, in order. Nodes missing from allocatable are left
+// out: a node that is gone is a failure of its own.
 func Shortfalls(placed []Placed, allocatable map[string]corev1.ResourceList) []Shortfall {
 	byKey := map[string]*Shortfall{}
 	for _, p := range placed {
@@ -65,19 +65,19 @@ func Shortfalls(placed []Placed, allocatable map[string]corev1.ResourceList) []S
 			continue
 		}
 		for name, want := range p.Requests {
-			has := offered[name]
-			if want.Cmp(has) <= 0 {
-				continue
-			}
 			key := p.Node + "\x00" + string(name)
 			if byKey[key] == nil {
-				byKey[key] = &Shortfall{Node: p.Node, Resource: name, Want: want, Has: has}
+				byKey[key] = &Shortfall{Node: p.Node, Resource: name, Has: offered[name]}
 			}
+			byKey[key].Want.Add(want)
 			byKey[key].Ranks = append(byKey[key].Ranks, p.Rank)
 		}
 	}
 	out := make([]Shortfall, 0, len(byKey))
 	for _, s := range byKey {
+		if s.Want.Cmp(s.Has) <= 0 {
+			continue
+		}
 		slices.Sort(s.Ranks)
 		out = append(out, *s)
 	}
