@@ -81,7 +81,7 @@ func (w *epochWatch) stop() ([]int64, string) {
 // cordon starts a planned move of both live units: the next operator,
 // once it holds the leader lease, completes the move from what the first
 // one published (or plans it afresh); the epoch never steps back and no
-// rank ever has two pods.
+// unit is ever live on two ranks.
 func TestOperatorKilledInTheMiddleOfAFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
@@ -100,7 +100,7 @@ func TestOperatorKilledInTheMiddleOfAFailover(t *testing.T) {
 		t.Fatalf("the operator's pod: %v", err)
 	}
 	epochs := watchEpochs(ctx, key)
-	duplicates := watchDuplicatePods(ctx, namespaceName)
+	duplicates := watchDuplicateUnits(ctx, key)
 
 	if out, err := exec.Command(env.kubectl, "--kubeconfig", env.kubeconfig, "cordon", victim).CombinedOutput(); err != nil {
 		t.Fatalf("kubectl cordon %s: %v\n%s", victim, err, out)
@@ -133,15 +133,16 @@ func TestOperatorKilledInTheMiddleOfAFailover(t *testing.T) {
 		t.Errorf("the run's epoch stepped back: %s (epochs seen %v)", back, seenEpochs)
 	}
 	if twice != "" {
-		t.Errorf("a rank had two pods at once: %s", twice)
+		t.Errorf("a unit was live twice: %s", twice)
 	}
 	t.Logf("operator killed in a failover: next operator %s ready %s later; every unit building on the spares %s after the kill; epochs seen %v",
 		next.Name, operatorBack.Round(time.Millisecond), building.Round(time.Millisecond), seenEpochs)
 	removeRunAndFabric(ctx, t, key, fabricName)
 }
 
-// duplicateWatch samples the builder pods of a namespace every 100 ms and
-// remembers a rank seen with two pods not being deleted.
+// duplicateWatch samples a run's status every 100 ms and remembers a unit
+// seen live on two ranks at once (its events built twice, or its sources
+// read twice).
 type duplicateWatch struct {
 	mu     sync.Mutex
 	twice  string
@@ -149,25 +150,24 @@ type duplicateWatch struct {
 	done   chan struct{}
 }
 
-func watchDuplicatePods(ctx context.Context, namespace string) *duplicateWatch {
+func watchDuplicateUnits(ctx context.Context, key client.ObjectKey) *duplicateWatch {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &duplicateWatch{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		for ctx.Err() == nil {
-			var pods corev1.PodList
-			if err := k8sClient.List(ctx, &pods, client.InNamespace(namespace)); err == nil {
-				byRank := map[string][]string{}
-				for _, p := range pods.Items {
-					if p.DeletionTimestamp.IsZero() && p.Labels[labelRank] != "" {
-						rank := p.Labels[labelRun] + "/" + p.Labels[labelRank]
-						byRank[rank] = append(byRank[rank], p.Name)
+			var run ebv1alpha1.EventBuilderRun
+			if err := k8sClient.Get(ctx, key, &run); err == nil {
+				ranks := map[int32][]string{}
+				for _, rk := range run.Status.Ranks {
+					if rk.Role == ebv1alpha1.RoleLive && rk.Unit != nil {
+						ranks[*rk.Unit] = append(ranks[*rk.Unit], fmt.Sprint(rk.Rank))
 					}
 				}
-				for rank, names := range byRank {
+				for unit, on := range ranks {
 					w.mu.Lock()
-					if len(names) > 1 && w.twice == "" {
-						w.twice = fmt.Sprintf("rank %s: %s", rank, strings.Join(names, ", "))
+					if len(on) > 1 && w.twice == "" {
+						w.twice = fmt.Sprintf("unit %d live on ranks %s at epoch %d", unit, strings.Join(on, ", "), run.Status.Epoch)
 					}
 					w.mu.Unlock()
 				}

@@ -15,11 +15,8 @@ import (
 )
 
 // ensureNamespace creates the namespace unless a reused cluster has it.
-// The builder pods' labels (operator/internal/builderpod).
-const (
-	labelRun  = "eventbuilder.daq.io/run"
-	labelRank = "eventbuilder.daq.io/rank"
-)
+// The builder pods' run label (operator/internal/builderpod).
+const labelRun = "eventbuilder.daq.io/run"
 
 func ensureNamespace(ctx context.Context, t *testing.T, name string) {
 	t.Helper()

@@ -367,20 +367,37 @@ func byMajority(t planner.RankTable, reports map[int32]builderstatus.Report, nam
 }
 
 // FailedSpares finds the spare ranks of t whose pod failed on the spare's
-// endpoint (refused by the kubelet's admission, or evicted), by endpoint,
-// with the pod's reason: such a spare cannot take a unit over. Its pod is
-// kept (so the reason stays visible) until someone deletes it.
+// endpoint (refused by the kubelet's admission, or evicted), or that the
+// scheduler cannot place there (its node short of a resource: a device
+// plugin down), by endpoint, with the reason: such a spare cannot take a
+// unit over. Its pod is kept (so the reason stays visible) until someone
+// deletes it, or, unschedulable, until the node can take it.
 func FailedSpares(t planner.RankTable, pods map[int32]*corev1.Pod) map[string]string {
 	out := map[string]string{}
 	for _, r := range t.Ranks {
 		pod := pods[int32(r.Rank)]
-		if r.Role != planner.Spare || pod == nil || pod.Status.Phase != corev1.PodFailed ||
-			!pod.DeletionTimestamp.IsZero() || pod.Labels[builderpod.LabelEndpoint] != r.Endpoint {
+		if r.Role != planner.Spare || pod == nil || !pod.DeletionTimestamp.IsZero() || pod.Labels[builderpod.LabelEndpoint] != r.Endpoint {
 			continue
 		}
-		out[r.Endpoint] = podFailureReason(pod)
+		switch {
+		case pod.Status.Phase == corev1.PodFailed:
+			out[r.Endpoint] = podFailureReason(pod)
+		case unschedulable(pod):
+			out[r.Endpoint] = corev1.PodReasonUnschedulable
+		}
 	}
 	return out
+}
+
+// unschedulable: the scheduler found no node for the pod (PodScheduled
+// False, reason Unschedulable).
+func unschedulable(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return false
 }
 
 // podFailureReason is why a pod failed (Evicted, TopologyAffinityError,

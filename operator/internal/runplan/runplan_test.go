@@ -197,6 +197,13 @@ func TestFailedSpares(t *testing.T) {
 	if len(failed) != 1 || failed["s1-0"] != "TopologyAffinityError" {
 		t.Fatalf("FailedSpares = %v", failed)
 	}
+	// A spare the scheduler cannot place (its node short of a resource) is
+	// no spare either, while that lasts.
+	pending := onEndpoint(&corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}}, "s1-1")
+	if got := FailedSpares(table, map[int32]*corev1.Pod{3: pending}); len(got) != 1 || got["s1-1"] != "Unschedulable" {
+		t.Errorf("FailedSpares of an unschedulable spare = %v", got)
+	}
 	g := WithoutEndpoints(f, failed)
 	if n := SparesLeft(table, Endpoints(g)); n != 1 {
 		t.Errorf("spares left %d, want 1", n)
