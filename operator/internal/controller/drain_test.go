@@ -220,13 +220,7 @@ func TestMissingResourcesAreNamedBeforePodsWait(t *testing.T) {
 	}
 	key := client.ObjectKeyFromObject(run)
 	want := "node offer-srv2 offers none rdma/hca_numa0, ranks 4 ask for 1; node offer-srv2 offers none rdma/hca_numa1, ranks 5 ask for 1"
-	eventually(t, "condition ResourcesOffered False naming srv2's RDMA resources", func() error {
-		c := meta.FindStatusCondition(getRun(t, key).Status.Conditions, ebv1.ConditionResourcesOffered)
-		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ebv1.ReasonResourcesMissing || !strings.Contains(c.Message, want) {
-			return fmt.Errorf("condition %+v", c)
-		}
-		return nil
-	})
+	waitCondition(t, key, ebv1.ConditionResourcesOffered, metav1.ConditionFalse, ebv1.ReasonResourcesMissing, want)
 	expectEvent(t, ns, "offer", ebv1.ReasonResourcesMissing)
 
 	if err := k8s.Get(ctx, client.ObjectKey{Name: "offer-srv2"}, node); err != nil {
@@ -236,9 +230,16 @@ func TestMissingResourcesAreNamedBeforePodsWait(t *testing.T) {
 	if err := k8s.Status().Update(ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "condition ResourcesOffered True", func() error {
-		c := meta.FindStatusCondition(getRun(t, key).Status.Conditions, ebv1.ConditionResourcesOffered)
-		if c == nil || c.Status != metav1.ConditionTrue {
+	waitCondition(t, key, ebv1.ConditionResourcesOffered, metav1.ConditionTrue, ebv1.ReasonAllResourcesOffered, "")
+}
+
+// waitCondition waits until the run's condition of type has status and
+// reason and its message holds text.
+func waitCondition(t *testing.T, key client.ObjectKey, typ string, status metav1.ConditionStatus, reason, text string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("condition %s %s, %s, saying %q", typ, status, reason, text), func() error {
+		c := meta.FindStatusCondition(getRun(t, key).Status.Conditions, typ)
+		if c == nil || c.Status != status || c.Reason != reason || !strings.Contains(c.Message, text) {
 			return fmt.Errorf("condition %+v", c)
 		}
 		return nil
@@ -259,17 +260,8 @@ func TestMissingNetworksAreNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(run)
-	networksFound := func(status metav1.ConditionStatus, text string) func() error {
-		return func() error {
-			c := meta.FindStatusCondition(getRun(t, key).Status.Conditions, ebv1.ConditionNetworksFound)
-			if c == nil || c.Status != status || !strings.Contains(c.Message, text) {
-				return fmt.Errorf("condition %+v", c)
-			}
-			return nil
-		}
-	}
-	eventually(t, "NetworksFound False naming both networks", networksFound(metav1.ConditionFalse,
-		"no NetworkAttachmentDefinition "+ns+"/data-numa0, "+ns+"/data-numa1: the builder pods that attach it cannot start"))
+	waitCondition(t, key, ebv1.ConditionNetworksFound, metav1.ConditionFalse, ebv1.ReasonNetworkMissing,
+		"no NetworkAttachmentDefinition "+ns+"/data-numa0, "+ns+"/data-numa1: the builder pods that attach it cannot start")
 	expectEvent(t, ns, "nets", ebv1.ReasonNetworkMissing)
 	for _, name := range []string{"data-numa0", "data-numa1"} {
 		nad := &unstructured.Unstructured{Object: map[string]any{
@@ -282,5 +274,5 @@ func TestMissingNetworksAreNamed(t *testing.T) {
 		}
 	}
 	// A NetworkAttachmentDefinition is not watched: the next poll looks again.
-	eventually(t, "NetworksFound True", networksFound(metav1.ConditionTrue, ns+"/data-numa0, "+ns+"/data-numa1"))
+	waitCondition(t, key, ebv1.ConditionNetworksFound, metav1.ConditionTrue, ebv1.ReasonAllNetworksFound, ns+"/data-numa0, "+ns+"/data-numa1")
 }

@@ -248,29 +248,32 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	var failedRejoins []int // ranks whose last rejoin this reconcile found did not hold
 	// A table planned before the operator recorded its Fabric is taken as
 	// planned on the Fabric as it is.
+	requested := cm == nil || cm.Annotations[annRequest] != runplan.RequestKey(&run.Spec)
 	fabricEdited := cm != nil && cm.Annotations[annFabric] != "" && cm.Annotations[annFabric] != fabricKey
-	replanFailed := false
-	if fabricEdited && cm.Annotations[annRequest] == runplan.RequestKey(&run.Spec) {
-		// An edit the planner refuses must not stop watching over the run:
-		// it goes on under its table, and the next edit is tried afresh.
-		if _, err := runplan.Plan(&run.Spec, fabric, max(table.Epoch, run.Status.Epoch)); err != nil {
-			fabricEdited, replanFailed = false, true
-			msg := fmt.Sprintf("Fabric %s changed (generation %d) but cannot be planned on: %v; the run goes on under rank table epoch %d: correct the Fabric",
-				run.Spec.FabricRef.Name, fabricGeneration(fabricKey), err, table.Epoch)
-			meta.SetStatusCondition(&run.Status.Conditions, metav1.Condition{Type: ebv1.ConditionFabricChanged,
-				Status: metav1.ConditionFalse, Reason: ebv1.ReasonReplanFailed, Message: clip(msg), ObservedGeneration: run.Generation})
-		}
-	}
-	switch {
-	case cm == nil || cm.Annotations[annRequest] != runplan.RequestKey(&run.Spec) || fabricEdited:
+	var planned planner.RankTable
+	var planErr error
+	if requested || fabricEdited {
 		// Epochs never go back, even when the ConfigMap was deleted:
 		// the status remembers the last one.
-		next, err := runplan.Plan(&run.Spec, fabric, max(table.Epoch, run.Status.Epoch))
-		if err != nil {
+		planned, planErr = runplan.Plan(&run.Spec, fabric, max(table.Epoch, run.Status.Epoch))
+	}
+	// An edit the planner refuses must not stop watching over the run: it
+	// goes on under its table, and the next edit is tried afresh.
+	replanFailed := fabricEdited && !requested && planErr != nil
+	if replanFailed {
+		msg := fmt.Sprintf("Fabric %s changed (generation %d) but cannot be planned on: %v; the run goes on under rank table epoch %d: correct the Fabric",
+			run.Spec.FabricRef.Name, fabricGeneration(fabricKey), planErr, table.Epoch)
+		meta.SetStatusCondition(&run.Status.Conditions, metav1.Condition{Type: ebv1.ConditionFabricChanged,
+			Status: metav1.ConditionFalse, Reason: ebv1.ReasonReplanFailed, Message: clip(msg), ObservedGeneration: run.Generation})
+	}
+	switch {
+	case requested || (fabricEdited && !replanFailed):
+		if planErr != nil {
 			setPhase(run, ebv1.PhasePending, ebv1.ReasonPlanFailed,
-				"cannot plan spec.units and spec.spares on spec.fabricRef: "+err.Error()+"; lower spec.units or spec.spares, or bring the missing nodes back")
+				"cannot plan spec.units and spec.spares on spec.fabricRef: "+planErr.Error()+"; lower spec.units or spec.spares, or bring the missing nodes back")
 			return ctrl.Result{}, r.patchStatus(ctx, orig, run) // node and Fabric watches bring the run back
 		}
+		next := planned
 		if cm != nil {
 			// Builders may run the old table: one of another size reaches them stopped.
 			poll = r.poll(ctx, req.NamespacedName, pods, now)
@@ -542,10 +545,10 @@ func setOrDelete(m map[string]string, k, v string) {
 // wait unscheduled, saying so only in their own events.
 func (r *EventBuilderRunReconciler) checkResources(run *ebv1.EventBuilderRun, t planner.RankTable,
 	endpoints map[string]planner.Endpoint, nodes []corev1.Node) {
-	placed := runplan.Placements(t, endpoints, func(ep planner.Endpoint) corev1.ResourceList {
+	placed := runplan.Placements(t, endpoints)
+	short := runplan.Shortfalls(placed, func(ep planner.Endpoint) corev1.ResourceList {
 		return builderpod.Resources(run.Spec.Resources, ep.NUMA).Requests
-	})
-	short := runplan.Shortfalls(placed, runplan.Allocatable(nodes))
+	}, runplan.Allocatable(nodes))
 	c := metav1.Condition{Type: ebv1.ConditionResourcesOffered, Status: metav1.ConditionTrue, Reason: ebv1.ReasonAllResourcesOffered,
 		Message: fmt.Sprintf("the nodes of all %d endpoints in use offer what their builder pods ask for", len(placed)), ObservedGeneration: run.Generation}
 	if len(short) > 0 {
@@ -553,8 +556,14 @@ func (r *EventBuilderRunReconciler) checkResources(run *ebv1.EventBuilderRun, t 
 		c.Message = clip(shortlist.Join(short, "; ", runplan.Shortfall.String) +
 			": their pods cannot be scheduled; start the device plugin that advertises them on those nodes, or correct spec.resources")
 	}
-	if old := meta.FindStatusCondition(run.Status.Conditions, c.Type); len(short) > 0 && (old == nil || old.Message != c.Message) {
-		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ebv1.ReasonResourcesMissing, "Preflight", c.Message)
+	r.setPreflight(run, c)
+}
+
+// setPreflight sets a preflight condition, with a Warning event (its
+// reason, its message) when it turns False or says something new.
+func (r *EventBuilderRunReconciler) setPreflight(run *ebv1.EventBuilderRun, c metav1.Condition) {
+	if old := meta.FindStatusCondition(run.Status.Conditions, c.Type); c.Status == metav1.ConditionFalse && (old == nil || old.Message != c.Message) {
+		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, c.Reason, "Preflight", c.Message)
 	}
 	meta.SetStatusCondition(&run.Status.Conditions, c)
 }
@@ -569,16 +578,16 @@ func (r *EventBuilderRunReconciler) checkNetworks(ctx context.Context, run *ebv1
 		meta.RemoveStatusCondition(&run.Status.Conditions, ebv1.ConditionNetworksFound)
 		return nil
 	}
-	numas := map[int]bool{0: len(endpoints) == 0} // without a fabric the name has no {numa}
-	for _, p := range runplan.Placements(t, endpoints, func(planner.Endpoint) corev1.ResourceList { return nil }) {
-		numas[endpoints[t.Ranks[p.Rank].Endpoint].NUMA] = true
+	numas := map[int]bool{}
+	for _, p := range runplan.Placements(t, endpoints) {
+		numas[p.Endpoint.NUMA] = true
+	}
+	if len(endpoints) == 0 {
+		numas[0] = true // without a fabric the name has no {numa}
 	}
 	var names, missing []string
 	noAPI := false
-	for numa, used := range numas {
-		if !used {
-			continue
-		}
+	for numa := range numas {
 		ns, name := builderpod.Network(run.Spec.Resources.Network, numa)
 		if ns == "" {
 			ns = run.Namespace
@@ -610,10 +619,7 @@ func (r *EventBuilderRunReconciler) checkNetworks(ctx context.Context, run *ebv1
 		c.Message = "no NetworkAttachmentDefinition " + strings.Join(missing, ", ") +
 			": the builder pods that attach it cannot start; create it, or correct spec.resources.network"
 	}
-	if old := meta.FindStatusCondition(run.Status.Conditions, c.Type); c.Status == metav1.ConditionFalse && (old == nil || old.Message != c.Message) {
-		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ebv1.ReasonNetworkMissing, "Preflight", c.Message)
-	}
-	meta.SetStatusCondition(&run.Status.Conditions, c)
+	r.setPreflight(run, c)
 	return nil
 }
 

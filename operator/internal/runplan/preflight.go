@@ -12,24 +12,22 @@ import (
 	"daq.io/eventbuilder/operator/internal/shortlist"
 )
 
-// Placed is what one rank's pod asks of the node its endpoint is on.
+// Placed is a rank whose pod runs on its endpoint.
 type Placed struct {
 	Rank     int
-	Node     string
-	Requests corev1.ResourceList
+	Endpoint planner.Endpoint
 }
 
-// Placements are the live and spare ranks of t on their endpoints' nodes,
-// each asking for requests(endpoint).
-func Placements(t planner.RankTable, endpoints map[string]planner.Endpoint,
-	requests func(planner.Endpoint) corev1.ResourceList) []Placed {
+// Placements are the live and spare ranks of t on their endpoints: the
+// ranks that have pods on a fabric.
+func Placements(t planner.RankTable, endpoints map[string]planner.Endpoint) []Placed {
 	var out []Placed
 	for _, r := range t.Ranks {
 		ep, ok := endpoints[r.Endpoint]
 		if (r.Role != planner.Live && r.Role != planner.Spare) || !ok {
 			continue
 		}
-		out = append(out, Placed{Rank: r.Rank, Node: ep.Node, Requests: requests(ep)})
+		out = append(out, Placed{Rank: r.Rank, Endpoint: ep})
 	}
 	return out
 }
@@ -54,20 +52,22 @@ func (s Shortfall) String() string {
 }
 
 // Shortfalls finds, before any pod waits on it, each resource that the
-// pods placed on a node ask for, summed, beyond what the node offers, by
-// node and resource, in order. Nodes missing from allocatable are left
-// out: a node that is gone is a failure of its own.
-func Shortfalls(placed []Placed, allocatable map[string]corev1.ResourceList) []Shortfall {
+// pods placed on a node ask for (requests, by endpoint), summed, beyond
+// what the node offers, by node and resource, in order. Nodes missing from
+// allocatable are left out: a node that is gone is a failure of its own.
+func Shortfalls(placed []Placed, requests func(planner.Endpoint) corev1.ResourceList,
+	allocatable map[string]corev1.ResourceList) []Shortfall {
 	byKey := map[string]*Shortfall{}
 	for _, p := range placed {
-		offered, known := allocatable[p.Node]
+		node := p.Endpoint.Node
+		offered, known := allocatable[node]
 		if !known {
 			continue
 		}
-		for name, want := range p.Requests {
-			key := p.Node + "\x00" + string(name)
+		for name, want := range requests(p.Endpoint) {
+			key := node + "\x00" + string(name)
 			if byKey[key] == nil {
-				byKey[key] = &Shortfall{Node: p.Node, Resource: name, Has: offered[name]}
+				byKey[key] = &Shortfall{Node: node, Resource: name, Has: offered[name]}
 			}
 			byKey[key].Want.Add(want)
 			byKey[key].Ranks = append(byKey[key].Ranks, p.Rank)

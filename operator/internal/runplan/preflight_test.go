@@ -39,11 +39,12 @@ func TestShortfalls(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, table := plan(t, 5, 2, nil) // LLSSLLL.: s0 0-1, s1 2-3 (spares), s2 4-5, s3 6
-			placed := Placements(table, Endpoints(f), func(ep planner.Endpoint) corev1.ResourceList { return asks(ep.NUMA) })
+			placed := Placements(table, Endpoints(f))
 			if len(placed) != 7 {
 				t.Fatalf("%d placements, want 7 (live and spare ranks)", len(placed))
 			}
-			if got := fmt.Sprint(Shortfalls(placed, tc.allocatable)); got != tc.want {
+			requests := func(ep planner.Endpoint) corev1.ResourceList { return asks(ep.NUMA) }
+			if got := fmt.Sprint(Shortfalls(placed, requests, tc.allocatable)); got != tc.want {
 				t.Errorf("Shortfalls =\n%s\nwant\n%s", got, tc.want)
 			}
 		})
