@@ -11,6 +11,10 @@
 
 #include <cstring>
 #include <optional>
+#include <vector>
+
+#include "mfp.hpp"
+#include "wire_format.hpp"
 
 namespace eb {
 namespace {
@@ -24,6 +28,42 @@ void put(Shm_ring_writer& writer, std::size_t bytes, std::byte value) {
     const auto out = writer.allocate(bytes);
     std::memset(out.data(), static_cast<int>(value), out.size());
     writer.commit();
+}
+
+// Writes the MFP of source 1 for events first .. first + 9.
+void put_mfp(Shm_ring_writer& writer, std::uint64_t first) {
+    const std::vector<std::uint16_t> sizes(10, 8);
+    const auto out = writer.allocate(mfp_bytes(sizes));
+    write_mfp(out, {1, first, 0}, sizes);
+    writer.commit();
+}
+
+std::uint64_t first_event(std::span<const std::byte> mfp) { return load<Mfp_header>(mfp, 0).first_event_id; }
+
+// A unit joining a running set starts its readout driver's ring where the set is.
+TEST(ShmRing, AnMfpSourceSkipsToTheEventTheSetIsAt) {
+    Stop_flag stop;
+    Shm_ring_writer writer(test_ring("skip"), 1 << 16, stop);
+    Shm_ring_reader reader(test_ring("skip"), stop);
+    for (std::uint64_t first = 0; first < 50; first += 10) put_mfp(writer, first);
+    reader.skip_to(0);
+    EXPECT_EQ(first_event(reader.next()), 0u) << "nothing skipped when the ring is there already";
+    reader.release();
+    reader.skip_to(30);
+    EXPECT_EQ(first_event(reader.next()), 30u);
+    reader.release();
+    try {
+        reader.skip_to(20);  // the ring is at 40
+        FAIL() << "a ring past the set's event cannot feed it";
+    } catch (const std::runtime_error& error) {
+        EXPECT_NE(std::string(error.what()).find("from event 40 on, past event 20"), std::string::npos) << error.what();
+    }
+    EXPECT_EQ(first_event(reader.next()), 40u) << "a refused skip consumes nothing";
+    reader.release();
+    put(writer, 4, std::byte{0});  // no MFP header: handed out for the RU's check to reject
+    put_mfp(writer, 60);
+    reader.skip_to(60);
+    EXPECT_EQ(reader.next().size(), 4u);
 }
 
 TEST(ShmRing, AWriterLeftOnAnErrorIsReportedAsFailedAfterItsElements) {

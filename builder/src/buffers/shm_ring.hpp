@@ -129,6 +129,12 @@ public:
     Ring_end end() const { return end_; }
     void release() override;
     const Memory_regions& regions() const override { return regions_; }
+    // As an MFP source (a readout driver's ring): releases the MFPs before
+    // event `first_event_id`, so that a unit joining a running set starts
+    // where the set is. An element without a readable MFP header stops the
+    // skip (the RU's own check then rejects it). Throws if the ring's MFPs
+    // start past that event, or what next() throws.
+    void skip_to(std::uint64_t first_event_id) override;
 
     pid_t writer_pid() const;
     // Whether this reader took over a ring another reader had already read
