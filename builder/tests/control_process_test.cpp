@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -112,6 +113,73 @@ TEST(ControlProcess, ARunningSetMovesAUnitToASpareWithoutRestartOrLoss) {
     EXPECT_NE(metrics.find("eb_parse_errors_total{error=\"wrong_event_range\"} 0"), std::string::npos);
     EXPECT_NE(set.process(0).log().find("switched to rank table epoch 2"), std::string::npos);
     for (Rank rank = 0; rank < 5; ++rank) EXPECT_FALSE(set.process(rank).wait_exit(0ms)) << "nobody restarted";
+}
+
+// A builder pod's readout driver and HLT consumer as the operator runs them:
+// no --peers, the unit described in their environment. The consumer follows
+// a failover through what the builder publishes beside its ring, checks
+// every event, and its counts reach the builder's /status.
+TEST(ControlProcess, APodsReadoutDriverAndConsumerFollowAFailover) {
+    const std::string run = "pod" + std::to_string(::getpid());
+    Controlled_set set(3, Controlled_set::all_ranks(3), {"--source", "shm", "--output", "shm", "--run", run, "--ring-mib", "4"});
+    ASSERT_TRUE(set.all_answer()) << set.logs();
+    const std::string dir = test::make_temp_dir();
+    const std::string table = dir + "/ranks.json";
+    {
+        const std::string body = set.configure_body(0, 1, {0, 1});
+        const std::size_t start = body.find("\"table\":") + 8;
+        std::ofstream(table) << body.substr(start, body.size() - 1 - start);  // the table document alone
+    }
+    std::vector<std::unique_ptr<test::Child>> helpers;
+    for (Rank rank = 0; rank < 3; ++rank)
+        for (const std::string tool : {"eb-readout-emulator", "eb-consumer"})
+            helpers.push_back(std::make_unique<test::Child>(
+                "/usr/bin/env",
+                std::vector<std::string>{"EB_RANK=" + std::to_string(rank), "EB_PACKING_FACTOR=100", "EB_MFP_RING_MIB=4",
+                                         "EB_RANK_TABLE=" + table, EB_TOOLS_DIR "/" + tool, "--run", run,
+                                         "--fragment-size", "64"},
+                dir + "/" + tool + "-" + std::to_string(rank) + ".log"));
+    const auto consumed = [&](Rank rank, std::string_view key) {
+        const std::string status = set.status(rank);
+        const std::size_t at = status.find("\"consumer\":{");
+        return at == std::string::npos ? 0 : test::json_number(status.substr(at), key).value_or(0);
+    };
+    const auto helper_logs = [&] {
+        std::string logs;
+        for (const auto& helper : helpers) logs += helper->log();
+        return logs + set.logs();
+    };
+    set.configure_all(1, {0, 1});
+    set.command_all("start");
+    ASSERT_TRUE(test::eventually([&] { return consumed(1, "meps") > 0; }, 20s)) << helper_logs();
+
+    set.configure_all(2, {0, 2});  // rank 1 fails over to the spare, rank 2
+    ASSERT_TRUE(test::eventually([&] { return consumed(2, "meps") > 0; }, 20s)) << helper_logs();
+    ASSERT_EQ(set.command(0, "stop").status, 200);
+    ASSERT_TRUE(set.all_report({0, 2}, R"("state":"READY")", 10s)) << helper_logs();
+
+    // Each consumer checked every event its builder handed it, all complete.
+    const std::uint64_t next_event = set.number(0, "next_event");
+    std::uint64_t built = 0;
+    for (Rank rank = 0; rank < 3; ++rank) {
+        const std::uint64_t handed = set.number(rank, "events_built");
+        EXPECT_TRUE(test::eventually([&] { return consumed(rank, "events_complete") == handed; }, 10s))
+            << "rank " << rank << ": built " << handed << ", consumer " << set.status(rank) << helper_logs();
+        EXPECT_EQ(consumed(rank, "events_incomplete"), 0u) << rank;
+        EXPECT_EQ(consumed(rank, "rejected"), 0u) << rank;
+        built += handed;
+    }
+    EXPECT_EQ(built, next_event) << "every event id below next_event built once, none lost in the failover";
+    EXPECT_GT(consumed(1, "events_complete"), 0u) << "the BU that moved keeps its consumer's final counts";
+    EXPECT_NE(helpers[5]->log().find("MEPs of rank table epoch 2"), std::string::npos) << helpers[5]->log();
+
+    // Ended by SIGTERM, as the kubelet ends a pod: nothing is left in /dev/shm.
+    for (Rank rank = 0; rank < 3; ++rank) set.process(rank).signal(SIGTERM);
+    for (const auto& helper : helpers) helper->signal(SIGTERM);
+    for (Rank rank = 0; rank < 3; ++rank) EXPECT_TRUE(set.process(rank).wait_exit(10s)) << rank;
+    for (const auto& helper : helpers) EXPECT_TRUE(helper->wait_exit(10s)) << helper->log();
+    for (const auto& entry : std::filesystem::directory_iterator("/dev/shm"))
+        EXPECT_FALSE(entry.path().filename().string().starts_with("eb-" + run + "-")) << entry.path() << " left behind";
 }
 
 TEST(ControlProcess, AKilledUnitIsReportedWithinASecondAndTheCountsAddUp) {

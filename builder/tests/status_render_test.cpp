@@ -53,7 +53,7 @@ TEST(StatusRender, StatusJsonHasEveryFieldWithEscapedError) {
               R"("network_seconds":1.25,"events_per_second":1.5e+06,"bytes_per_second":2.5e+08,)"
               R"("peers":[{"rank":0,"state":"up"},{"rank":1,"state":"lost"},{"rank":2,"state":"self"},)"
               R"({"rank":3,"state":"dummy"}],"lost_peers":[1],)"
-              R"("data_refusals":{"key":3,"epoch":0,"table":1,"protocol":0,"slow":0},"numa":null,"transport":{"kind":"tcp"},)"
+              R"("data_refusals":{"key":3,"epoch":0,"table":1,"protocol":0,"slow":0},"consumer":null,"numa":null,"transport":{"kind":"tcp"},)"
               R"("allowed":["configure","pause","stop","reset"],)"
               R"("last_error":"rank 1 said \"bye\"\n\tand left\u0001"})");
 }
@@ -168,6 +168,7 @@ TEST(StatusRender, GoldenStatusBodiesForTheOperator) {
     running.transport = verbs_transport();
     running.next_event = 125100;
     running.meps_discarded = 2;
+    running.consumer = Consumer_counts{1251, 1250000, 1000, 0};
     const Numa_report placed{.requested = "0", .node = 0, .pinned = true, .cpus_local = true,
                              .memory_local = true, .device_local = true, .warning = ""};
     running.numa_json = numa_report_json(placed);

@@ -1,26 +1,58 @@
 // eb-consumer: the reference consumer of a BU's MEP ring /eb-RUN-RANK-mep.
-// Takes the eb-builder flags of the unit it reads from (so it knows the live
-// sources, packing, event model and its BU's place in the MEP sequence) plus
+// Takes the eb-builder flags of the unit it reads from (so it knows its
+// rank, packing and event model) plus
 //   --meps N   stop after N MEPs (default: until the builder closes the ring)
+// In a builder pod (no --peers) the rank and packing factor come from
+// EB_RANK and EB_PACKING_FACTOR, and what each epoch's MEPs hold (sources,
+// this BU's stride) from what the builder publishes beside the ring
+// (Mep_expectation), so it follows failovers; with --peers, from the flags.
 // Checks every event byte for byte: all live sources present, event ids
-// contiguous and in sequence, sizes and payloads as generated. Prints
+// contiguous and in sequence, sizes and payloads as generated. Publishes its
+// counts beside the ring for the builder's status (Consumer_report_writer) and
+// prints
 //   consumer: M MEPs, E events complete, I incomplete, P rejected
 // and exits 0 only if every event was complete and none was rejected, the
 // builder did not fail, and (with --events or --meps) every expected MEP came.
 #include <charconv>
+#include <deque>
 #include <iostream>
 
+#include "consumer_report.hpp"
 #include "flags.hpp"
-#include "schedule.hpp"
 #include "log.hpp"
 #include "mep_checker.hpp"
+#include "mep_expectation.hpp"
+#include "schedule.hpp"
 #include "shm_ring.hpp"
-#include "wire_format.hpp"
 #include "tool_args.hpp"
+#include "wire_format.hpp"
+
+namespace {
+
+// What MEPs of the epoch `epoch` hold, as the builder published it.
+eb::Mep_expectation published(const std::string& ring, std::uint32_t epoch) {
+    std::optional<eb::Mep_expectation> expectation = eb::read_mep_expectation(ring, epoch);
+    if (!expectation)
+        throw std::runtime_error("a MEP of rank table epoch " + std::to_string(epoch) + " came, but the builder published no " +
+                                 eb::mep_expectation_name(ring, epoch) + " for it before (is it an eb-builder?)");
+    return *expectation;
+}
+
+std::uint64_t rejected_count(const eb::Parse_error_counts& errors) {
+    std::uint64_t rejected = 0;
+    for (std::size_t kind = 1; kind < eb::parse_error_kinds; ++kind)
+        rejected += errors.get(static_cast<eb::Parse_error>(kind));
+    return rejected;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
     std::vector<std::string_view> args(argv + 1, argv + argc);
     auto own = eb::tools::take_own_flags(args, {"--meps"});
+    std::deque<std::string> from_environment;
+    eb::tools::add_flags_from_environment(args, from_environment,
+                                          {{"--rank", "EB_RANK"}, {"--packing-factor", "EB_PACKING_FACTOR"}});
     const eb::Command_line command = eb::parse_command_line(args);
     if (const auto* error = std::get_if<eb::Usage_error>(&command)) {
         std::cerr << "eb-consumer: " << error->message << "\n";
@@ -38,16 +70,24 @@ int main(int argc, char** argv) {
         return 2;
     }
     eb::set_log_rank(config.rank);
+    const bool in_pod = config.peers.empty();
     const eb::Rank_table table = config.rank_table();
-    if (!table.runs_bu(config.rank)) {
+    if (!in_pod && !table.runs_bu(config.rank)) {
         std::cerr << "eb-consumer: rank " << config.rank << " runs no BU in this layout; read a BU's ring\n";
         return 2;
     }
+    const std::string ring_name = eb::ring_name(config.run_name, config.rank, "mep");
 
     eb::Parse_error_counts errors;
-    eb::Mep_checker checker(table.rus(), config.packing_factor, config.event_model(), errors);
-    const std::uint64_t stride = std::uint64_t{config.packing_factor} * table.bus().size();
-    checker.expect_sequence(table.bu_index(config.rank) * std::uint64_t{config.packing_factor}, stride);
+    // In a pod: sources and stride come with each epoch's first MEP.
+    eb::Mep_checker checker(in_pod ? std::vector<std::uint32_t>{} : table.rus(), config.packing_factor,
+                            config.event_model(), errors);
+    std::uint64_t stride = 0;
+    std::uint32_t epoch = 0;  // in a pod: of the expectation in force; 0: none yet
+    if (!in_pod) {
+        stride = std::uint64_t{config.packing_factor} * table.bus().size();
+        checker.expect_sequence(table.bu_index(config.rank) * std::uint64_t{config.packing_factor}, stride);
+    }
     std::uint64_t meps = 0, complete = 0, incomplete = 0, damaged = 0;
     // With --events the builder hands this BU's ceil(E/F) MEPs to the ring
     // (from the first one not taken yet, when taking over); --meps caps that.
@@ -57,16 +97,30 @@ int main(int argc, char** argv) {
     try {
         eb::Stop_flag stop;
         eb::stop_on_signals(stop);
-        eb::Shm_ring_reader ring(eb::ring_name(config.run_name, config.rank, "mep"), stop);
+        eb::Shm_ring_reader ring(ring_name, stop);
+        eb::Consumer_report_writer report(ring_name);
         while (limit == 0 || meps < limit) {
             const auto mep = ring.next();
             if (mep.empty()) {  // the builder closed the ring, complete or stopped
                 if (ring.end() == eb::Ring_end::stopped) eb::log_info("the builder stopped before finishing");
                 break;
             }
+            const bool framed = mep.size() >= sizeof(eb::Mep_header);
+            // A new epoch (in a pod): other sources, maybe another stride,
+            // and the sequence goes on from this MEP.
+            if (in_pod && framed && eb::load<eb::Mep_header>(mep, 0).epoch != epoch) {
+                const eb::Mep_header header = eb::load<eb::Mep_header>(mep, 0);
+                const eb::Mep_expectation expectation = published(ring_name, header.epoch);
+                checker.expect_sources(expectation.sources);
+                checker.expect_sequence(header.first_event_id, expectation.stride);
+                stride = expectation.stride;
+                epoch = header.epoch;
+                eb::log_info("MEPs of rank table epoch ", epoch, ": ", expectation.sources.size(), " sources, from event ",
+                             header.first_event_id);
+            }
             // Taking over from a crashed consumer, the sequence goes on from
             // wherever that one stopped.
-            if (meps == 0 && ring.resumed() && mep.size() >= sizeof(eb::Mep_header)) {
+            if (meps == 0 && ring.resumed() && framed && stride != 0) {
                 const std::uint64_t first_event = eb::load<eb::Mep_header>(mep, 0).first_event_id;
                 checker.expect_sequence(first_event, stride);
                 first_mep = first_event / stride;
@@ -78,6 +132,7 @@ int main(int argc, char** argv) {
             incomplete += verdict.events_incomplete;
             if (!verdict.first_problem.empty() && ++damaged <= 10)  // then only counted
                 eb::log_warning("MEP ", meps - 1, ": ", verdict.first_problem);
+            report.publish({meps, complete, incomplete, rejected_count(errors)});
         }
     } catch (const eb::Stopped&) {
     } catch (const std::exception& error) {
@@ -94,9 +149,7 @@ int main(int argc, char** argv) {
         eb::log_error(meps, " MEPs should hold ", meps * config.packing_factor, " events, got ", complete + incomplete);
         exit_code = 1;
     }
-    std::uint64_t rejected = 0;
-    for (std::size_t kind = 1; kind < eb::parse_error_kinds; ++kind)
-        rejected += errors.get(static_cast<eb::Parse_error>(kind));
+    const std::uint64_t rejected = rejected_count(errors);
     std::cout << "consumer: " << meps << " MEPs, " << complete << " events complete, " << incomplete
               << " incomplete, " << rejected << " rejected" << std::endl;
     return exit_code != 0 || incomplete != 0 || rejected != 0 ? 1 : 0;

@@ -6,13 +6,18 @@
 //   --file PATH         write to PATH instead of the ring
 // It writes ceil(--events / --packing-factor) MFPs x the number of live BUs
 // (enough for that many events on every BU), or until SIGTERM with --events 0.
+// In a builder pod (no --peers) it plays the readout driver: the rank, the
+// packing factor and the ring's size come from EB_RANK, EB_PACKING_FACTOR and
+// EB_MFP_RING_MIB, the number of BUs from the rank table at EB_RANK_TABLE.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <iostream>
 
+#include "configure_request.hpp"
 #include "flags.hpp"
 #include "generator_reader.hpp"
 #include "event_model.hpp"
@@ -23,9 +28,33 @@
 #include "tool_args.hpp"
 #include "wire_format.hpp"
 
+namespace {
+
+// The live BUs of the set the unit belongs to: from the flags, or in a pod
+// from the rank table the operator mounts (a failover keeps their number).
+std::size_t live_bus(const eb::Config& config) {
+    if (!config.peers.empty()) return config.rank_table().bus().size();
+    const char* path = std::getenv("EB_RANK_TABLE");
+    if (path == nullptr) throw std::runtime_error("no --peers and no EB_RANK_TABLE: give the unit's flags or run it in a builder pod");
+    std::ifstream file(path);
+    const std::string table((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    if (!file && !file.eof()) throw std::runtime_error(std::string("EB_RANK_TABLE ") + path + ": cannot read it");
+    auto parsed = eb::parse_configure_request("{\"rank\":" + std::to_string(config.rank) + ",\"table\":" + table + "}",
+                                              config.rank);
+    if (const auto* error = std::get_if<std::string>(&parsed))
+        throw std::runtime_error(std::string("EB_RANK_TABLE ") + path + ": " + *error);
+    return eb::Rank_table(std::get<eb::Configure_request>(parsed).functions).bus().size();
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
     std::vector<std::string_view> args(argv + 1, argv + argc);
     auto own = eb::tools::take_own_flags(args, {"--corrupt-every", "--file"});
+    std::deque<std::string> from_environment;
+    eb::tools::add_flags_from_environment(
+        args, from_environment,
+        {{"--rank", "EB_RANK"}, {"--packing-factor", "EB_PACKING_FACTOR"}, {"--ring-mib", "EB_MFP_RING_MIB"}});
     const eb::Command_line command = eb::parse_command_line(args);
     if (const auto* error = std::get_if<eb::Usage_error>(&command)) {
         std::cerr << "eb-readout-emulator: " << error->message << "\n";
@@ -43,6 +72,13 @@ int main(int argc, char** argv) {
         return 2;
     }
     eb::set_log_rank(config.rank);
+    std::size_t bus = 0;
+    try {
+        bus = live_bus(config);
+    } catch (const std::exception& error) {
+        std::cerr << "eb-readout-emulator: " << error.what() << "\n";
+        return 2;
+    }
     if (own["--file"].empty()) {
         // The RU holds one MFP per live BU through a cycle and needs one more
         // to go on; a ring too small for that would deadlock both sides. Count
@@ -53,16 +89,15 @@ int main(int argc, char** argv) {
                 ? config.fragment_size
                 : std::min<double>(eb::max_fragment_bytes, mean + 12 * std::sqrt(mean) + 16));
         const std::uint64_t record = (16 + eb::mfp_bytes(config.packing_factor, fragment_bound) + 63) & ~std::uint64_t{63};
-        const std::uint64_t needed = (config.rank_table().bus().size() + 2) * record;
+        const std::uint64_t needed = (bus + 2) * record;
         if (needed > (std::uint64_t{config.ring_mib} << 20)) {
-            std::cerr << "eb-readout-emulator: the RU holds " << config.rank_table().bus().size()
+            std::cerr << "eb-readout-emulator: the RU holds " << bus
                       << " MFPs of up to " << record << " bytes and needs one more: raise --ring-mib of "
                       << "eb-readout-emulator to at least " << ((needed + (1 << 20) - 1) >> 20) << " MiB\n";
             return 2;
         }
     }
-    const std::uint64_t mfps =
-        eb::cycles_for_events(config.events, config.packing_factor) * config.rank_table().bus().size();
+    const std::uint64_t mfps = eb::cycles_for_events(config.events, config.packing_factor) * bus;
 
     eb::Stop_flag stop;
     eb::stop_on_signals(stop);

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <deque>
 #include <map>
 #include <string>
 #include <string_view>
@@ -30,6 +32,26 @@ inline std::map<std::string, std::string> take_own_flags(std::vector<std::string
     }
     args = std::move(rest);
     return taken;
+}
+
+// In a builder pod the operator describes the unit to the readout driver
+// and the consumer in their environment (operator/README.md, "Production
+// data flow"): each (flag, variable) pair adds "--flag $VARIABLE" to `args`
+// where the variable is set and the command line does not give the flag.
+// `storage` keeps the added strings alive for the views in `args`.
+inline void add_flags_from_environment(std::vector<std::string_view>& args, std::deque<std::string>& storage,
+                                       const std::vector<std::pair<std::string_view, const char*>>& pairs) {
+    for (const auto& [flag, variable] : pairs) {
+        const char* value = std::getenv(variable);
+        const bool given = std::any_of(args.begin(), args.end(), [&](std::string_view arg) {
+            return arg.substr(0, arg.find('=')) == flag;
+        });
+        if (value == nullptr || given) continue;
+        storage.emplace_back(flag);
+        args.push_back(storage.back());
+        storage.emplace_back(value);
+        args.push_back(storage.back());
+    }
 }
 
 }  // namespace eb::tools

@@ -43,6 +43,14 @@ std::string transport_json(const Transport_report& transport) {
     return json + "]}";
 }
 
+std::string consumer_json(const std::optional<Consumer_counts>& consumer) {
+    if (!consumer) return "null";
+    return "{\"meps\":" + std::to_string(consumer->meps) + ",\"events_complete\":" +
+           std::to_string(consumer->events_complete) + ",\"events_incomplete\":" +
+           std::to_string(consumer->events_incomplete) + ",\"rejected\":" + std::to_string(consumer->rejected) +
+           "}";
+}
+
 }  // namespace
 
 std::string status_json(const Status_snapshot& status) {
@@ -78,7 +86,8 @@ std::string status_json(const Status_snapshot& status) {
            ",\"network_seconds\":" + number(status.network_seconds) +
            ",\"events_per_second\":" + number(status.events_per_second) +
            ",\"bytes_per_second\":" + number(status.bytes_per_second) + ",\"peers\":" + peers +
-           "],\"lost_peers\":" + lost + "],\"data_refusals\":" + refused + "},\"numa\":" + status.numa_json +
+           "],\"lost_peers\":" + lost + "],\"data_refusals\":" + refused + "},\"consumer\":" + consumer_json(status.consumer) +
+           ",\"numa\":" + status.numa_json +
            ",\"transport\":" + transport_json(status.transport) + ",\"allowed\":" + allowed +
            "],\"last_error\":" + json_string(status.last_error) + "}";
 }
@@ -162,6 +171,18 @@ std::string prometheus_metrics(const Status_snapshot& status) {
     }
     add_metric(out, "eb_epoch", "gauge", "Epoch of the rank table the unit runs under (0: none yet).",
                std::to_string(status.epoch));
+    if (status.consumer) {
+        add_metric(out, "eb_consumer_meps_total", "counter", "MEPs the consumer of this unit's MEP ring has read.",
+                   std::to_string(status.consumer->meps));
+        add_help(out, "eb_consumer_events_total", "counter",
+                 "Events the consumer of this unit's MEP ring has checked, complete or incomplete.");
+        add_sample(out, "eb_consumer_events_total", "state", "complete", std::to_string(status.consumer->events_complete));
+        add_sample(out, "eb_consumer_events_total", "state", "incomplete",
+                   std::to_string(status.consumer->events_incomplete));
+        add_metric(out, "eb_consumer_rejected_total", "counter",
+                   "MEPs and MFPs the consumer of this unit's MEP ring rejected as malformed.",
+                   std::to_string(status.consumer->rejected));
+    }
     add_help(out, "eb_ring_fill_ratio", "gauge", "Fraction of a shared-memory ring in use.");
     if (status.mfp_ring_fill >= 0) add_sample(out, "eb_ring_fill_ratio", "ring", "mfp", number(status.mfp_ring_fill));
     if (status.mep_ring_fill >= 0) add_sample(out, "eb_ring_fill_ratio", "ring", "mep", number(status.mep_ring_fill));

@@ -86,6 +86,11 @@ void Unit_status::set_rates(double events_per_second, double bytes_per_second) {
     bytes_per_second_ = bytes_per_second;
 }
 
+void Unit_status::watch_consumer(const std::string& ring) {
+    std::lock_guard lock(mutex_);
+    consumer_ = std::make_unique<Consumer_report_reader>(ring);
+}
+
 void Unit_status::set_ring_fill(double mfp, double mep) {
     std::lock_guard lock(mutex_);
     mfp_ring_fill_ = mfp;
@@ -141,6 +146,7 @@ Status_snapshot Unit_status::snapshot() const {
     snapshot.bytes_per_second = bytes_per_second_;
     snapshot.mfp_ring_fill = mfp_ring_fill_;
     snapshot.mep_ring_fill = mep_ring_fill_;
+    if (consumer_) snapshot.consumer = consumer_->read();
     snapshot.numa_json = numa_json_;
     snapshot.numa = numa_;
     snapshot.transport = transport_;

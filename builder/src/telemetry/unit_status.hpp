@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "control_state.hpp"
 #include "data_traffic.hpp"
+#include "consumer_report.hpp"
 #include "histogram.hpp"
 #include "mep_tally.hpp"
 #include "numa_locality.hpp"
@@ -58,6 +60,7 @@ struct Status_snapshot {
     std::array<std::uint64_t, parse_error_kinds> parse_errors{};  // by Parse_error
     double mfp_ring_fill = -1;  // fraction; < 0: no such ring
     double mep_ring_fill = -1;
+    std::optional<Consumer_counts> consumer;  // what the MEP ring's consumer published, if it did
     std::string numa_json = "null";
     Numa_locality numa;
     Transport_report transport;
@@ -95,6 +98,9 @@ public:
     std::atomic<std::uint64_t>& events_in_doubt() { return events_in_doubt_; }
     void set_rates(double events_per_second, double bytes_per_second);
     void set_ring_fill(double mfp, double mep);
+    // Reads what the consumer of the MEP ring `ring` publishes into every
+    // snapshot from now on.
+    void watch_consumer(const std::string& ring);
     // The NUMA report as /status shows it, and what /metrics says of it.
     void set_numa(std::string json, Numa_locality locality);
     void set_transport(Transport_report report);
@@ -139,6 +145,7 @@ private:
     std::string last_error_;
     double events_per_second_ = 0, bytes_per_second_ = 0;
     double mfp_ring_fill_ = -1, mep_ring_fill_ = -1;
+    std::unique_ptr<Consumer_report_reader> consumer_;
     std::string numa_json_ = "null";
     Numa_locality numa_;
     Transport_report transport_;

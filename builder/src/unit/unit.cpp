@@ -337,7 +337,7 @@ Unit::Session_end Unit::run_session(Configure_request table) {
         std::optional<Barrier> barrier;
         if (config_.barrier != Barrier_kind::none) barrier.emplace(config_.barrier, transport, ranks.live_ranks());
         if (ranks.runs_ru(rank)) buffers_->start_source_at(next_chunk_);
-        buffers_->expect(ranks, next_chunk_);
+        buffers_->expect(ranks, static_cast<std::uint32_t>(table.epoch), next_chunk_);
         Event_builder builder({config_.packing_factor, config_.barrier_every, static_cast<std::uint32_t>(table.epoch),
                                config_.incomplete == Incomplete_policy::drop},
                               ranks, transport,

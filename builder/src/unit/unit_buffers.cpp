@@ -1,5 +1,7 @@
 #include "unit_buffers.hpp"
 
+#include <algorithm>
+
 #include "checking_writer.hpp"
 #include "counted_writer.hpp"
 #include "discarding_writer.hpp"
@@ -8,6 +10,7 @@
 #include "local_discard_writer.hpp"
 #include "prepared_reader.hpp"
 #include "log.hpp"
+#include "mep_expectation.hpp"
 #include "paced_reader.hpp"
 
 namespace eb {
@@ -15,7 +18,11 @@ namespace eb {
 Unit_buffers::Unit_buffers(const Config& config, Rank rank, Unit_status& status, const Stop_flag& stop)
     : config_(config), status_(status), stop_(stop), rank_(rank) {}
 
+Unit_buffers::~Unit_buffers() { close_output(); }
+
 void Unit_buffers::close_output() {
+    for (const std::uint32_t epoch : published_epochs_) remove_mep_expectation(ring_name(config_.run_name, rank_, "mep"), epoch);
+    published_epochs_.clear();
     patient_.reset();
     counted_.reset();
     output_.reset();
@@ -90,6 +97,7 @@ void Unit_buffers::open_output(const Rank_table& table) {
             auto ring = std::make_unique<Shm_ring_writer>(ring_name(config_.run_name, rank_, "mep"),
                                                           config_.ring_mib << 20, stop_);
             ring_output_ = ring.get();
+            status_.watch_consumer(ring_name(config_.run_name, rank_, "mep"));
             output_ = std::move(ring);
             break;
         }
@@ -104,13 +112,18 @@ void Unit_buffers::open_output(const Rank_table& table) {
             *counted_, std::chrono::milliseconds(config_.output_timeout_ms), config_.packing_factor, status_);
 }
 
-void Unit_buffers::expect(const Rank_table& table, std::uint64_t cycle_chunk) {
+void Unit_buffers::expect(const Rank_table& table, std::uint32_t epoch, std::uint64_t cycle_chunk) {
+    const std::uint64_t stride = std::uint64_t{config_.packing_factor} * table.bus().size();
+    if (ring_output_ != nullptr && table.runs_bu(rank_)) {
+        publish_mep_expectation(ring_name(config_.run_name, rank_, "mep"), {epoch, stride, table.rus()});
+        if (std::find(published_epochs_.begin(), published_epochs_.end(), epoch) == published_epochs_.end())
+            published_epochs_.push_back(epoch);
+    }
     if (checking_output_ == nullptr) return;
     Mep_checker& checker = checking_output_->checker();
     checker.expect_sources(table.rus());
     const std::uint64_t first_chunk = cycle_chunk + table.bu_index(rank_);
-    checker.expect_sequence(first_chunk * config_.packing_factor,
-                            std::uint64_t{config_.packing_factor} * table.bus().size());
+    checker.expect_sequence(first_chunk * config_.packing_factor, stride);
 }
 
 double Unit_buffers::mfp_ring_fill() const { return ring_source_ != nullptr ? ring_source_->fill() : -1; }

@@ -19,6 +19,11 @@ class Unit_buffers {
 public:
     // Opens nothing yet: fit() does.
     Unit_buffers(const Config& config, Rank rank, Unit_status& status, const Stop_flag& stop);
+    // Closes both (a ring output neither finished nor stopped is marked
+    // failed) and removes what it published for the consumer.
+    ~Unit_buffers();
+    Unit_buffers(const Unit_buffers&) = delete;
+    Unit_buffers& operator=(const Unit_buffers&) = delete;
 
     // Opens the source and the output that the rank's function in `table`
     // needs and closes those it no longer needs (a ring output marked
@@ -36,9 +41,10 @@ public:
         return patient_ ? patient_.get() : counted_ ? counted_.get() : output_.get();
     }
 
-    // Under a (new) table, from chunk `cycle_chunk` on: the checking output
-    // expects the table's sources and this BU's chunks.
-    void expect(const Rank_table& table, std::uint64_t cycle_chunk);
+    // Under a (new) table of `epoch`, from chunk `cycle_chunk` on: the
+    // checking output expects the table's sources and this BU's chunks; a
+    // ring output publishes them for its consumer (Mep_expectation).
+    void expect(const Rank_table& table, std::uint32_t epoch, std::uint64_t cycle_chunk);
     // Fractions of the rings in use; < 0 where there is no ring.
     double mfp_ring_fill() const;
     double mep_ring_fill() const;
@@ -74,6 +80,7 @@ private:
     // 0 for a ring or a file, which hold as many as they need.
     std::size_t source_depth_ = 0;
     bool output_failed_ = false;
+    std::vector<std::uint32_t> published_epochs_;  // Mep_expectations beside ring_output_
     Rank rank_;
 };
 
