@@ -154,7 +154,7 @@ manifests: $(CONTROLLER_GEN) ## Regenerate CRDs, RBAC and deepcopy code from the
 images: docker base-image build-builder build-operator ## Build the operator and builder images (no registry needed).
 	mkdir -p $(BUILD)/operator-image-context && cp $(BUILD)/operator/manager $(BUILD)/operator-image-context/
 	docker build -q -t $(OPERATOR_IMAGE) -f images/operator/Dockerfile $(BUILD)/operator-image-context >/dev/null
-	mkdir -p $(BUILD)/builder-image-context && cp $(BUILD)/builder/eb-builder $(BUILD)/builder-image-context/
+	mkdir -p $(BUILD)/builder-image-context && cp $(BUILD)/builder/eb-builder $(BUILD)/builder/eb-readout-emulator $(BUILD)/builder/eb-consumer $(BUILD)/builder-image-context/
 	docker build -q -t $(BUILDER_IMAGE) --build-arg BASE_IMAGE=$(BASE_IMAGE) -f images/builder/Dockerfile $(BUILD)/builder-image-context >/dev/null
 	@echo ">> images $(OPERATOR_IMAGE) $(BUILDER_IMAGE)"
 

@@ -59,6 +59,7 @@ const (
 )
 
 // EventBuilderRunSpec is the desired state of an event-building run.
+// +kubebuilder:validation:XValidation:rule="!has(self.builder.source) || !has(self.builder.source.shm) || (has(self.builder.output) && !has(self.builder.output.check))",message="spec.builder.output.check verifies events against the generator's fragments, which a readout driver's do not follow: with spec.builder.source.shm set spec.builder.output.shm (a consumer that knows the driver's data) or spec.builder.output.discard"
 // +kubebuilder:validation:XValidation:rule="!has(self.spares) || self.spares == 0 || has(self.fabricRef)",message="spec.spares: warm spares are endpoints of a Fabric; set spec.fabricRef, or spec.spares to 0"
 // +kubebuilder:validation:XValidation:rule="!has(self.builder.transport) || self.builder.transport != 'verbs' || (has(self.resources) && has(self.resources.rdma))",message="spec.builder.transport verbs needs spec.resources.rdma: the RDMA device plugin's resource (e.g. rdma/hca_numa{numa}) is what puts the NIC's /dev/infiniband devices in the pod; set spec.resources.rdma (with spec.resources.cpus and spec.resources.memory), or spec.builder.transport to tcp"
 // +kubebuilder:validation:XValidation:rule="has(self.fabricRef) || !has(self.resources) || !((has(self.resources.rdma) && self.resources.rdma.contains('{numa}')) || (has(self.resources.network) && self.resources.network.contains('{numa}')) || (has(self.resources.readout) && self.resources.readout.resource.contains('{numa}')))",message="spec.resources: {numa} in rdma, readout.resource or network stands for the endpoint's NUMA node, which only a run on a Fabric has; set spec.fabricRef, or name one resource without {numa}"
@@ -290,18 +291,90 @@ const (
 	IncompleteFlag IncompletePolicy = "Flag"
 )
 
-// SourceSpec selects the data source of the readout units: exactly one
-// (the generator is the only one so far; the readout driver's
-// shared-memory ring is next).
-// +kubebuilder:validation:XValidation:rule="has(self.generator)",message="spec.builder.source must name a data source; set spec.builder.source.generator"
+// SourceSpec selects the data source of the readout units: exactly one.
+// +kubebuilder:validation:XValidation:rule="(has(self.generator) ? 1 : 0) + (has(self.shm) ? 1 : 0) == 1",message="spec.builder.source must name exactly one data source: set spec.builder.source.generator or spec.builder.source.shm"
 type SourceSpec struct {
 	// generator synthesises fragments in the builder itself.
 	// +optional
 	Generator *GeneratorSource `json:"generator,omitempty"`
+
+	// shm: each RU reads the MFPs a readout driver writes into a
+	// shared-memory ring, the driver running as a container of the unit's
+	// pod, started before the builder (on a farm the readout cards'
+	// driver; eb-readout-emulator stands in for it where there are no
+	// cards).
+	// +optional
+	Shm *ShmSource `json:"shm,omitempty"`
+}
+
+// ShmSource is the readout driver's ring and container.
+type ShmSource struct {
+	// ringMiB is the size of the MFP ring the driver creates (given to it
+	// as EB_MFP_RING_MIB): it must hold one MFP per live BU and one more.
+	// It lives in the pod's memory-backed /dev/shm, charged to the driver
+	// container, whose memory limit must cover it.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65536
+	// +kubebuilder:default=64
+	// +optional
+	RingMiB int32 `json:"ringMiB,omitempty"`
+
+	// driver is the readout driver container (operator/README.md,
+	// "Production data flow", says what it is given).
+	// +required
+	Driver SideContainer `json:"driver"`
+}
+
+// ShmOutput is the BU's MEP ring and the consumer that reads it.
+type ShmOutput struct {
+	// ringMiB is the size of the MEP ring the builder creates (eb-builder
+	// --ring-mib); it lives in the pod's memory-backed /dev/shm, charged
+	// to the builder container (spec.resources.memory must cover it).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65536
+	// +kubebuilder:default=64
+	// +optional
+	RingMiB int32 `json:"ringMiB,omitempty"`
+
+	// consumer is the container that reads the ring (on a farm the HLT's
+	// input; eb-consumer checks every event byte for byte).
+	// +required
+	Consumer SideContainer `json:"consumer"`
+}
+
+// SideContainer is a container the operator runs beside the builder in
+// each unit's pod, sharing its /dev/shm, with the unit described in its
+// environment.
+type SideContainer struct {
+	// image of the container.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Image string `json:"image"`
+
+	// imagePullPolicy of the container.
+	// +kubebuilder:validation:Enum=Always;Never;IfNotPresent
+	// +kubebuilder:default=IfNotPresent
+	// +optional
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+
+	// command overrides the image's entrypoint.
+	// +listType=atomic
+	// +optional
+	Command []string `json:"command,omitempty"`
+
+	// args of the command.
+	// +listType=atomic
+	// +optional
+	Args []string `json:"args,omitempty"`
+
+	// resources of the container; its memory limit must cover the rings
+	// it creates.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 }
 
 // OutputSpec selects where built events go: exactly one.
-// +kubebuilder:validation:XValidation:rule="(has(self.check) ? 1 : 0) + (has(self.discard) ? 1 : 0) == 1",message="spec.builder.output must name exactly one output: set spec.builder.output.check or spec.builder.output.discard"
+// +kubebuilder:validation:XValidation:rule="(has(self.check) ? 1 : 0) + (has(self.discard) ? 1 : 0) + (has(self.shm) ? 1 : 0) == 1",message="spec.builder.output must name exactly one output: set spec.builder.output.check, spec.builder.output.discard or spec.builder.output.shm"
 type OutputSpec struct {
 	// check: every event is verified byte for byte in the builder.
 	// +optional
@@ -311,6 +384,14 @@ type OutputSpec struct {
 	// data mover alone).
 	// +optional
 	Discard *DiscardOutput `json:"discard,omitempty"`
+
+	// shm: each BU writes its MEPs into a shared-memory ring that a
+	// consumer container of the unit's pod reads; a MEP that finds no
+	// room within the builder's output timeout is dropped and counted.
+	// The consumer's counts, when it publishes them, show in the run's
+	// status (consumed).
+	// +optional
+	Shm *ShmOutput `json:"shm,omitempty"`
 }
 
 // CheckOutput verifies every event in the builder.
@@ -616,6 +697,24 @@ type UnitStatus struct {
 
 	// bytesBuilt by this unit, as last reported.
 	BytesBuilt int64 `json:"bytesBuilt"`
+
+	// consumer: what the consumer of this unit's MEP ring reported
+	// checking, as its builder last showed it; absent without one.
+	// +optional
+	Consumer *ConsumerCounts `json:"consumer,omitempty"`
+}
+
+// ConsumerCounts is what the consumer of a BU's MEP ring reports
+// (builder/docs/formats.md, "Beside a MEP ring").
+type ConsumerCounts struct {
+	// meps read from the ring.
+	MEPs int64 `json:"meps"`
+	// eventsComplete: events with every source's fragment intact.
+	EventsComplete int64 `json:"eventsComplete"`
+	// eventsIncomplete: events missing a fragment or failing a check.
+	EventsIncomplete int64 `json:"eventsIncomplete"`
+	// rejected: MEPs and MFPs refused as malformed.
+	Rejected int64 `json:"rejected"`
 }
 
 // EventBuilderRunStatus is the observed state of an event-building run.
@@ -662,6 +761,11 @@ type EventBuilderRunStatus struct {
 	// bytesBuilt is the sum over units of event bytes built.
 	// +optional
 	BytesBuilt int64 `json:"bytesBuilt"`
+
+	// consumed is the sum over units of what their MEP rings' consumers
+	// reported (spec.builder.output.shm); absent when none reports.
+	// +optional
+	Consumed *ConsumerCounts `json:"consumed,omitempty"`
 
 	// eventRate is the run's event rate in events per second, averaged
 	// over the interval between the last two polls.

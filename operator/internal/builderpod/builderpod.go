@@ -163,8 +163,12 @@ func Args(run *ebv1.EventBuilderRun, rank int32, place *Placement) []string {
 		"--token-file", ControlTokenPath,
 		"--data-key-file", DataKeyPath,
 		"--packing-factor", strconv.Itoa(int(b.PackingFactor)),
-		"--fragment-size", strconv.Itoa(int(fragmentSize)),
 	}
+	// A readout driver's fragments are the driver's to size.
+	if shmSource(b) == nil {
+		args = append(args, "--fragment-size", strconv.Itoa(int(fragmentSize)))
+	}
+	args = append(args, dataflowArgs(b)...)
 	// The builder's defaults go unsaid (tcp, check, drop, its timeouts):
 	// pods keep the command line (and spec hash) they always had.
 	if b.Transport == ebv1.TransportVerbs {
@@ -227,7 +231,9 @@ func Node(pod *corev1.Pod) string {
 
 // SpecHash hashes what a builder pod runs: its node, Multus networks, the
 // control Secret it was started with, and containers (image, pull policy,
-// command, args, env, resources, probes, security) and volumes. A pod
+// command, args, env, resources, probes, security; a readout driver's
+// init container too, left out when there is none so that other pods
+// keep their hash) and volumes. A pod
 // whose hash differs from the run's current rendering is replaced; the
 // rank table is not part of it (it comes by configure).
 func SpecHash(pod *corev1.Pod) string {
@@ -238,8 +244,9 @@ func SpecHash(pod *corev1.Pod) string {
 		Security      *corev1.PodSecurityContext
 		Containers    []corev1.Container
 		Volumes       []corev1.Volume
+		Init          []corev1.Container `json:",omitempty"`
 	}{Node(pod), pod.Annotations[NetworksAnnotation], pod.Annotations[ControlSecretAnnotation],
-		pod.Spec.SecurityContext, pod.Spec.Containers, pod.Spec.Volumes})
+		pod.Spec.SecurityContext, pod.Spec.Containers, pod.Spec.Volumes, pod.Spec.InitContainers})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])
 }
@@ -518,6 +525,7 @@ func Pod(run *ebv1.EventBuilderRun, rank int32, place *Placement, secretUID stri
 			Volumes: volumes,
 		},
 	}
+	addDataflow(pod, run, rank, env, pod.Spec.Containers[0].SecurityContext)
 	annotations[SpecHashAnnotation] = SpecHash(pod)
 	return pod
 }

@@ -78,9 +78,11 @@ type Summary struct {
 	EventsIncomplete int64
 	EventsDropped    int64
 	BytesBuilt       int64
-	EventRate        int64
-	ThroughputGbps   string
-	LastSampleTime   *metav1.MicroTime
+	// Consumed sums the units' consumer counts; nil when none reports.
+	Consumed       *ebv1.ConsumerCounts
+	EventRate      int64
+	ThroughputGbps string
+	LastSampleTime *metav1.MicroTime
 
 	// Phase with the reason and message of the Ready condition.
 	Phase   ebv1.RunPhase
@@ -129,6 +131,7 @@ func Aggregate(prev *ebv1.EventBuilderRunStatus, units []Unit, poll *Poll, desir
 				st.State, st.LastError = rep.State, rep.LastError
 				st.EventsBuilt, st.EventsIncomplete, st.BytesBuilt = rep.EventsBuilt, rep.EventsIncomplete, rep.BytesBuilt
 				st.EventsDropped, st.Epoch, st.PendingEpoch = rep.EventsDropped, rep.Epoch, rep.PendingEpoch
+				st.Consumer = rep.Consumer.Counts()
 				st.LostPeers = nil
 				if len(rep.LostPeers) > 0 {
 					st.LostPeers = slices.Clone(rep.LostPeers)
@@ -146,6 +149,15 @@ func Aggregate(prev *ebv1.EventBuilderRunStatus, units []Unit, poll *Poll, desir
 		s.EventsIncomplete += st.EventsIncomplete
 		s.EventsDropped += st.EventsDropped
 		s.BytesBuilt += st.BytesBuilt
+		if c := st.Consumer; c != nil {
+			if s.Consumed == nil {
+				s.Consumed = &ebv1.ConsumerCounts{}
+			}
+			s.Consumed.MEPs += c.MEPs
+			s.Consumed.EventsComplete += c.EventsComplete
+			s.Consumed.EventsIncomplete += c.EventsIncomplete
+			s.Consumed.Rejected += c.Rejected
+		}
 	}
 
 	if poll != nil {

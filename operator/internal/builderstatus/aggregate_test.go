@@ -238,6 +238,25 @@ func TestAggregateControlFields(t *testing.T) {
 	}
 }
 
+// Units whose MEP rings' consumers report are summed into consumed; a run
+// where none reports has none.
+func TestAggregateConsumerCounts(t *testing.T) {
+	s := Aggregate(&ebv1.EventBuilderRunStatus{}, units(3), &Poll{Time: t0, Reports: map[int32]Report{
+		0: {State: StateRunning, Consumer: &Consumer{MEPs: 3, EventsComplete: 3000, EventsIncomplete: 1, Rejected: 2}},
+		1: {State: StateRunning, Consumer: &Consumer{MEPs: 2, EventsComplete: 2000}},
+		2: {State: StateRunning},
+	}}, ebv1.StateRunning, stallAfter)
+	want := ebv1.ConsumerCounts{MEPs: 5, EventsComplete: 5000, EventsIncomplete: 1, Rejected: 2}
+	if s.Consumed == nil || *s.Consumed != want || s.Units[2].Consumer != nil || s.Units[1].Consumer.MEPs != 2 {
+		t.Errorf("consumed %+v, units %+v", s.Consumed, s.Units)
+	}
+	none := Aggregate(&ebv1.EventBuilderRunStatus{}, units(1), &Poll{Time: t0, Reports: map[int32]Report{0: {State: StateRunning}}},
+		ebv1.StateRunning, stallAfter)
+	if none.Consumed != nil {
+		t.Errorf("consumed %+v without a consumer", none.Consumed)
+	}
+}
+
 // A row of unanswered polls starts at the first and grows with each; an
 // answer, or a pod no longer asked, ends it; a pod that never answered
 // (its builder still starting) has none, and a new pod on the rank starts

@@ -84,7 +84,25 @@ type Report struct {
 	LastError string   `json:"last_error"`
 	// Transport is the data transport the builder runs; nil from
 	// builders that do not report it.
-	Transport *Transport `json:"transport,omitempty"`
+	Transport *Transport `json:"transport,omitempty"` // Consumer is what the consumer of its MEP ring published (null
+	// without a ring, or before the consumer did).
+	Consumer *Consumer `json:"consumer"`
+}
+
+// Consumer is a MEP ring consumer's counts as the builder shows them.
+type Consumer struct {
+	MEPs             int64 `json:"meps"`
+	EventsComplete   int64 `json:"events_complete"`
+	EventsIncomplete int64 `json:"events_incomplete"`
+	Rejected         int64 `json:"rejected"`
+}
+
+// Counts is the consumer's report as the run's status shows it.
+func (c *Consumer) Counts() *ebv1.ConsumerCounts {
+	if c == nil {
+		return nil
+	}
+	return &ebv1.ConsumerCounts{MEPs: c.MEPs, EventsComplete: c.EventsComplete, EventsIncomplete: c.EventsIncomplete, Rejected: c.Rejected}
 }
 
 // Transport is the builder's report of its transport: the kind alone for

@@ -49,6 +49,7 @@ func TestBuilderGoldenStatus(t *testing.T) {
 		DataRefusals: map[string]int64{"key": 3, "epoch": 0, "table": 1, "protocol": 0, "slow": 0},
 		Transport: &Transport{Kind: ebv1.TransportVerbs, Device: "rxe0", Port: 1, GIDIndex: &gid, PortState: "ACTIVE", LinkLayer: "Ethernet",
 			Peers: []QueuePair{{0, "RTS"}, {1, "ERR"}}},
+		Consumer:  &Consumer{MEPs: 1251, EventsComplete: 1250000, EventsIncomplete: 1000},
 		Allowed:   []string{"configure", "pause", "stop", "reset"},
 		LastError: "rank 1 said \"bye\"\n\tand left\x01"}
 	got, _ := json.Marshal(r.Report)
@@ -62,7 +63,8 @@ func TestBuilderGoldenStatus(t *testing.T) {
 
 	fresh := readBuilderGolden(t, "status-not-ready.json")
 	if fresh.State != StateNotReady || fresh.Role != RoleUnconfigured || fresh.Epoch != 0 || fresh.HeldEpoch() != 0 ||
-		!slices.Equal(fresh.Allowed, []string{"configure", "reset"}) || fresh.Transport == nil || fresh.Transport.Kind != ebv1.TransportTCP {
+		!slices.Equal(fresh.Allowed, []string{"configure", "reset"}) || fresh.Transport == nil || fresh.Transport.Kind != ebv1.TransportTCP ||
+		fresh.Consumer != nil {
 		t.Errorf("status-not-ready.json decodes to %+v", fresh.Report)
 	}
 }

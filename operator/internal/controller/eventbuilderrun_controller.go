@@ -458,6 +458,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	st := &run.Status
 	st.Units, st.ReadyUnits = s.Units, s.ReadyUnits
 	st.EventsBuilt, st.EventsIncomplete, st.EventsDropped, st.BytesBuilt = s.EventsBuilt, s.EventsIncomplete, s.EventsDropped, s.BytesBuilt
+	st.Consumed = s.Consumed
 	st.EventRate, st.ThroughputGbps, st.LastSampleTime = s.EventRate, s.ThroughputGbps, s.LastSampleTime
 	st.Epoch, st.RankCount, st.LiveUnits = table.Epoch, int32(table.N()), runplan.LiveUnits(table)
 	st.RunNumber, st.Partition = run.Spec.RunNumber, run.Spec.Partition
@@ -547,7 +548,7 @@ func (r *EventBuilderRunReconciler) checkResources(run *ebv1.EventBuilderRun, t 
 	endpoints map[string]planner.Endpoint, nodes []corev1.Node) {
 	placed := runplan.Placements(t, endpoints)
 	short := runplan.Shortfalls(placed, func(ep planner.Endpoint) corev1.ResourceList {
-		return builderpod.Resources(run.Spec.Resources, ep.NUMA).Requests
+		return builderpod.Requests(run, ep.NUMA)
 	}, runplan.Allocatable(nodes))
 	c := metav1.Condition{Type: ebv1.ConditionResourcesOffered, Status: metav1.ConditionTrue, Reason: ebv1.ReasonAllResourcesOffered,
 		Message: fmt.Sprintf("the nodes of all %d endpoints in use offer what their builder pods ask for", len(placed)), ObservedGeneration: run.Generation}

@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ebv1alpha1 "daq.io/eventbuilder/operator/api/v1alpha1"
+)
+
+// The production data flow on the kind workers' Fabric: each unit's pod
+// runs a readout driver (eb-readout-emulator, standing in for the cards'
+// driver) that writes MFPs into a shared-memory ring, the builder that
+// reads it and writes MEPs into another, and a consumer container
+// (eb-consumer, standing in for the HLT) that checks every event byte for
+// byte and publishes its counts, which reach the run's status. A unit is
+// lost and moves to a warm spare, whose driver and consumer follow the new
+// epoch; at the end every event built was consumed, complete.
+func TestProductionRunReadsADriverAndFeedsAConsumer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+
+	const (
+		namespaceName = "e2e-production"
+		fabricName    = "e2e-production"
+		runName       = "production"
+	)
+	workers := workerNodes(ctx, t)
+	if len(workers) < 2 {
+		t.Fatalf("need 2 worker nodes for a Fabric of two servers, found %v", workers)
+	}
+	ensureNamespace(ctx, t, namespaceName)
+	removeRunAndFabric(ctx, t, client.ObjectKey{Namespace: namespaceName, Name: runName}, fabricName)
+	fabric := workerFabric(fabricName, workers[:2])
+	if err := k8sClient.Create(ctx, fabric); err != nil {
+		t.Fatalf("create fabric: %v", err)
+	}
+
+	side := func(tool string, memory string) ebv1alpha1.SideContainer {
+		return ebv1alpha1.SideContainer{
+			Image: env.builderImage, ImagePullPolicy: corev1.PullIfNotPresent,
+			Command: []string{tool}, Args: []string{"--fragment-size", "128"},
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(memory)}},
+		}
+	}
+	run := &ebv1alpha1.EventBuilderRun{
+		ObjectMeta: metav1.ObjectMeta{Name: runName, Namespace: namespaceName},
+		Spec: ebv1alpha1.EventBuilderRunSpec{
+			FabricRef:     &ebv1alpha1.FabricReference{Name: fabricName},
+			Units:         2,
+			Spares:        2,
+			FailurePolicy: ebv1alpha1.FailureRunDegraded,
+			Builder: ebv1alpha1.BuilderSpec{
+				Image:           env.builderImage,
+				ImagePullPolicy: corev1.PullIfNotPresent,
+				PackingFactor:   1000,
+				Source:          &ebv1alpha1.SourceSpec{Shm: &ebv1alpha1.ShmSource{RingMiB: 8, Driver: side("eb-readout-emulator", "64Mi")}},
+				Output:          &ebv1alpha1.OutputSpec{Shm: &ebv1alpha1.ShmOutput{RingMiB: 8, Consumer: side("eb-consumer", "32Mi")}},
+			},
+		},
+	}
+	if err := k8sClient.Create(ctx, run); err != nil {
+		t.Fatalf("create run: %v", err)
+	}
+	key := client.ObjectKeyFromObject(run)
+	get := func() error { return k8sClient.Get(ctx, key, run) }
+
+	waitFor(ctx, t, "phase Running, 2 spares standing by, every live unit's consumer checking events", 6*time.Minute, func() (bool, string) {
+		if err := get(); err != nil {
+			return false, err.Error()
+		}
+		standing := 0
+		for _, rk := range run.Status.Ranks {
+			if rk.Role == ebv1alpha1.RoleSpare && rk.State == "RUNNING" {
+				standing++
+			}
+		}
+		consuming := 0
+		for _, u := range run.Status.Units {
+			if u.Consumer != nil && u.Consumer.EventsComplete > 0 {
+				consuming++
+			}
+		}
+		return run.Status.Phase == ebv1alpha1.PhaseRunning && standing == 2 && consuming == 2, describeProduction(run)
+	})
+	t.Logf("running: %s", describeProduction(run))
+	for _, u := range run.Status.Units {
+		pod := builderPod(ctx, t, namespaceName, u.Pod)
+		if len(pod.Spec.InitContainers) != 1 || len(pod.Spec.Containers) != 2 {
+			t.Fatalf("pod %s has %d init and %d containers, want the driver sidecar, the builder and the consumer",
+				pod.Name, len(pod.Spec.InitContainers), len(pod.Spec.Containers))
+		}
+	}
+
+	// Lose the lowest live unit: its rank moves to a spare, whose ring the
+	// driver has been filling since the start and whose consumer has never
+	// seen a MEP.
+	before := run.DeepCopy()
+	var victim *ebv1alpha1.RankStatus
+	for i, rk := range before.Status.Ranks {
+		if rk.Role == ebv1alpha1.RoleLive && victim == nil {
+			victim = &before.Status.Ranks[i]
+		}
+	}
+	t.Logf("failing rank %d: deleting pod %s", victim.Rank, victim.Pod)
+	deleteBuilderPod(ctx, t, builderPod(ctx, t, namespaceName, victim.Pod))
+	var seen incompleteSeen
+	waitForNewEpoch(ctx, t, run, before, 2, "a failover to a spare", &seen)
+	spare := *run.Status.LastFailover.Moves[0].SpareRank
+	waitFor(ctx, t, "the spare's consumer checking the MEPs of the new epoch", 3*time.Minute, func() (bool, string) {
+		if err := get(); err != nil {
+			return false, err.Error()
+		}
+		for _, u := range run.Status.Units {
+			if u.Rank == spare {
+				return u.Consumer != nil && u.Consumer.EventsComplete > 0, describeProduction(run)
+			}
+		}
+		return false, describeProduction(run)
+	})
+
+	// Stopped, the counts are final once each consumer has emptied its ring.
+	patchRun(ctx, t, run, func(r *ebv1alpha1.EventBuilderRun) { r.Spec.State = ebv1alpha1.StateStopped })
+	waitFor(ctx, t, "phase Stopped with every consumer caught up with its builder", 3*time.Minute, func() (bool, string) {
+		if err := get(); err != nil {
+			return false, err.Error()
+		}
+		c := run.Status.Consumed
+		return run.Status.Phase == ebv1alpha1.PhaseStopped && c != nil && c.EventsComplete == run.Status.EventsBuilt, describeProduction(run)
+	})
+	t.Logf("stopped: %s", describeProduction(run))
+	c := run.Status.Consumed
+	if c.EventsIncomplete != 0 || c.Rejected != 0 || run.Status.EventsIncomplete != 0 {
+		t.Errorf("consumed %d incomplete events and rejected %d, builders %d incomplete; want 0: %s",
+			c.EventsIncomplete, c.Rejected, run.Status.EventsIncomplete, describeProduction(run))
+	}
+	for _, u := range run.Status.Units {
+		if u.Consumer == nil || u.Consumer.EventsComplete != u.EventsBuilt || u.Consumer.MEPs*1000 != u.EventsBuilt {
+			t.Errorf("rank %d built %d events, its consumer %+v: want every one consumed, complete", u.Rank, u.EventsBuilt, u.Consumer)
+		}
+	}
+	removeRunAndFabric(ctx, t, key, fabricName)
+}
+
+func describeProduction(run *ebv1alpha1.EventBuilderRun) string {
+	var units []string
+	for _, u := range run.Status.Units {
+		consumer := "none"
+		if c := u.Consumer; c != nil {
+			consumer = fmt.Sprintf("%d MEPs %d/%d/%d", c.MEPs, c.EventsComplete, c.EventsIncomplete, c.Rejected)
+		}
+		units = append(units, fmt.Sprintf("rank %d %s epoch %d built %d consumer %s", u.Rank, u.State, u.Epoch, u.EventsBuilt, consumer))
+	}
+	consumed := "none"
+	if c := run.Status.Consumed; c != nil {
+		consumed = fmt.Sprintf("%d complete, %d incomplete, %d rejected", c.EventsComplete, c.EventsIncomplete, c.Rejected)
+	}
+	return fmt.Sprintf("phase %s epoch %d built %d incomplete %d consumed %s; units [%s]; %s", run.Status.Phase, run.Status.Epoch,
+		run.Status.EventsBuilt, run.Status.EventsIncomplete, consumed, strings.Join(units, "; "), describeFailover(run))
+}

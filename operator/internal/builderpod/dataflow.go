@@ -1,0 +1,140 @@
+package builderpod
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/ranktable"
+)
+
+// The production data flow (spec.builder.source.shm, spec.builder.output.shm):
+// a readout driver container writes the unit's MFPs into a shared-memory
+// ring, the builder reads it and writes MEPs into another, which a
+// consumer container reads. The three share the pod's memory-backed
+// /dev/shm; the driver runs as a native sidecar (an init container that
+// keeps running), so it starts before the builder and stops after it.
+const (
+	DriverContainerName   = "readout-driver"
+	ConsumerContainerName = "consumer"
+	shmVolume             = "shm"
+	shmDir                = "/dev/shm"
+
+	// What the driver and the consumer are told of the unit: its rank,
+	// the packing factor, and their ring's POSIX shared-memory name (and
+	// for the driver its size and the rank table, whose number of BUs
+	// decides how many MFPs the RU holds at once).
+	EnvRank          = "EB_RANK"
+	EnvPackingFactor = "EB_PACKING_FACTOR"
+	EnvMFPRing       = "EB_MFP_RING"
+	EnvMFPRingMiB    = "EB_MFP_RING_MIB"
+	EnvMEPRing       = "EB_MEP_RING"
+)
+
+// ringName is the POSIX name of a unit's ring, as eb-builder names it with
+// its default --run: each pod has a /dev/shm of its own.
+func ringName(rank int32, what string) string {
+	return "/eb-eb-" + strconv.Itoa(int(rank)) + "-" + what
+}
+
+// shmSource and shmOutput are the run's shared-memory source and output, or nil.
+func shmSource(b ebv1.BuilderSpec) *ebv1.ShmSource {
+	if b.Source == nil {
+		return nil
+	}
+	return b.Source.Shm
+}
+
+func shmOutput(b ebv1.BuilderSpec) *ebv1.ShmOutput {
+	if b.Output == nil {
+		return nil
+	}
+	return b.Output.Shm
+}
+
+// dataflowArgs are the builder flags of the run's source and output rings.
+func dataflowArgs(b ebv1.BuilderSpec) []string {
+	var args []string
+	if shmSource(b) != nil {
+		args = append(args, "--source", "shm")
+	}
+	if out := shmOutput(b); out != nil {
+		args = append(args, "--output", "shm", "--ring-mib", strconv.Itoa(int(out.RingMiB)))
+	}
+	return args
+}
+
+// addDataflow adds the driver and the consumer of a run with rings to the
+// pod, and the /dev/shm they share with the builder (pod.Spec.Containers[0]).
+// unitEnv is what every container is told of the unit.
+func addDataflow(pod *corev1.Pod, run *ebv1.EventBuilderRun, rank int32, unitEnv []corev1.EnvVar, sc *corev1.SecurityContext) {
+	src, out := shmSource(run.Spec.Builder), shmOutput(run.Spec.Builder)
+	if src == nil && out == nil {
+		return
+	}
+	shm := corev1.VolumeMount{Name: shmVolume, MountPath: shmDir}
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: shmVolume, VolumeSource: corev1.VolumeSource{
+		EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory},
+	}})
+	builder := &pod.Spec.Containers[0]
+	builder.VolumeMounts = append(builder.VolumeMounts, shm)
+	env := append(append([]corev1.EnvVar(nil), unitEnv...),
+		corev1.EnvVar{Name: EnvRank, Value: strconv.Itoa(int(rank))},
+		corev1.EnvVar{Name: EnvPackingFactor, Value: strconv.Itoa(int(run.Spec.Builder.PackingFactor))})
+	if src != nil {
+		driver := sideContainer(DriverContainerName, src.Driver, sc, append(env,
+			corev1.EnvVar{Name: EnvMFPRing, Value: ringName(rank, "mfp")},
+			corev1.EnvVar{Name: EnvMFPRingMiB, Value: strconv.Itoa(int(src.RingMiB))}))
+		// The rank table, as the builder has it.
+		driver.VolumeMounts = append(driver.VolumeMounts, corev1.VolumeMount{Name: "ranks", MountPath: ranktable.MountDir, ReadOnly: true})
+		driver.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, driver)
+	}
+	if out != nil {
+		pod.Spec.Containers = append(pod.Spec.Containers, sideContainer(ConsumerContainerName, out.Consumer, sc,
+			append(env, corev1.EnvVar{Name: EnvMEPRing, Value: ringName(rank, "mep")})))
+	}
+}
+
+// sideContainer renders a driver or consumer with the builder's security
+// context (the rings are created for the builder's user) and /dev/shm.
+func sideContainer(name string, c ebv1.SideContainer, sc *corev1.SecurityContext, env []corev1.EnvVar) corev1.Container {
+	return corev1.Container{
+		Name:            name,
+		Image:           c.Image,
+		ImagePullPolicy: c.ImagePullPolicy,
+		Command:         c.Command,
+		Args:            c.Args,
+		Env:             env,
+		Resources:       c.Resources,
+		SecurityContext: sc.DeepCopy(),
+		VolumeMounts:    []corev1.VolumeMount{{Name: shmVolume, MountPath: shmDir}, {Name: "tmp", MountPath: "/tmp"}},
+	}
+}
+
+// Requests is what a unit's pod asks the scheduler for on its node: the
+// builder's requests and those of its readout driver (a sidecar runs
+// throughout) and consumer, summed.
+func Requests(run *ebv1.EventBuilderRun, numa int) corev1.ResourceList {
+	sum := Resources(run.Spec.Resources, numa).Requests.DeepCopy()
+	var sides []ebv1.SideContainer
+	if src := shmSource(run.Spec.Builder); src != nil {
+		sides = append(sides, src.Driver)
+	}
+	if out := shmOutput(run.Spec.Builder); out != nil {
+		sides = append(sides, out.Consumer)
+	}
+	for _, c := range sides {
+		for name, q := range c.Resources.Requests {
+			if sum == nil {
+				sum = corev1.ResourceList{}
+			}
+			total := sum[name]
+			total.Add(q)
+			sum[name] = total
+		}
+	}
+	return sum
+}
