@@ -1149,6 +1149,7 @@ func TestSamplesAreValid(t *testing.T) {
 		"eventbuilder_v1alpha1_eventbuilderrun.yaml",
 		"eventbuilder_v1alpha1_fabric.yaml",
 		"eventbuilder_v1alpha1_eventbuilderrun_fabric.yaml",
+		"eventbuilder_v1alpha1_eventbuilderrun_production.yaml",
 	} {
 		raw, err := os.ReadFile(filepath.Join(repoRoot, "config", "samples", file))
 		if err != nil {
