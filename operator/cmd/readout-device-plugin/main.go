@@ -1,0 +1,58 @@
+// readout-device-plugin advertises a node's readout cards to the kubelet
+// (device-plugin API v1beta1): one extended resource per NUMA node whose
+// devices are the streams its cards read, each on its NUMA node so the
+// Topology Manager aligns it with the pod's CPUs. A container allocated
+// some gets their cards' device nodes and EB_READOUT_* variables naming
+// them (internal/readoutcards). The chart runs it as a DaemonSet with the
+// farm's card configuration; on a test cluster the cards are emulated and
+// the configuration says so.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"daq.io/eventbuilder/operator/internal/readoutcards"
+)
+
+func main() {
+	config := flag.String("config", "/etc/eventbuilder/readout-cards/config.json", "the farm's readout card configuration (JSON; see charts/eventbuilder-operator values readoutDevicePlugin.config)")
+	node := flag.String("node", os.Getenv("NODE_NAME"), "this node's name, its entry in the configuration (default $NODE_NAME)")
+	dir := flag.String("plugin-dir", pluginapi.DevicePluginPath, "the kubelet's device-plugin directory")
+	every := flag.Duration("check-every", 5*time.Second, "how often device health and the plugin's sockets are checked")
+	opts := zap.Options{}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	log := zap.New(zap.UseFlagOptions(&opts))
+
+	if *node == "" || *every <= 0 {
+		fmt.Fprintln(os.Stderr, "readout-device-plugin: --node (or NODE_NAME) is required, and --check-every must be positive")
+		os.Exit(2)
+	}
+	raw, err := os.ReadFile(*config)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "readout-device-plugin: --config: %v\n", err)
+		os.Exit(2)
+	}
+	farm, err := readoutcards.ParseConfig(raw)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "readout-device-plugin: %s: %v\n", *config, err)
+		os.Exit(2)
+	}
+	nodeCards, ok := farm.Nodes[*node]
+	if !ok {
+		log.Info("this node has no entry in the configuration: it offers no readout streams", "node", *node)
+	}
+	ctx := ctrl.SetupSignalHandler()
+	if err := readoutcards.Run(ctx, readoutcards.Options{Dir: *dir, Prefix: farm.ResourcePrefix, Node: nodeCards,
+		CheckEvery: *every, Log: log.WithValues("node", *node)}); err != nil {
+		log.Error(err, "readout device plugin")
+		os.Exit(1)
+	}
+}

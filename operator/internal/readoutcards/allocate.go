@@ -1,0 +1,97 @@
+package readoutcards
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+)
+
+// What a container allocated readout streams is told: which streams, on
+// which cards, through which device nodes (each mounted in the container).
+const (
+	EnvStreams  = "EB_READOUT_STREAMS"
+	EnvCards    = "EB_READOUT_CARDS"
+	EnvDevices  = "EB_READOUT_DEVICES"
+	EnvEmulated = "EB_READOUT_EMULATED"
+)
+
+// Allocation is what a container allocated the devices `ids` of `r` gets:
+// the device nodes of their cards, and the streams, cards and device nodes
+// in its environment (comma-separated, in the resource's order; emulated
+// cards are said to be so).
+func Allocation(r Resource, ids []string, emulated bool) (*pluginapi.ContainerAllocateResponse, error) {
+	var streams, cards, paths []string
+	for _, d := range r.Devices {
+		if !slices.Contains(ids, d.ID) {
+			continue
+		}
+		streams = append(streams, d.Stream)
+		if !slices.Contains(cards, d.Card) {
+			cards = append(cards, d.Card)
+		}
+		if d.Path != "" && !slices.Contains(paths, d.Path) {
+			paths = append(paths, d.Path)
+		}
+	}
+	if len(streams) != len(ids) {
+		return nil, fmt.Errorf("%s has no devices %v of those asked for, %v", r.Name, missing(r, ids), ids)
+	}
+	resp := &pluginapi.ContainerAllocateResponse{Envs: map[string]string{
+		EnvStreams: strings.Join(streams, ","), EnvCards: strings.Join(cards, ","), EnvDevices: strings.Join(paths, ","),
+	}}
+	if emulated {
+		resp.Envs[EnvEmulated] = "true"
+	}
+	for _, p := range paths {
+		resp.Devices = append(resp.Devices, &pluginapi.DeviceSpec{ContainerPath: p, HostPath: p, Permissions: "rw"})
+	}
+	return resp, nil
+}
+
+func missing(r Resource, ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if !slices.ContainsFunc(r.Devices, func(d Device) bool { return d.ID == id }) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Preferred picks `size` of the available devices, those that must be
+// included first, then the rest in the resource's order: a unit reads whole
+// cards where it can.
+func Preferred(r Resource, available, mustInclude []string, size int) []string {
+	out := slices.Clone(mustInclude)
+	for _, d := range r.Devices {
+		if len(out) >= size {
+			break
+		}
+		if slices.Contains(available, d.ID) && !slices.Contains(out, d.ID) {
+			out = append(out, d.ID)
+		}
+	}
+	return out
+}
+
+// Health is a device's health for the kubelet: a real card's stream is
+// healthy while its device node exists; an emulated one always is.
+func Health(d Device, exists func(path string) bool) string {
+	if d.Path == "" || exists(d.Path) {
+		return pluginapi.Healthy
+	}
+	return pluginapi.Unhealthy
+}
+
+// List is the resource's devices as ListAndWatch sends them, each on its
+// NUMA node (so the Topology Manager can align it with the pod's CPUs).
+func List(r Resource, exists func(path string) bool) []*pluginapi.Device {
+	out := make([]*pluginapi.Device, 0, len(r.Devices))
+	for _, d := range r.Devices {
+		out = append(out, &pluginapi.Device{ID: d.ID, Health: Health(d, exists),
+			Topology: &pluginapi.TopologyInfo{Nodes: []*pluginapi.NUMANode{{ID: int64(r.NUMA)}}}})
+	}
+	return out
+}

@@ -1,0 +1,89 @@
+package readoutcards
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+)
+
+func TestParseConfigNamesTheField(t *testing.T) {
+	for _, tc := range []struct{ name, config, want string }{
+		{"prefix", `{"resourcePrefix":"tell40","nodes":{}}`, "resourcePrefix"},
+		{"unknown field", `{"resourcePrefix":"daq.io/tell40","nodes":{"n":{"cardz":[]}}}`, "unknown field"},
+		{"device", `{"resourcePrefix":"daq.io/tell40","nodes":{"n":{"cards":[{"name":"c0","numa":0,"streams":["s0"]}]}}}`,
+			"nodes[n].cards[0].device"},
+		{"emulated with device", `{"resourcePrefix":"daq.io/tell40","nodes":{"n":{"emulated":true,"cards":[{"name":"c0","device":"/dev/x","streams":["s0"]}]}}}`,
+			"an emulated card has no device node"},
+		{"no streams", `{"resourcePrefix":"daq.io/tell40","nodes":{"n":{"emulated":true,"cards":[{"name":"c0"}]}}}`, "nodes[n].cards[0].streams"},
+		{"stream twice", `{"resourcePrefix":"daq.io/tell40","nodes":{"n":{"emulated":true,"cards":[{"name":"c0","streams":["s0"]},{"name":"c1","numa":1,"streams":["s0"]}]}}}`,
+			`stream "s0" is also read by card c0`},
+		{"numa", `{"resourcePrefix":"daq.io/tell40","nodes":{"n":{"emulated":true,"cards":[{"name":"c0","numa":-1,"streams":["s0"]}]}}}`, "nodes[n].cards[0].numa"},
+	} {
+		_, err := ParseConfig([]byte(tc.config))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one naming %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func farm(t *testing.T) FarmConfig {
+	t.Helper()
+	cfg, err := ParseConfig([]byte(`{"resourcePrefix":"daq.io/tell40","nodes":{
+		"eb0":{"cards":[{"name":"tell40-1","numa":1,"device":"/dev/pcie40_1","streams":["ut2","ut3"]},
+		                {"name":"tell40-0","numa":0,"device":"/dev/pcie40_0","streams":["velo0","velo1"]},
+		                {"name":"tell40-2","numa":1,"device":"/dev/pcie40_2","streams":["ut4"]}]},
+		"kind-worker":{"emulated":true,"cards":[{"name":"emulated-0","numa":0,"streams":["s0","s1"]}]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// A node's streams are grouped by NUMA node into one resource each.
+func TestResourcesPerNUMANode(t *testing.T) {
+	cfg := farm(t)
+	got := Resources(cfg.ResourcePrefix, cfg.Nodes["eb0"])
+	want := []Resource{
+		{Name: "daq.io/tell40-numa0", NUMA: 0, Devices: []Device{
+			{"tell40-0.velo0", "tell40-0", "velo0", "/dev/pcie40_0"}, {"tell40-0.velo1", "tell40-0", "velo1", "/dev/pcie40_0"}}},
+		{Name: "daq.io/tell40-numa1", NUMA: 1, Devices: []Device{
+			{"tell40-1.ut2", "tell40-1", "ut2", "/dev/pcie40_1"}, {"tell40-1.ut3", "tell40-1", "ut3", "/dev/pcie40_1"},
+			{"tell40-2.ut4", "tell40-2", "ut4", "/dev/pcie40_2"}}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("resources\n%+v\nwant\n%+v", got, want)
+	}
+	list := List(got[1], func(p string) bool { return p != "/dev/pcie40_2" })
+	if len(list) != 3 || list[0].Health != pluginapi.Healthy || list[2].Health != pluginapi.Unhealthy ||
+		list[0].Topology.Nodes[0].ID != 1 {
+		t.Errorf("list %v: want the card without a device node unhealthy, all on NUMA node 1", list)
+	}
+}
+
+// A container gets its streams' cards mounted and named in its environment.
+func TestAllocation(t *testing.T) {
+	cfg := farm(t)
+	numa1 := Resources(cfg.ResourcePrefix, cfg.Nodes["eb0"])[1]
+	a, err := Allocation(numa1, []string{"tell40-2.ut4", "tell40-1.ut2"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantEnv := map[string]string{EnvStreams: "ut2,ut4", EnvCards: "tell40-1,tell40-2", EnvDevices: "/dev/pcie40_1,/dev/pcie40_2"}
+	if !reflect.DeepEqual(a.Envs, wantEnv) || len(a.Devices) != 2 || a.Devices[1].HostPath != "/dev/pcie40_2" ||
+		a.Devices[1].ContainerPath != "/dev/pcie40_2" || a.Devices[1].Permissions != "rw" {
+		t.Errorf("allocation %+v", a)
+	}
+	if _, err := Allocation(numa1, []string{"tell40-0.velo0"}, false); err == nil || !strings.Contains(err.Error(), "tell40-0.velo0") {
+		t.Errorf("a device of another NUMA node: error %v", err)
+	}
+	emulated := Resources(cfg.ResourcePrefix, cfg.Nodes["kind-worker"])[0]
+	e, err := Allocation(emulated, []string{"emulated-0.s0", "emulated-0.s1"}, true)
+	if err != nil || len(e.Devices) != 0 || e.Envs[EnvEmulated] != "true" || e.Envs[EnvStreams] != "s0,s1" {
+		t.Errorf("emulated allocation %+v, %v", e, err)
+	}
+	if got := Preferred(numa1, []string{"tell40-2.ut4", "tell40-1.ut3", "tell40-1.ut2"}, []string{"tell40-2.ut4"}, 2); !reflect.DeepEqual(got, []string{"tell40-2.ut4", "tell40-1.ut2"}) {
+		t.Errorf("preferred %v", got)
+	}
+}
