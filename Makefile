@@ -44,6 +44,7 @@ VERSION := 0.1.0-dev
 BASE_IMAGE := eventbuilder/debian-base:bookworm-$(shell sha256sum images/base/build.sh | cut -c1-8)
 OPERATOR_IMAGE := eventbuilder/operator:$(VERSION)
 BUILDER_IMAGE := eventbuilder/builder:$(VERSION)
+READOUT_PLUGIN_IMAGE := eventbuilder/readout-device-plugin:$(VERSION)
 NODE_INPUTS := e2e/cluster/build-node-image.sh hack/runc-wrapper/main.go $(shell find e2e/cluster/node e2e/cluster/images -type f | LC_ALL=C sort)
 NODE_HASH := $(shell (echo $(K8S_BIN) $(BASE_IMAGE) $(COREDNS_VERSION) $(KIND_VERSION) $$(go env GOVERSION); cat $(NODE_INPUTS)) | sha256sum | cut -c1-12)
 OFFLINE_NODE_IMAGE := eventbuilder/kind-node:$(K8S_VERSION)-$(NODE_HASH)
@@ -103,19 +104,20 @@ test-operator: packages build-builder $(K8S_BIN)/etcd ## Go tests under -race: e
 	cd hack/runc-wrapper && go test ./...
 
 .PHONY: test-chart
-test-chart: packages $(HELM) ## Lint and render the Helm chart (monitoring objects on too); check and unit-test its alerts with promtool.
+test-chart: packages $(HELM) build-operator ## Lint and render the Helm chart (monitoring objects and the readout device plugin on too; its rendered card configuration checked by the plugin itself); check and unit-test its alerts with promtool.
 	$(HELM) lint --strict charts/eventbuilder-operator
 	$(HELM) template eb charts/eventbuilder-operator >/dev/null
 	$(HELM) template eb charts/eventbuilder-operator --set monitoring.podMonitor.enabled=true \
 	  --set monitoring.serviceMonitor.enabled=true --set monitoring.prometheusRule.enabled=true \
 	  --set monitoring.dashboard.enabled=true >/dev/null
+	hack/check-readout-chart.sh $(HELM) $(BUILD)/operator/readout-device-plugin
 	promtool check rules charts/eventbuilder-operator/files/alerts.yaml
 	promtool test rules charts/tests/alerts_test.yaml
 
 .PHONY: test-e2e
 test-e2e: images cluster-images node-image $(KIND) $(HELM) ## The kind end-to-end suite (creates and deletes its own cluster).
 	cd e2e && E2E_NODE_IMAGE=$$(cat $(NODE_IMAGE_FILE)) E2E_KIND=$(KIND) E2E_HELM=$(HELM) E2E_KUBECTL=$(KUBECTL) E2E_PODNET_IMAGE=$(PODNET_IMAGE) \
-	  E2E_OPERATOR_IMAGE=$(OPERATOR_IMAGE) E2E_BUILDER_IMAGE=$(BUILDER_IMAGE) \
+	  E2E_OPERATOR_IMAGE=$(OPERATOR_IMAGE) E2E_BUILDER_IMAGE=$(BUILDER_IMAGE) E2E_READOUT_PLUGIN_IMAGE=$(READOUT_PLUGIN_IMAGE) \
 	  E2E_PROMETHEUS_OPERATOR_DIR=$(PROMETHEUS_OPERATOR) E2E_PROMETHEUS_OPERATOR_IMAGE=$(PROMETHEUS_OPERATOR_IMAGE) \
 	  E2E_PROMETHEUS_CONFIG_RELOADER_IMAGE=$(PROMETHEUS_CONFIG_RELOADER_IMAGE) \
 	  E2E_PROMETHEUS_IMAGE=$(PROMETHEUS_IMAGE) E2E_PROMETHEUS_VERSION=$(PROMETHEUS_VERSION) \
@@ -145,6 +147,7 @@ build-builder: packages ## Build the C++ builder (Release).
 .PHONY: build-operator
 build-operator: ## Build the operator binary.
 	cd operator && CGO_ENABLED=0 go build -trimpath -o $(BUILD)/operator/manager ./cmd
+	cd operator && CGO_ENABLED=0 go build -trimpath -o $(BUILD)/operator/readout-device-plugin ./cmd/readout-device-plugin
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Regenerate CRDs, RBAC and deepcopy code from the API types.
@@ -154,9 +157,11 @@ manifests: $(CONTROLLER_GEN) ## Regenerate CRDs, RBAC and deepcopy code from the
 images: docker base-image build-builder build-operator ## Build the operator and builder images (no registry needed).
 	mkdir -p $(BUILD)/operator-image-context && cp $(BUILD)/operator/manager $(BUILD)/operator-image-context/
 	docker build -q -t $(OPERATOR_IMAGE) -f images/operator/Dockerfile $(BUILD)/operator-image-context >/dev/null
+	mkdir -p $(BUILD)/readout-plugin-image-context && cp $(BUILD)/operator/readout-device-plugin $(BUILD)/readout-plugin-image-context/
+	docker build -q -t $(READOUT_PLUGIN_IMAGE) -f images/readout-device-plugin/Dockerfile $(BUILD)/readout-plugin-image-context >/dev/null
 	mkdir -p $(BUILD)/builder-image-context && cp $(BUILD)/builder/eb-builder $(BUILD)/builder/eb-readout-emulator $(BUILD)/builder/eb-consumer $(BUILD)/builder-image-context/
 	docker build -q -t $(BUILDER_IMAGE) --build-arg BASE_IMAGE=$(BASE_IMAGE) -f images/builder/Dockerfile $(BUILD)/builder-image-context >/dev/null
-	@echo ">> images $(OPERATOR_IMAGE) $(BUILDER_IMAGE)"
+	@echo ">> images $(OPERATOR_IMAGE) $(BUILDER_IMAGE) $(READOUT_PLUGIN_IMAGE)"
 
 .PHONY: cluster-images
 cluster-images: docker base-image $(FLANNEL) $(PROMETHEUS_OPERATOR)/operator $(PROMETHEUS) ## Build the kind cluster's add-on images: flannel, the Prometheus Operator, its config reloader, Prometheus.

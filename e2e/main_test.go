@@ -31,7 +31,7 @@ const (
 
 // env is what make test-e2e hands over: tool paths and image names.
 var env struct {
-	nodeImage, kind, helm, kubectl, operatorImage, builderImage, podnetImage string
+	nodeImage, kind, helm, kubectl, operatorImage, builderImage, readoutPluginImage, podnetImage string
 	// The monitoring stack (e2e/monitoring/up.sh): the Prometheus Operator's
 	// binaries and CRDs, its images, and Prometheus's image and version.
 	prometheusOperatorDir, prometheusOperatorImage, configReloaderImage string
@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	for name, target := range map[string]*string{
 		"E2E_NODE_IMAGE": &env.nodeImage, "E2E_KIND": &env.kind, "E2E_HELM": &env.helm, "E2E_KUBECTL": &env.kubectl,
-		"E2E_OPERATOR_IMAGE": &env.operatorImage, "E2E_BUILDER_IMAGE": &env.builderImage, "E2E_PODNET_IMAGE": &env.podnetImage,
+		"E2E_OPERATOR_IMAGE": &env.operatorImage, "E2E_BUILDER_IMAGE": &env.builderImage, "E2E_READOUT_PLUGIN_IMAGE": &env.readoutPluginImage, "E2E_PODNET_IMAGE": &env.podnetImage,
 		"E2E_PROMETHEUS_OPERATOR_DIR": &env.prometheusOperatorDir, "E2E_PROMETHEUS_OPERATOR_IMAGE": &env.prometheusOperatorImage,
 		"E2E_PROMETHEUS_CONFIG_RELOADER_IMAGE": &env.configReloaderImage, "E2E_PROMETHEUS_IMAGE": &env.prometheusImage,
 		"E2E_PROMETHEUS_VERSION": &env.prometheusVersion,
@@ -93,7 +93,7 @@ func bringUp() error {
 	if err := command("cluster/up.sh", clusterName, env.nodeImage, env.kind, env.kubeconfig, env.podnetImage).Run(); err != nil {
 		return fmt.Errorf("cluster/up.sh: %w", err)
 	}
-	for _, image := range []string{env.operatorImage, env.builderImage} {
+	for _, image := range []string{env.operatorImage, env.builderImage, env.readoutPluginImage} {
 		if err := command(env.kind, "load", "docker-image", "--name", clusterName, image).Run(); err != nil {
 			return fmt.Errorf("kind load %s: %w", image, err)
 		}
@@ -108,9 +108,12 @@ func bringUp() error {
 		return fmt.Errorf("apply CRDs: %w", err)
 	}
 	repository, tag := splitImage(env.operatorImage)
+	pluginRepository, pluginTag := splitImage(env.readoutPluginImage)
 	if err := command(env.helm, "upgrade", "--install", operatorRelease, "../charts/eventbuilder-operator",
 		"--kubeconfig", env.kubeconfig, "--namespace", operatorNamespace, "--create-namespace",
 		"--set", "image.repository="+repository, "--set", "image.tag="+tag, "-f", "monitoring/chart-values.yaml",
+		"-f", "readout/chart-values.yaml", "--set", "readoutDevicePlugin.image.repository="+pluginRepository,
+		"--set", "readoutDevicePlugin.image.tag="+pluginTag,
 		"--wait", "--timeout", "3m").Run(); err != nil {
 		return fmt.Errorf("helm install: %w", err)
 	}

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,9 +22,12 @@ import (
 // driver) that writes MFPs into a shared-memory ring, the builder that
 // reads it and writes MEPs into another, and a consumer container
 // (eb-consumer, standing in for the HLT) that checks every event byte for
-// byte and publishes its counts, which reach the run's status. A unit is
-// lost and moves to a warm spare, whose driver and consumer follow the new
-// epoch; at the end every event built was consumed, complete.
+// byte and publishes its counts, which reach the run's status. The
+// readout-card device plugin (the chart's, with emulated cards:
+// readout/chart-values.yaml) advertises each NUMA node's streams, and each
+// driver is allocated exactly its endpoint's. A unit is lost and moves to a
+// warm spare, whose driver and consumer follow the new epoch; at the end
+// every event built was consumed, complete.
 func TestProductionRunReadsADriverAndFeedsAConsumer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -39,6 +44,31 @@ func TestProductionRunReadsADriverAndFeedsAConsumer(t *testing.T) {
 	ensureNamespace(ctx, t, namespaceName)
 	removeRunAndFabric(ctx, t, client.ObjectKey{Namespace: namespaceName, Name: runName}, fabricName)
 	fabric := workerFabric(fabricName, workers[:2])
+	// Cabled as readout/chart-values.yaml says the emulated cards are.
+	streams := map[int32][]string{0: {"velo0", "velo1"}, 1: {"ut0", "ut1"}}
+	for i := range fabric.Spec.Endpoints {
+		ep := &fabric.Spec.Endpoints[i]
+		for _, s := range streams[ep.NUMA] {
+			ep.Streams = append(ep.Streams, fmt.Sprintf("w%d-%s", i/2+1, s))
+		}
+	}
+	waitFor(ctx, t, "the readout device plugin to offer 2 streams per NUMA node on both workers", 2*time.Minute, func() (bool, string) {
+		var offered []string
+		for _, w := range workers[:2] {
+			var node corev1.Node
+			if err := k8sClient.Get(ctx, client.ObjectKey{Name: w}, &node); err != nil {
+				return false, err.Error()
+			}
+			for _, numa := range []string{"0", "1"} {
+				q := node.Status.Allocatable[corev1.ResourceName("daq.io/tell40-numa"+numa)]
+				offered = append(offered, fmt.Sprintf("%s/numa%s=%s", w, numa, q.String()))
+				if q.Value() != 2 {
+					return false, strings.Join(offered, " ")
+				}
+			}
+		}
+		return true, strings.Join(offered, " ")
+	})
 	if err := k8sClient.Create(ctx, fabric); err != nil {
 		t.Fatalf("create fabric: %v", err)
 	}
@@ -64,6 +94,7 @@ func TestProductionRunReadsADriverAndFeedsAConsumer(t *testing.T) {
 				Source:          &ebv1alpha1.SourceSpec{Shm: &ebv1alpha1.ShmSource{RingMiB: 8, Driver: side("eb-readout-emulator", "64Mi")}},
 				Output:          &ebv1alpha1.OutputSpec{Shm: &ebv1alpha1.ShmOutput{RingMiB: 8, Consumer: side("eb-consumer", "32Mi")}},
 			},
+			Resources: ebv1alpha1.UnitResources{Readout: &ebv1alpha1.ReadoutResource{Resource: "daq.io/tell40-numa{numa}", Count: 1}},
 		},
 	}
 	if err := k8sClient.Create(ctx, run); err != nil {
@@ -91,11 +122,26 @@ func TestProductionRunReadsADriverAndFeedsAConsumer(t *testing.T) {
 		return run.Status.Phase == ebv1alpha1.PhaseRunning && standing == 2 && consuming == 2, describeProduction(run)
 	})
 	t.Logf("running: %s", describeProduction(run))
-	for _, u := range run.Status.Units {
-		pod := builderPod(ctx, t, namespaceName, u.Pod)
+	// Every pod, live or spare, runs the three containers, and its driver
+	// was allocated exactly its endpoint's streams.
+	for _, rk := range run.Status.Ranks {
+		if rk.Pod == "" {
+			continue
+		}
+		pod := builderPod(ctx, t, namespaceName, rk.Pod)
 		if len(pod.Spec.InitContainers) != 1 || len(pod.Spec.Containers) != 2 {
 			t.Fatalf("pod %s has %d init and %d containers, want the driver sidecar, the builder and the consumer",
 				pod.Name, len(pod.Spec.InitContainers), len(pod.Spec.Containers))
+		}
+		i := slices.IndexFunc(fabric.Spec.Endpoints, func(ep ebv1alpha1.FabricEndpoint) bool { return ep.Name == rk.Endpoint })
+		want := strings.Join(fabric.Spec.Endpoints[i].Streams, ",")
+		got := podExec(ctx, t, namespaceName, rk.Pod, "readout-driver", "printenv", "EB_READOUT_STREAMS")
+		emulated := podExec(ctx, t, namespaceName, rk.Pod, "readout-driver", "printenv", "EB_READOUT_EMULATED")
+		if got != want || emulated != "true" {
+			t.Errorf("rank %d on %s: its driver was allocated streams %q (emulated %q), want its endpoint's %q", rk.Rank, rk.Endpoint, got, emulated, want)
+		}
+		if env := podExec(ctx, t, namespaceName, rk.Pod, "builder", "sh", "-c", "echo ${EB_READOUT_STREAMS:-none}"); env != "none" {
+			t.Errorf("rank %d: the builder container was given streams %q too", rk.Rank, env)
 		}
 	}
 
@@ -147,6 +193,17 @@ func TestProductionRunReadsADriverAndFeedsAConsumer(t *testing.T) {
 		}
 	}
 	removeRunAndFabric(ctx, t, key, fabricName)
+}
+
+// podExec runs a command in a container of a pod and returns its output, trimmed.
+func podExec(ctx context.Context, t *testing.T, namespace, pod, container string, args ...string) string {
+	t.Helper()
+	out, err := exec.CommandContext(ctx, env.kubectl, append([]string{"--kubeconfig", env.kubeconfig, "-n", namespace, "exec", pod,
+		"-c", container, "--"}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("exec %v in %s/%s: %v: %s", args, pod, container, err, out)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 func describeProduction(run *ebv1alpha1.EventBuilderRun) string {

@@ -159,7 +159,7 @@ type FabricReference struct {
 // (and one Multus network) per NUMA node is how a unit gets the NIC local
 // to it.
 // +kubebuilder:validation:XValidation:rule="has(self.cpus) == has(self.memory)",message="spec.resources.cpus and spec.resources.memory go together (Guaranteed QoS with whole CPUs); set both or neither"
-// +kubebuilder:validation:XValidation:rule="!(has(self.hugepages) || has(self.rdma) || has(self.readout)) || has(self.cpus)",message="spec.resources: hugepages, rdma and readout are for pinned Guaranteed units; set spec.resources.cpus and spec.resources.memory too"
+// +kubebuilder:validation:XValidation:rule="!(has(self.hugepages) || has(self.rdma)) || has(self.cpus)",message="spec.resources: hugepages and rdma are for pinned Guaranteed units; set spec.resources.cpus and spec.resources.memory too"
 type UnitResources struct {
 	// cpus is the number of whole CPUs (requests = limits).
 	// +kubebuilder:validation:Minimum=1
@@ -183,7 +183,9 @@ type UnitResources struct {
 	// +optional
 	RDMA string `json:"rdma,omitempty"`
 
-	// readout is the extended resource of the readout cards a unit reads.
+	// readout is the extended resource of the readout cards a unit reads:
+	// asked for by its readout driver container (spec.builder.source.shm),
+	// else by the builder.
 	// +optional
 	Readout *ReadoutResource `json:"readout,omitempty"`
 
@@ -208,7 +210,9 @@ type Hugepages struct {
 	Size resource.Quantity `json:"size"`
 }
 
-// ReadoutResource is the extended resource of readout cards.
+// ReadoutResource is the extended resource of readout cards (the
+// readout-card device plugin's, one per NUMA node, whose devices are the
+// streams the cards read).
 type ReadoutResource struct {
 	// resource name, e.g. daq.io/tell40-numa{numa}.
 	// +kubebuilder:validation:MaxLength=128
@@ -216,7 +220,9 @@ type ReadoutResource struct {
 	// +required
 	Resource string `json:"resource"`
 
-	// count of cards per unit.
+	// count of devices per unit where the Fabric's endpoint lists no
+	// streams; with a readout driver (spec.builder.source.shm) on an
+	// endpoint with streams, the driver asks for one per stream.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:default=1
 	// +optional

@@ -26,11 +26,15 @@ func main() {
 	node := flag.String("node", os.Getenv("NODE_NAME"), "this node's name, its entry in the configuration (default $NODE_NAME)")
 	dir := flag.String("plugin-dir", pluginapi.DevicePluginPath, "the kubelet's device-plugin directory")
 	every := flag.Duration("check-every", 5*time.Second, "how often device health and the plugin's sockets are checked")
+	check := flag.Bool("check-config", false, "check the configuration, print each node's resources and exit (0: valid, 2: not)")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	log := zap.New(zap.UseFlagOptions(&opts))
 
+	if *check {
+		os.Exit(checkConfig(*config))
+	}
 	if *node == "" || *every <= 0 {
 		fmt.Fprintln(os.Stderr, "readout-device-plugin: --node (or NODE_NAME) is required, and --check-every must be positive")
 		os.Exit(2)
@@ -55,4 +59,23 @@ func main() {
 		log.Error(err, "readout device plugin")
 		os.Exit(1)
 	}
+}
+
+// checkConfig validates a configuration file with the plugin's own parser,
+// as the chart's tests do with what the chart renders.
+func checkConfig(path string) int {
+	raw, err := os.ReadFile(path)
+	if err == nil {
+		var farm readoutcards.FarmConfig
+		if farm, err = readoutcards.ParseConfig(raw); err == nil {
+			for node, cards := range farm.Nodes {
+				for _, r := range readoutcards.Resources(farm.ResourcePrefix, cards) {
+					fmt.Printf("%s: %s %d streams\n", node, r.Name, len(r.Devices))
+				}
+			}
+			return 0
+		}
+	}
+	fmt.Fprintf(os.Stderr, "readout-device-plugin: %s: %v\n", path, err)
+	return 2
 }

@@ -301,6 +301,9 @@ type Placement struct {
 	NUMA       int
 	RDMADevice string
 	Netdev     string
+	// Streams is how many readout streams the endpoint reads (its cards'
+	// fibres): a readout driver asks for that many of the readout resource.
+	Streams int
 }
 
 // Environment variables the builder finds its placement in.
@@ -499,7 +502,7 @@ func Pod(run *ebv1.EventBuilderRun, rank int32, place *Placement, secretUID stri
 					{Name: DataPortName, ContainerPort: DataPort, Protocol: corev1.ProtocolTCP},
 					{Name: HTTPPortName, ContainerPort: HTTPPort, Protocol: corev1.ProtocolTCP},
 				},
-				Resources: Resources(res, numa),
+				Resources: Resources(builderResources(run), numa),
 				// Ready once configured (READY, RUNNING, PAUSED); the
 				// Service publishes not-ready addresses, so peers find
 				// each other before.
@@ -525,7 +528,7 @@ func Pod(run *ebv1.EventBuilderRun, rank int32, place *Placement, secretUID stri
 			Volumes: volumes,
 		},
 	}
-	addDataflow(pod, run, rank, env, pod.Spec.Containers[0].SecurityContext)
+	addDataflow(pod, run, rank, place, env, pod.Spec.Containers[0].SecurityContext)
 	annotations[SpecHashAnnotation] = SpecHash(pod)
 	return pod
 }

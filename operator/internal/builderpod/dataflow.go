@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
@@ -69,7 +70,7 @@ func dataflowArgs(b ebv1.BuilderSpec) []string {
 // addDataflow adds the driver and the consumer of a run with rings to the
 // pod, and the /dev/shm they share with the builder (pod.Spec.Containers[0]).
 // unitEnv is what every container is told of the unit.
-func addDataflow(pod *corev1.Pod, run *ebv1.EventBuilderRun, rank int32, unitEnv []corev1.EnvVar, sc *corev1.SecurityContext) {
+func addDataflow(pod *corev1.Pod, run *ebv1.EventBuilderRun, rank int32, place *Placement, unitEnv []corev1.EnvVar, sc *corev1.SecurityContext) {
 	src, out := shmSource(run.Spec.Builder), shmOutput(run.Spec.Builder)
 	if src == nil && out == nil {
 		return
@@ -87,6 +88,16 @@ func addDataflow(pod *corev1.Pod, run *ebv1.EventBuilderRun, rank int32, unitEnv
 		driver := sideContainer(DriverContainerName, src.Driver, sc, append(env,
 			corev1.EnvVar{Name: EnvMFPRing, Value: ringName(rank, "mfp")},
 			corev1.EnvVar{Name: EnvMFPRingMiB, Value: strconv.Itoa(int(src.RingMiB))}))
+		if name, count, ok := readoutRequest(run, place); ok {
+			driver.Resources = *driver.Resources.DeepCopy()
+			if driver.Resources.Limits == nil {
+				driver.Resources.Limits = corev1.ResourceList{}
+			}
+			driver.Resources.Limits[name] = count
+			if driver.Resources.Requests != nil {
+				driver.Resources.Requests[name] = count
+			}
+		}
 		// The rank table, as the builder has it.
 		driver.VolumeMounts = append(driver.VolumeMounts, corev1.VolumeMount{Name: "ranks", MountPath: ranktable.MountDir, ReadOnly: true})
 		driver.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
@@ -114,17 +125,54 @@ func sideContainer(name string, c ebv1.SideContainer, sc *corev1.SecurityContext
 	}
 }
 
-// Requests is what a unit's pod asks the scheduler for on its node: the
-// builder's requests and those of its readout driver (a sidecar runs
-// throughout) and consumer, summed.
-func Requests(run *ebv1.EventBuilderRun, numa int) corev1.ResourceList {
-	sum := Resources(run.Spec.Resources, numa).Requests.DeepCopy()
+// builderResources are the run's unit resources as the builder container
+// asks for them: a readout driver's pod gives the cards to the driver, which
+// reads them, not to the builder.
+func builderResources(run *ebv1.EventBuilderRun) ebv1.UnitResources {
+	r := run.Spec.Resources
+	if shmSource(run.Spec.Builder) != nil {
+		r.Readout = nil
+	}
+	return r
+}
+
+// readoutRequest is what a readout driver asks of spec.resources.readout:
+// the resource of its endpoint's NUMA node, one device per stream the
+// endpoint reads (readout.count where the Fabric lists none).
+func readoutRequest(run *ebv1.EventBuilderRun, place *Placement) (corev1.ResourceName, resource.Quantity, bool) {
+	rd := run.Spec.Resources.Readout
+	if rd == nil || shmSource(run.Spec.Builder) == nil {
+		return "", resource.Quantity{}, false
+	}
+	numa, count := 0, int64(max(rd.Count, 1))
+	if place != nil {
+		numa = place.NUMA
+		if place.Streams > 0 {
+			count = int64(place.Streams)
+		}
+	}
+	return corev1.ResourceName(numaName(rd.Resource, numa)), *resource.NewQuantity(count, resource.DecimalSI), true
+}
+
+// Requests is what a unit's pod asks the scheduler for on its node (place
+// nil: a run without a Fabric): the builder's requests and those of its
+// readout driver (a sidecar runs throughout, with its cards) and consumer,
+// summed.
+func Requests(run *ebv1.EventBuilderRun, place *Placement) corev1.ResourceList {
+	numa := 0
+	if place != nil {
+		numa = place.NUMA
+	}
+	sum := Resources(builderResources(run), numa).Requests.DeepCopy()
 	var sides []ebv1.SideContainer
 	if src := shmSource(run.Spec.Builder); src != nil {
 		sides = append(sides, src.Driver)
 	}
 	if out := shmOutput(run.Spec.Builder); out != nil {
 		sides = append(sides, out.Consumer)
+	}
+	if name, count, ok := readoutRequest(run, place); ok {
+		sides = append(sides, ebv1.SideContainer{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{name: count}}})
 	}
 	for _, c := range sides {
 		for name, q := range c.Resources.Requests {

@@ -152,11 +152,39 @@ func TestRequestsSumTheSideContainers(t *testing.T) {
 	run.Spec.Builder.Source.Shm.Driver.Resources.Requests = corev1.ResourceList{
 		corev1.ResourceMemory: resource.MustParse("64Mi"), "daq.io/tell40": resource.MustParse("1")}
 	run.Spec.Builder.Output.Shm.Consumer.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}
-	got := Requests(run, 0)
+	got := Requests(run, nil)
 	if got.Cpu().String() != "2500m" || got.Memory().String() != "1088Mi" || got.Name("daq.io/tell40", resource.DecimalSI).Value() != 1 {
 		t.Errorf("requests %v", got)
 	}
-	if plain := Requests(testRun("demo", 2), 0); len(plain) != 0 {
+	if plain := Requests(testRun("demo", 2), nil); len(plain) != 0 {
 		t.Errorf("a run without resources asks for %v", plain)
+	}
+}
+
+// The cards go to the container that reads them: a driver asks for its
+// endpoint's streams of its NUMA node's readout resource, the builder for
+// none; without a driver the builder keeps readout.count.
+func TestReadoutStreamsGoToTheDriver(t *testing.T) {
+	run := productionRun()
+	run.Spec.Resources.Readout = &ebv1.ReadoutResource{Resource: "daq.io/tell40-numa{numa}", Count: 1}
+	place := &Placement{Endpoint: "eb0-numa1", Node: "eb0", NUMA: 1, Streams: 3}
+	pod := Pod(run, 2, place, "uid")
+	driver, builder := pod.Spec.InitContainers[0], pod.Spec.Containers[0]
+	if got := driver.Resources.Limits.Name("daq.io/tell40-numa1", resource.DecimalSI).Value(); got != 3 {
+		t.Errorf("driver asks for %d of daq.io/tell40-numa1, want the endpoint's 3 streams: %v", got, driver.Resources)
+	}
+	if driver.Resources.Limits.Memory().String() != "64Mi" {
+		t.Errorf("driver lost its own limits: %v", driver.Resources)
+	}
+	if _, ok := builder.Resources.Limits["daq.io/tell40-numa1"]; ok {
+		t.Errorf("builder asks for the cards too: %v", builder.Resources)
+	}
+	if got := Requests(run, place)["daq.io/tell40-numa1"]; got.Value() != 3 {
+		t.Errorf("preflight counts %d streams, want 3", got.Value())
+	}
+	generator := run.DeepCopy()
+	generator.Spec.Builder.Source = &ebv1.SourceSpec{Generator: &ebv1.GeneratorSource{FragmentSize: 128}}
+	if got := Pod(generator, 2, place, "uid").Spec.Containers[0].Resources.Limits["daq.io/tell40-numa1"]; got.Value() != 1 {
+		t.Errorf("a run without a driver: the builder asks for %d cards, want readout.count 1", got.Value())
 	}
 }

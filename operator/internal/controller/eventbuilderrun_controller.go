@@ -548,7 +548,7 @@ func (r *EventBuilderRunReconciler) checkResources(run *ebv1.EventBuilderRun, t 
 	endpoints map[string]planner.Endpoint, nodes []corev1.Node) {
 	placed := runplan.Placements(t, endpoints)
 	short := runplan.Shortfalls(placed, func(ep planner.Endpoint) corev1.ResourceList {
-		return builderpod.Requests(run, ep.NUMA)
+		return builderpod.Requests(run, placement(ep))
 	}, runplan.Allocatable(nodes))
 	c := metav1.Condition{Type: ebv1.ConditionResourcesOffered, Status: metav1.ConditionTrue, Reason: ebv1.ReasonAllResourcesOffered,
 		Message: fmt.Sprintf("the nodes of all %d endpoints in use offer what their builder pods ask for", len(placed)), ObservedGeneration: run.Generation}
@@ -1166,7 +1166,7 @@ func (r *EventBuilderRunReconciler) syncPods(ctx context.Context, run *ebv1.Even
 			continue
 		}
 		if ok {
-			place = &builderpod.Placement{Endpoint: ep.Name, Node: ep.Node, NUMA: ep.NUMA, RDMADevice: ep.RDMADevice, Netdev: ep.Netdev}
+			place = placement(ep)
 		}
 		want[int32(rk.Rank)] = builderpod.Pod(run, int32(rk.Rank), place, secretUID)
 		spare[int32(rk.Rank)] = rk.Role == planner.Spare
@@ -1376,4 +1376,10 @@ func (r *EventBuilderRunReconciler) runs(ctx context.Context, opts ...client.Lis
 		}
 	}
 	return reqs
+}
+
+// placement is where a unit on endpoint ep runs, as its pod is rendered.
+func placement(ep planner.Endpoint) *builderpod.Placement {
+	return &builderpod.Placement{Endpoint: ep.Name, Node: ep.Node, NUMA: ep.NUMA, RDMADevice: ep.RDMADevice, Netdev: ep.Netdev,
+		Streams: len(ep.Streams)}
 }
