@@ -26,6 +26,7 @@ func main() {
 	node := flag.String("node", os.Getenv("NODE_NAME"), "this node's name, its entry in the configuration (default $NODE_NAME)")
 	dir := flag.String("plugin-dir", pluginapi.DevicePluginPath, "the kubelet's device-plugin directory")
 	every := flag.Duration("check-every", 5*time.Second, "how often device health and the plugin's sockets are checked")
+	devRoot := flag.String("dev-root", "", "where the host's device nodes are seen, prefixed to each card's /dev node for its health (the chart mounts the host's /dev at /host/dev: --dev-root=/host)")
 	check := flag.Bool("check-config", false, "check the configuration, print each node's resources and exit (0: valid, 2: not)")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
@@ -55,7 +56,7 @@ func main() {
 	}
 	ctx := ctrl.SetupSignalHandler()
 	if err := readoutcards.Run(ctx, readoutcards.Options{Dir: *dir, Prefix: farm.ResourcePrefix, Node: nodeCards,
-		CheckEvery: *every, Log: log.WithValues("node", *node)}); err != nil {
+		CheckEvery: *every, DevRoot: *devRoot, Log: log.WithValues("node", *node)}); err != nil {
 		log.Error(err, "readout device plugin")
 		os.Exit(1)
 	}

@@ -26,7 +26,10 @@ type Options struct {
 	Node   NodeConfig
 	// CheckEvery is how often device health and the sockets are looked at.
 	CheckEvery time.Duration
-	Log        logr.Logger
+	// DevRoot is where the host's device nodes are seen from the plugin
+	// ("" on the host; /host when the host's /dev is mounted at /host/dev).
+	DevRoot string
+	Log     logr.Logger
 }
 
 // Run serves the node's resources to the kubelet until ctx ends: one gRPC
@@ -89,7 +92,8 @@ func serve(ctx context.Context, o Options, resources []Resource) ([]served, erro
 			return out, fmt.Errorf("listen on %s: %w", socket, err)
 		}
 		s := served{socket: socket, grpc: grpc.NewServer(), done: make(chan struct{})}
-		pluginapi.RegisterDevicePluginServer(s.grpc, &plugin{res: r, emulated: o.Node.Emulated, every: o.CheckEvery, done: s.done})
+		pluginapi.RegisterDevicePluginServer(s.grpc, &plugin{res: r, emulated: o.Node.Emulated, every: o.CheckEvery, done: s.done,
+			exists: func(path string) bool { _, err := os.Stat(filepath.Join(o.DevRoot, path)); return err == nil }})
 		go func() { _ = s.grpc.Serve(lis) }()
 		out = append(out, s)
 		if err := register(ctx, o.Dir, r.Name, filepath.Base(socket)); err != nil {
@@ -135,11 +139,6 @@ func waitWhileServed(ctx context.Context, o Options, servers []served) {
 	}
 }
 
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
-
 // plugin is the kubelet's view of one resource.
 type plugin struct {
 	pluginapi.UnimplementedDevicePluginServer
@@ -147,6 +146,7 @@ type plugin struct {
 	emulated bool
 	every    time.Duration
 	done     chan struct{}
+	exists   func(path string) bool
 }
 
 func (p *plugin) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*pluginapi.DevicePluginOptions, error) {
@@ -162,7 +162,7 @@ func (p *plugin) ListAndWatch(_ *pluginapi.Empty, stream grpc.ServerStreamingSer
 		}
 		return h
 	}
-	list := List(p.res, exists)
+	list := List(p.res, p.exists)
 	if err := stream.Send(&pluginapi.ListAndWatchResponse{Devices: list}); err != nil {
 		return err
 	}
@@ -175,7 +175,7 @@ func (p *plugin) ListAndWatch(_ *pluginapi.Empty, stream grpc.ServerStreamingSer
 		case <-p.done:
 			return nil
 		case <-tick.C:
-			next := List(p.res, exists)
+			next := List(p.res, p.exists)
 			if slices.Equal(health(next), health(list)) {
 				continue
 			}

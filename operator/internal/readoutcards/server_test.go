@@ -63,11 +63,20 @@ func TestPluginServesTheKubeletOverItsSockets(t *testing.T) {
 	go func() { _ = srv.Serve(lis) }()
 	defer srv.Stop()
 
+	// The host's /dev as the plugin sees it: card tell40-1 is there.
+	devRoot := filepath.Join(dir, "host")
+	if err := os.MkdirAll(filepath.Join(devRoot, "dev"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	card := filepath.Join(devRoot, "dev", "pcie40_1")
+	if err := os.WriteFile(card, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cfg := farm(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() {
-		done <- Run(ctx, Options{Dir: dir, Prefix: cfg.ResourcePrefix, Node: cfg.Nodes["eb0"], CheckEvery: 20 * time.Millisecond, Log: logr.Discard()})
+		done <- Run(ctx, Options{Dir: dir, Prefix: cfg.ResourcePrefix, Node: cfg.Nodes["eb0"], CheckEvery: 20 * time.Millisecond, DevRoot: devRoot, Log: logr.Discard()})
 	}()
 	eventually(t, "both resources registered", func() bool { return len(k.registered()) == 2 })
 	reqs := k.registered()
@@ -91,8 +100,16 @@ func TestPluginServesTheKubeletOverItsSockets(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(first.Devices) != 3 || first.Devices[0].ID != "tell40-1.ut2" || first.Devices[0].Topology.Nodes[0].ID != 1 ||
-		first.Devices[0].Health != pluginapi.Unhealthy {
-		t.Errorf("devices %v: want NUMA node 1's three streams, unhealthy (this machine has no /dev/pcie40_1)", first.Devices)
+		first.Devices[0].Health != pluginapi.Healthy || first.Devices[2].Health != pluginapi.Unhealthy {
+		t.Errorf("devices %v: want NUMA node 1's three streams, tell40-1's healthy, tell40-2's not (no /dev/pcie40_2)", first.Devices)
+	}
+	// The card goes away: the kubelet hears of it.
+	if err := os.Remove(card); err != nil {
+		t.Fatal(err)
+	}
+	next, err := watch.Recv()
+	if err != nil || next.Devices[0].Health != pluginapi.Unhealthy {
+		t.Errorf("after the card's device node went: %v, %v; want tell40-1's streams unhealthy", next, err)
 	}
 	alloc, err := client.Allocate(ctx, &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{
 		{DevicesIds: []string{"tell40-1.ut3"}}}})
