@@ -31,8 +31,8 @@ public:
 
     // Moves on so that the next element starts at event `first_event_id`,
     // when a unit joins a running set. Only a source that can seek (the
-    // generator, prepared MFPs, a readout driver's ring) supports it; with
-    // none held.
+    // generator, prepared MFPs, a readout driver's ring, a file) supports
+    // it; with none held.
     virtual void skip_to(std::uint64_t first_event_id);
 };
 

@@ -9,7 +9,7 @@
 
 namespace eb {
 
-File_reader::File_reader(const std::string& path) {
+File_reader::File_reader(const std::string& path) : path_(path) {
     std::ifstream file(path, std::ios::binary);
     if (!file) throw std::runtime_error("--source-file " + path + ": cannot open it");
     const std::vector<char> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
@@ -27,8 +27,15 @@ std::span<const std::byte> File_reader::next() {
         if (total >= sizeof(Mfp_header) && total <= rest.size()) length = total;
     }
     read_ += length;
+    last_ = length;
     ++held_;
     return rest.first(length);
+}
+
+void File_reader::put_back() {
+    read_ -= last_;
+    last_ = 0;
+    --held_;
 }
 
 void File_reader::release() {

@@ -9,7 +9,7 @@ namespace eb {
 
 void Buffer_reader::skip_to(std::uint64_t first_event_id) {
     throw std::runtime_error("this MFP source cannot start at event " + std::to_string(first_event_id) +
-                             ": only --source generator, prepared or shm can join a running set; restart the run instead");
+                             ": only --source generator, prepared, shm or file can join a running set; restart the run instead");
 }
 
 void Generator_reader::skip_to(std::uint64_t first_event_id) { ring_.skip_to(first_event_id); }

@@ -354,32 +354,9 @@ std::span<const std::byte> Shm_ring_reader::next() {
     }
 }
 
-void Shm_ring_reader::skip_to(std::uint64_t first_event_id) {
-    if (!held_.empty()) throw std::logic_error("Shm_ring_reader: skip_to with elements held");
-    while (true) {
-        const std::uint64_t start = read_;
-        const std::span<const std::byte> element = next();
-        if (element.empty())
-            throw std::runtime_error("ring " + name_ + " ended before event " + std::to_string(first_event_id) +
-                                     ", where the running set is; this unit cannot join it");
-        if (element.size() < sizeof(Mfp_header) || load<Mfp_header>(element, 0).magic != mfp_magic) {
-            read_ = start;  // handed out as is: the RU's check rejects it
-            held_.pop_back();
-            return;
-        }
-        const std::uint64_t first = load<Mfp_header>(element, 0).first_event_id;
-        if (first < first_event_id) {
-            release();
-            continue;
-        }
-        read_ = start;
-        held_.pop_back();
-        if (first == first_event_id) return;
-        throw std::runtime_error("ring " + name_ + " holds MFPs from event " + std::to_string(first) +
-                                 " on, past event " + std::to_string(first_event_id) +
-                                 " where the running set is: its writer (the readout driver) must keep every MFP "
-                                 "until this unit reads or skips it");
-    }
+void Shm_ring_reader::put_back() {
+    held_.pop_back();
+    read_ = held_.empty() ? map_.control().tail.load(std::memory_order_relaxed) : held_.back();
 }
 
 void Shm_ring_reader::release() {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "buffer.hpp"
+#include "replay_reader.hpp"
 #include "stop_flag.hpp"
 
 namespace eb {
@@ -111,7 +112,7 @@ private:
     Memory_regions regions_;  // the whole mapping
 };
 
-class Shm_ring_reader final : public Buffer_reader {
+class Shm_ring_reader final : public Replay_reader {
 public:
     // Attaches to `name`, waiting for the writer to create it; throws Stopped,
     // or Ring_error if another live reader holds it.
@@ -129,19 +130,15 @@ public:
     Ring_end end() const { return end_; }
     void release() override;
     const Memory_regions& regions() const override { return regions_; }
-    // As an MFP source (a readout driver's ring): releases the MFPs before
-    // event `first_event_id`, so that a unit joining a running set starts
-    // where the set is. An element without a readable MFP header stops the
-    // skip (the RU's own check then rejects it). Throws if the ring's MFPs
-    // start past that event, or what next() throws.
-    void skip_to(std::uint64_t first_event_id) override;
-
     pid_t writer_pid() const;
     // Whether this reader took over a ring another reader had already read
     // from (it resumes after that reader's last release).
     bool resumed() const { return resumed_; }
 
 private:
+    void put_back() override;
+    std::string description() const override { return "ring " + name_; }
+
     std::string name_;
     Ring_mapping map_;
     std::uint64_t capacity_ = 0;
