@@ -59,7 +59,7 @@ const (
 )
 
 // EventBuilderRunSpec is the desired state of an event-building run.
-// +kubebuilder:validation:XValidation:rule="!has(self.builder.source) || !has(self.builder.source.shm) || (has(self.builder.output) && !has(self.builder.output.check))",message="spec.builder.output.check verifies events against the generator's fragments, which a readout driver's do not follow: with spec.builder.source.shm set spec.builder.output.shm (a consumer that knows the driver's data) or spec.builder.output.discard"
+// +kubebuilder:validation:XValidation:rule="!has(self.builder.source) || !(has(self.builder.source.shm) || has(self.builder.source.file)) || (has(self.builder.output) && !has(self.builder.output.check))",message="spec.builder.output.check verifies events against the generator's fragments, which a readout driver's or a file's need not follow: with spec.builder.source.shm or spec.builder.source.file set spec.builder.output.shm (a consumer that knows the data) or spec.builder.output.discard"
 // +kubebuilder:validation:XValidation:rule="!has(self.spares) || self.spares == 0 || has(self.fabricRef)",message="spec.spares: warm spares are endpoints of a Fabric; set spec.fabricRef, or spec.spares to 0"
 // +kubebuilder:validation:XValidation:rule="!has(self.builder.transport) || self.builder.transport != 'verbs' || (has(self.resources) && has(self.resources.rdma))",message="spec.builder.transport verbs needs spec.resources.rdma: the RDMA device plugin's resource (e.g. rdma/hca_numa{numa}) is what puts the NIC's /dev/infiniband devices in the pod; set spec.resources.rdma (with spec.resources.cpus and spec.resources.memory), or spec.builder.transport to tcp"
 // +kubebuilder:validation:XValidation:rule="has(self.fabricRef) || !has(self.resources) || !((has(self.resources.rdma) && self.resources.rdma.contains('{numa}')) || (has(self.resources.network) && self.resources.network.contains('{numa}')) || (has(self.resources.readout) && self.resources.readout.resource.contains('{numa}')))",message="spec.resources: {numa} in rdma, readout.resource or network stands for the endpoint's NUMA node, which only a run on a Fabric has; set spec.fabricRef, or name one resource without {numa}"
@@ -298,7 +298,7 @@ const (
 )
 
 // SourceSpec selects the data source of the readout units: exactly one.
-// +kubebuilder:validation:XValidation:rule="(has(self.generator) ? 1 : 0) + (has(self.shm) ? 1 : 0) == 1",message="spec.builder.source must name exactly one data source: set spec.builder.source.generator or spec.builder.source.shm"
+// +kubebuilder:validation:XValidation:rule="(has(self.generator) ? 1 : 0) + (has(self.shm) ? 1 : 0) + (has(self.file) ? 1 : 0) == 1",message="spec.builder.source must name exactly one data source: set spec.builder.source.generator, spec.builder.source.shm or spec.builder.source.file"
 type SourceSpec struct {
 	// generator synthesises fragments in the builder itself.
 	// +optional
@@ -311,6 +311,30 @@ type SourceSpec struct {
 	// cards).
 	// +optional
 	Shm *ShmSource `json:"shm,omitempty"`
+
+	// file: each RU replays recorded MFPs from a file on a volume (e.g.
+	// MFPs an eb-readout-emulator --file wrote, or a recorded run's).
+	// +optional
+	File *FileSource `json:"file,omitempty"`
+}
+
+// FileSource is a file of MFPs per rank on a PersistentVolumeClaim, mounted
+// read-only in every builder pod at /var/lib/eventbuilder/source.
+type FileSource struct {
+	// claimName of the PersistentVolumeClaim holding the files, in the
+	// run's namespace; it must allow every node of the run to mount it
+	// (ReadOnlyMany, or a node-local volume per server).
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	ClaimName string `json:"claimName"`
+
+	// path of a rank's file in the volume; {rank} stands for the rank,
+	// whose source id its MFPs must carry, e.g. run255003/source-{rank}.mfp.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(p, p == '..')",message="spec.builder.source.file.path is relative to the volume: no leading '/' and no '..'"
+	// +required
+	Path string `json:"path"`
 }
 
 // ShmSource is the readout driver's ring and container.

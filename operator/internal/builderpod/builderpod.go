@@ -164,11 +164,11 @@ func Args(run *ebv1.EventBuilderRun, rank int32, place *Placement) []string {
 		"--data-key-file", DataKeyPath,
 		"--packing-factor", strconv.Itoa(int(b.PackingFactor)),
 	}
-	// A readout driver's fragments are the driver's to size.
-	if shmSource(b) == nil {
+	// A readout driver's or a file's fragments are theirs to size.
+	if shmSource(b) == nil && fileSource(b) == nil {
 		args = append(args, "--fragment-size", strconv.Itoa(int(fragmentSize)))
 	}
-	args = append(args, dataflowArgs(b)...)
+	args = append(args, dataflowArgs(b, rank)...)
 	// The builder's defaults go unsaid (tcp, check, drop, its timeouts):
 	// pods keep the command line (and spec hash) they always had.
 	if b.Transport == ebv1.TransportVerbs {

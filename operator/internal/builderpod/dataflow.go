@@ -2,6 +2,7 @@ package builderpod
 
 import (
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -48,6 +49,21 @@ func shmSource(b ebv1.BuilderSpec) *ebv1.ShmSource {
 	return b.Source.Shm
 }
 
+func fileSource(b ebv1.BuilderSpec) *ebv1.FileSource {
+	if b.Source == nil {
+		return nil
+	}
+	return b.Source.File
+}
+
+// SourceDir is where a file source's volume is mounted in the builder.
+const SourceDir = "/var/lib/eventbuilder/source"
+
+// sourceFile is the path of a rank's file in the builder container.
+func sourceFile(f *ebv1.FileSource, rank int32) string {
+	return SourceDir + "/" + strings.ReplaceAll(f.Path, "{rank}", strconv.Itoa(int(rank)))
+}
+
 func shmOutput(b ebv1.BuilderSpec) *ebv1.ShmOutput {
 	if b.Output == nil {
 		return nil
@@ -55,11 +71,15 @@ func shmOutput(b ebv1.BuilderSpec) *ebv1.ShmOutput {
 	return b.Output.Shm
 }
 
-// dataflowArgs are the builder flags of the run's source and output rings.
-func dataflowArgs(b ebv1.BuilderSpec) []string {
+// dataflowArgs are the builder flags of the run's source rings or file
+// and output ring.
+func dataflowArgs(b ebv1.BuilderSpec, rank int32) []string {
 	var args []string
 	if shmSource(b) != nil {
 		args = append(args, "--source", "shm")
+	}
+	if f := fileSource(b); f != nil {
+		args = append(args, "--source", "file", "--source-file", sourceFile(f, rank))
 	}
 	if out := shmOutput(b); out != nil {
 		args = append(args, "--output", "shm", "--ring-mib", strconv.Itoa(int(out.RingMiB)))
@@ -71,6 +91,13 @@ func dataflowArgs(b ebv1.BuilderSpec) []string {
 // pod, and the /dev/shm they share with the builder (pod.Spec.Containers[0]).
 // unitEnv is what every container is told of the unit.
 func addDataflow(pod *corev1.Pod, run *ebv1.EventBuilderRun, rank int32, place *Placement, unitEnv []corev1.EnvVar, sc *corev1.SecurityContext) {
+	if f := fileSource(run.Spec.Builder); f != nil {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "source", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: f.ClaimName, ReadOnly: true},
+		}})
+		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts,
+			corev1.VolumeMount{Name: "source", MountPath: SourceDir, ReadOnly: true})
+	}
 	src, out := shmSource(run.Spec.Builder), shmOutput(run.Spec.Builder)
 	if src == nil && out == nil {
 		return

@@ -188,3 +188,29 @@ func TestReadoutStreamsGoToTheDriver(t *testing.T) {
 		t.Errorf("a run without a driver: the builder asks for %d cards, want readout.count 1", got.Value())
 	}
 }
+
+// A file source: each rank replays its own file from the claim, mounted
+// read-only in the builder.
+func TestFileSourceMountsTheClaimAndNamesTheRanksFile(t *testing.T) {
+	run := testRun("replay", 2)
+	run.Spec.Builder.Source = &ebv1.SourceSpec{File: &ebv1.FileSource{ClaimName: "recorded", Path: "run255003/source-{rank}.mfp"}}
+	run.Spec.Builder.Output = &ebv1.OutputSpec{Discard: &ebv1.DiscardOutput{}}
+	pod := Pod(run, 1, nil, "uid")
+	args := strings.Join(pod.Spec.Containers[0].Args, " ")
+	if !strings.Contains(args, "--source file --source-file /var/lib/eventbuilder/source/run255003/source-1.mfp") ||
+		strings.Contains(args, "--fragment-size") {
+		t.Errorf("args %q", args)
+	}
+	var claim *corev1.PersistentVolumeClaimVolumeSource
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == "source" {
+			claim = v.PersistentVolumeClaim
+		}
+	}
+	if claim == nil || claim.ClaimName != "recorded" || !claim.ReadOnly || !slices.Contains(mountsOf(pod.Spec.Containers[0]), SourceDir) {
+		t.Errorf("claim %+v, mounts %v", claim, mountsOf(pod.Spec.Containers[0]))
+	}
+	if len(pod.Spec.InitContainers) != 0 {
+		t.Errorf("a file source got a driver")
+	}
+}
