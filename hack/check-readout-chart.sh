@@ -27,4 +27,9 @@ if "$plugin" --check-config --config "$work/bad.json" 2>"$work/err"; then
   exit 1
 fi
 grep -q 'nodes\[eb0\].cards\[0\].device' "$work/err" || { cat "$work/err" >&2; echo "check-readout-chart: the refusal does not name the field" >&2; exit 1; }
-echo "readout device plugin chart: rendered configuration accepted, a bad one refused naming the field"
+# A node-local file instead of the ConfigMap: mounted from the host, no ConfigMap.
+"$helm" template eb "$root/charts/eventbuilder-operator" --show-only templates/readout-device-plugin.yaml \
+  --set readoutDevicePlugin.enabled=true --set readoutDevicePlugin.hostConfig=/etc/eventbuilder/readout-cards.json >"$work/host.yaml"
+grep -q -- '--config=/etc/eventbuilder/readout-cards/readout-cards.json' "$work/host.yaml" && ! grep -q 'kind: ConfigMap' "$work/host.yaml" ||
+  { echo "check-readout-chart: hostConfig does not render a host-mounted configuration" >&2; exit 1; }
+echo "readout device plugin chart: rendered configuration accepted, a bad one refused naming the field, a node-local one mounted"
