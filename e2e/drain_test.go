@@ -22,10 +22,12 @@ import (
 const drainBound = 60 * time.Second
 
 // kubectl drain of the server running both live units of a run: the cordon
-// moves them to the spares on the other worker by a planned move (reason
-// NodeCordoned), the run's PodDisruptionBudget keeps the drain from
-// evicting a builder meanwhile, and the drain completes once the operator
-// has removed the run's pods there itself. Uncordoned, the server's
+// moves them to the spares on the other worker by planned moves (reason
+// NodeCordoned), one at a time so that the set's place in the event stream
+// goes on (each a clean switch at a cycle boundary, the old pod building
+// until then); the run's PodDisruptionBudget keeps the drain from evicting
+// a builder meanwhile, and the drain completes once the operator has
+// removed the run's pods there itself. Uncordoned, the server's
 // endpoints stand by as spares again. Each step prints its time.
 func TestDrainingAServerMovesItsUnitsFirst(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
@@ -53,6 +55,11 @@ func TestDrainingAServerMovesItsUnitsFirst(t *testing.T) {
 		}
 	}
 
+	// Where the set is in the event stream before the drain.
+	var position int64
+	for _, u := range run.Status.Units {
+		position = max(position, u.NextEvent)
+	}
 	started := time.Now()
 	drain := exec.CommandContext(ctx, env.kubectl, "--kubeconfig", env.kubeconfig, "drain", victim,
 		"--ignore-daemonsets", "--delete-emptydir-data", "--timeout", drainBound.String())
@@ -71,6 +78,18 @@ func TestDrainingAServerMovesItsUnitsFirst(t *testing.T) {
 	drainTook := time.Since(started)
 	t.Logf("kubectl drain said:\n%s", strings.TrimSpace(string(drainOut)))
 	waitForEveryUnitToBuild(ctx, t, run, run.DeepCopy(), "on the spares after the drain", &seen)
+	// Clean switches: one unit at a time, so the units that stayed carried
+	// the set's place in the event stream to the spares, which went on from
+	// there instead of building events 0, 1, ... again.
+	if run.Status.Epoch != before.Status.Epoch+2 {
+		t.Errorf("epoch %d after the drain, want %d: each unit moved by a table of its own", run.Status.Epoch, before.Status.Epoch+2)
+	}
+	for _, u := range run.Status.Units {
+		if u.NextEvent < position || u.EventsDropped != 0 {
+			t.Errorf("rank %d after the drain: next event %d, %d dropped; want at least %d (where the set was before), none dropped",
+				u.Rank, u.NextEvent, u.EventsDropped, position)
+		}
+	}
 	var pods corev1.PodList
 	if err := k8sClient.List(ctx, &pods, client.InNamespace(namespaceName)); err != nil {
 		t.Fatal(err)

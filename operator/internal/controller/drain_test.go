@@ -33,9 +33,9 @@ func setCordoned(t *testing.T, name string, cordoned bool) {
 }
 
 // A drain starts with a cordon. The units of a cordoned server move to
-// spares at once, as a planned move, and their old pods go (a drain then
-// finds nothing of the run left to evict, while the run's
-// PodDisruptionBudget refuses evictions meanwhile); units with no spare
+// spares at once, as a planned move, and their old pods go once the set
+// switched to the new table (a drain then finds nothing of the run left to
+// evict, while the run's PodDisruptionBudget refuses evictions meanwhile); units with no spare
 // left stay, with a Warning, and move as soon as a spare appears; a
 // server uncordoned offers its endpoints as spares again.
 func TestCordonedServerIsDrainedToSpares(t *testing.T) {
@@ -87,7 +87,14 @@ func TestCordonedServerIsDrainedToSpares(t *testing.T) {
 	if got := moves(fo); got != "4->0 NodeCordoned, 5->1 NodeCordoned" {
 		t.Errorf("lastFailover moves %s, want srv2's units on srv0", got)
 	}
-	now := waitPods(t, ns, "drain", "drain-eb-0", "drain-eb-1", "drain-eb-2", "drain-eb-3", "drain-eb-6")
+	// srv2's pods build on until the set switched to epoch 4, which the
+	// builders on srv0 join once they run.
+	now := waitPods(t, ns, "drain", "drain-eb-0", "drain-eb-1", "drain-eb-2", "drain-eb-3", "drain-eb-4", "drain-eb-5", "drain-eb-6")
+	for _, name := range []string{"drain-eb-0", "drain-eb-1"} {
+		pod := now[name]
+		startPod(t, &pod)
+	}
+	now = waitPods(t, ns, "drain", "drain-eb-0", "drain-eb-1", "drain-eb-2", "drain-eb-3", "drain-eb-6")
 	for name, pod := range now {
 		if node := builderpod.Node(&pod); node == "drain-srv2" {
 			t.Errorf("pod %s placed on cordoned %s", name, node)

@@ -51,6 +51,11 @@ import (
 	"daq.io/eventbuilder/operator/internal/shortlist"
 )
 
+// switchHold bounds how long a planned move's old pods wait for the set to
+// switch to the table that moved them (runplan.HeldForSwitch): the
+// configure, a cycle boundary and the joiners' connections take seconds.
+const switchHold = 30 * time.Second
+
 // maxConcurrentPolls bounds the builders polled at once per run.
 const maxConcurrentPolls = 64
 
@@ -310,8 +315,11 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			}
 		}
 		// Units on a cordoned node move before a drain may evict them (the
-		// run's PodDisruptionBudget holds it meanwhile).
-		failures = append(failures, runplan.Draining(table, endpoints, cordoned, failures)...)
+		// run's PodDisruptionBudget holds it meanwhile), each planned move
+		// once the set switched to the table before it.
+		if runplan.Switched(table, run.Status.Units) {
+			failures = append(failures, runplan.Draining(table, endpoints, cordoned, failures)...)
+		}
 		next, err := runplan.Recover(*fabric, table, failures, run.Spec.FailurePolicy)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -389,7 +397,10 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	if err := r.checkNetworks(ctx, run, table, endpoints); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.syncPods(ctx, run, table, endpoints, cordoned, pods, !stopped, string(secret.UID)); err != nil {
+	// A planned move's old pods build on until the set switched.
+	lastMove, _ := record[*ebv1.FailoverStatus](cm, annLastFailover) // checked above
+	held := runplan.HeldForSwitch(table, lastMove, run.Status.Units, now, switchHold)
+	if err := r.syncPods(ctx, run, table, endpoints, cordoned, pods, held, !stopped, string(secret.UID)); err != nil {
 		var create *podCreateError
 		if errors.As(err, &create) {
 			// Quota, admission policy or an invalid resource name: say so
@@ -1144,7 +1155,8 @@ func (e *podCreateError) Unwrap() error { return e.err }
 
 // syncPods makes pods match the table: one pod per live and spare rank
 // (if start), on its endpoint's node, but none for a spare on a cordoned
-// node (so that a drain can go on); it deletes the others, pods that
+// node (so that a drain can go on); it deletes the others (but the running
+// pods of held ranks: a planned move's, until the set switched), pods that
 // ended (evicted or refused at admission: they never restart in place),
 // pods on the wrong node and pods whose spec hash differs from what the
 // run renders now (image, resources, control Secret: never the table,
@@ -1152,7 +1164,8 @@ func (e *podCreateError) Unwrap() error { return e.err }
 // kept: the spare is not used (runplan.FailedSpares) and the pod shows
 // why, until someone deletes it. pods is updated to what remains.
 func (r *EventBuilderRunReconciler) syncPods(ctx context.Context, run *ebv1.EventBuilderRun, t planner.RankTable,
-	endpoints map[string]planner.Endpoint, cordoned map[string]bool, pods map[int32]*corev1.Pod, start bool, secretUID string) error {
+	endpoints map[string]planner.Endpoint, cordoned map[string]bool, pods map[int32]*corev1.Pod, held map[int32]bool, start bool,
+	secretUID string) error {
 	log := logf.FromContext(ctx)
 	want := map[int32]*corev1.Pod{}
 	spare := map[int32]bool{}
@@ -1180,6 +1193,9 @@ func (r *EventBuilderRunReconciler) syncPods(ctx context.Context, run *ebv1.Even
 		misplaced := keep && builderpod.Node(next) != "" && builderpod.Node(pod) != builderpod.Node(next)
 		stale := keep && pod.Annotations[builderpod.SpecHashAnnotation] != next.Annotations[builderpod.SpecHashAnnotation]
 		if keep && (!ended || failedSpare) && !misplaced && !stale {
+			continue
+		}
+		if !keep && held[rank] && !ended {
 			continue
 		}
 		if pod.DeletionTimestamp.IsZero() {

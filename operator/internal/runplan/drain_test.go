@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +44,9 @@ func TestDraining(t *testing.T) {
 		{"no spare: both held, no new table", 4, 0, "s1", nil, "", "2 3", ""},
 		{"a cordoned server of spares moves nothing", 5, 2, "s1", nil, "", "", ""},
 		{"a unit already failing is not planned twice", 5, 2, "s0", []Failure{{Rank: 0, Reason: "PodFailed"}}, "1->3", "", ""},
+		// Every unit that builds on the cordoned server: the last waits, so
+		// the set's place in the event stream goes on through it.
+		{"the whole set on the server: all but one move now", 2, 2, "s0", nil, "0->2", "", ".LLS"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec, nodes := fabric()
@@ -83,6 +87,43 @@ func TestDraining(t *testing.T) {
 				t.Errorf("spares left %d on a cordoned server, want 0", n)
 			}
 		})
+	}
+}
+
+// A planned move's old pods stay until the set switched to the new table,
+// at most the hold; other moves' pods and other epochs' go at once.
+func TestHeldForSwitch(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	_, table := plan(t, 2, 2, nil)
+	table.Epoch = 3
+	spare := int32(2)
+	moved := &ebv1.FailoverStatus{Epoch: 3, CompletedTime: metav1.NewMicroTime(t0),
+		Moves: []ebv1.UnitMove{{FailedRank: 0, Reason: ebv1.EndpointNodeCordoned, SpareRank: &spare}}}
+	pending := []ebv1.UnitStatus{{Rank: 0, Epoch: 2, PendingEpoch: 3}, {Rank: 1, Epoch: 2, PendingEpoch: 3}}
+	switched := []ebv1.UnitStatus{{Rank: 0, Epoch: 3}, {Rank: 1, Epoch: 3}}
+	lost := moved.DeepCopy()
+	lost.Moves[0].Reason = ReasonPeerLost
+	older := moved.DeepCopy()
+	older.Epoch = 2
+	for _, tc := range []struct {
+		name  string
+		last  *ebv1.FailoverStatus
+		units []ebv1.UnitStatus
+		after time.Duration
+		want  string
+	}{
+		{"planned, not switched yet", moved, pending, time.Second, "map[0:true]"},
+		{"planned, switched", moved, switched, time.Second, "map[]"},
+		{"planned, held too long", moved, pending, time.Minute, "map[]"},
+		{"a lost unit's pod is not held", lost, pending, time.Second, "map[]"},
+		{"a move of an earlier epoch", older, pending, time.Second, "map[]"},
+	} {
+		if got := fmt.Sprint(HeldForSwitch(table, tc.last, tc.units, t0.Add(tc.after), 30*time.Second)); got != tc.want {
+			t.Errorf("%s: held %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	if Switched(table, switched[:1]) {
+		t.Errorf("switched with a live rank unreported")
 	}
 }
 

@@ -226,18 +226,64 @@ type Failure struct {
 
 // Draining finds the live ranks of t whose endpoint's node is cordoned,
 // except those in failed (already failing for another reason): planned
-// moves, in rank order.
+// moves, in rank order. A planned move is a clean switch: the units that
+// stay carry the set's place in the event stream to the spares that join.
+// So it never moves every unit that still builds at once: the last of them
+// waits for the next table (after this one's switch), when the units it
+// joins carry that place on.
 func Draining(t planner.RankTable, endpoints map[string]planner.Endpoint, cordoned map[string]bool, failed []Failure) []Failure {
 	var out []Failure
+	staying := 0
 	for _, r := range t.Ranks {
+		if r.Role != planner.Live || slices.ContainsFunc(failed, func(f Failure) bool { return f.Rank == r.Rank }) {
+			continue
+		}
 		ep, ok := endpoints[r.Endpoint]
-		if r.Role != planner.Live || !ok || !cordoned[ep.Node] ||
-			slices.ContainsFunc(failed, func(f Failure) bool { return f.Rank == r.Rank }) {
+		if !ok || !cordoned[ep.Node] {
+			staying++
 			continue
 		}
 		out = append(out, Failure{Rank: r.Rank, Reason: ebv1.EndpointNodeCordoned, Planned: true})
 	}
+	if staying == 0 && len(out) > 0 {
+		out = out[:len(out)-1]
+	}
 	return out
+}
+
+// Switched says whether every live rank of t runs t's epoch, as the
+// builders last reported (units: the run's status.units): the set
+// switched to the table, nothing pending.
+func Switched(t planner.RankTable, units []ebv1.UnitStatus) bool {
+	for _, r := range t.Ranks {
+		if r.Role != planner.Live {
+			continue
+		}
+		i := slices.IndexFunc(units, func(u ebv1.UnitStatus) bool { return u.Rank == int32(r.Rank) })
+		if i < 0 || units[i].Epoch != t.Epoch || units[i].PendingEpoch != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// HeldForSwitch are the ranks a planned move of t's epoch took out (last:
+// the run's last failover) whose pods stay until the set switched to t: up
+// to then they build with it, and the switch at a cycle boundary loses no
+// event. Past holdFor after the move they go anyway, so that a set that
+// does not switch cannot hold a drain for good.
+func HeldForSwitch(t planner.RankTable, last *ebv1.FailoverStatus, units []ebv1.UnitStatus, now time.Time,
+	holdFor time.Duration) map[int32]bool {
+	if last == nil || last.Epoch != t.Epoch || now.Sub(last.CompletedTime.Time) >= holdFor || Switched(t, units) {
+		return nil
+	}
+	held := map[int32]bool{}
+	for _, m := range last.Moves {
+		if m.Reason == ebv1.EndpointNodeCordoned && m.SpareRank != nil {
+			held[m.FailedRank] = true
+		}
+	}
+	return held
 }
 
 // ReasonPeerLost is the failure reason of a unit its peers report lost.
