@@ -44,6 +44,10 @@ func TestLosingAServerWithItsDNS(t *testing.T) {
 	defer placeCoreDNS(context.Background(), t, nil)
 	run := runOnTwoServers(ctx, t, key, fabricName, victim, survivor)
 	before := run.DeepCopy()
+	var position int64 // where the set was in the event stream, as last reported
+	for _, u := range before.Status.Units {
+		position = max(position, u.NextEvent)
+	}
 
 	stopped := time.Now()
 	// Killed, not stopped: a server that loses power shuts nothing down
@@ -62,6 +66,13 @@ func TestLosingAServerWithItsDNS(t *testing.T) {
 	}
 	if building > serverLossBound {
 		t.Errorf("events flowed again %s after the server was lost, want under %s", building.Round(time.Millisecond), serverLossBound)
+	}
+	// Every unit of the set was lost: the spares go on from the table's
+	// resumeEvent, never from event 0 again.
+	for _, u := range run.Status.Units {
+		if u.NextEvent < position {
+			t.Errorf("rank %d on the spares at event %d, before %d where the lost set was: event ids built twice", u.Rank, u.NextEvent, position)
+		}
 	}
 
 	// Back: once its node was marked NotReady (a server gone for good, as

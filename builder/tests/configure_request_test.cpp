@@ -63,6 +63,7 @@ TEST(ConfigureRequest, ReadsUnfoldedTablesAndOptionalRun) {
               (std::vector<Rank_function>{Rank_function::bu, Rank_function::ru, Rank_function::dummy}))
         << "a dummy's function is ignored";
     EXPECT_EQ(request->run, "");
+    EXPECT_EQ(request->resume_event, 0u) << "absent: no hint";
 }
 
 // The example with changes at JSON pointers: a value, or (nullopt) removed.
@@ -77,6 +78,12 @@ std::string changed(std::initializer_list<std::pair<const char*, std::optional<J
     return body.dump();
 }
 std::string changed(const char* pointer, const std::optional<Json>& value) { return changed({{pointer, value}}); }
+
+TEST(ConfigureRequest, ReadsTheResumeHint) {
+    const auto hinted = parse_configure_request(changed("/table/resumeEvent", 123000), std::nullopt);
+    ASSERT_TRUE(std::holds_alternative<Configure_request>(hinted)) << std::get<std::string>(hinted);
+    EXPECT_EQ(std::get<Configure_request>(hinted).resume_event, 123000u);
+}
 
 TEST(ConfigureRequest, ErrorsNameTheFieldAndTheFix) {
     struct Case {
@@ -103,6 +110,7 @@ TEST(ConfigureRequest, ErrorsNameTheFieldAndTheFix) {
         {changed("/table/epoch", 0), "table.epoch '0': expected a whole number >= 1"},
         {changed("/table/epoch", "2"), "table.epoch '2': expected a whole number >= 1"},
         {changed("/table/epoch", std::nullopt), "table.epoch: missing; expected a whole number >= 1"},
+        {changed("/table/resumeEvent", -5), "table.resumeEvent '-5': expected a whole number >= 0"},
         {changed("/table/layout", "folded"), "table.layout 'folded': expected Folded or Unfolded"},
         {changed("/table/layout", std::nullopt), "table.layout: missing; expected Folded or Unfolded"},
         {changed("/table/ranks", Json::array()),

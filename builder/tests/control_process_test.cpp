@@ -182,6 +182,37 @@ TEST(ControlProcess, APodsReadoutDriverAndConsumerFollowAFailover) {
         EXPECT_FALSE(entry.path().filename().string().starts_with("eb-" + run + "-")) << entry.path() << " left behind";
 }
 
+// Every unit of a running set lost at once (a server with all of them): the
+// spares that take over have no unit in session to learn the set's place
+// from. The table's resumeEvent (where the operator last saw the run, plus
+// what may have been built since) is where they go on: event ids are never
+// built twice.
+TEST(ControlProcess, SparesTakingOverTheWholeSetGoOnFromTheResumeEvent) {
+    Controlled_set set(4);
+    ASSERT_TRUE(set.all_answer()) << set.logs();
+    set.configure_all(1, {0, 1});
+    set.command_all("start");
+    ASSERT_TRUE(test::eventually([&] { return set.number(1, "events_built") > 0; }, 20s)) << set.logs();
+    ASSERT_EQ(set.command(0, "pause").status, 200);
+    ASSERT_TRUE(set.all_report({0, 1}, R"("activity":"paused")", 10s)) << set.logs();
+    const std::uint64_t resume = set.number(0, "next_event");
+    for (const Rank rank : {0, 1}) set.process(rank).signal(SIGKILL);
+
+    for (const Rank rank : {2, 3}) {
+        std::string body = set.configure_body(rank, 2, {2, 3});
+        body.replace(body.find("\"epoch\":2"), 9, "\"epoch\":2,\"resumeEvent\":" + std::to_string(resume));
+        ASSERT_EQ(set.command(rank, "configure", body).status, 200) << body;
+    }
+    ASSERT_TRUE(test::eventually([&] { return set.number(3, "events_built") > 0; }, 20s)) << set.logs();
+    ASSERT_EQ(set.command(2, "stop").status, 200);
+    ASSERT_TRUE(set.all_report({2, 3}, R"("state":"READY")", 10s)) << set.logs();
+    const Controlled_set::Totals spares = set.totals({2, 3});
+    const std::uint64_t next_event = set.number(2, "next_event");
+    EXPECT_EQ(spares.built, next_event - resume) << "the spares built exactly the events from " << resume << " on";
+    EXPECT_EQ(spares.incomplete + spares.dropped, 0u);
+    EXPECT_EQ(set.parse_errors(2) + set.parse_errors(3), 0u) << "each MEP in sequence from the resume event";
+}
+
 TEST(ControlProcess, AKilledUnitIsReportedWithinASecondAndTheCountsAddUp) {
     Controlled_set set(4);
     ASSERT_TRUE(set.all_answer()) << set.logs();

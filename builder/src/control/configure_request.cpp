@@ -120,6 +120,8 @@ Configure_request parse_document(const Json& body, std::optional<Rank> required_
         request.run = run->get<std::string>();
     }
     request.epoch = whole_number(member(table, "epoch", "table.epoch", "a whole number >= 1"), "table.epoch", 1);
+    if (const auto resume = table.find("resumeEvent"); resume != table.end())
+        request.resume_event = whole_number(*resume, "table.resumeEvent", 0);
     const Layout layout = parse_layout(table);
 
     const Json& ranks = member(table, "ranks", "table.ranks", "an array with one entry per rank");

@@ -156,8 +156,11 @@ Command_outcome Unit::configure(const Configure_request& request) {
         if (request.epoch < newest->epoch)
             return refused("epoch " + std::to_string(request.epoch) + " is older than epoch " +
                            std::to_string(newest->epoch) + ", which this unit holds; epochs only go forward");
+        // The same table again; its resume hint may have moved on since.
+        Configure_request same = request;
+        same.resume_event = newest->resume_event;
         if (request.epoch == newest->epoch)
-            return request == *newest ? Command_outcome{}
+            return same == *newest ? Command_outcome{}
                                       : refused("epoch " + std::to_string(request.epoch) +
                                                 " was configured with another table; publish the change as a new epoch");
     }
@@ -300,6 +303,9 @@ Unit::Session_end Unit::run_session(Configure_request table) {
     if (!buffers_) buffers_.emplace(config_, rank, status_, session_stop_);
     buffers_->fit(ranks);  // before connecting: a source ring may take a while
 
+    // A set started afresh goes on past where the operator last saw the run
+    // (its hello carries it to the others); a set being joined overrides it.
+    next_chunk_ = std::max(next_chunk_, (table.resume_event + config_.packing_factor - 1) / config_.packing_factor);
     const Mesh_position position{static_cast<std::uint32_t>(table.epoch), false, next_chunk_, cycles_done_,
                                  config_.transport == Transport_kind::verbs};
     auto connections = connect_peers(*session_listener(), rank, table.peers, live_ranks(ranks), position,

@@ -443,7 +443,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 					return ctrl.Result{}, err
 				}
 			}
-			configured, missing, err := r.drive(ctx, run, table, doc, pods, ips, poll, blind, string(secret.Data[builderpod.ControlTokenKey]))
+			configured, missing, err := r.drive(ctx, run, table, doc, pods, ips, held, poll, blind, string(secret.Data[builderpod.ControlTokenKey]))
 			controlErr = err
 			setConfigured(run, table.Epoch, configured, missing)
 			if configured {
@@ -869,7 +869,8 @@ func (r *EventBuilderRunReconciler) ensureSecret(ctx context.Context, run *ebv1.
 // It says whether every live builder now holds the epoch, which live
 // ranks do not, and which builders refused or did not answer.
 func (r *EventBuilderRunReconciler) drive(ctx context.Context, run *ebv1.EventBuilderRun, table planner.RankTable,
-	doc ranktable.Document, pods map[int32]*corev1.Pod, ips map[int32]string, poll *builderstatus.Poll, blind bool, token string) (bool, []int32, error) {
+	doc ranktable.Document, pods map[int32]*corev1.Pod, ips map[int32]string, held map[int32]bool, poll *builderstatus.Poll, blind bool,
+	token string) (bool, []int32, error) {
 	var builders []lifecycle.Builder
 	var live []int32
 	urls := map[int32]string{}
@@ -878,7 +879,10 @@ func (r *EventBuilderRunReconciler) drive(ctx context.Context, run *ebv1.EventBu
 		if rk.Role == planner.Live {
 			live = append(live, rank)
 		}
-		if _, running := ips[rank]; !running {
+		// A held pod (a planned move's, a dummy now) takes the new table
+		// too: the set it builds with switches once every unit holds it.
+		_, running := ips[rank]
+		if pod := pods[rank]; !running && !(held[rank] && pod != nil && pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "") {
 			continue
 		}
 		b := lifecycle.Builder{Rank: rank, Live: rk.Role == planner.Live}
@@ -1063,7 +1067,9 @@ func (r *EventBuilderRunReconciler) publish(ctx context.Context, run *ebv1.Event
 	if run.Spec.FabricRef != nil {
 		fabric = run.Spec.FabricRef.Name
 	}
-	data, err := ranktable.New(run.Name, fabric, t, builderpod.Peers(run.Name, int32(t.N())), endpoints).Marshal()
+	doc := ranktable.New(run.Name, fabric, t, builderpod.Peers(run.Name, int32(t.N())), endpoints)
+	doc.ResumeEvent = runplan.ResumeEvent(run.Status, observed)
+	data, err := doc.Marshal()
 	if err != nil {
 		return nil, err
 	}

@@ -41,8 +41,14 @@ type Document struct {
 	Fabric string `json:"fabric,omitempty"`
 	// Epoch increments with every new table; builders switch to it at a
 	// common phase boundary.
-	Epoch  int64  `json:"epoch"`
-	Layout string `json:"layout"`
+	Epoch int64 `json:"epoch"`
+	// ResumeEvent is where a set that starts afresh under this table (no
+	// unit of it already building: every one it had was lost or moved)
+	// goes on, past every event the run may have built: the operator's
+	// estimate when it published the table (runplan.ResumeEvent). Units
+	// joining a building set take its place instead.
+	ResumeEvent int64  `json:"resumeEvent,omitempty"`
+	Layout      string `json:"layout"`
 	// Ranks has one entry per rank, in rank order; its length is N.
 	Ranks []Rank `json:"ranks"`
 }

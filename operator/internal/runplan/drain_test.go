@@ -139,3 +139,18 @@ func TestUncordoned(t *testing.T) {
 		t.Errorf("Uncordoned = %s, want %s (s1 still cordoned, s2 failed for another reason)", got, want)
 	}
 }
+
+// A set started afresh goes on past the furthest event reported and what
+// the last rate could have built since.
+func TestResumeEvent(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	sample := metav1.NewMicroTime(t0)
+	st := ebv1.EventBuilderRunStatus{EventRate: 1000, LastSampleTime: &sample,
+		Units: []ebv1.UnitStatus{{Rank: 0, NextEvent: 40000}, {Rank: 1, NextEvent: 42000}}}
+	if got := ResumeEvent(st, t0.Add(1500*time.Millisecond)); got != 43500 {
+		t.Errorf("resume %d, want 42000 + 1000/s x 1.5 s = 43500", got)
+	}
+	if got := ResumeEvent(ebv1.EventBuilderRunStatus{}, t0); got != 0 {
+		t.Errorf("resume %d before any report, want 0", got)
+	}
+}

@@ -8,6 +8,7 @@ package runplan
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -661,3 +662,22 @@ func (r Recovery) Summary() string {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// ResumeEvent is where a set that starts afresh under a table published
+// now goes on (the table's resumeEvent): past every event the run's units
+// may have built, the furthest next event they reported (st.Units) plus
+// what the run's last rate could have built since that poll. 0 before any
+// report.
+func ResumeEvent(st ebv1.EventBuilderRunStatus, now time.Time) int64 {
+	var next int64
+	for _, u := range st.Units {
+		next = max(next, u.NextEvent)
+	}
+	if next == 0 || st.LastSampleTime == nil {
+		return next
+	}
+	if since := now.Sub(st.LastSampleTime.Time).Seconds(); since > 0 {
+		next += int64(math.Ceil(float64(st.EventRate) * since))
+	}
+	return next
+}
