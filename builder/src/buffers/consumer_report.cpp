@@ -40,9 +40,14 @@ Consumer_report_writer::Consumer_report_writer(std::string ring) : name_(consume
     ::shm_unlink(name_.c_str());  // a crashed consumer's, counting from 0 again
     const Fd fd(::shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0644));
     if (!fd) throw std::runtime_error("shm_open " + name_ + ": " + error_text(errno));
-    if (::ftruncate(fd.get(), sizeof(Consumer_report_segment)) != 0)
-        throw std::runtime_error("ftruncate " + name_ + ": " + error_text(errno));
-    segment_ = map_report(fd.get(), PROT_READ | PROT_WRITE, name_);
+    try {
+        if (::ftruncate(fd.get(), sizeof(Consumer_report_segment)) != 0)
+            throw std::runtime_error("ftruncate " + name_ + ": " + error_text(errno));
+        segment_ = map_report(fd.get(), PROT_READ | PROT_WRITE, name_);
+    } catch (...) {
+        ::shm_unlink(name_.c_str());  // no half-made segment left behind
+        throw;
+    }
     segment_->magic.store(report_magic, std::memory_order_release);
 }
 

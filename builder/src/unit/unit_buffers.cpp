@@ -15,13 +15,20 @@
 
 namespace eb {
 
+namespace {
+// Epochs whose Mep_expectation stays beside the ring.
+constexpr std::size_t kept_expectations = 8;
+}  // namespace
+
 Unit_buffers::Unit_buffers(const Config& config, Rank rank, Unit_status& status, const Stop_flag& stop)
     : config_(config), status_(status), stop_(stop), rank_(rank) {}
 
 Unit_buffers::~Unit_buffers() { close_output(); }
 
+std::string Unit_buffers::mep_ring() const { return ring_name(config_.run_name, rank_, "mep"); }
+
 void Unit_buffers::close_output() {
-    for (const std::uint32_t epoch : published_epochs_) remove_mep_expectation(ring_name(config_.run_name, rank_, "mep"), epoch);
+    for (const std::uint32_t epoch : published_epochs_) remove_mep_expectation(mep_ring(), epoch);
     published_epochs_.clear();
     patient_.reset();
     counted_.reset();
@@ -94,10 +101,10 @@ void Unit_buffers::open_output(const Rank_table& table) {
             break;
         }
         case Output_kind::shm: {
-            auto ring = std::make_unique<Shm_ring_writer>(ring_name(config_.run_name, rank_, "mep"),
+            auto ring = std::make_unique<Shm_ring_writer>(mep_ring(),
                                                           config_.ring_mib << 20, stop_);
             ring_output_ = ring.get();
-            status_.watch_consumer(ring_name(config_.run_name, rank_, "mep"));
+            status_.watch_consumer(mep_ring());
             output_ = std::move(ring);
             break;
         }
@@ -114,10 +121,18 @@ void Unit_buffers::open_output(const Rank_table& table) {
 
 void Unit_buffers::expect(const Rank_table& table, std::uint32_t epoch, std::uint64_t cycle_chunk) {
     const std::uint64_t stride = std::uint64_t{config_.packing_factor} * table.bus().size();
-    if (ring_output_ != nullptr && table.runs_bu(rank_)) {
-        publish_mep_expectation(ring_name(config_.run_name, rank_, "mep"), {epoch, stride, table.rus()});
-        if (std::find(published_epochs_.begin(), published_epochs_.end(), epoch) == published_epochs_.end())
-            published_epochs_.push_back(epoch);
+    // Once per epoch (a table's sources and stride never change), so a
+    // consumer never reads one being rewritten; the oldest go, a lagging
+    // consumer having at most that many epochs' MEPs left to read.
+    if (ring_output_ != nullptr && table.runs_bu(rank_) &&
+        std::find(published_epochs_.begin(), published_epochs_.end(), epoch) == published_epochs_.end()) {
+        const std::string ring = mep_ring();
+        publish_mep_expectation(ring, {epoch, stride, table.rus()});
+        published_epochs_.push_back(epoch);
+        if (published_epochs_.size() > kept_expectations) {
+            remove_mep_expectation(ring, published_epochs_.front());
+            published_epochs_.erase(published_epochs_.begin());
+        }
     }
     if (checking_output_ == nullptr) return;
     Mep_checker& checker = checking_output_->checker();

@@ -59,6 +59,7 @@ public:
     void fail_output();
 
 private:
+    std::string mep_ring() const;  // the MEP ring's shared-memory name
     void close_output();
     void close_source();
     void open_source(const Rank_table& table);

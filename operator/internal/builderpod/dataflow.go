@@ -102,6 +102,9 @@ func addDataflow(pod *corev1.Pod, run *ebv1.EventBuilderRun, rank int32, place *
 	if src == nil && out == nil {
 		return
 	}
+	// The rings tell a live peer from a dead one by its process id: the
+	// three containers must see one another's.
+	pod.Spec.ShareProcessNamespace = ptr.To(true)
 	shm := corev1.VolumeMount{Name: shmVolume, MountPath: shmDir}
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: shmVolume, VolumeSource: corev1.VolumeSource{
 		EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory},
@@ -125,8 +128,6 @@ func addDataflow(pod *corev1.Pod, run *ebv1.EventBuilderRun, rank int32, place *
 				driver.Resources.Requests[name] = count
 			}
 		}
-		// The rank table, as the builder has it.
-		driver.VolumeMounts = append(driver.VolumeMounts, corev1.VolumeMount{Name: "ranks", MountPath: ranktable.MountDir, ReadOnly: true})
 		driver.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
 		pod.Spec.InitContainers = append(pod.Spec.InitContainers, driver)
 	}
@@ -148,7 +149,10 @@ func sideContainer(name string, c ebv1.SideContainer, sc *corev1.SecurityContext
 		Env:             env,
 		Resources:       c.Resources,
 		SecurityContext: sc.DeepCopy(),
-		VolumeMounts:    []corev1.VolumeMount{{Name: shmVolume, MountPath: shmDir}, {Name: "tmp", MountPath: "/tmp"}},
+		// The rings, a scratch dir, and the rank table as the builder has
+		// it (EB_RANK_TABLE).
+		VolumeMounts: []corev1.VolumeMount{{Name: shmVolume, MountPath: shmDir}, {Name: "tmp", MountPath: "/tmp"},
+			{Name: "ranks", MountPath: ranktable.MountDir, ReadOnly: true}},
 	}
 }
 
@@ -202,7 +206,17 @@ func Requests(run *ebv1.EventBuilderRun, place *Placement) corev1.ResourceList {
 		sides = append(sides, ebv1.SideContainer{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{name: count}}})
 	}
 	for _, c := range sides {
-		for name, q := range c.Resources.Requests {
+		// A limit without a request is the request too (as the API server defaults it).
+		asked := c.Resources.Requests.DeepCopy()
+		for name, q := range c.Resources.Limits {
+			if _, ok := asked[name]; !ok {
+				if asked == nil {
+					asked = corev1.ResourceList{}
+				}
+				asked[name] = q
+			}
+		}
+		for name, q := range asked {
 			if sum == nil {
 				sum = corev1.ResourceList{}
 			}

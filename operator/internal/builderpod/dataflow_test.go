@@ -87,8 +87,11 @@ func TestProductionPodRunsDriverBuilderAndConsumer(t *testing.T) {
 			t.Errorf("%s mounts %v, no /dev/shm", name, mountsOf(c))
 		}
 	}
-	if !slices.Contains(mountsOf(driver), "/etc/eventbuilder") {
-		t.Errorf("driver mounts %v, not the rank table", mountsOf(driver))
+	if !slices.Contains(mountsOf(driver), "/etc/eventbuilder") || !slices.Contains(mountsOf(consumer), "/etc/eventbuilder") {
+		t.Errorf("driver mounts %v, consumer %v: both are told EB_RANK_TABLE", mountsOf(driver), mountsOf(consumer))
+	}
+	if pod.Spec.ShareProcessNamespace == nil || !*pod.Spec.ShareProcessNamespace {
+		t.Errorf("the containers do not see one another's processes: the rings could not tell a dead peer")
 	}
 	var shm *corev1.Volume
 	for i := range pod.Spec.Volumes {
@@ -152,8 +155,9 @@ func TestRequestsSumTheSideContainers(t *testing.T) {
 	run.Spec.Builder.Source.Shm.Driver.Resources.Requests = corev1.ResourceList{
 		corev1.ResourceMemory: resource.MustParse("64Mi"), "daq.io/tell40": resource.MustParse("1")}
 	run.Spec.Builder.Output.Shm.Consumer.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}
+	run.Spec.Builder.Output.Shm.Consumer.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Mi")}
 	got := Requests(run, nil)
-	if got.Cpu().String() != "2500m" || got.Memory().String() != "1088Mi" || got.Name("daq.io/tell40", resource.DecimalSI).Value() != 1 {
+	if got.Cpu().String() != "2500m" || got.Memory().String() != "1120Mi" || got.Name("daq.io/tell40", resource.DecimalSI).Value() != 1 {
 		t.Errorf("requests %v", got)
 	}
 	if plain := Requests(testRun("demo", 2), nil); len(plain) != 0 {

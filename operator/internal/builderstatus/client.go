@@ -84,7 +84,8 @@ type Report struct {
 	LastError string   `json:"last_error"`
 	// Transport is the data transport the builder runs; nil from
 	// builders that do not report it.
-	Transport *Transport `json:"transport,omitempty"` // Consumer is what the consumer of its MEP ring published (null
+	Transport *Transport `json:"transport,omitempty"`
+	// Consumer is what the consumer of its MEP ring published (null
 	// without a ring, or before the consumer did).
 	Consumer *Consumer `json:"consumer"`
 }

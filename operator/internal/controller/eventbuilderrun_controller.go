@@ -316,8 +316,10 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		}
 		// Units on a cordoned node move before a drain may evict them (the
 		// run's PodDisruptionBudget holds it meanwhile), each planned move
-		// once the set switched to the table before it.
-		if runplan.Switched(table, run.Status.Units) {
+		// once the set switched to the last failover's table, or that had
+		// its time (a paused set switches nothing).
+		lastMove, _ := record[*ebv1.FailoverStatus](cm, annLastFailover) // checked above
+		if !runplan.SwitchPending(table, lastMove, run.Status.Units, now, switchHold) {
 			failures = append(failures, runplan.Draining(table, endpoints, cordoned, failures)...)
 		}
 		next, err := runplan.Recover(*fabric, table, failures, run.Spec.FailurePolicy)

@@ -61,8 +61,10 @@ func missing(r Resource, ids []string) []string {
 }
 
 // Preferred picks `size` of the available devices, those that must be
-// included first, then the rest in the resource's order: a unit reads whole
-// cards where it can.
+// included first, then the rest in the resource's order (cards in
+// configuration order, each card's streams together). A run's driver asks
+// for every stream of its endpoint, which is all of its NUMA node's: one
+// Fabric endpoint per NUMA node.
 func Preferred(r Resource, available, mustInclude []string, size int) []string {
 	out := slices.Clone(mustInclude)
 	for _, d := range r.Devices {

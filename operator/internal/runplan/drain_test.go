@@ -47,6 +47,7 @@ func TestDraining(t *testing.T) {
 		// Every unit that builds on the cordoned server: the last waits, so
 		// the set's place in the event stream goes on through it.
 		{"the whole set on the server: all but one move now", 2, 2, "s0", nil, "0->2", "", ".LLS"},
+		{"a set of one unit moves: no one else could carry its place", 1, 2, "s0", nil, "0->1", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec, nodes := fabric()
@@ -140,15 +141,26 @@ func TestUncordoned(t *testing.T) {
 	}
 }
 
-// A set started afresh goes on past the furthest event reported and what
-// the last rate could have built since.
+// A set started afresh goes on past each unit's last event pushed on by
+// the run's rate since that event moved, plus slack; never further than a
+// minute's worth.
 func TestResumeEvent(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-	sample := metav1.NewMicroTime(t0)
-	st := ebv1.EventBuilderRunStatus{EventRate: 1000, LastSampleTime: &sample,
-		Units: []ebv1.UnitStatus{{Rank: 0, NextEvent: 40000}, {Rank: 1, NextEvent: 42000}}}
-	if got := ResumeEvent(st, t0.Add(1500*time.Millisecond)); got != 43500 {
-		t.Errorf("resume %d, want 42000 + 1000/s x 1.5 s = 43500", got)
+	at := func(d time.Duration) *metav1.MicroTime { m := metav1.NewMicroTime(t0.Add(d)); return &m }
+	st := ebv1.EventBuilderRunStatus{EventRate: 1000, LastSampleTime: at(0), Units: []ebv1.UnitStatus{
+		{Rank: 0, NextEvent: 40000, ProgressTime: at(0)},
+		// Silent for 10 s: its events may have gone on all that time.
+		{Rank: 1, NextEvent: 35000, ProgressTime: at(-10 * time.Second)},
+	}}
+	if got := ResumeEvent(st, t0.Add(1500*time.Millisecond)); got != 35000+13500 {
+		t.Errorf("resume %d, want the silent unit's 35000 + 1000/s x (11.5 s + 2 s slack) = 48500, past 40000 + 3500", got)
+	}
+	st.Units[1].ProgressTime = at(-20 * time.Second)
+	if got := ResumeEvent(st, t0.Add(1500*time.Millisecond)); got != 35000+23500 {
+		t.Errorf("resume %d, want the silent unit's 35000 + 1000/s x 23.5 s = 58500", got)
+	}
+	if got := ResumeEvent(st, t0.Add(time.Hour)); got != 40000+60000 {
+		t.Errorf("resume %d an hour later, want a minute's worth past 40000 at most", got)
 	}
 	if got := ResumeEvent(ebv1.EventBuilderRunStatus{}, t0); got != 0 {
 		t.Errorf("resume %d before any report, want 0", got)

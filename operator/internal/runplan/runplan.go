@@ -231,7 +231,8 @@ type Failure struct {
 // stay carry the set's place in the event stream to the spares that join.
 // So it never moves every unit that still builds at once: the last of them
 // waits for the next table (after this one's switch), when the units it
-// joins carry that place on.
+// joins carry that place on. A set of one unit has no one to carry it: that
+// unit moves, and its spare goes on from the table's resumeEvent.
 func Draining(t planner.RankTable, endpoints map[string]planner.Endpoint, cordoned map[string]bool, failed []Failure) []Failure {
 	var out []Failure
 	staying := 0
@@ -246,7 +247,7 @@ func Draining(t planner.RankTable, endpoints map[string]planner.Endpoint, cordon
 		}
 		out = append(out, Failure{Rank: r.Rank, Reason: ebv1.EndpointNodeCordoned, Planned: true})
 	}
-	if staying == 0 && len(out) > 0 {
+	if staying == 0 && len(out) > 1 {
 		out = out[:len(out)-1]
 	}
 	return out
@@ -268,6 +269,14 @@ func Switched(t planner.RankTable, units []ebv1.UnitStatus) bool {
 	return true
 }
 
+// SwitchPending says whether the set may still be switching to t, the
+// table the last failover published: less than holdFor ago, and not every
+// live unit runs it yet.
+func SwitchPending(t planner.RankTable, last *ebv1.FailoverStatus, units []ebv1.UnitStatus, now time.Time,
+	holdFor time.Duration) bool {
+	return last != nil && last.Epoch == t.Epoch && now.Sub(last.CompletedTime.Time) < holdFor && !Switched(t, units)
+}
+
 // HeldForSwitch are the ranks a planned move of t's epoch took out (last:
 // the run's last failover) whose pods stay until the set switched to t: up
 // to then they build with it, and the switch at a cycle boundary loses no
@@ -275,7 +284,7 @@ func Switched(t planner.RankTable, units []ebv1.UnitStatus) bool {
 // does not switch cannot hold a drain for good.
 func HeldForSwitch(t planner.RankTable, last *ebv1.FailoverStatus, units []ebv1.UnitStatus, now time.Time,
 	holdFor time.Duration) map[int32]bool {
-	if last == nil || last.Epoch != t.Epoch || now.Sub(last.CompletedTime.Time) >= holdFor || Switched(t, units) {
+	if !SwitchPending(t, last, units, now, holdFor) {
 		return nil
 	}
 	held := map[int32]bool{}
@@ -665,19 +674,32 @@ func ptrTo[T any](v T) *T { return &v }
 
 // ResumeEvent is where a set that starts afresh under a table published
 // now goes on (the table's resumeEvent): past every event the run's units
-// may have built, the furthest next event they reported (st.Units) plus
-// what the run's last rate could have built since that poll. 0 before any
-// report.
+// may have built. Each unit's last reported next event is pushed on by
+// what the run's last rate could have built since that event was seen to
+// move (a unit silent since is counted from then), plus resumeSlack for
+// the switch itself; the time is capped at resumeHorizon, so that a stale
+// status cannot send the set far beyond its data. 0 before any report.
+// An estimate: a lost unit that built faster than the run's rate may have
+// built past it.
 func ResumeEvent(st ebv1.EventBuilderRunStatus, now time.Time) int64 {
-	var next int64
+	var resume int64
 	for _, u := range st.Units {
-		next = max(next, u.NextEvent)
+		if u.NextEvent == 0 {
+			continue
+		}
+		since := resumeSlack
+		if u.ProgressTime != nil {
+			since += max(now.Sub(u.ProgressTime.Time), 0)
+		}
+		since = min(since, resumeHorizon)
+		resume = max(resume, u.NextEvent+int64(math.Ceil(float64(st.EventRate)*since.Seconds())))
 	}
-	if next == 0 || st.LastSampleTime == nil {
-		return next
-	}
-	if since := now.Sub(st.LastSampleTime.Time).Seconds(); since > 0 {
-		next += int64(math.Ceil(float64(st.EventRate) * since))
-	}
-	return next
+	return resume
 }
+
+// resumeSlack and resumeHorizon bound ResumeEvent's estimate of the events
+// built since the last report.
+const (
+	resumeSlack   = 2 * time.Second
+	resumeHorizon = time.Minute
+)
