@@ -142,6 +142,12 @@ type EventBuilderRunSpec struct {
 	// NUMA node.
 	// +optional
 	Resources UnitResources `json:"resources,omitempty"`
+
+	// tolerations of every builder pod, for farm nodes tainted for the
+	// event builder alone (e.g. daq.io/eventbuilder=true:NoSchedule).
+	// +listType=atomic
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 }
 
 // FabricReference names a Fabric.
@@ -869,6 +875,7 @@ type EventBuilderRunStatus struct {
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 55 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be at most 55 characters of lowercase letters, digits and '-', starting with a letter and not ending with '-': it names the Service <name>-eb and the pods <name>-eb-<rank>"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || !(oldSelf.status.phase in ['Running', 'Degraded', 'Paused']) || (self.spec.builder.image == oldSelf.spec.builder.image)",message="spec.builder.image cannot change while the run is Running, Degraded or Paused (every builder pod would be replaced at once): set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || !(oldSelf.status.phase in ['Running', 'Degraded', 'Paused']) || (has(self.spec.resources) == has(oldSelf.spec.resources) && (!has(self.spec.resources) || self.spec.resources == oldSelf.spec.resources))",message="spec.resources cannot change while the run is Running, Degraded or Paused (every builder pod would be replaced at once): set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || !(oldSelf.status.phase in ['Running', 'Degraded', 'Paused']) || (has(self.spec.tolerations) == has(oldSelf.spec.tolerations) && (!has(self.spec.tolerations) || self.spec.tolerations == oldSelf.spec.tolerations))",message="spec.tolerations cannot change while the run is Running, Degraded or Paused (every builder pod would be replaced at once): set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || !(oldSelf.status.phase in ['Running', 'Degraded', 'Paused']) || (has(self.spec.builder.source) == has(oldSelf.spec.builder.source) && (!has(self.spec.builder.source) || self.spec.builder.source == oldSelf.spec.builder.source))",message="spec.builder.source cannot change while the run is Running, Degraded or Paused (every builder pod would be replaced at once): set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || !(oldSelf.status.phase in ['Running', 'Degraded', 'Paused']) || (has(self.spec.builder.output) == has(oldSelf.spec.builder.output) && (!has(self.spec.builder.output) || self.spec.builder.output == oldSelf.spec.builder.output))",message="spec.builder.output cannot change while the run is Running, Degraded or Paused (every builder pod would be replaced at once): set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || !(oldSelf.status.phase in ['Running', 'Degraded', 'Paused']) || (has(self.spec.runNumber) == has(oldSelf.spec.runNumber) && (!has(self.spec.runNumber) || self.spec.runNumber == oldSelf.spec.runNumber))",message="spec.runNumber cannot change while the run is Running, Degraded or Paused (every builder pod would be replaced at once): set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"

@@ -233,7 +233,8 @@ func Node(pod *corev1.Pod) string {
 // control Secret it was started with, and containers (image, pull policy,
 // command, args, env, resources, probes, security; a readout driver's
 // init container too, left out when there is none so that other pods
-// keep their hash) and volumes. A pod
+// keep their hash), volumes and tolerations (a pod Pending on a taint gets
+// the toleration added to the run). A pod
 // whose hash differs from the run's current rendering is replaced; the
 // rank table is not part of it (it comes by configure).
 func SpecHash(pod *corev1.Pod) string {
@@ -244,9 +245,10 @@ func SpecHash(pod *corev1.Pod) string {
 		Security      *corev1.PodSecurityContext
 		Containers    []corev1.Container
 		Volumes       []corev1.Volume
-		Init          []corev1.Container `json:",omitempty"`
+		Init          []corev1.Container  `json:",omitempty"`
+		Tolerations   []corev1.Toleration `json:",omitempty"`
 	}{Node(pod), pod.Annotations[NetworksAnnotation], pod.Annotations[ControlSecretAnnotation],
-		pod.Spec.SecurityContext, pod.Spec.Containers, pod.Spec.Volumes, pod.Spec.InitContainers})
+		pod.Spec.SecurityContext, pod.Spec.Containers, pod.Spec.Volumes, pod.Spec.InitContainers, pod.Spec.Tolerations})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])
 }
@@ -480,7 +482,8 @@ func Pod(run *ebv1.EventBuilderRun, rank int32, place *Placement, secretUID stri
 			OwnerReferences: OwnerRefs(run),
 		},
 		Spec: corev1.PodSpec{
-			Affinity: onNode(nodeName),
+			Affinity:    onNode(nodeName),
+			Tolerations: run.Spec.Tolerations,
 			// hostname.subdomain is the name peers dial.
 			Hostname:      name,
 			Subdomain:     ServiceName(run.Name),

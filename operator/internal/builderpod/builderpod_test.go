@@ -366,10 +366,16 @@ func TestSpecHash(t *testing.T) {
 	}
 	other := run.DeepCopy()
 	other.Spec.Builder.Image = "other:1"
+	tolerating := run.DeepCopy()
+	tolerating.Spec.Tolerations = []corev1.Toleration{{Key: "daq.io/eventbuilder", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+	if got := Pod(tolerating, 0, nil, "uid-a").Spec.Tolerations; len(got) != 1 || got[0].Key != "daq.io/eventbuilder" {
+		t.Errorf("tolerations %v, want the run's", got)
+	}
 	for name, pod := range map[string]*corev1.Pod{
 		"image":          Pod(other, 0, nil, "uid-a"),
 		"control secret": Pod(run, 0, nil, "uid-b"),
 		"node":           Pod(run, 0, &Placement{Node: "n1"}, "uid-a"),
+		"tolerations":    Pod(tolerating, 0, nil, "uid-a"),
 	} {
 		if pod.Annotations[SpecHashAnnotation] == base.Annotations[SpecHashAnnotation] {
 			t.Errorf("%s changed but the spec hash did not", name)

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -282,4 +283,37 @@ func TestMissingNetworksAreNamed(t *testing.T) {
 	}
 	// A NetworkAttachmentDefinition is not watched: the next poll looks again.
 	waitCondition(t, key, ebv1.ConditionNetworksFound, metav1.ConditionTrue, ebv1.ReasonAllNetworksFound, ns+"/data-numa0, "+ns+"/data-numa1")
+}
+
+// A run taken off its Fabric loses its PodDisruptionBudget: with no
+// operator to move its units off a drained node, a drain must be free to
+// evict them (they are recreated elsewhere).
+func TestDisruptionBudgetGoesWithTheFabric(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	smallFabric(t, "pdb")
+	run := fabricRun(ns, "pdb", "pdb", 2, 0)
+	run.Spec.Resources = ebv1.UnitResources{}
+	if err := k8s.Create(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	pdbKey := client.ObjectKey{Namespace: ns, Name: builderpod.DisruptionBudgetName("pdb")}
+	eventually(t, "the run's PodDisruptionBudget", func() error { return k8s.Get(ctx, pdbKey, &policyv1.PodDisruptionBudget{}) })
+
+	run = getRun(t, client.ObjectKeyFromObject(run))
+	run.Spec.FabricRef = nil
+	if err := k8s.Update(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the PodDisruptionBudget gone with the Fabric", func() error {
+		err := k8s.Get(ctx, pdbKey, &policyv1.PodDisruptionBudget{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err == nil {
+			return fmt.Errorf("still there")
+		}
+		return err
+	})
 }

@@ -135,7 +135,7 @@ type EventBuilderRunReconciler struct {
 // +kubebuilder:rbac:groups=eventbuilder.daq.io,resources=fabrics,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;delete
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create
@@ -195,10 +195,8 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	if err := r.ensureService(ctx, run); err != nil {
 		return ctrl.Result{}, err
 	}
-	if fabric != nil {
-		if err := r.ensure(ctx, builderpod.DisruptionBudget(run), &policyv1.PodDisruptionBudget{}); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := r.syncDisruptionBudget(ctx, run, fabric != nil); err != nil {
+		return ctrl.Result{}, err
 	}
 	secret, err := r.ensureSecret(ctx, run)
 	if err != nil {
@@ -286,7 +284,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 				return r.stopForResize(ctx, orig, run, table.N(), next.N(), resize, pods, string(secret.Data[builderpod.ControlTokenKey]))
 			}
 		}
-		if cm, err = r.publish(ctx, run, cm, next, endpoints, nil, true, now); err != nil {
+		if cm, err = r.publish(ctx, run, cm, next, endpoints, nil, true, fabricKey, now); err != nil {
 			return ctrl.Result{}, err
 		}
 		table, published = next, true
@@ -328,12 +326,12 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		}
 		r.announceHeld(run, next.Held)
 		if len(next.Moves) > 0 {
-			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, false, now); err != nil {
+			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, false, "", now); err != nil {
 				return ctrl.Result{}, err
 			}
 			table, rec, published = next.Table, &next, true
 		} else if next, added := r.replenish(*fabric, table, run, cm, nodeList, endpoints, cordoned); len(added) > 0 {
-			if cm, err = r.publish(ctx, run, cm, next, endpoints, nil, false, now); err != nil {
+			if cm, err = r.publish(ctx, run, cm, next, endpoints, nil, false, "", now); err != nil {
 				return ctrl.Result{}, err
 			}
 			table, published = next, true
@@ -359,7 +357,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			}
 			next := runplan.Rejoin(table, d.Now)
 			setRejoinAttempts(cm, attempts)
-			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, false, now); err != nil {
+			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, false, "", now); err != nil {
 				return ctrl.Result{}, err
 			}
 			table, rec, published = next.Table, &next, true
@@ -384,7 +382,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	if poll != nil && !published && !stopped {
 		if moved := runplan.MovedAddresses(table, given, ranktable.Dialable(podIPs(table, pods)), poll.Reports); len(moved) > 0 {
 			next := runplan.Readdress(table, moved)
-			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, false, now); err != nil {
+			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, false, "", now); err != nil {
 				return ctrl.Result{}, err
 			}
 			table, rec, published = next.Table, &next, true
@@ -1021,6 +1019,25 @@ func rankStatus(t planner.RankTable, endpoints map[string]planner.Endpoint, pods
 }
 
 // ensureService creates the run's headless Service if it is missing.
+// syncDisruptionBudget keeps the run's PodDisruptionBudget while it is on
+// a Fabric (where the operator moves units off a drained node itself) and
+// removes it when spec.fabricRef is removed: a run without a Fabric lets
+// drains evict its pods, which are recreated elsewhere.
+func (r *EventBuilderRunReconciler) syncDisruptionBudget(ctx context.Context, run *ebv1.EventBuilderRun, onFabric bool) error {
+	if onFabric {
+		return r.ensure(ctx, builderpod.DisruptionBudget(run), &policyv1.PodDisruptionBudget{})
+	}
+	pdb := &policyv1.PodDisruptionBudget{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: builderpod.DisruptionBudgetName(run.Name)}, pdb)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return client.IgnoreNotFound(r.Delete(ctx, pdb))
+}
+
 func (r *EventBuilderRunReconciler) ensureService(ctx context.Context, run *ebv1.EventBuilderRun) error {
 	return r.ensure(ctx, builderpod.Service(run), &corev1.Service{})
 }
@@ -1062,9 +1079,12 @@ func (r *EventBuilderRunReconciler) loadTable(ctx context.Context, run *ebv1.Eve
 // fail and the reconcile retry from the newer table). rec, when set, is
 // the recovery that produced t from failures observed at observed: its
 // record (status.lastFailover) is written in the same update as the
-// table, so no crash or conflict can publish one without the other.
+// table, so no crash or conflict can publish one without the other. A
+// fresh plan (fresh) records the Fabric it was planned on (fabricKey, ""
+// without one) in that update too.
 func (r *EventBuilderRunReconciler) publish(ctx context.Context, run *ebv1.EventBuilderRun, cm *corev1.ConfigMap,
-	t planner.RankTable, endpoints map[string]planner.Endpoint, rec *runplan.Recovery, fresh bool, observed time.Time) (*corev1.ConfigMap, error) {
+	t planner.RankTable, endpoints map[string]planner.Endpoint, rec *runplan.Recovery, fresh bool, fabricKey string,
+	observed time.Time) (*corev1.ConfigMap, error) {
 	fabric := ""
 	if run.Spec.FabricRef != nil {
 		fabric = run.Spec.FabricRef.Name
@@ -1088,9 +1108,12 @@ func (r *EventBuilderRunReconciler) publish(ctx context.Context, run *ebv1.Event
 	delete(cm.Annotations, annStopped)
 	switch {
 	case rec == nil && fresh:
-		// A new plan starts afresh.
+		// A new plan starts afresh, on the Fabric as it is now (recorded in
+		// the same update: an operator restarted in between must not take
+		// the Fabric for edited and plan again).
 		delete(cm.Annotations, annLastFailover)
 		delete(cm.Annotations, annRejoins)
+		setOrDelete(cm.Annotations, annFabric, fabricKey)
 	case rec != nil:
 		done := time.Now()
 		raw, err := json.Marshal(ebv1.FailoverStatus{

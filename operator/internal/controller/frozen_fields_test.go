@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,6 +39,9 @@ func TestFrozenFieldsWhileRunning(t *testing.T) {
 		}},
 		{"spec.runNumber", func(r *ebv1.EventBuilderRun) { n := int64(4242); r.Spec.RunNumber = &n }},
 		{"spec.partition", func(r *ebv1.EventBuilderRun) { r.Spec.Partition = "VELO" }},
+		{"spec.tolerations", func(r *ebv1.EventBuilderRun) {
+			r.Spec.Tolerations = []corev1.Toleration{{Key: "daq.io/eventbuilder", Operator: corev1.TolerationOpExists}}
+		}},
 		{"spec.builder (transport, packingFactor, incompleteEvents, timeouts and the rest: each is on every builder's command line)", func(r *ebv1.EventBuilderRun) { r.Spec.Builder.PackingFactor = 500 }},
 	} {
 		// A merge patch carries no resourceVersion: the operator's status
