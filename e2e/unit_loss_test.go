@@ -71,15 +71,29 @@ func waitForEveryUnitToBuild(ctx context.Context, t *testing.T, run *ebv1alpha1.
 	t.Helper()
 	key := client.ObjectKeyFromObject(run)
 	built := map[int32]int64{}
-	for _, u := range after.Status.Units {
-		built[u.Rank] = u.EventsBuilt
+	rebase := func(st *ebv1alpha1.EventBuilderRunStatus) {
+		clear(built)
+		for _, u := range st.Units {
+			built[u.Rank] = u.EventsBuilt
+		}
 	}
+	rebase(&after.Status)
+	epoch := after.Status.Epoch
 	waitFor(ctx, t, "every live unit to build more events "+what, 3*time.Minute, func() (bool, string) {
 		if err := k8sClient.Get(ctx, key, run); err != nil {
 			return false, err.Error()
 		}
 		seen.note(run)
-		if run.Status.Epoch != after.Status.Epoch || len(run.Status.Units) != len(built) {
+		// A further epoch (a rejoin that needed a reset first): building
+		// counts from there. Callers that allow no further failover check
+		// lastFailover themselves.
+		if run.Status.Epoch > epoch {
+			t.Logf("a further epoch %d while waiting %s: %s", run.Status.Epoch, what, describeFailover(run))
+			epoch = run.Status.Epoch
+			rebase(&run.Status)
+			return false, describeFailover(run)
+		}
+		if len(run.Status.Units) != len(built) {
 			return false, describeFailover(run)
 		}
 		for _, u := range run.Status.Units {

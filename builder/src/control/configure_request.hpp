@@ -30,10 +30,11 @@ struct Configure_request {
     // dummy where the state is not "live".
     std::vector<Rank_function> functions;
     std::string run;                 // table.run, empty when absent
-    // table.resumeEvent (0 when absent): a set that starts under this table
-    // with no unit already building (every unit it had was lost or moved)
-    // starts at this event at least, past every event its lost units may
-    // have built; units joining a building set take its place instead.
+    // table.resumeEvent (0 when absent): a unit that never built (a spare)
+    // starting a set under this table with no unit already building (every
+    // unit it had was lost or moved) starts at this event at least, past
+    // what its lost units may have built; units joining a building set take
+    // its place instead, and a unit that built keeps its own.
     std::uint64_t resume_event = 0;
 
     friend bool operator==(const Configure_request&, const Configure_request&) = default;

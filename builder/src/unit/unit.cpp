@@ -303,9 +303,12 @@ Unit::Session_end Unit::run_session(Configure_request table) {
     if (!buffers_) buffers_.emplace(config_, rank, status_, session_stop_);
     buffers_->fit(ranks);  // before connecting: a source ring may take a while
 
-    // A set started afresh goes on past where the operator last saw the run
-    // (its hello carries it to the others); a set being joined overrides it.
-    next_chunk_ = std::max(next_chunk_, (table.resume_event + config_.packing_factor - 1) / config_.packing_factor);
+    // A unit that never built (a spare) has no place in the event stream
+    // of its own: in a set started afresh it goes on past where the
+    // operator last saw the run (its hello carries that to the others); a
+    // set being joined overrides it. A unit that built keeps its place.
+    if (cycles_done_ == 0)
+        next_chunk_ = std::max(next_chunk_, (table.resume_event + config_.packing_factor - 1) / config_.packing_factor);
     const Mesh_position position{static_cast<std::uint32_t>(table.epoch), false, next_chunk_, cycles_done_,
                                  config_.transport == Transport_kind::verbs};
     auto connections = connect_peers(*session_listener(), rank, table.peers, live_ranks(ranks), position,
