@@ -49,7 +49,9 @@ TEST(ShmRing, AnMfpSourceSkipsToTheEventTheSetIsAt) {
     reader.skip_to(0);
     EXPECT_EQ(first_event(reader.next()), 0u) << "nothing skipped when the ring is there already";
     reader.release();
+    EXPECT_EQ(writer.wanted_event(), 0u) << "no skip asked for yet";
     reader.skip_to(30);
+    EXPECT_EQ(writer.wanted_event(), 30u) << "the writer may seek to where the reader skips";
     EXPECT_EQ(first_event(reader.next()), 30u);
     reader.release();
     try {

@@ -112,8 +112,20 @@ int main(int argc, char** argv) {
             ring.emplace(eb::ring_name(config.run_name, config.rank, "mfp"), config.ring_mib << 20, stop);
         }
         std::uint64_t written = 0;
+        std::uint64_t next_event = 0;  // of the MFP made next
         for (; (mfps == 0 || written < mfps) && !stop.requested(); ++written) {
+            // A unit joining a running set skips to the set's event: the
+            // MFPs before it need not be made (a card's would be gone).
+            if (ring) {
+                const std::uint64_t wanted = ring->wanted_event() / config.packing_factor * config.packing_factor;
+                if (wanted > next_event) {
+                    eb::log_info("the builder skips to event ", wanted, ": going there from event ", next_event);
+                    generator.skip_to(wanted);
+                    next_event = wanted;
+                }
+            }
             const auto mfp = generator.next();
+            next_event += config.packing_factor;
             std::span<std::byte> out;
             std::vector<std::byte> copy;
             if (ring) out = ring->allocate(mfp.size());

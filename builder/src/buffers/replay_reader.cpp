@@ -7,6 +7,7 @@
 namespace eb {
 
 void Replay_reader::skip_to(std::uint64_t first_event_id) {
+    announce_target(first_event_id);
     while (true) {
         const std::span<const std::byte> element = next();
         if (element.empty())

@@ -20,6 +20,9 @@ public:
     void skip_to(std::uint64_t first_event_id) final;
 
 protected:
+    // Tells the writer where the skip goes, before reading forward (a
+    // ring's writer may seek there); by default nobody to tell.
+    virtual void announce_target(std::uint64_t /*first_event_id*/) {}
     // Puts back the element next() handed out last, unreleased.
     virtual void put_back() = 0;
     // Names the source in errors: "ring /eb-x-mfp", "--source-file f".

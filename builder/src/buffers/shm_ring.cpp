@@ -38,6 +38,10 @@ struct Ring_control {
     std::atomic<std::uint32_t> closed;     // a Ring_end: how the writer left
     alignas(64) std::atomic<std::uint64_t> head;  // bytes published, ever
     alignas(64) std::atomic<std::uint64_t> tail;  // bytes released, ever
+    // As an MFP ring: the first event the reader skips to, when it joins a
+    // running set (0: none asked). A writer that can seek (a readout
+    // emulator) need not make the MFPs before it.
+    alignas(64) std::atomic<std::uint64_t> wanted_event;
 };
 static_assert(sizeof(Ring_control) <= control_bytes);
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free && std::atomic<std::int32_t>::is_always_lock_free,
@@ -352,6 +356,14 @@ std::span<const std::byte> Shm_ring_reader::next() {
         held_.push_back(read_);
         return {map_.data() + offset + sizeof record, record.size};
     }
+}
+
+void Shm_ring_reader::announce_target(std::uint64_t first_event_id) {
+    map_.control().wanted_event.store(first_event_id, std::memory_order_release);
+}
+
+std::uint64_t Shm_ring_writer::wanted_event() const {
+    return map_.control().wanted_event.load(std::memory_order_acquire);
 }
 
 void Shm_ring_reader::put_back() {

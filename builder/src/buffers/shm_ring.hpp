@@ -96,6 +96,10 @@ public:
     void stop();
     // Marks the ring failed now (the destructor would, later).
     void fail();
+    // As an MFP ring: the event the reader skips to (joining a running
+    // set), 0 when it asked for none: a writer that can seek goes there
+    // rather than make every MFP before it.
+    std::uint64_t wanted_event() const;
 
 private:
     std::span<std::byte> reserve(std::size_t bytes, std::optional<std::chrono::steady_clock::time_point> deadline);
@@ -137,6 +141,7 @@ public:
 
 private:
     void put_back() override;
+    void announce_target(std::uint64_t first_event_id) override;
     std::string description() const override { return "ring " + name_; }
 
     std::string name_;
