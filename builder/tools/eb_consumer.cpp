@@ -16,6 +16,7 @@
 #include <charconv>
 #include <deque>
 #include <iostream>
+#include <optional>
 
 #include "consumer_report.hpp"
 #include "flags.hpp"
@@ -105,25 +106,25 @@ int main(int argc, char** argv) {
                 if (ring.end() == eb::Ring_end::stopped) eb::log_info("the builder stopped before finishing");
                 break;
             }
-            const bool framed = mep.size() >= sizeof(eb::Mep_header);
+            // An unframed MEP has no header: the checker rejects it.
+            const std::optional<eb::Mep_header> header =
+                mep.size() >= sizeof(eb::Mep_header) ? std::optional(eb::load<eb::Mep_header>(mep, 0)) : std::nullopt;
             // A new epoch (in a pod): other sources, maybe another stride,
             // and the sequence goes on from this MEP.
-            if (in_pod && framed && eb::load<eb::Mep_header>(mep, 0).epoch != epoch) {
-                const eb::Mep_header header = eb::load<eb::Mep_header>(mep, 0);
-                const eb::Mep_expectation expectation = published(ring_name, header.epoch);
+            if (in_pod && header && header->epoch != epoch) {
+                const eb::Mep_expectation expectation = published(ring_name, header->epoch);
                 checker.expect_sources(expectation.sources);
-                checker.expect_sequence(header.first_event_id, expectation.stride);
+                checker.expect_sequence(header->first_event_id, expectation.stride);
                 stride = expectation.stride;
-                epoch = header.epoch;
+                epoch = header->epoch;
                 eb::log_info("MEPs of rank table epoch ", epoch, ": ", expectation.sources.size(), " sources, from event ",
-                             header.first_event_id);
+                             header->first_event_id);
             }
             // Taking over from a crashed consumer, the sequence goes on from
             // wherever that one stopped.
-            if (meps == 0 && ring.resumed() && framed && stride != 0) {
-                const std::uint64_t first_event = eb::load<eb::Mep_header>(mep, 0).first_event_id;
-                checker.expect_sequence(first_event, stride);
-                first_mep = first_event / stride;
+            if (meps == 0 && ring.resumed() && header && stride != 0) {
+                checker.expect_sequence(header->first_event_id, stride);
+                first_mep = header->first_event_id / stride;
             }
             const eb::Mep_verdict verdict = checker.check(mep);
             ring.release();

@@ -1,11 +1,9 @@
 #pragma once
 
-#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
-
-#include <memory>
 
 namespace eb {
 

@@ -134,6 +134,7 @@ public:
     Ring_end end() const { return end_; }
     void release() override;
     const Memory_regions& regions() const override { return regions_; }
+
     pid_t writer_pid() const;
     // Whether this reader took over a ring another reader had already read
     // from (it resumes after that reader's last release).
