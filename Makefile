@@ -50,7 +50,11 @@ NODE_HASH := $(shell (echo $(K8S_BIN) $(BASE_IMAGE) $(COREDNS_VERSION) $(KIND_VE
 OFFLINE_NODE_IMAGE := eventbuilder/kind-node:$(K8S_VERSION)-$(NODE_HASH)
 NODE_IMAGE_FILE := $(BUILD)/node-image
 # The kind cluster's add-ons: its pod network and its monitoring stack.
-PODNET_IMAGE := eventbuilder/flannel:$(FLANNEL_VERSION)
+# The pod network image: flanneld, and netpol (e2e/cluster/netpol), which
+# enforces NetworkPolicy ingress rules (flannel enforces none); tagged by
+# flannel's version and a hash of netpol's source.
+NETPOL_HASH := $(shell cat e2e/cluster/netpol/*.go e2e/cluster/podnet.Dockerfile | sha256sum | cut -c1-8)
+PODNET_IMAGE := eventbuilder/podnet:flannel-$(FLANNEL_VERSION)-netpol-$(NETPOL_HASH)
 PROMETHEUS_OPERATOR_IMAGE := eventbuilder/prometheus-operator:$(PROMETHEUS_OPERATOR_VERSION)
 PROMETHEUS_CONFIG_RELOADER_IMAGE := eventbuilder/prometheus-config-reloader:$(PROMETHEUS_OPERATOR_VERSION)
 PROMETHEUS_IMAGE := eventbuilder/prometheus:$(PROMETHEUS_VERSION)
@@ -164,14 +168,14 @@ images: docker base-image build-builder build-operator ## Build the operator and
 	@echo ">> images $(OPERATOR_IMAGE) $(BUILDER_IMAGE) $(READOUT_PLUGIN_IMAGE)"
 
 .PHONY: cluster-images
-cluster-images: docker base-image $(FLANNEL) $(PROMETHEUS_OPERATOR)/operator $(PROMETHEUS) ## Build the kind cluster's add-on images: flannel, the Prometheus Operator, its config reloader, Prometheus.
-	rm -rf $(BUILD)/addon-images && mkdir -p $(BUILD)/addon-images/{flanneld,prometheus-operator,config-reloader,prometheus}
-	cp $(FLANNEL) $(BUILD)/addon-images/flanneld/
+cluster-images: docker base-image $(FLANNEL) $(PROMETHEUS_OPERATOR)/operator $(PROMETHEUS) ## Build the kind cluster's add-on images: the pod network (flannel, netpol), the Prometheus Operator, its config reloader, Prometheus.
+	rm -rf $(BUILD)/addon-images && mkdir -p $(BUILD)/addon-images/{podnet,prometheus-operator,config-reloader,prometheus}
+	cp $(FLANNEL) $(BUILD)/addon-images/podnet/
+	cd e2e && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o $(BUILD)/addon-images/podnet/netpol ./cluster/netpol
 	cp $(PROMETHEUS_OPERATOR)/operator $(BUILD)/addon-images/prometheus-operator/
 	cp $(PROMETHEUS_OPERATOR)/prometheus-config-reloader $(BUILD)/addon-images/config-reloader/
 	cp $(PROMETHEUS) $(BUILD)/addon-images/prometheus/
-	docker build -q -t $(PODNET_IMAGE) --build-arg BASE_IMAGE=$(BASE_IMAGE) --build-arg BINARY=flanneld --build-arg PACKAGES="iproute2 procps" \
-	  -f e2e/cluster/images/component.Dockerfile $(BUILD)/addon-images/flanneld >/dev/null
+	docker build -q -t $(PODNET_IMAGE) --build-arg BASE_IMAGE=$(BASE_IMAGE) -f e2e/cluster/podnet.Dockerfile $(BUILD)/addon-images/podnet >/dev/null
 	docker build -q -t $(PROMETHEUS_OPERATOR_IMAGE) --build-arg BASE_IMAGE=$(BASE_IMAGE) --build-arg BINARY=operator \
 	  -f e2e/monitoring/images/go-binary.Dockerfile $(BUILD)/addon-images/prometheus-operator >/dev/null
 	docker build -q -t $(PROMETHEUS_CONFIG_RELOADER_IMAGE) --build-arg BASE_IMAGE=$(BASE_IMAGE) --build-arg BINARY=prometheus-config-reloader \

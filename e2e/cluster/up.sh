@@ -2,7 +2,7 @@
 # Creates (or reuses) a kind cluster on the local node image and installs its
 # pod network (podnet.yaml: flannel, host-gw, over the node image's ptp and
 # host-local CNI plugins; kindnetd cannot be had offline).
-# Usage: up.sh <cluster name> <node image> <kind binary> <kubeconfig out> <podnet (flannel) image>
+# Usage: up.sh <cluster name> <node image> <kind binary> <kubeconfig out> <podnet image (flannel and netpol)>
 set -euo pipefail
 name=$1 node_image=$2 kind=$3 kubeconfig=$4 podnet_image=$5
 here=$(cd "$(dirname "$0")" && pwd)
@@ -49,7 +49,7 @@ else
     --kubeconfig "$kubeconfig" --wait 0s
 fi
 
-echo ">> pod network: flannel (host-gw)"
+echo ">> pod network: flannel (host-gw) and netpol (NetworkPolicy ingress rules)"
 # kind load names each node it copies the image to: shown only when it fails.
 if ! out=$("$kind" load docker-image --name "$name" "$podnet_image" 2>&1); then
   echo "$out" >&2

@@ -3,14 +3,20 @@ package main
 
 import (
 	"crypto/tls"
+	"errors"
 	"flag"
+	"fmt"
 	"os"
+	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -36,6 +42,11 @@ type options struct {
 	unreachableAfter           time.Duration
 	stallAfter                 time.Duration
 	maxConcurrentReconciles    int
+	watchNamespaces            string
+	networkPolicy              bool
+	operatorNamespace          string
+	operatorPodLabels          string
+	metricsNamespaces          string
 }
 
 // tunedFlags are the flags a farm tunes; the Helm chart has a value for
@@ -73,7 +84,58 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4,
 		"How many runs are reconciled at once: a run whose builders do not answer holds one worker for its poll and "+
 			"control timeouts, not every other run's failover.")
+	fs.StringVar(&o.watchNamespaces, "watch-namespaces", "",
+		"Comma-separated namespaces whose runs the operator manages (it then needs Roles in those only); "+
+			"empty: every namespace (a ClusterRole).")
+	fs.BoolVar(&o.networkPolicy, "builder-network-policy", false,
+		"Give each run a NetworkPolicy: its data port reachable from its own pods only, its HTTP port (control, "+
+			"status, metrics) from the operator's pods (--operator-namespace, --operator-pod-labels) and the "+
+			"namespaces of --metrics-namespace-selector only.")
+	fs.StringVar(&o.operatorNamespace, "operator-namespace", os.Getenv("POD_NAMESPACE"),
+		"The operator's namespace, for the builders' NetworkPolicy (default: $POD_NAMESPACE).")
+	fs.StringVar(&o.operatorPodLabels, "operator-pod-labels", "",
+		"Labels selecting the operator's pods, k=v,... (the chart's selector labels), for the builders' NetworkPolicy.")
+	fs.StringVar(&o.metricsNamespaces, "metrics-namespace-selector", "",
+		"Label selector of the namespaces whose pods may scrape the builders' /metrics through their NetworkPolicy, "+
+			"e.g. kubernetes.io/metadata.name=monitoring; empty: none.")
 	return o
+}
+
+// controlClients is who may reach the builders' HTTP port, or nil when
+// runs get no NetworkPolicy; an error names the flag to correct.
+func (o *options) controlClients() (*builderpod.ControlClients, error) {
+	if !o.networkPolicy {
+		return nil, nil
+	}
+	if o.operatorNamespace == "" || o.operatorPodLabels == "" {
+		return nil, errors.New("--builder-network-policy needs --operator-namespace (or $POD_NAMESPACE) and --operator-pod-labels")
+	}
+	pods, err := labels.ConvertSelectorToLabelsMap(o.operatorPodLabels)
+	if err != nil {
+		return nil, fmt.Errorf("--operator-pod-labels %q: %w; give k=v,...", o.operatorPodLabels, err)
+	}
+	c := &builderpod.ControlClients{OperatorNamespace: o.operatorNamespace, OperatorPodLabels: pods}
+	if o.metricsNamespaces != "" {
+		if c.Monitoring, err = metav1.ParseToLabelSelector(o.metricsNamespaces); err != nil {
+			return nil, fmt.Errorf("--metrics-namespace-selector %q: %w", o.metricsNamespaces, err)
+		}
+	}
+	return c, nil
+}
+
+// namespaces are the namespaces whose objects the manager caches, or nil
+// for all of them.
+func (o *options) namespaces() map[string]cache.Config {
+	if o.watchNamespaces == "" {
+		return nil
+	}
+	out := map[string]cache.Config{}
+	for _, ns := range strings.Split(o.watchNamespaces, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			out[ns] = cache.Config{}
+		}
+	}
+	return out
 }
 
 func main() {
@@ -98,9 +160,16 @@ func main() {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 
+	clients, err := o.controlClients()
+	if err != nil {
+		log.Error(err, "invalid flags")
+		os.Exit(2)
+	}
+	cacheOptions := controller.CacheOptions()
+	cacheOptions.DefaultNamespaces = o.namespaces()
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  controller.CacheOptions(),
+		Cache:                  cacheOptions,
 		Metrics:                metricsOpts,
 		HealthProbeBindAddress: o.probeAddr,
 		LeaderElection:         o.leaderElect,
@@ -126,6 +195,7 @@ func main() {
 		StallAfter:        o.stallAfter,
 		MaxConcurrent:     o.maxConcurrentReconciles,
 		RejoinBackoff:     runplan.DefaultRejoinBackoff,
+		ControlClients:    clients,
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "unable to create controller", "controller", "EventBuilderRun")
 		os.Exit(1)

@@ -33,3 +33,12 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: eventbuilder
 {{- end }}
+
+{{/* A label map as the manager's flags take it: k=v,... in key order. */}}
+{{- define "eventbuilder-operator.labelList" -}}
+{{- $pairs := list }}
+{{- range $k, $v := . }}
+{{- $pairs = append $pairs (printf "%s=%s" $k $v) }}
+{{- end }}
+{{- join "," $pairs }}
+{{- end }}

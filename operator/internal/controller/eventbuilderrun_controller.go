@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -123,6 +124,10 @@ type EventBuilderRunReconciler struct {
 	// fabric) whose rejoins do not hold; zero fields are
 	// runplan.DefaultRejoinBackoff's.
 	RejoinBackoff runplan.RejoinBackoff
+	// ControlClients, when set, are the only pods a NetworkPolicy per run
+	// lets reach the builders' HTTP port (the run's own pods alone reach
+	// the data port); nil: no NetworkPolicy.
+	ControlClients *builderpod.ControlClients
 
 	silences silences
 }
@@ -136,6 +141,7 @@ type EventBuilderRunReconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=list;watch;create;update;delete
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create
@@ -196,6 +202,9 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{}, err
 	}
 	if err := r.syncDisruptionBudget(ctx, run, fabric != nil); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.syncNetworkPolicy(ctx, run); err != nil {
 		return ctrl.Result{}, err
 	}
 	secret, err := r.ensureSecret(ctx, run)
@@ -1018,40 +1027,6 @@ func rankStatus(t planner.RankTable, endpoints map[string]planner.Endpoint, pods
 	return out
 }
 
-// ensureService creates the run's headless Service if it is missing.
-// syncDisruptionBudget keeps the run's PodDisruptionBudget while it is on
-// a Fabric (where the operator moves units off a drained node itself) and
-// removes it when spec.fabricRef is removed: a run without a Fabric lets
-// drains evict its pods, which are recreated elsewhere.
-func (r *EventBuilderRunReconciler) syncDisruptionBudget(ctx context.Context, run *ebv1.EventBuilderRun, onFabric bool) error {
-	if onFabric {
-		return r.ensure(ctx, builderpod.DisruptionBudget(run), &policyv1.PodDisruptionBudget{})
-	}
-	pdb := &policyv1.PodDisruptionBudget{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: builderpod.DisruptionBudgetName(run.Name)}, pdb)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return client.IgnoreNotFound(r.Delete(ctx, pdb))
-}
-
-func (r *EventBuilderRunReconciler) ensureService(ctx context.Context, run *ebv1.EventBuilderRun) error {
-	return r.ensure(ctx, builderpod.Service(run), &corev1.Service{})
-}
-
-// ensure creates want unless an object of its name exists (read into have).
-func (r *EventBuilderRunReconciler) ensure(ctx context.Context, want, have client.Object) error {
-	err := r.Get(ctx, client.ObjectKeyFromObject(want), have)
-	if apierrors.IsNotFound(err) {
-		logf.FromContext(ctx).Info("creating", "kind", fmt.Sprintf("%T", have), "name", want.GetName())
-		err = r.Create(ctx, want)
-	}
-	return client.IgnoreAlreadyExists(err)
-}
-
 // loadTable reads the run's published rank table; a nil ConfigMap and an
 // empty table (epoch 0) when there is none yet.
 func (r *EventBuilderRunReconciler) loadTable(ctx context.Context, run *ebv1.EventBuilderRun) (*corev1.ConfigMap, planner.RankTable, error) {
@@ -1358,6 +1333,7 @@ func CacheOptions() cache.Options {
 		&corev1.ConfigMap{}:             {Label: builders},
 		&corev1.Secret{}:                {Label: builders},
 		&policyv1.PodDisruptionBudget{}: {Label: builders},
+		&networkingv1.NetworkPolicy{}:   {Label: builders},
 	}}
 }
 
@@ -1397,6 +1373,7 @@ func (r *EventBuilderRunReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Secret{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&networkingv1.NetworkPolicy{}).
 		Watches(&ebv1.Fabric{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return r.runs(ctx, client.MatchingFields{fabricRefField: o.GetName()})
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).

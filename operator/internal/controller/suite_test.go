@@ -112,6 +112,7 @@ func runSuite(m *testing.M) int {
 		StallAfter:        stallAfter,
 		MaxConcurrent:     4, // as deployed: -race sees runs reconciled side by side
 		RejoinBackoff:     rejoinBackoff,
+		ControlClients:    &testControlClients, // as the chart deploys it
 	}).SetupWithManager(mgr), (&FabricReconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("fabric-controller"),

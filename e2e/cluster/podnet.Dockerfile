@@ -1,0 +1,9 @@
+# The kind cluster's pod network: flanneld (routes between nodes, host-gw)
+# and netpol (netpol/: NetworkPolicy ingress rules as nftables rules, run
+# through the nft command). podnet.yaml names the commands.
+ARG BASE_IMAGE
+FROM ${BASE_IMAGE}
+RUN apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends iproute2 procps nftables >/dev/null \
+ && rm -rf /var/lib/apt/lists/*
+COPY flanneld netpol /usr/local/bin/
