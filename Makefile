@@ -17,11 +17,12 @@ COREDNS_VERSION := v1.13.1
 K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" {print $$2}' hack/tools/k8s/go.mod)
 ETCD_VERSION := $(shell awk '$$1 == "go.etcd.io/etcd/server/v3" {print $$2}' hack/tools/k8s/go.mod)
 PROMETHEUS_OPERATOR_VERSION := $(shell awk '$$1 == "github.com/prometheus-operator/prometheus-operator" {print $$2}' hack/tools/prometheus-operator/go.mod)
+RDMA_DP_VERSION := $(shell awk '$$1 == "require" && $$2 == "github.com/Mellanox/k8s-rdma-shared-dev-plugin" {print $$3}' hack/tools/rdma-shared-dp/go.mod)
 FLANNEL_VERSION := $(shell awk '$$1 == "github.com/flannel-io/flannel" {print $$2}' hack/tools/flannel/go.mod)
 # Prometheus v3.M.P is Go module version v0.3MM.P.
 PROMETHEUS_MODULE_VERSION := $(shell awk '$$1 == "github.com/prometheus/prometheus" {print $$2}' hack/tools/prometheus/go.mod)
 PROMETHEUS_VERSION := $(shell echo $(PROMETHEUS_MODULE_VERSION) | awk -F. '{printf "%d.%d.%s", int($$2 / 100), $$2 % 100, $$3}')
-$(if $(and $(FLANNEL_VERSION),$(PROMETHEUS_MODULE_VERSION),$(PROMETHEUS_OPERATOR_VERSION)),,$(error hack/tools/{flannel,prometheus,prometheus-operator}/go.mod name no version of their tool))
+$(if $(and $(FLANNEL_VERSION),$(PROMETHEUS_MODULE_VERSION),$(PROMETHEUS_OPERATOR_VERSION),$(RDMA_DP_VERSION)),,$(error hack/tools/{flannel,prometheus,prometheus-operator,rdma-shared-dp}/go.mod name no version of their tool))
 
 # The Kubernetes build is keyed by its versions and by a hash of its recipe.
 K8S_INPUTS := hack/tools/k8s/build.sh hack/tools/k8s/go.mod hack/tools/k8s/go.sum hack/tools/k8s/etcd/main.go
@@ -37,6 +38,9 @@ PROMETHEUS_OPERATOR := $(BIN)/prometheus-operator-$(PROMETHEUS_OPERATOR_VERSION)
 PROMETHEUS := $(BIN)/prometheus-$(PROMETHEUS_VERSION)/prometheus
 # flanneld, the kind cluster's pod network.
 FLANNEL := $(BIN)/flannel-$(FLANNEL_VERSION)/flanneld
+# checkconfig: the RDMA shared device plugin's own config parser and
+# validator, for make test-chart.
+RDMA_DP := $(BIN)/rdma-shared-dp-$(RDMA_DP_VERSION)
 KUBECTL := $(K8S_BIN)/kubectl
 
 # Images. The node image tag carries a hash of everything that goes into it.
@@ -108,13 +112,14 @@ test-operator: packages build-builder $(K8S_BIN)/etcd ## Go tests under -race: e
 	cd hack/runc-wrapper && go test ./...
 
 .PHONY: test-chart
-test-chart: packages $(HELM) build-operator ## Lint and render the Helm chart (monitoring objects and the readout device plugin on too; its rendered card configuration checked by the plugin itself); check and unit-test its alerts with promtool.
+test-chart: packages $(HELM) build-operator $(RDMA_DP)/checkconfig ## Lint and render the Helm chart (monitoring objects, the device plugins and the data network on too; the rendered readout-card and RDMA configurations checked by the plugins' own parsers, bad values refused naming the field); check and unit-test its alerts with promtool.
 	$(HELM) lint --strict charts/eventbuilder-operator
 	$(HELM) template eb charts/eventbuilder-operator >/dev/null
 	$(HELM) template eb charts/eventbuilder-operator --set monitoring.podMonitor.enabled=true \
 	  --set monitoring.serviceMonitor.enabled=true --set monitoring.prometheusRule.enabled=true \
 	  --set monitoring.dashboard.enabled=true >/dev/null
 	hack/check-readout-chart.sh $(HELM) $(BUILD)/operator/readout-device-plugin
+	hack/check-network-chart.sh $(HELM) $(RDMA_DP)/checkconfig
 	promtool check rules charts/eventbuilder-operator/files/alerts.yaml
 	promtool test rules charts/tests/alerts_test.yaml
 
@@ -207,7 +212,7 @@ node-image: packages base-image $(K8S_BIN)/etcd $(COREDNS) $(KIND) $(RUNC_WRAPPE
 	@echo ">> node image $$(cat $(NODE_IMAGE_FILE))"
 
 .PHONY: tools
-tools: $(K8S_BIN)/etcd $(KIND) $(HELM) $(CONTROLLER_GEN) $(COREDNS) $(FLANNEL) $(PROMETHEUS_OPERATOR)/operator $(PROMETHEUS) ## Build every pinned tool into bin/.
+tools: $(K8S_BIN)/etcd $(KIND) $(HELM) $(CONTROLLER_GEN) $(COREDNS) $(FLANNEL) $(RDMA_DP)/checkconfig $(PROMETHEUS_OPERATOR)/operator $(PROMETHEUS) ## Build every pinned tool into bin/.
 
 # Expensive tools are cached by the version in their path, never by source mtimes
 # (a fresh clone has new mtimes). Each is built into a temporary folder that is
@@ -245,6 +250,12 @@ $(FLANNEL): | packages
 	@echo ">> building flannel $(FLANNEL_VERSION) (about 3 min cold)"
 	rm -rf $(@D).tmp && mkdir -p $(@D).tmp && cd hack/tools/flannel && CGO_ENABLED=1 go build -trimpath -ldflags="-s -w" \
 	  -o $(@D).tmp/flanneld github.com/flannel-io/flannel
+	rm -rf $(@D) && mv $(@D).tmp $(@D)
+
+$(RDMA_DP)/checkconfig:
+	@echo ">> building the RDMA shared device plugin's config check, $(RDMA_DP_VERSION) (about 1 min cold)"
+	rm -rf $(@D).tmp && mkdir -p $(@D).tmp && cd hack/tools/rdma-shared-dp && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" \
+	  -o $(@D).tmp/ ./checkconfig
 	rm -rf $(@D) && mv $(@D).tmp $(@D)
 
 # Debian's Prometheus has no Kubernetes service discovery: this one has only that.

@@ -42,3 +42,14 @@ app.kubernetes.io/part-of: eventbuilder
 {{- end }}
 {{- join "," $pairs }}
 {{- end }}
+
+{{/* Fails unless each entry of a numaNodes list (.list, at .field) names another NUMA node. */}}
+{{- define "eventbuilder-operator.uniqueNuma" -}}
+{{- $seen := dict }}
+{{- range $i, $n := .list }}
+{{- if hasKey $seen (toString $n.numa) }}
+{{- fail (printf "%s[%d].numa: NUMA node %v is listed twice; give each NUMA node one entry" $.field $i $n.numa) }}
+{{- end }}
+{{- $_ := set $seen (toString $n.numa) true }}
+{{- end }}
+{{- end }}
