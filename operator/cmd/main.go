@@ -42,6 +42,7 @@ type options struct {
 	unreachableAfter           time.Duration
 	stallAfter                 time.Duration
 	maxConcurrentReconciles    int
+	statusCountersInterval     time.Duration
 	watchNamespaces            string
 	networkPolicy              bool
 	operatorNamespace          string
@@ -52,7 +53,7 @@ type options struct {
 // tunedFlags are the flags a farm tunes; the Helm chart has a value for
 // each (a test checks that it renders them with these defaults).
 var tunedFlags = []string{"builder-poll-interval", "builder-poll-timeout", "builder-control-timeout", "node-not-ready-grace",
-	"builder-unreachable-after", "builder-stall-after", "max-concurrent-reconciles"}
+	"builder-unreachable-after", "builder-stall-after", "max-concurrent-reconciles", "status-counters-interval"}
 
 // bindFlags defines the manager's flags on fs.
 func bindFlags(fs *flag.FlagSet) *options {
@@ -84,6 +85,10 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4,
 		"How many runs are reconciled at once: a run whose builders do not answer holds one worker for its poll and "+
 			"control timeouts, not every other run's failover.")
+	fs.DurationVar(&o.statusCountersInterval, "status-counters-interval", 10*time.Second,
+		"How often a steady run's status is written when only its event counters, rates and sample times changed "+
+			"(any other change, a phase, condition, unit state, epoch, or the set starting or stopping to build, is "+
+			"written at once); rates then span the interval. 0 writes every poll.")
 	fs.StringVar(&o.watchNamespaces, "watch-namespaces", "",
 		"Comma-separated namespaces whose runs the operator manages (it then needs Roles in those only); "+
 			"empty: every namespace (a ClusterRole).")
@@ -183,19 +188,20 @@ func main() {
 	}
 
 	if err := (&controller.EventBuilderRunReconciler{
-		Client:            mgr.GetClient(),
-		APIReader:         mgr.GetAPIReader(),
-		Recorder:          mgr.GetEventRecorder("eventbuilderrun-controller"),
-		Builders:          builderstatus.NewClient(o.pollTimeout),
-		Control:           opmetrics.CountControl(buildercontrol.NewClient(o.controlTimeout)),
-		StatusURL:         builderpod.StatusURL,
-		PollInterval:      o.pollInterval,
-		NodeNotReadyGrace: o.notReadyGrace,
-		UnreachableAfter:  o.unreachableAfter,
-		StallAfter:        o.stallAfter,
-		MaxConcurrent:     o.maxConcurrentReconciles,
-		RejoinBackoff:     runplan.DefaultRejoinBackoff,
-		ControlClients:    clients,
+		Client:                 mgr.GetClient(),
+		APIReader:              mgr.GetAPIReader(),
+		Recorder:               mgr.GetEventRecorder("eventbuilderrun-controller"),
+		Builders:               builderstatus.NewClient(o.pollTimeout),
+		Control:                opmetrics.CountControl(buildercontrol.NewClient(o.controlTimeout)),
+		StatusURL:              builderpod.StatusURL,
+		PollInterval:           o.pollInterval,
+		NodeNotReadyGrace:      o.notReadyGrace,
+		UnreachableAfter:       o.unreachableAfter,
+		StallAfter:             o.stallAfter,
+		MaxConcurrent:          o.maxConcurrentReconciles,
+		RejoinBackoff:          runplan.DefaultRejoinBackoff,
+		ControlClients:         clients,
+		StatusCountersInterval: o.statusCountersInterval,
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "unable to create controller", "controller", "EventBuilderRun")
 		os.Exit(1)

@@ -58,6 +58,7 @@ func TestChartPassesTunedFlags(t *testing.T) {
 		"builder-unreachable-after": "builderUnreachableAfter",
 		"builder-stall-after":       "builderStallAfter",
 		"max-concurrent-reconciles": "maxConcurrentReconciles",
+		"status-counters-interval":  "statusCountersInterval",
 	}
 	for i, name := range tunedFlags {
 		value, ok := values[name]

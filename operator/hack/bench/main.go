@@ -34,6 +34,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -67,16 +68,23 @@ import (
 )
 
 const (
-	units      = 326
-	spares     = 8
-	failovers  = 4
-	namespace  = "bench"
-	runName    = "lhcb"
-	fabricName = "lhcb"
+	units     = 326
+	spares    = 8
+	failovers = 4
+	namespace = "bench"
+	runName   = "lhcb"
+	// statusWindow is how long the steady run's status writes are counted.
+	statusWindow = 30 * time.Second
+	fabricName   = "lhcb"
 )
 
 // serversPerLeaf: the LHCb cabling (163 servers) with one spare server
 // added on each of leaves 11-14.
+// statusCounters is the reconciler's StatusCountersInterval (the
+// manager's default; 0 writes every poll, as before it existed).
+var statusCounters = flag.Duration("status-counters-interval", 10*time.Second,
+	"how often the steady run's counters are written to its status (the manager's --status-counters-interval)")
+
 var serversPerLeaf = []int{10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 9, 9, 9, 9, 7, 7, 7}
 
 func main() {
@@ -127,6 +135,7 @@ func bench(crds string) error {
 		Builders: builderstatus.NewClient(time.Second), Control: buildercontrol.NewClient(2 * time.Second),
 		StatusURL:    func(pod *corev1.Pod) string { return farm.URL(string(pod.UID)) },
 		PollInterval: 2 * time.Second, NodeNotReadyGrace: 10 * time.Second, RejoinBackoff: runplan.DefaultRejoinBackoff,
+		StatusCountersInterval: *statusCounters,
 	}).SetupWithManager(mgr), (&controller.FabricReconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("fabric-controller"),
 	}).SetupWithManager(mgr))
@@ -187,6 +196,12 @@ func bench(crds string) error {
 	if err := k.err(); err != nil {
 		return err
 	}
+	writes, largest, err := steadyStatus(ctx, c, statusWindow)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("BENCH name=operator_run_%d_units_status_writes value=%.1f unit=1/min\n", units, float64(writes)/statusWindow.Minutes())
+	fmt.Printf("BENCH name=operator_run_%d_units_status_size value=%.1f unit=KiB\n", units, float64(largest)/1024)
 
 	// Fail a server hosting live units, one at a time, each once the
 	// previous failover is done and the run is Running again.
@@ -228,6 +243,31 @@ func bench(crds string) error {
 	fmt.Printf("BENCH name=operator_failover_recorded_median value=%.1f unit=ms\n", float64(median(recorded).Microseconds())/1000)
 	fmt.Printf("BENCH name=operator_failover_table_published_median value=%.1f unit=ms\n", float64(median(published).Microseconds())/1000)
 	return k.err()
+}
+
+// steadyStatus counts the writes of the run's object over window while it
+// builds (no failure, no edit: every write is the operator's status) and
+// returns them with the largest status seen, in bytes of JSON.
+func steadyStatus(ctx context.Context, c client.WithWatch, window time.Duration) (int, int, error) {
+	ctx, cancel := context.WithTimeout(ctx, window)
+	defer cancel()
+	w, err := c.Watch(ctx, &ebv1.EventBuilderRunList{}, client.InNamespace(namespace))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer w.Stop()
+	writes, largest := 0, 0
+	for ev := range w.ResultChan() {
+		run, ok := ev.Object.(*ebv1.EventBuilderRun)
+		if !ok || ev.Type != watch.Modified {
+			continue
+		}
+		writes++
+		if b, err := json.Marshal(run.Status); err == nil {
+			largest = max(largest, len(b))
+		}
+	}
+	return writes, largest, nil
 }
 
 // waitRunning waits for the run's phase Running (or Degraded: units

@@ -124,6 +124,11 @@ type EventBuilderRunReconciler struct {
 	// fabric) whose rejoins do not hold; zero fields are
 	// runplan.DefaultRejoinBackoff's.
 	RejoinBackoff runplan.RejoinBackoff
+	// StatusCountersInterval is how often a steady run's status is written
+	// when only its counters, rates and sample times changed
+	// (builderstatus.SteadyChange); any other change is written at once.
+	// Zero writes every change.
+	StatusCountersInterval time.Duration
 	// ControlClients, when set, are the only pods a NetworkPolicy per run
 	// lets reach the builders' HTTP port (the run's own pods alone reach
 	// the data port); nil: no NetworkPolicy.
@@ -1282,12 +1287,13 @@ func setPhase(run *ebv1.EventBuilderRun, phase ebv1.RunPhase, reason, message st
 	})
 }
 
-// patchStatus writes run's status if it changed, then announces a change
+// patchStatus writes run's status if it changed (a steady change only
+// every StatusCountersInterval), then announces a change
 // of phase or of the Ready condition's reason with an Event. The
 // optimistic lock makes a patch computed from a stale cached run fail (and
 // retry) rather than undo a newer status.
 func (r *EventBuilderRunReconciler) patchStatus(ctx context.Context, orig, run *ebv1.EventBuilderRun) error {
-	if equality.Semantic.DeepEqual(orig.Status, run.Status) {
+	if equality.Semantic.DeepEqual(orig.Status, run.Status) || r.countersCanWait(&orig.Status, &run.Status) {
 		return nil
 	}
 	if err := r.Status().Patch(ctx, run, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -1303,6 +1309,18 @@ func (r *EventBuilderRunReconciler) patchStatus(ctx context.Context, orig, run *
 		r.Recorder.Eventf(run, nil, kind, ready.Reason, "PhaseChange", "phase %s -> %s: %s", phaseName(from), to, ready.Message)
 	}
 	return nil
+}
+
+// countersCanWait says whether status is a steady change of written
+// (builderstatus.SteadyChange) that comes less than StatusCountersInterval
+// after the sample written: it waits, and the rates computed when it is
+// written span the whole interval.
+func (r *EventBuilderRunReconciler) countersCanWait(written, status *ebv1.EventBuilderRunStatus) bool {
+	if r.StatusCountersInterval <= 0 || written.LastSampleTime == nil || status.LastSampleTime == nil {
+		return false
+	}
+	return status.LastSampleTime.Sub(written.LastSampleTime.Time) < r.StatusCountersInterval &&
+		builderstatus.SteadyChange(written, status)
 }
 
 func phaseName(p ebv1.RunPhase) string {

@@ -1,0 +1,37 @@
+package builderstatus
+
+import (
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+)
+
+// SteadyChange says whether status b differs from a only as a steady run's
+// status changes on every poll: event and byte counters, rates and the
+// sample time, each unit's counters, next event and progress time, and the
+// consumers' counts, while the run goes on building (or goes on standing
+// still: the event rate stays nonzero, or zero). Anything else, a phase,
+// a condition, a unit's state, epoch, activity or lost peers, a rank, the
+// set starting or stopping to build, is a change worth writing at once.
+// At LHCb size a write is about a hundred kilobytes, and the counters go
+// to Prometheus from every builder anyway: the operator writes steady
+// changes only now and then (EventBuilderRunReconciler.StatusCountersInterval).
+func SteadyChange(a, b *ebv1.EventBuilderRunStatus) bool {
+	if (a.EventRate == 0) != (b.EventRate == 0) || len(a.Units) != len(b.Units) {
+		return false
+	}
+	return equality.Semantic.DeepEqual(withoutCounters(a), withoutCounters(b))
+}
+
+// withoutCounters is a copy of s without what SteadyChange lets change.
+func withoutCounters(s *ebv1.EventBuilderRunStatus) *ebv1.EventBuilderRunStatus {
+	c := s.DeepCopy()
+	c.EventsBuilt, c.EventsIncomplete, c.EventsDropped, c.BytesBuilt = 0, 0, 0, 0
+	c.EventRate, c.ThroughputGbps, c.LastSampleTime, c.Consumed = 0, "", nil, nil
+	for i := range c.Units {
+		u := &c.Units[i]
+		u.EventsBuilt, u.EventsIncomplete, u.EventsDropped, u.BytesBuilt = 0, 0, 0, 0
+		u.NextEvent, u.ProgressTime, u.Consumer = 0, nil, nil
+	}
+	return c
+}

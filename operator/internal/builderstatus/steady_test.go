@@ -1,0 +1,56 @@
+package builderstatus
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+)
+
+func TestSteadyChange(t *testing.T) {
+	at := func(s int) *metav1.MicroTime { m := metav1.NewMicroTime(time.Unix(int64(s), 0)); return &m }
+	building := ebv1.EventBuilderRunStatus{
+		Phase: ebv1.PhaseRunning, Epoch: 3, EventsBuilt: 1000, BytesBuilt: 64000, EventRate: 500, ThroughputGbps: "0.256",
+		LastSampleTime: at(10), Consumed: &ebv1.ConsumerCounts{MEPs: 1},
+		Units: []ebv1.UnitStatus{{Rank: 0, State: "RUNNING", Activity: "building", Epoch: 3, NextEvent: 1000, ProgressTime: at(10),
+			EventsBuilt: 1000, BytesBuilt: 64000, Consumer: &ebv1.ConsumerCounts{MEPs: 1}}},
+		Ranks: []ebv1.RankStatus{{Rank: 0, Role: "Live", State: "RUNNING"}},
+	}
+	cases := []struct {
+		name string
+		edit func(*ebv1.EventBuilderRunStatus)
+		want bool
+	}{
+		{"nothing", func(*ebv1.EventBuilderRunStatus) {}, true},
+		{"counters, rates and times move on", func(s *ebv1.EventBuilderRunStatus) {
+			s.EventsBuilt, s.BytesBuilt, s.EventRate, s.ThroughputGbps, s.LastSampleTime = 2000, 128000, 400, "0.205", at(12)
+			s.Consumed = &ebv1.ConsumerCounts{MEPs: 2}
+			u := &s.Units[0]
+			u.NextEvent, u.ProgressTime, u.EventsBuilt, u.BytesBuilt, u.Consumer = 2000, at(12), 2000, 128000, &ebv1.ConsumerCounts{MEPs: 2}
+		}, true},
+		{"the set stops building", func(s *ebv1.EventBuilderRunStatus) { s.EventRate, s.LastSampleTime = 0, at(12) }, false},
+		{"a phase", func(s *ebv1.EventBuilderRunStatus) { s.Phase = ebv1.PhaseDegraded }, false},
+		{"a condition", func(s *ebv1.EventBuilderRunStatus) {
+			meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: ebv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "X"})
+		}, false},
+		{"an epoch", func(s *ebv1.EventBuilderRunStatus) { s.Epoch = 4 }, false},
+		{"a unit's state", func(s *ebv1.EventBuilderRunStatus) { s.Units[0].State = "PAUSED" }, false},
+		{"a unit's activity", func(s *ebv1.EventBuilderRunStatus) { s.Units[0].Activity = "connecting" }, false},
+		{"a unit's lost peers", func(s *ebv1.EventBuilderRunStatus) { s.Units[0].LostPeers = []int32{1} }, false},
+		{"a unit's incomplete events", func(s *ebv1.EventBuilderRunStatus) { s.Units[0].EventsIncomplete = 1 }, true},
+		{"a unit more", func(s *ebv1.EventBuilderRunStatus) { s.Units = append(s.Units, ebv1.UnitStatus{Rank: 1}) }, false},
+		{"a rank's state", func(s *ebv1.EventBuilderRunStatus) { s.Ranks[0].State = "ERROR" }, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := building.DeepCopy()
+			c.edit(b)
+			if got := SteadyChange(&building, b); got != c.want {
+				t.Errorf("SteadyChange = %t, want %t", got, c.want)
+			}
+		})
+	}
+}
