@@ -130,7 +130,7 @@ test-e2e: images cluster-images node-image $(KIND) $(HELM) ## The kind end-to-en
 	  E2E_PROMETHEUS_OPERATOR_DIR=$(PROMETHEUS_OPERATOR) E2E_PROMETHEUS_OPERATOR_IMAGE=$(PROMETHEUS_OPERATOR_IMAGE) \
 	  E2E_PROMETHEUS_CONFIG_RELOADER_IMAGE=$(PROMETHEUS_CONFIG_RELOADER_IMAGE) \
 	  E2E_PROMETHEUS_IMAGE=$(PROMETHEUS_IMAGE) E2E_PROMETHEUS_VERSION=$(PROMETHEUS_VERSION) \
-	  go test -count=1 -timeout 30m -v ./...
+	  go test -count=1 -timeout 30m -v -p 1 ./...
 
 ##@ Benchmarks
 

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -28,7 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -39,9 +37,11 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 	"daq.io/eventbuilder/operator/internal/buildercontrol"
+	"daq.io/eventbuilder/operator/internal/builderpoll"
 	"daq.io/eventbuilder/operator/internal/builderpod"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/lifecycle"
@@ -56,9 +56,6 @@ import (
 // switch to the table that moved them (runplan.HeldForSwitch): the
 // configure, a cycle boundary and the joiners' connections take seconds.
 const switchHold = 30 * time.Second
-
-// maxConcurrentPolls bounds the builders polled at once per run.
-const maxConcurrentPolls = 64
 
 // maxConcurrentCreates bounds the pods created at once per run: a
 // 326-unit run must come up in seconds, without flooding the API server.
@@ -134,7 +131,10 @@ type EventBuilderRunReconciler struct {
 	// the data port); nil: no NetworkPolicy.
 	ControlClients *builderpod.ControlClients
 
-	silences silences
+	// polls polls every run's builders in the background and wakes the
+	// run after each poll (through wake).
+	polls *builderpoll.Poller
+	wake  chan event.GenericEvent
 }
 
 // +kubebuilder:rbac:groups=eventbuilder.daq.io,resources=eventbuilderruns,verbs=get;list;watch
@@ -165,7 +165,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	run := &ebv1.EventBuilderRun{}
 	if err := r.Get(ctx, req.NamespacedName, run); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.silences.forget(req.NamespacedName)
+			r.polls.Forget(req.NamespacedName)
 			opmetrics.Forget(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -220,6 +220,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	r.polls.Track(req.NamespacedName, r.pollTargets(pods), r.pollEvery(run, req.NamespacedName))
 	cm, table, err := r.loadTable(ctx, run)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -254,11 +255,11 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		endpoints = runplan.Endpoints(f)
 	}
 
-	// Pod events also trigger reconciles; a steady run is polled at most
-	// about once per interval, which keeps rates averaged over comparable
-	// windows; one converging is polled every time.
-	var poll *builderstatus.Poll
-	pollDue := run.Status.LastSampleTime == nil || now.Sub(run.Status.LastSampleTime.Time) >= r.PollInterval/2 || converging(run)
+	// The builders are polled in the background (r.polls), and each poll
+	// wakes the run: a reconcile folds a poll it has not seen yet into the
+	// status, and decides on it.
+	poll := r.fresh(req.NamespacedName, pods)
+	pollDue := poll != nil
 
 	var rec *runplan.Recovery
 	published := false
@@ -266,7 +267,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	// A table planned before the operator recorded its Fabric is taken as
 	// planned on the Fabric as it is.
 	requested := cm == nil || cm.Annotations[annRequest] != runplan.RequestKey(&run.Spec)
-	fabricEdited := cm != nil && cm.Annotations[annFabric] != "" && cm.Annotations[annFabric] != fabricKey
+	fabricEdited := fabric != nil && cm != nil && cm.Annotations[annFabric] != "" && cm.Annotations[annFabric] != fabricKey
 	var planned planner.RankTable
 	var planErr error
 	if requested || fabricEdited {
@@ -292,8 +293,11 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		}
 		next := planned
 		if cm != nil {
-			// Builders may run the old table: one of another size reaches them stopped.
-			poll = r.poll(ctx, req.NamespacedName, pods, now)
+			// Builders may run the old table: one of another size reaches
+			// them stopped. Decided on a poll taken since the last command.
+			if poll == nil {
+				return ctrl.Result{}, nil // the next poll wakes the run
+			}
 			if resize := lifecycle.ResizeTo(next.N(), reported(poll)); !resize.Ready() {
 				return r.stopForResize(ctx, orig, run, table.N(), next.N(), resize, pods, string(secret.Data[builderpod.ControlTokenKey]))
 			}
@@ -319,10 +323,9 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		// then builders silent for long, which no peer may be left to report.
 		failures := runplan.Failures(table, endpoints, health, pods, nil)
 		if len(failures) == 0 && pollDue {
-			poll = r.poll(ctx, req.NamespacedName, pods, now)
 			failures = runplan.Failures(table, endpoints, health, pods, poll.Reports)
 			if len(failures) == 0 {
-				failures = runplan.Unreachable(table, r.silences.of(req.NamespacedName), now, r.UnreachableAfter,
+				failures = runplan.Unreachable(table, r.polls.Silences(req.NamespacedName), now, r.UnreachableAfter,
 					runplan.UpPeers(table, poll.Reports))
 			}
 		}
@@ -357,7 +360,12 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		// off while its rejoins do not hold (each costs the set a join
 		// timeout of dropped events). A lost unit still in its session (a
 		// partition) is reset first, to join as a new process.
-		poll = r.poll(ctx, req.NamespacedName, pods, now)
+		if poll == nil {
+			poll = r.latest(req.NamespacedName, pods)
+		}
+		if poll == nil {
+			return ctrl.Result{}, nil // the first poll wakes the run
+		}
 		d := runplan.DecideRejoins(table, poll.Reports, attempts, now, r.RejoinBackoff)
 		attempts = d.Attempts
 		switch {
@@ -441,8 +449,6 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			// A new table goes to every running builder at once, without
 			// polling first: their answers to configure are the poll.
 			poll, blind = &builderstatus.Poll{Time: now, Reports: map[int32]builderstatus.Report{}}, true
-		case poll == nil && pollDue:
-			poll = r.poll(ctx, req.NamespacedName, pods, now)
 		}
 		if poll != nil {
 			doc, err := ranktable.Parse(cm.Data[ranktable.Key])
@@ -457,7 +463,10 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 					return ctrl.Result{}, err
 				}
 			}
-			configured, missing, err := r.drive(ctx, run, table, doc, pods, ips, held, poll, blind, string(secret.Data[builderpod.ControlTokenKey]))
+			configured, missing, sent, err := r.drive(ctx, run, table, doc, pods, ips, held, poll, blind, string(secret.Data[builderpod.ControlTokenKey]))
+			if sent {
+				r.polls.Changed(req.NamespacedName) // see what the commands did, soon
+			}
 			controlErr = err
 			setConfigured(run, table.Epoch, configured, missing)
 			if configured {
@@ -518,10 +527,9 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	if err := r.patchStatus(ctx, orig, run); err != nil {
 		return ctrl.Result{}, err
 	}
-	requeue := r.PollInterval
-	if r.silences.any(req.NamespacedName) {
-		requeue = r.PollInterval / 2 // a silent builder may be a lost server: look again soon
-	}
+	// Polls wake the run; timers of its own (a node's grace, a rejoin's
+	// back-off) and, as a safety net, a slow resync.
+	requeue := resyncPolls * r.PollInterval
 	if graceLeft > 0 && graceLeft < requeue {
 		requeue = graceLeft
 	}
@@ -698,6 +706,7 @@ func (r *EventBuilderRunReconciler) stopForResize(ctx context.Context, orig, run
 	if targets := r.targets(pods, resize.Stop); len(targets) > 0 {
 		var reps buildercontrol.Reports
 		reps, err = r.Control.Send(ctx, token, buildercontrol.Stop, targets)
+		r.polls.Changed(client.ObjectKeyFromObject(run))
 		if len(reps) > 0 {
 			r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, commandReason[buildercontrol.Stop], string(buildercontrol.Stop),
 				"stop to %d builders (ranks %s): the set is started again on a table of %d ranks", len(reps), rankList(resize.Stop), to)
@@ -711,7 +720,7 @@ func (r *EventBuilderRunReconciler) stopForResize(ctx context.Context, orig, run
 	if err != nil {
 		return ctrl.Result{}, errors.Join(err, r.patchStatus(ctx, orig, run))
 	}
-	return ctrl.Result{RequeueAfter: r.PollInterval / 4}, r.patchStatus(ctx, orig, run)
+	return ctrl.Result{}, r.patchStatus(ctx, orig, run) // the next poll wakes the run
 }
 
 // dropRecord removes a record annotation that cannot be read (readErr)
@@ -777,6 +786,7 @@ func (r *EventBuilderRunReconciler) resetLost(ctx context.Context, run *ebv1.Eve
 		return nil
 	}
 	reps, err := r.Control.Send(ctx, token, buildercontrol.Reset, targets)
+	r.polls.Changed(client.ObjectKeyFromObject(run))
 	maps.Copy(poll.Reports, reps)
 	if len(reps) > 0 {
 		r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, commandReason[buildercontrol.Reset], string(buildercontrol.Reset),
@@ -884,7 +894,7 @@ func (r *EventBuilderRunReconciler) ensureSecret(ctx context.Context, run *ebv1.
 // ranks do not, and which builders refused or did not answer.
 func (r *EventBuilderRunReconciler) drive(ctx context.Context, run *ebv1.EventBuilderRun, table planner.RankTable,
 	doc ranktable.Document, pods map[int32]*corev1.Pod, ips map[int32]string, held map[int32]bool, poll *builderstatus.Poll, blind bool,
-	token string) (bool, []int32, error) {
+	token string) (configured bool, missing []int32, sent bool, err error) {
 	var builders []lifecycle.Builder
 	var live []int32
 	urls := map[int32]string{}
@@ -942,18 +952,20 @@ func (r *EventBuilderRunReconciler) drive(ctx context.Context, run *ebv1.EventBu
 	}
 	if len(ranks) > 0 {
 		reps, err := r.Control.Configure(ctx, token, targets(ranks), doc)
+		sent = true
 		merge(reps)
 		announce(buildercontrol.Configure, reps, fmt.Sprintf(" epoch %d", table.Epoch))
 		errs = append(errs, err)
 	}
 	for _, step := range lifecycle.Drive(run.Spec.State, table.Epoch, builders, live) {
 		reps, err := r.Control.Send(ctx, token, step.Command, targets(step.Ranks))
+		sent = true
 		merge(reps)
 		announce(step.Command, reps, "")
 		errs = append(errs, err)
 	}
-	configured, missing := lifecycle.Configured(table.Epoch, builders, live)
-	return configured, missing, errors.Join(errs...)
+	configured, missing = lifecycle.Configured(table.Epoch, builders, live)
+	return configured, missing, sent, errors.Join(errs...)
 }
 
 // commandReason is the Event reason of a command sent.
@@ -1237,39 +1249,6 @@ func (r *EventBuilderRunReconciler) syncPods(ctx context.Context, run *ebv1.Even
 	return g.Wait()
 }
 
-// poll asks every running builder pod of run for its status, in parallel,
-// and records the silences. A builder that does not answer is missing from
-// the reports.
-func (r *EventBuilderRunReconciler) poll(ctx context.Context, run types.NamespacedName, pods map[int32]*corev1.Pod,
-	now time.Time) *builderstatus.Poll {
-	log := logf.FromContext(ctx)
-	p := &builderstatus.Poll{Time: now, Pods: map[int32]string{}, Reports: make(map[int32]builderstatus.Report, len(pods))}
-	var mu sync.Mutex
-	var g errgroup.Group
-	g.SetLimit(maxConcurrentPolls)
-	for rank, pod := range pods {
-		if pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" || !pod.DeletionTimestamp.IsZero() {
-			continue
-		}
-		p.Pods[rank] = string(pod.UID)
-		g.Go(func() error {
-			rep, err := r.Builders.Get(ctx, r.StatusURL(pod))
-			if err != nil {
-				log.V(1).Info("builder did not report", "pod", pod.Name, "error", err.Error())
-				return nil
-			}
-			mu.Lock()
-			p.Reports[rank] = rep
-			mu.Unlock()
-			return nil
-		})
-	}
-	_ = g.Wait() // the goroutines never fail
-	r.silences.record(run, p)
-	opmetrics.PollsFailed.WithLabelValues(run.Namespace, run.Name).Add(float64(len(p.Pods) - len(p.Reports)))
-	return p
-}
-
 // setPhase records phase and the Ready condition for the current generation.
 func setPhase(run *ebv1.EventBuilderRun, phase ebv1.RunPhase, reason, message string) {
 	ready := metav1.ConditionFalse
@@ -1371,9 +1350,10 @@ var nodeHealthChanged = predicate.Funcs{
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
-// SetupWithManager registers the reconciler. Status writes do not bump the
-// generation, so the predicate keeps the run's own status patches from
-// triggering reconciles; the requeue timer drives polling instead.
+// SetupWithManager registers the reconciler and its poller. Status writes
+// do not bump the generation, so the predicate keeps the run's own status
+// patches from triggering reconciles; each poll of a run's builders wakes
+// it instead.
 func (r *EventBuilderRunReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err := mgr.GetFieldIndexer().IndexField(context.Background(), &ebv1.EventBuilderRun{}, fabricRefField, func(o client.Object) []string {
 		if ref := o.(*ebv1.EventBuilderRun).Spec.FabricRef; ref != nil {
@@ -1384,8 +1364,14 @@ func (r *EventBuilderRunReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	r.wake = make(chan event.GenericEvent, wakeBuffer)
+	r.polls = builderpoll.New(r.Builders.Get, r.polled)
+	if err := mgr.Add(r.polls); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&ebv1.EventBuilderRun{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).

@@ -1,0 +1,87 @@
+package controller
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/builderpoll"
+	"daq.io/eventbuilder/operator/internal/builderstatus"
+	"daq.io/eventbuilder/operator/internal/opmetrics"
+)
+
+// The reconciler's side of the background poller (builderpoll): what to
+// poll, how often, and the polls as a reconcile may use them.
+
+// wakeBuffer is how many wakes may wait for the controller's queue; a wake
+// that finds it full is dropped (the run's next poll wakes it again).
+const wakeBuffer = 1024
+
+// resyncPolls: a run that no poll woke is reconciled every this many poll
+// intervals anyway.
+const resyncPolls = 5
+
+// pollTargets are the pods whose builders may answer: running, with an
+// address, not being deleted.
+func (r *EventBuilderRunReconciler) pollTargets(pods map[int32]*corev1.Pod) []builderpoll.Target {
+	targets := make([]builderpoll.Target, 0, len(pods))
+	for rank, pod := range pods {
+		if pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" || !pod.DeletionTimestamp.IsZero() {
+			continue
+		}
+		targets = append(targets, builderpoll.Target{Rank: rank, Pod: string(pod.UID), URL: r.StatusURL(pod)})
+	}
+	return targets
+}
+
+// pollEvery is how often run's builders are polled: every PollInterval;
+// every quarter of it while the run converges (configure, start, a new
+// table), every half while a builder is silent (a lost server, maybe).
+func (r *EventBuilderRunReconciler) pollEvery(run *ebv1.EventBuilderRun, key types.NamespacedName) time.Duration {
+	switch {
+	case converging(run):
+		return r.PollInterval / 4
+	case len(r.polls.Silences(key)) > 0:
+		return r.PollInterval / 2
+	}
+	return r.PollInterval
+}
+
+// polled counts a poll's silent builders and wakes the run.
+func (r *EventBuilderRunReconciler) polled(key types.NamespacedName, p *builderstatus.Poll) {
+	opmetrics.PollsFailed.WithLabelValues(key.Namespace, key.Name).Add(float64(len(p.Pods) - len(p.Reports)))
+	select {
+	case r.wake <- event.GenericEvent{Object: &ebv1.EventBuilderRun{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}:
+	default:
+	}
+}
+
+// fresh is the run's latest poll if no reconcile used it yet, with only
+// the reports of pods that are still the ranks' pods; nil otherwise.
+func (r *EventBuilderRunReconciler) fresh(key types.NamespacedName, pods map[int32]*corev1.Pod) *builderstatus.Poll {
+	return current(r.polls.Fresh(key), pods)
+}
+
+// latest is the run's latest poll (nil before the first), as fresh.
+func (r *EventBuilderRunReconciler) latest(key types.NamespacedName, pods map[int32]*corev1.Pod) *builderstatus.Poll {
+	return current(r.polls.Latest(key), pods)
+}
+
+// current drops from p the reports of pods that are no longer their
+// ranks' pods (replaced, or gone since the poll).
+func current(p *builderstatus.Poll, pods map[int32]*corev1.Pod) *builderstatus.Poll {
+	if p == nil {
+		return nil
+	}
+	for rank, uid := range p.Pods {
+		if pod := pods[rank]; pod == nil || string(pod.UID) != uid {
+			delete(p.Pods, rank)
+			delete(p.Reports, rank)
+		}
+	}
+	return p
+}
