@@ -117,4 +117,3 @@ func probe(ctx context.Context, t *testing.T, ns string, targets ...string) map[
 	}
 	return reached
 }
-

@@ -41,8 +41,8 @@ import (
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 	"daq.io/eventbuilder/operator/internal/buildercontrol"
-	"daq.io/eventbuilder/operator/internal/builderpoll"
 	"daq.io/eventbuilder/operator/internal/builderpod"
+	"daq.io/eventbuilder/operator/internal/builderpoll"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/lifecycle"
 	"daq.io/eventbuilder/operator/internal/opmetrics"
