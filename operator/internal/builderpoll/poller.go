@@ -72,9 +72,10 @@ func (p *Poller) Start(ctx context.Context) error {
 	return nil
 }
 
-// Track polls run's targets every interval from now on, starting its
-// polling if it was not tracked. A change of targets (a pod replaced,
-// started or gone) is polled at once.
+// Track polls run's targets every interval from now on (every half of it
+// while a builder that answered before is silent: a lost server, maybe),
+// starting its polling if it was not tracked. A change of targets (a pod
+// replaced, started or gone), or a shorter interval, is polled at once.
 func (p *Poller) Track(run types.NamespacedName, targets []Target, interval time.Duration) {
 	slices.SortFunc(targets, func(a, b Target) int { return int(a.Rank - b.Rank) })
 	p.mu.Lock()
@@ -86,7 +87,7 @@ func (p *Poller) Track(run types.NamespacedName, targets []Target, interval time
 		p.runs[run] = t
 		go p.loop(ctx, run, t)
 	}
-	changed := !slices.Equal(t.targets, targets)
+	changed := !slices.Equal(t.targets, targets) || interval < t.interval
 	t.targets, t.interval = targets, interval
 	if changed || !ok {
 		kick(t)
@@ -185,6 +186,9 @@ func (p *Poller) loop(ctx context.Context, run types.NamespacedName, t *tracked)
 		p.mu.Lock()
 		t.latest, t.taken = poll, poll.Time.Before(t.changed)
 		t.silences = t.silences.After(poll)
+		if len(t.silences.Rows) > 0 {
+			interval /= 2
+		}
 		p.mu.Unlock()
 		p.polled(run, clone(poll))
 		timer.Reset(interval)

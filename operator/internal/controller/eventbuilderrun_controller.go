@@ -135,6 +135,8 @@ type EventBuilderRunReconciler struct {
 	// run after each poll (through wake).
 	polls *builderpoll.Poller
 	wake  chan event.GenericEvent
+	// commands runs every run's control calls in the background (commands.go).
+	commands *commander
 }
 
 // +kubebuilder:rbac:groups=eventbuilder.daq.io,resources=eventbuilderruns,verbs=get;list;watch
@@ -166,6 +168,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	if err := r.Get(ctx, req.NamespacedName, run); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.polls.Forget(req.NamespacedName)
+			r.commands.forget(req.NamespacedName)
 			opmetrics.Forget(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -220,7 +223,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.polls.Track(req.NamespacedName, r.pollTargets(pods), r.pollEvery(run, req.NamespacedName))
+	r.polls.Track(req.NamespacedName, r.pollTargets(pods), r.pollEvery(run))
 	cm, table, err := r.loadTable(ctx, run)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -369,14 +372,18 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		d := runplan.DecideRejoins(table, poll.Reports, attempts, now, r.RejoinBackoff)
 		attempts = d.Attempts
 		switch {
-		case len(d.Now) > 0:
-			if err := r.resetLost(ctx, run, d.Reset, pods, poll, string(secret.Data[builderpod.ControlTokenKey])); err != nil {
-				// Nothing is published: the rejoin epoch must not reach a
-				// builder still in its session. The next poll decides again.
-				setPhase(run, ebv1.PhasePending, ebv1.ReasonControlFailed, clip(err.Error())+
+		case len(d.Now) > 0 && len(d.Reset) > 0:
+			// Nothing is published: the rejoin epoch must not reach a
+			// builder still in its session. The reset goes out in the
+			// background; a poll after it decides again.
+			r.resetLost(req.NamespacedName, run, d.Reset, pods, string(secret.Data[builderpod.ControlTokenKey]))
+			if res, ok := r.commands.result(req.NamespacedName); ok && res.kind == resetBatch && res.err != nil {
+				setPhase(run, ebv1.PhasePending, ebv1.ReasonControlFailed, clip(res.err.Error())+
 					"; the rejoin waits until every lost builder still running its session is reset")
-				return ctrl.Result{}, errors.Join(err, r.patchStatus(ctx, orig, run))
+				return ctrl.Result{}, r.patchStatus(ctx, orig, run)
 			}
+			return ctrl.Result{}, nil
+		case len(d.Now) > 0:
 			next := runplan.Rejoin(table, d.Now)
 			setRejoinAttempts(cm, attempts)
 			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, false, "", now); err != nil {
@@ -439,18 +446,19 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	}
 
 	// Drive the builders: configure those behind the table's epoch, then
-	// take them to spec.state. A new table is sent at once, so a failover
-	// reaches the running builders in the reconcile that published it.
+	// take them to spec.state, in a batch in the background (commands.go)
+	// decided on this poll; a later reconcile reads what it did. A new
+	// table is handed over by the reconcile that published it, so a
+	// failover reaches the running builders without waiting for a poll.
 	var controlErr error
 	if !stopped {
-		blind := false
-		switch {
-		case poll == nil && published:
+		decideOn, blind := poll, false
+		if poll == nil && published {
 			// A new table goes to every running builder at once, without
-			// polling first: their answers to configure are the poll.
-			poll, blind = &builderstatus.Poll{Time: now, Reports: map[int32]builderstatus.Report{}}, true
+			// waiting for a poll: their answers to configure are the poll.
+			decideOn, blind = &builderstatus.Poll{Time: now, Reports: map[int32]builderstatus.Report{}}, true
 		}
-		if poll != nil {
+		if decideOn != nil && (published || !r.commands.busy(req.NamespacedName)) {
 			doc, err := ranktable.Parse(cm.Data[ranktable.Key])
 			if err != nil {
 				return ctrl.Result{}, fmt.Errorf("ConfigMap %s: %w", cm.Name, err)
@@ -463,17 +471,31 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 					return ctrl.Result{}, err
 				}
 			}
-			configured, missing, sent, err := r.drive(ctx, run, table, doc, pods, ips, held, poll, blind, string(secret.Data[builderpod.ControlTokenKey]))
-			if sent {
-				r.polls.Changed(req.NamespacedName) // see what the commands did, soon
+			snapshot, token, epoch := run.DeepCopy(), string(secret.Data[builderpod.ControlTokenKey]), table.Epoch
+			decideOn = &builderstatus.Poll{Time: decideOn.Time, Pods: maps.Clone(decideOn.Pods), Reports: maps.Clone(decideOn.Reports)}
+			batch := func(ctx context.Context) commandResult {
+				configured, missing, sent, err := r.drive(ctx, snapshot, table, doc, pods, ips, held, decideOn, blind, token)
+				return commandResult{kind: driveBatch, epoch: epoch, configured: configured, missing: missing, sent: sent, err: err}
 			}
-			controlErr = err
-			setConfigured(run, table.Epoch, configured, missing)
-			if configured {
-				if err := r.recordConfigured(ctx, run, cm, table.Epoch); err != nil {
+			if published { // a new table: at once, or right after the batch running
+				r.commands.queue(req.NamespacedName, batch)
+			} else {
+				r.commands.submit(req.NamespacedName, batch)
+			}
+		}
+		// What the last drive of this table did (a later reconcile sees it).
+		res, ok := r.commands.result(req.NamespacedName)
+		switch {
+		case ok && res.kind == driveBatch && res.epoch == table.Epoch:
+			controlErr = res.err
+			setConfigured(run, table.Epoch, res.configured, res.missing)
+			if res.configured {
+				if err := r.recordConfigured(ctx, run, cm, table.Epoch, res.done); err != nil {
 					return ctrl.Result{}, err
 				}
 			}
+		default:
+			setConfigured(run, table.Epoch, false, liveRanks(table))
 		}
 	}
 
@@ -696,31 +718,33 @@ func reported(poll *builderstatus.Poll) []lifecycle.Builder {
 	return out
 }
 
-// stopForResize stops the set before a table of another number of ranks
-// is published (lifecycle.ResizeTo), and looks again soon: the publish,
-// the configure of the stopped builders and their start follow once every
-// builder has ended its session.
+// stopForResize stops the set (a batch in the background) before a table
+// of another number of ranks is published (lifecycle.ResizeTo): the
+// publish, the configure of the stopped builders and their start follow,
+// on a poll after the stop, once every builder has ended its session.
 func (r *EventBuilderRunReconciler) stopForResize(ctx context.Context, orig, run *ebv1.EventBuilderRun, from, to int,
 	resize lifecycle.Resize, pods map[int32]*corev1.Pod, token string) (ctrl.Result, error) {
-	var err error
+	key := client.ObjectKeyFromObject(run)
 	if targets := r.targets(pods, resize.Stop); len(targets) > 0 {
-		var reps buildercontrol.Reports
-		reps, err = r.Control.Send(ctx, token, buildercontrol.Stop, targets)
-		r.polls.Changed(client.ObjectKeyFromObject(run))
-		if len(reps) > 0 {
-			r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, commandReason[buildercontrol.Stop], string(buildercontrol.Stop),
-				"stop to %d builders (ranks %s): the set is started again on a table of %d ranks", len(reps), rankList(resize.Stop), to)
-		}
+		snapshot := run.DeepCopy()
+		r.commands.submit(key, func(ctx context.Context) commandResult {
+			reps, err := r.Control.Send(ctx, token, buildercontrol.Stop, targets)
+			if len(reps) > 0 {
+				r.Recorder.Eventf(snapshot, nil, corev1.EventTypeNormal, commandReason[buildercontrol.Stop], string(buildercontrol.Stop),
+					"stop to %d builders (ranks %s): the set is started again on a table of %d ranks", len(reps), rankList(resize.Stop), to)
+			}
+			return commandResult{kind: resizeBatch, sent: true, err: err}
+		})
 	}
 	waiting := append(slices.Clone(resize.Stop), resize.Ending...)
 	slices.Sort(waiting)
-	setPhase(run, ebv1.PhasePending, ebv1.ReasonResizing, fmt.Sprintf(
-		"stopping the set of %d ranks to start it again on a table of %d ranks: a running set cannot change its number of ranks; "+
-			"waiting for ranks %s to end their session", from, to, rankList(waiting)))
-	if err != nil {
-		return ctrl.Result{}, errors.Join(err, r.patchStatus(ctx, orig, run))
+	msg := fmt.Sprintf("stopping the set of %d ranks to start it again on a table of %d ranks: a running set cannot change its number of ranks; "+
+		"waiting for ranks %s to end their session", from, to, rankList(waiting))
+	if res, ok := r.commands.result(key); ok && res.kind == resizeBatch && res.err != nil {
+		msg += "; the last stop failed: " + clip(res.err.Error())
 	}
-	return ctrl.Result{}, r.patchStatus(ctx, orig, run) // the next poll wakes the run
+	setPhase(run, ebv1.PhasePending, ebv1.ReasonResizing, msg)
+	return ctrl.Result{}, r.patchStatus(ctx, orig, run) // the stop's end (or the next poll) wakes the run
 }
 
 // dropRecord removes a record annotation that cannot be read (readErr)
@@ -771,29 +795,31 @@ func setRecord(cm *corev1.ConfigMap, annotation string, v any) {
 }
 
 // resetLost sends reset to the builders of lost ranks that still run
-// their session (runplan.RejoinDecision.Reset), before a rejoin epoch is
-// configured on them, and takes their answers (NOT_READY) as their
-// reports: drive then configures them with the new epoch and starts them
-// as it does a restarted process. It fails if any did not take it.
-func (r *EventBuilderRunReconciler) resetLost(ctx context.Context, run *ebv1.EventBuilderRun, ranks []int,
-	pods map[int32]*corev1.Pod, poll *builderstatus.Poll, token string) error {
+// their session (runplan.RejoinDecision.Reset), in a batch in the
+// background, before a rejoin epoch is configured on them: a poll after
+// it finds them NOT_READY, the rejoin is published, and drive configures
+// and starts them as it does a restarted process. A batch that failed is
+// reported by the next reconcile, and the reset is tried again.
+func (r *EventBuilderRunReconciler) resetLost(key client.ObjectKey, run *ebv1.EventBuilderRun, ranks []int,
+	pods map[int32]*corev1.Pod, token string) {
 	lost := make([]int32, len(ranks))
 	for i, rank := range ranks {
 		lost[i] = int32(rank)
 	}
 	targets := r.targets(pods, lost)
 	if len(targets) == 0 {
-		return nil
+		return
 	}
-	reps, err := r.Control.Send(ctx, token, buildercontrol.Reset, targets)
-	r.polls.Changed(client.ObjectKeyFromObject(run))
-	maps.Copy(poll.Reports, reps)
-	if len(reps) > 0 {
-		r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, commandReason[buildercontrol.Reset], string(buildercontrol.Reset),
-			"reset to %d builders (ranks %s): lost by their set, they still ran their session; they rejoin as new processes",
-			len(reps), rankList(slices.Sorted(maps.Keys(reps))))
-	}
-	return err
+	snapshot := run.DeepCopy()
+	r.commands.submit(key, func(ctx context.Context) commandResult {
+		reps, err := r.Control.Send(ctx, token, buildercontrol.Reset, targets)
+		if len(reps) > 0 {
+			r.Recorder.Eventf(snapshot, nil, corev1.EventTypeNormal, commandReason[buildercontrol.Reset], string(buildercontrol.Reset),
+				"reset to %d builders (ranks %s): lost by their set, they still ran their session; they rejoin as new processes",
+				len(reps), rankList(slices.Sorted(maps.Keys(reps))))
+		}
+		return commandResult{kind: resetBatch, sent: true, err: err}
+	})
 }
 
 // setRejoinAttempts writes the record into cm's annotations (the caller
@@ -992,8 +1018,10 @@ func setConfigured(run *ebv1.EventBuilderRun, epoch int64, ok bool, missing []in
 
 // recordConfigured completes the last failover's record, if it is of
 // epoch and not complete yet, with when every live builder had accepted
-// the new table: the failover's end to end duration.
-func (r *EventBuilderRunReconciler) recordConfigured(ctx context.Context, run *ebv1.EventBuilderRun, cm *corev1.ConfigMap, epoch int64) error {
+// the new table (done, when the batch that configured them ended): the
+// failover's end to end duration.
+func (r *EventBuilderRunReconciler) recordConfigured(ctx context.Context, run *ebv1.EventBuilderRun, cm *corev1.ConfigMap, epoch int64,
+	done time.Time) error {
 	fo, err := record[*ebv1.FailoverStatus](cm, annLastFailover)
 	if err != nil || fo == nil {
 		return err
@@ -1001,7 +1029,6 @@ func (r *EventBuilderRunReconciler) recordConfigured(ctx context.Context, run *e
 	if fo.Epoch != epoch || fo.ConfiguredTime != nil || fo.Outcome == ebv1.OutcomeStopped {
 		return nil
 	}
-	done := time.Now()
 	t := metav1.NewMicroTime(done)
 	fo.ConfiguredTime, fo.ConfiguredDuration = &t, &metav1.Duration{Duration: done.Sub(fo.ObservedTime.Time)}
 	b, err := json.Marshal(fo)
@@ -1366,7 +1393,8 @@ func (r *EventBuilderRunReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.wake = make(chan event.GenericEvent, wakeBuffer)
 	r.polls = builderpoll.New(r.Builders.Get, r.polled)
-	if err := mgr.Add(r.polls); err != nil {
+	r.commands = newCommander(r.commandsEnded)
+	if err := errors.Join(mgr.Add(r.polls), mgr.Add(r.commands)); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).

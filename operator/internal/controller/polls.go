@@ -38,15 +38,12 @@ func (r *EventBuilderRunReconciler) pollTargets(pods map[int32]*corev1.Pod) []bu
 	return targets
 }
 
-// pollEvery is how often run's builders are polled: every PollInterval;
+// pollEvery is how often run's builders are polled: every PollInterval,
 // every quarter of it while the run converges (configure, start, a new
-// table), every half while a builder is silent (a lost server, maybe).
-func (r *EventBuilderRunReconciler) pollEvery(run *ebv1.EventBuilderRun, key types.NamespacedName) time.Duration {
-	switch {
-	case converging(run):
+// table); the poller halves it while a builder is silent.
+func (r *EventBuilderRunReconciler) pollEvery(run *ebv1.EventBuilderRun) time.Duration {
+	if converging(run) {
 		return r.PollInterval / 4
-	case len(r.polls.Silences(key)) > 0:
-		return r.PollInterval / 2
 	}
 	return r.PollInterval
 }
@@ -54,10 +51,26 @@ func (r *EventBuilderRunReconciler) pollEvery(run *ebv1.EventBuilderRun, key typ
 // polled counts a poll's silent builders and wakes the run.
 func (r *EventBuilderRunReconciler) polled(key types.NamespacedName, p *builderstatus.Poll) {
 	opmetrics.PollsFailed.WithLabelValues(key.Namespace, key.Name).Add(float64(len(p.Pods) - len(p.Reports)))
+	r.wakeRun(key)
+}
+
+// wakeRun queues a reconcile of the run.
+func (r *EventBuilderRunReconciler) wakeRun(key types.NamespacedName) {
 	select {
 	case r.wake <- event.GenericEvent{Object: &ebv1.EventBuilderRun{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}:
 	default:
 	}
+}
+
+// commandsEnded follows a run's command batch: a poll at once, which wakes
+// the run, when commands went out (the polls begun before are stale); else
+// a wake, to read what the batch found.
+func (r *EventBuilderRunReconciler) commandsEnded(key types.NamespacedName, res commandResult) {
+	if res.sent {
+		r.polls.Changed(key)
+		return
+	}
+	r.wakeRun(key)
 }
 
 // fresh is the run's latest poll if no reconcile used it yet, with only
