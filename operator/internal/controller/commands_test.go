@@ -23,7 +23,10 @@ func TestCommanderRunsOneBatchAtATime(t *testing.T) {
 	})
 	release := make(chan struct{})
 	blocked := func(epoch int64) func(context.Context) commandResult {
-		return func(context.Context) commandResult { <-release; return commandResult{kind: driveBatch, epoch: epoch, sent: true} }
+		return func(context.Context) commandResult {
+			<-release
+			return commandResult{kind: driveBatch, epoch: epoch, sent: true}
+		}
 	}
 	next := func() commandResult {
 		t.Helper()
@@ -43,7 +46,9 @@ func TestCommanderRunsOneBatchAtATime(t *testing.T) {
 		t.Fatal("a second batch was taken while the first runs")
 	}
 	c.queue(run, blocked(2))
-	c.queue(run, func(context.Context) commandResult { return commandResult{kind: driveBatch, epoch: 3, err: errors.New("x")} })
+	c.queue(run, func(context.Context) commandResult {
+		return commandResult{kind: driveBatch, epoch: 3, err: errors.New("x")}
+	})
 	close(release)
 	if res := next(); res.epoch != 1 {
 		t.Errorf("first end: epoch %d, want 1", res.epoch)
