@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +60,16 @@ func TestDataNetworkPartitionedThenHealed(t *testing.T) {
 	t.Logf("rank %d (%s) cut off from the other units' pods on %v", cut, ips[cut], workers)
 	waitDegradedNaming(ctx, t, run, []int32{cut})
 	t.Logf("Degraded %s after the cut: %s", time.Since(cutAt).Round(time.Millisecond), readyCondition(run).Message)
+	// The condition names the cut-off unit's node and what its state points to.
+	var cutNode string
+	for _, u := range before.Status.Units {
+		if u.Rank == cut {
+			cutNode = builderPod(ctx, t, key.Namespace, u.Pod).Spec.NodeName
+		}
+	}
+	if msg := readyCondition(run).Message; !strings.Contains(msg, "node "+cutNode) || !strings.Contains(msg, "partition") {
+		t.Errorf("the Degraded message does not name rank %d's node %s and a partition: %s", cut, cutNode, msg)
+	}
 	select {
 	case <-ctx.Done():
 		t.Fatal(ctx.Err())

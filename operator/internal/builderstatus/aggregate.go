@@ -182,7 +182,7 @@ func Aggregate(prev *ebv1.EventBuilderRunStatus, units []Unit, poll *Poll, desir
 	}
 	if s.Phase == ebv1.PhaseRunning && s.LastSampleTime != nil {
 		if stuck := stalled(s.Units, s.LastSampleTime.Time, stallAfter); len(stuck) > 0 {
-			s.Phase, s.Reason, s.Message = ebv1.PhaseDegraded, ebv1.ReasonUnitsNotBuilding, notBuilding(stuck, s.LastSampleTime.Time)
+			s.Phase, s.Reason, s.Message = ebv1.PhaseDegraded, ebv1.ReasonUnitsNotBuilding, notBuilding(stuck, units, s.LastSampleTime.Time)
 		}
 	}
 	return s
@@ -224,15 +224,24 @@ func stalled(units []ebv1.UnitStatus, at time.Time, stallAfter time.Duration) []
 	return out
 }
 
-// notBuilding is the message of a run whose units stalled: which, for
-// how long, doing what, and the first one's last error.
-func notBuilding(stuck []ebv1.UnitStatus, at time.Time) string {
+// notBuilding is the message of a run whose units stalled: which, on
+// what node, for how long, doing what, what that points to, and the first
+// one's last error.
+func notBuilding(stuck []ebv1.UnitStatus, observed []Unit, at time.Time) string {
+	node := make(map[int32]string, len(observed))
+	for _, u := range observed {
+		node[u.Rank] = u.Node
+	}
 	ranks := shortlist.Join(stuck, ", ", func(u ebv1.UnitStatus) string {
-		return fmt.Sprintf("%d (%s)", u.Rank, cmp.Or(u.Activity, "activity unknown"))
+		return fmt.Sprintf("%d (%s, node %s)", u.Rank, cmp.Or(u.Activity, "activity unknown"), cmp.Or(node[u.Rank], "(none)"))
 	})
 	first := stuck[0]
 	msg := fmt.Sprintf("every builder is %s, but ranks %s have built nothing for %s (the event stream stands at %d)",
 		StateRunning, ranks, at.Sub(first.ProgressTime.Time).Round(time.Second), first.NextEvent)
+	if i := slices.IndexFunc(stuck, func(u ebv1.UnitStatus) bool { return u.Activity == ActivityConnecting }); i >= 0 {
+		msg += fmt.Sprintf("; rank %d cannot connect to its peers: the data network between their nodes is cut (a partition), "+
+			"or a peer's address does not resolve", stuck[i].Rank)
+	}
 	if first.LastError != "" {
 		msg += fmt.Sprintf("; rank %d: %s", first.Rank, clipError(first.LastError))
 	}

@@ -1,6 +1,7 @@
 package builderstatus
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -24,7 +25,7 @@ func running(events, bytes int64) Report {
 func units(n int) []Unit {
 	us := make([]Unit, n)
 	for i := range us {
-		us[i] = Unit{Rank: int32(i), Pod: "p", Ready: true}
+		us[i] = Unit{Rank: int32(i), Pod: "p", Node: fmt.Sprintf("n%d", i), Ready: true}
 	}
 	return us
 }
@@ -324,11 +325,12 @@ func TestAggregateNotBuilding(t *testing.T) {
 		{"connecting past stallAfter", prev, 11 * time.Second,
 			map[int32]Report{0: at(100, ActivityConnecting, "rank 3 at x-eb-3.x-eb:7000: cannot resolve: Temporary failure in name resolution"),
 				1: at(100, ActivityConnecting, "")}, ebv1.StateRunning,
-			ebv1.PhaseDegraded, []string{"ranks 0 (connecting), 1 (connecting) have built nothing for 11s", "stands at 100", "rank 0: rank 3 at x-eb-3.x-eb:7000: cannot resolve"},
+			ebv1.PhaseDegraded, []string{"ranks 0 (connecting, node n0), 1 (connecting, node n1) have built nothing for 11s", "stands at 100",
+				"rank 0 cannot connect to its peers: the data network between their nodes is cut (a partition)", "rank 0: rank 3 at x-eb-3.x-eb:7000: cannot resolve"},
 			[]time.Time{t0, t0}},
 		{"one unit stalled, building", prev, 12 * time.Second,
 			map[int32]Report{0: at(9000, ActivityBuilding, ""), 1: at(100, ActivityBuilding, "output ring full")}, ebv1.StateRunning,
-			ebv1.PhaseDegraded, []string{"ranks 1 (building) have built nothing for 12s", "rank 1: output ring full"},
+			ebv1.PhaseDegraded, []string{"ranks 1 (building, node n1) have built nothing for 12s", "rank 1: output ring full"},
 			[]time.Time{t0.Add(12 * time.Second), t0}},
 		{"a restarted builder's stream starts again: progress", prev, 30 * time.Second,
 			map[int32]Report{0: at(20, ActivityBuilding, ""), 1: at(20, ActivityBuilding, "")}, ebv1.StateRunning,
