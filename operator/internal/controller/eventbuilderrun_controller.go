@@ -356,15 +356,19 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			}
 			table, published = next, true
 		}
-	case fabric == nil && pollDue:
+	case fabric == nil && (pollDue || attempts.Due(now, r.RejoinBackoff)):
 		// No spare to move to: a unit its peers lost rejoins on its own
 		// rank once its builder answers again, by the same table at the
 		// next epoch configured on every builder; again and again, backing
 		// off while its rejoins do not hold (each costs the set a join
 		// timeout of dropped events). A lost unit still in its session (a
-		// partition) is reset first, to join as a new process. Decided on a
-		// poll taken since the last command (a rejoin whose back-off ended
-		// waits for the next poll).
+		// partition) is reset first, to join as a new process.
+		if poll == nil {
+			poll = r.latest(req.NamespacedName, pods)
+		}
+		if poll == nil {
+			return ctrl.Result{}, nil // the first poll wakes the run
+		}
 		d := runplan.DecideRejoins(table, poll.Reports, attempts, now, r.RejoinBackoff)
 		attempts = d.Attempts
 		switch {

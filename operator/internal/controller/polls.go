@@ -79,6 +79,11 @@ func (r *EventBuilderRunReconciler) fresh(key types.NamespacedName, pods map[int
 	return current(r.polls.Fresh(key), pods)
 }
 
+// latest is the run's latest poll (nil before the first), as fresh.
+func (r *EventBuilderRunReconciler) latest(key types.NamespacedName, pods map[int32]*corev1.Pod) *builderstatus.Poll {
+	return current(r.polls.Latest(key), pods)
+}
+
 // current drops from p the reports of pods that are no longer their
 // ranks' pods (replaced, or gone since the poll).
 func current(p *builderstatus.Poll, pods map[int32]*corev1.Pod) *builderstatus.Poll {

@@ -110,6 +110,16 @@ func (at RejoinAttempt) retryAt(b RejoinBackoff) time.Time { return at.Time.Add(
 // RejoinAttempts are the records by rank.
 type RejoinAttempts map[int]RejoinAttempt
 
+// Due says whether a deferred rejoin's wait has ended at now.
+func (a RejoinAttempts) Due(now time.Time, b RejoinBackoff) bool {
+	for _, at := range a {
+		if at.Failed && !now.Before(at.retryAt(b)) {
+			return true
+		}
+	}
+	return false
+}
+
 // Deferral is a lost rank waiting out its backoff before its next rejoin.
 type Deferral struct {
 	Rank     int

@@ -94,7 +94,7 @@ func TestRejoinBackoffDelay(t *testing.T) {
 	// 1 s ago waits.
 	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	a := RejoinAttempts{1: {Attempts: 1, Epoch: 3, Time: t0.Add(-time.Second), Failed: true}}
-	if len(a.Waiting(t0, RejoinBackoff{})) != 1 {
+	if a.Due(t0, RejoinBackoff{}) || len(a.Waiting(t0, RejoinBackoff{})) != 1 {
 		t.Error("with the zero RejoinBackoff a failed rejoin is due at once")
 	}
 }
@@ -197,6 +197,10 @@ func TestDecideRejoins(t *testing.T) {
 		})
 	}
 
+	if (RejoinAttempts{1: failed(1, 9)}).Due(t0, b) || !(RejoinAttempts{1: failed(1, 10)}).Due(t0, b) ||
+		(RejoinAttempts{1: pending}).Due(t0.Add(time.Hour), b) {
+		t.Error("Due: a failed rejoin is due once its delay has passed, a pending one never")
+	}
 	waiting := RejoinAttempts{3: failed(2, 15), 1: failed(1, 5), 2: failed(1, 10), 0: pending}.Waiting(t0, b)
 	if want := []Deferral{{Rank: 1, Attempts: 1, Until: t0.Add(5 * time.Second)}, {Rank: 3, Attempts: 2, Until: t0.Add(5 * time.Second)}}; !reflect.DeepEqual(waiting, want) {
 		t.Errorf("waiting %+v, want %+v (failed and not due, by rank)", waiting, want)
