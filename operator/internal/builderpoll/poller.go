@@ -135,11 +135,13 @@ func (p *Poller) Fresh(run types.NamespacedName) *builderstatus.Poll {
 	return clone(t.latest)
 }
 
-// Latest returns run's latest poll (nil before the first one).
+// Latest returns run's latest poll, whether or not a reconcile used it;
+// nil before the first one, and while the latest began before commands
+// were sent (Changed): it shows the builders as they were.
 func (p *Poller) Latest(run types.NamespacedName) *builderstatus.Poll {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if t, ok := p.runs[run]; ok && t.latest != nil {
+	if t, ok := p.runs[run]; ok && t.latest != nil && !t.latest.Time.Before(t.changed) {
 		return clone(t.latest)
 	}
 	return nil

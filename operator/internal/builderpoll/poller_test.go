@@ -100,8 +100,8 @@ func TestPollerPollsInTheBackgroundAndWakesTheRun(t *testing.T) {
 	// Commands sent: the poll before them is fresh for no one; one after is.
 	p.Latest(run) // (as a reconcile that decided on it)
 	p.Changed(run)
-	if p.Fresh(run) != nil {
-		t.Error("a poll from before the commands is fresh after Changed")
+	if p.Fresh(run) != nil || p.Latest(run) != nil {
+		t.Error("a poll from before the commands is fresh, or latest, after Changed")
 	}
 	after := next("after Changed")
 	if fresh := p.Fresh(run); fresh == nil || fresh.Time != after.Time {

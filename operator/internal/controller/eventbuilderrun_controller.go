@@ -298,8 +298,8 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		if cm != nil {
 			// Builders may run the old table: one of another size reaches
 			// them stopped. Decided on a poll taken since the last command.
-			if poll == nil {
-				return ctrl.Result{}, nil // the next poll wakes the run
+			if poll == nil || r.commands.busy(req.NamespacedName) {
+				return ctrl.Result{}, nil // the next poll (after the batch running) wakes the run
 			}
 			if resize := lifecycle.ResizeTo(next.N(), reported(poll)); !resize.Ready() {
 				return r.stopForResize(ctx, orig, run, table.N(), next.N(), resize, pods, string(secret.Data[builderpod.ControlTokenKey]))
@@ -356,7 +356,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			}
 			table, published = next, true
 		}
-	case fabric == nil && (pollDue || attempts.Due(now, r.RejoinBackoff)):
+	case fabric == nil && (pollDue || attempts.Due(now, r.RejoinBackoff)) && !r.commands.busy(req.NamespacedName):
 		// No spare to move to: a unit its peers lost rejoins on its own
 		// rank once its builder answers again, by the same table at the
 		// next epoch configured on every builder; again and again, backing
@@ -453,9 +453,10 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	var controlErr error
 	if !stopped {
 		decideOn, blind := poll, false
-		if poll == nil && published {
+		if published {
 			// A new table goes to every running builder at once, without
-			// waiting for a poll: their answers to configure are the poll.
+			// waiting for a poll: their answers to configure are the poll
+			// (fresh whenever the batch runs, even queued behind another).
 			decideOn, blind = &builderstatus.Poll{Time: now, Reports: map[int32]builderstatus.Report{}}, true
 		}
 		if decideOn != nil && (published || !r.commands.busy(req.NamespacedName)) {

@@ -509,7 +509,8 @@ func TestStalledSetIsNotReady(t *testing.T) {
 	stalledAt := time.Now()
 	cond := waitPhase(t, key, ebv1.PhaseDegraded, ebv1.ReasonUnitsNotBuilding)
 	seen := time.Since(stalledAt)
-	for _, want := range []string{"ranks 0 (connecting, node (none)), 1 (connecting, node (none)) have built nothing for", "every builder is RUNNING"} {
+	for _, want := range []string{"ranks 0 (connecting, node scheduled-node), 1 (connecting, node scheduled-node) have built nothing for",
+		"rank 0 cannot connect to its peers", "every builder is RUNNING"} {
 		if !strings.Contains(cond.Message, want) {
 			t.Errorf("message %q does not say %q", cond.Message, want)
 		}
