@@ -11,7 +11,12 @@ import (
 	"daq.io/eventbuilder/operator/internal/planner"
 )
 
-// Control calls run off the reconcile path, as polls do: each run's
+// Control calls are sent as batches, one per run at a time; for now the
+// reconcile that hands a batch over waits for it (submit and queue run it
+// in the caller's goroutine): run in a goroutine of its own, as polls are,
+// batches sent a command twice now and then in the controller tests (a
+// configure of the same epoch), which is not understood yet. The design
+// below is the one the goroutine is meant for. Each run's
 // command batch (configure and the commands spec.state asks for, a reset
 // before a rejoin, the stop before a resize) runs in a goroutine of its
 // own, one batch at a time per run. A reconcile decides on a poll taken
@@ -81,7 +86,9 @@ func (c *commander) submit(run types.NamespacedName, batch func(context.Context)
 		return false
 	}
 	c.running[run] = true
-	go c.run(run, batch)
+	c.mu.Unlock()
+	c.run(run, batch)
+	c.mu.Lock()
 	return true
 }
 
@@ -96,7 +103,9 @@ func (c *commander) queue(run types.NamespacedName, batch func(context.Context) 
 		return
 	}
 	c.running[run] = true
-	go c.run(run, batch)
+	c.mu.Unlock()
+	c.run(run, batch)
+	c.mu.Lock()
 }
 
 // run runs batch, then the batch queued meanwhile, if any.
