@@ -11,22 +11,21 @@ import (
 	"daq.io/eventbuilder/operator/internal/planner"
 )
 
-// Control calls are sent as batches, one per run at a time; for now the
-// reconcile that hands a batch over waits for it (submit and queue run it
-// in the caller's goroutine): run in a goroutine of its own, as polls are,
-// batches sent a command twice now and then in the controller tests (a
-// configure of the same epoch), which is not understood yet. The design
-// below is the one the goroutine is meant for. Each run's
-// command batch (configure and the commands spec.state asks for, a reset
-// before a rejoin, the stop before a resize) runs in a goroutine of its
-// own, one batch at a time per run. A reconcile decides on a poll taken
-// since the run's last batch, hands the batch over and goes on; the
-// batch's end marks the polls begun before it stale and polls at once
-// (builderpoll.Changed), which wakes the run with what the commands did. A
-// reconcile that finds the run's batch still running sends nothing: the
-// batch's end brings a new poll and a new decision. A builder that does
-// not answer a command costs its run's batch the control timeout, never a
-// reconcile worker.
+// Control calls are sent as batches. Each run's command batch (configure
+// and the commands spec.state asks for, a reset before a rejoin, the stop
+// before a resize) runs in a goroutine of its own, one batch at a time per
+// run, so a builder that does not answer costs its run's batch the control
+// timeout, never a reconcile worker. A reconcile decides on a poll, hands
+// the batch over and goes on; the batch's end marks the polls begun before
+// it stale and polls at once (builderpoll.Changed), which wakes the run
+// with what the commands did.
+//
+// A decision must rest on a poll begun after the run's last batch that sent
+// commands had ended: one begun earlier shows the builders as they were, and
+// deciding on it sends the same commands again (a configure twice, a reset
+// twice). The commander checks that itself, under the lock that ends
+// batches (submit's basis), since a reconcile cannot: a batch may end
+// between its taking a poll and its handing a batch over.
 
 // batchKind says what a batch was for.
 type batchKind int
@@ -60,13 +59,17 @@ type commander struct {
 	running map[types.NamespacedName]bool
 	queued  map[types.NamespacedName]func(context.Context) commandResult
 	last    map[types.NamespacedName]commandResult
+	// sentUntil is when run's last batch that sent commands ended: polls
+	// begun before it are stale.
+	sentUntil map[types.NamespacedName]time.Time
 }
 
 // newCommander calls ended (from the batch's goroutine) after each batch.
 func newCommander(ended func(types.NamespacedName, commandResult)) *commander {
 	ctx, stop := context.WithCancel(context.Background())
 	return &commander{ctx: ctx, stop: stop, ended: ended, running: map[types.NamespacedName]bool{},
-		queued: map[types.NamespacedName]func(context.Context) commandResult{}, last: map[types.NamespacedName]commandResult{}}
+		queued: map[types.NamespacedName]func(context.Context) commandResult{}, last: map[types.NamespacedName]commandResult{},
+		sentUntil: map[types.NamespacedName]time.Time{}}
 }
 
 // Start runs until ctx ends, then cancels the batches still running (a
@@ -77,24 +80,25 @@ func (c *commander) Start(ctx context.Context) error {
 	return nil
 }
 
-// submit runs batch for run unless one of run's batches is running; it
-// says whether it did.
-func (c *commander) submit(run types.NamespacedName, batch func(context.Context) commandResult) bool {
+// submit starts batch for run, decided on a poll begun at basis, unless
+// one of run's batches is running or basis is before the end of its last
+// batch that sent commands; it says whether it started it.
+func (c *commander) submit(run types.NamespacedName, basis time.Time, batch func(context.Context) commandResult) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.running[run] {
+	if c.running[run] || basis.Before(c.sentUntil[run]) {
 		return false
 	}
 	c.running[run] = true
-	c.mu.Unlock()
-	c.run(run, batch)
-	c.mu.Lock()
+	go c.run(run, batch)
 	return true
 }
 
-// queue runs batch for run now, or right after the batch running, in place
-// of any queued before it: a new rank table must reach the builders without
-// waiting for a poll (a failover), whatever was being sent.
+// queue starts batch for run now, or right after the batch running, in
+// place of any queued before it: a new rank table must reach the builders
+// without waiting for a poll (a failover), whatever was being sent. It
+// rests on no poll (drive's blind mode: the answers to configure are its
+// poll).
 func (c *commander) queue(run types.NamespacedName, batch func(context.Context) commandResult) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -103,9 +107,7 @@ func (c *commander) queue(run types.NamespacedName, batch func(context.Context) 
 		return
 	}
 	c.running[run] = true
-	c.mu.Unlock()
-	c.run(run, batch)
-	c.mu.Lock()
+	go c.run(run, batch)
 }
 
 // run runs batch, then the batch queued meanwhile, if any.
@@ -118,6 +120,9 @@ func (c *commander) run(run types.NamespacedName, batch func(context.Context) co
 		}
 		c.mu.Lock()
 		c.last[run] = res
+		if res.sent {
+			c.sentUntil[run] = res.done
+		}
 		batch = c.queued[run]
 		delete(c.queued, run)
 		if batch == nil {
@@ -128,11 +133,12 @@ func (c *commander) run(run types.NamespacedName, batch func(context.Context) co
 	}
 }
 
-// busy says whether one of run's batches is running.
-func (c *commander) busy(run types.NamespacedName) bool {
+// accepts says whether submit would start a batch for run decided on a
+// poll begun at basis now.
+func (c *commander) accepts(run types.NamespacedName, basis time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.running[run]
+	return !c.running[run] && !basis.Before(c.sentUntil[run])
 }
 
 // result is run's last finished batch.
@@ -150,6 +156,7 @@ func (c *commander) forget(run types.NamespacedName) {
 	defer c.mu.Unlock()
 	delete(c.last, run)
 	delete(c.queued, run)
+	delete(c.sentUntil, run)
 }
 
 // liveRanks are the live ranks of t, in rank order.

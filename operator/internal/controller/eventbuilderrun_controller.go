@@ -287,6 +287,9 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		meta.SetStatusCondition(&run.Status.Conditions, metav1.Condition{Type: ebv1.ConditionFabricChanged,
 			Status: metav1.ConditionFalse, Reason: ebv1.ReasonReplanFailed, Message: clip(msg), ObservedGeneration: run.Generation})
 	}
+	if fabric == nil && poll == nil && attempts.Due(now, r.RejoinBackoff) {
+		poll = r.latest(req.NamespacedName, pods) // a rejoin's back-off ended: decide on the latest poll
+	}
 	switch {
 	case requested || (fabricEdited && !replanFailed):
 		if planErr != nil {
@@ -298,11 +301,11 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		if cm != nil {
 			// Builders may run the old table: one of another size reaches
 			// them stopped. Decided on a poll taken since the last command.
-			if poll == nil || r.commands.busy(req.NamespacedName) {
+			if poll == nil || !r.commands.accepts(req.NamespacedName, poll.Time) {
 				return ctrl.Result{}, nil // the next poll (after the batch running) wakes the run
 			}
 			if resize := lifecycle.ResizeTo(next.N(), reported(poll)); !resize.Ready() {
-				return r.stopForResize(ctx, orig, run, table.N(), next.N(), resize, pods, string(secret.Data[builderpod.ControlTokenKey]))
+				return r.stopForResize(ctx, orig, run, table.N(), next.N(), resize, pods, poll.Time, string(secret.Data[builderpod.ControlTokenKey]))
 			}
 		}
 		if cm, err = r.publish(ctx, run, cm, next, endpoints, nil, true, fabricKey, now); err != nil {
@@ -356,19 +359,13 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			}
 			table, published = next, true
 		}
-	case fabric == nil && (pollDue || attempts.Due(now, r.RejoinBackoff)) && !r.commands.busy(req.NamespacedName):
+	case fabric == nil && poll != nil && r.commands.accepts(req.NamespacedName, poll.Time):
 		// No spare to move to: a unit its peers lost rejoins on its own
 		// rank once its builder answers again, by the same table at the
 		// next epoch configured on every builder; again and again, backing
 		// off while its rejoins do not hold (each costs the set a join
 		// timeout of dropped events). A lost unit still in its session (a
 		// partition) is reset first, to join as a new process.
-		if poll == nil {
-			poll = r.latest(req.NamespacedName, pods)
-		}
-		if poll == nil {
-			return ctrl.Result{}, nil // the first poll wakes the run
-		}
 		d := runplan.DecideRejoins(table, poll.Reports, attempts, now, r.RejoinBackoff)
 		attempts = d.Attempts
 		switch {
@@ -376,7 +373,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			// Nothing is published: the rejoin epoch must not reach a
 			// builder still in its session. The reset goes out in the
 			// background; a poll after it decides again.
-			r.resetLost(req.NamespacedName, run, d.Reset, pods, string(secret.Data[builderpod.ControlTokenKey]))
+			r.resetLost(req.NamespacedName, run, d.Reset, pods, poll.Time, string(secret.Data[builderpod.ControlTokenKey]))
 			if res, ok := r.commands.result(req.NamespacedName); ok && res.kind == resetBatch && res.err != nil {
 				setPhase(run, ebv1.PhasePending, ebv1.ReasonControlFailed, clip(res.err.Error())+
 					"; the rejoin waits until every lost builder still running its session is reset")
@@ -408,7 +405,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	// A rank whose pod answers from another IP than its peers were given
 	// (a node restart recreates its pods' sandboxes) is taken back by a new
 	// epoch carrying the addresses as they are: the others dial the old one.
-	if poll != nil && !published && !stopped {
+	if poll != nil && !published && !stopped && r.commands.accepts(req.NamespacedName, poll.Time) {
 		if moved := runplan.MovedAddresses(table, given, ranktable.Dialable(podIPs(table, pods)), poll.Reports); len(moved) > 0 {
 			next := runplan.Readdress(table, moved)
 			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, false, "", now); err != nil {
@@ -459,7 +456,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			// (fresh whenever the batch runs, even queued behind another).
 			decideOn, blind = &builderstatus.Poll{Time: now, Reports: map[int32]builderstatus.Report{}}, true
 		}
-		if decideOn != nil && (published || !r.commands.busy(req.NamespacedName)) {
+		if decideOn != nil && (published || r.commands.accepts(req.NamespacedName, decideOn.Time)) {
 			doc, err := ranktable.Parse(cm.Data[ranktable.Key])
 			if err != nil {
 				return ctrl.Result{}, fmt.Errorf("ConfigMap %s: %w", cm.Name, err)
@@ -481,7 +478,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			if published { // a new table: at once, or right after the batch running
 				r.commands.queue(req.NamespacedName, batch)
 			} else {
-				r.commands.submit(req.NamespacedName, batch)
+				r.commands.submit(req.NamespacedName, decideOn.Time, batch)
 			}
 		}
 		// What the last drive of this table did (a later reconcile sees it).
@@ -724,11 +721,11 @@ func reported(poll *builderstatus.Poll) []lifecycle.Builder {
 // publish, the configure of the stopped builders and their start follow,
 // on a poll after the stop, once every builder has ended its session.
 func (r *EventBuilderRunReconciler) stopForResize(ctx context.Context, orig, run *ebv1.EventBuilderRun, from, to int,
-	resize lifecycle.Resize, pods map[int32]*corev1.Pod, token string) (ctrl.Result, error) {
+	resize lifecycle.Resize, pods map[int32]*corev1.Pod, basis time.Time, token string) (ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(run)
 	if targets := r.targets(pods, resize.Stop); len(targets) > 0 {
 		snapshot := run.DeepCopy()
-		r.commands.submit(key, func(ctx context.Context) commandResult {
+		r.commands.submit(key, basis, func(ctx context.Context) commandResult {
 			reps, err := r.Control.Send(ctx, token, buildercontrol.Stop, targets)
 			if len(reps) > 0 {
 				r.Recorder.Eventf(snapshot, nil, corev1.EventTypeNormal, commandReason[buildercontrol.Stop], string(buildercontrol.Stop),
@@ -802,7 +799,7 @@ func setRecord(cm *corev1.ConfigMap, annotation string, v any) {
 // and starts them as it does a restarted process. A batch that failed is
 // reported by the next reconcile, and the reset is tried again.
 func (r *EventBuilderRunReconciler) resetLost(key client.ObjectKey, run *ebv1.EventBuilderRun, ranks []int,
-	pods map[int32]*corev1.Pod, token string) {
+	pods map[int32]*corev1.Pod, basis time.Time, token string) {
 	lost := make([]int32, len(ranks))
 	for i, rank := range ranks {
 		lost[i] = int32(rank)
@@ -812,7 +809,7 @@ func (r *EventBuilderRunReconciler) resetLost(key client.ObjectKey, run *ebv1.Ev
 		return
 	}
 	snapshot := run.DeepCopy()
-	r.commands.submit(key, func(ctx context.Context) commandResult {
+	r.commands.submit(key, basis, func(ctx context.Context) commandResult {
 		reps, err := r.Control.Send(ctx, token, buildercontrol.Reset, targets)
 		if len(reps) > 0 {
 			r.Recorder.Eventf(snapshot, nil, corev1.EventTypeNormal, commandReason[buildercontrol.Reset], string(buildercontrol.Reset),
