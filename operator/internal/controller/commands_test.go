@@ -48,7 +48,9 @@ func TestCommanderRunsOneBatchAtATimeOnPollsAfterTheLast(t *testing.T) {
 	}) {
 		t.Error("a batch was accepted while another ran")
 	}
-	c.queue(run, func(context.Context) commandResult { return commandResult{kind: driveBatch, epoch: 2, err: errors.New("x")} })
+	c.queue(run, func(context.Context) commandResult {
+		return commandResult{kind: driveBatch, epoch: 2, err: errors.New("x")}
+	})
 	close(release)
 	if first, second := wait(), wait(); first.epoch != 1 || second.epoch != 2 || second.done.IsZero() {
 		t.Fatalf("ended epochs %d then %d (done %v), want 1 then 2, timed", first.epoch, second.epoch, second.done)
