@@ -150,6 +150,16 @@ TEST(Numa, ReportsAsJson) {
               R"("device_local":null,"warning":""})");
 }
 
+TEST(Numa, MemoryIsConfinedWhenTheCpusetAllowsTheNodeAlone) {
+    const std::string status = "Name:\teb-builder\nCpus_allowed_list:\t0-3\nMems_allowed:\t00000002\nMems_allowed_list:\t1\n";
+    EXPECT_TRUE(memory_confined_to(status, 1));
+    EXPECT_FALSE(memory_confined_to(status, 0));
+    EXPECT_FALSE(memory_confined_to("Mems_allowed_list:\t0-1\n", 0));  // both nodes: not bound
+    EXPECT_TRUE(memory_confined_to("Mems_allowed_list:\t0", 0));        // last line, no newline
+    EXPECT_FALSE(memory_confined_to("Mems_allowed_list:\tx\n", 0));
+    EXPECT_FALSE(memory_confined_to("Name:\tx\n", 0));  // no such line: not known to be bound
+}
+
 TEST(Numa, NothingRequestedChangesNothing) {
     const Numa_report report = apply_numa_plan(plan_numa(""));
     EXPECT_FALSE(report.pinned);

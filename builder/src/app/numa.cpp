@@ -161,6 +161,21 @@ Cpu_list parse_cpu_list(std::string_view text) {
     return result;
 }
 
+bool memory_confined_to(std::string_view proc_status, int node) {
+    constexpr std::string_view key = "Mems_allowed_list:";
+    for (std::size_t start = 0; start < proc_status.size();) {
+        const std::size_t end = std::min(proc_status.find('\n', start), proc_status.size());
+        const std::string_view line = proc_status.substr(start, end - start);
+        start = end + 1;
+        if (!line.starts_with(key)) continue;
+        std::string_view list = line.substr(key.size());
+        while (!list.empty() && (list.front() == '\t' || list.front() == ' ')) list.remove_prefix(1);
+        const Cpu_list nodes = parse_cpu_list(list);  // the same list format
+        return nodes.ok() && nodes.cpus == std::vector<int>{node};
+    }
+    return false;
+}
+
 Numa_plan plan_numa(std::string_view request, const std::string& sysfs) {
     Numa_plan plan;
     plan.requested = std::string(request);
@@ -213,13 +228,16 @@ Numa_report apply_numa_plan(const Numa_plan& plan) {
     if (!plan.warning.empty()) warnings.push_back(plan.warning);
     if (plan.node && !plan.cpus.empty()) {
         const std::string cpus_problem = pin_cpus(plan.cpus);
-        const std::string memory_problem = bind_memory(*plan.node);
+        const auto status = read_text("/proc/self/status");
+        const bool confined = status && memory_confined_to(*status, *plan.node);
+        std::string memory_problem = bind_memory(*plan.node);
+        if (confined) memory_problem.clear();  // bound already
         for (const std::string& problem : {cpus_problem, memory_problem})
             if (!problem.empty())
                 warnings.push_back("cannot pin to NUMA node " + std::to_string(*plan.node) + ": " + problem);
         report.pinned = cpus_problem.empty() && memory_problem.empty();
         report.cpus_local = affinity_within(plan.cpus);
-        report.memory_local = memory_bound_to(*plan.node);
+        report.memory_local = confined || memory_bound_to(*plan.node);
     }
     if (!plan.requested.empty() && !is_node_number(plan.requested))
         report.device_local = report.pinned && plan.device_node && plan.device_node == plan.node;

@@ -37,19 +37,26 @@ struct Numa_plan {
 // not there is a warning, not an error: the builder still runs, unpinned.
 Numa_plan plan_numa(std::string_view request, const std::string& sysfs = "/sys");
 
+// Whether the process's cpuset lets it use memory of `node` alone, from the
+// Mems_allowed_list line of /proc/self/status (`proc_status`): the kubelet's
+// Memory Manager (or a single-node machine) binds memory without any memory
+// policy, which a container's seccomp profile may not let it set.
+bool memory_confined_to(std::string_view proc_status, int node);
+
 // How local the calling thread ended up.
 struct Numa_report {
     std::string requested;
     std::optional<int> node;           // the plan's node
-    bool pinned = false;               // CPU affinity and memory policy were both set
+    bool pinned = false;               // CPU affinity set, memory bound (by policy or the cpuset)
     bool cpus_local = false;           // the thread's CPU affinity lies within the node's CPUs
-    bool memory_local = false;         // the thread's memory policy binds to exactly the node
+    bool memory_local = false;         // its memory policy or its cpuset binds it to exactly the node
     std::optional<bool> device_local;  // the RDMA device is on the pinned node; empty: no device asked for
     std::string warning;               // the plan's and the pinning's problems, "; "-separated
 };
 
 // Pins the calling thread to the plan's CPUs (sched_setaffinity) and binds its
-// memory to the plan's node (set_mempolicy MPOL_BIND), then reads both back.
+// memory to the plan's node (set_mempolicy MPOL_BIND, needless where the
+// cpuset allows that node's memory alone), then reads both back.
 // Threads inherit both, so call it before starting any. Failures (EPERM,
 // EINVAL) become warnings: the builder runs on, unpinned.
 Numa_report apply_numa_plan(const Numa_plan& plan);

@@ -43,6 +43,21 @@ const (
 	FailureStop FailurePolicy = "Stop"
 )
 
+// NUMAPolicy is what a run does with a unit whose builder does not run on
+// its endpoint's NUMA node (CPUs, memory or RDMA device elsewhere).
+// +kubebuilder:validation:Enum=Report;FailOver
+type NUMAPolicy string
+
+const (
+	// NUMAReport says so in the NUMAAligned condition and the rank's
+	// status.ranks[].numa, and the unit builds on.
+	NUMAReport NUMAPolicy = "Report"
+	// NUMAFailOver also moves the unit to a spare, as a planned move
+	// (failure reason NUMAMisaligned: the set switches cleanly); with no
+	// spare left it stays where it is and builds on.
+	NUMAFailOver NUMAPolicy = "FailOver"
+)
+
 // RunState is the state a run's builders are driven to.
 // +kubebuilder:validation:Enum=Running;Paused;Stopped
 type RunState string
@@ -60,6 +75,7 @@ const (
 
 // EventBuilderRunSpec is the desired state of an event-building run.
 // +kubebuilder:validation:XValidation:rule="!has(self.builder.source) || !(has(self.builder.source.shm) || has(self.builder.source.file)) || (has(self.builder.output) && !has(self.builder.output.check))",message="spec.builder.output.check verifies events against the generator's fragments, which a readout driver's or a file's need not follow: with spec.builder.source.shm or spec.builder.source.file set spec.builder.output.shm (a consumer that knows the data) or spec.builder.output.discard"
+// +kubebuilder:validation:XValidation:rule="!has(self.numaPolicy) || self.numaPolicy != 'FailOver' || has(self.fabricRef)",message="spec.numaPolicy FailOver moves a misaligned unit to a spare endpoint, and NUMA nodes and spares come from a Fabric; set spec.fabricRef, or spec.numaPolicy to Report"
 // +kubebuilder:validation:XValidation:rule="!has(self.spares) || self.spares == 0 || has(self.fabricRef)",message="spec.spares: warm spares are endpoints of a Fabric; set spec.fabricRef, or spec.spares to 0"
 // +kubebuilder:validation:XValidation:rule="!has(self.builder.transport) || self.builder.transport != 'verbs' || (has(self.resources) && has(self.resources.rdma))",message="spec.builder.transport verbs needs spec.resources.rdma: the RDMA device plugin's resource (e.g. rdma/hca_numa{numa}) is what puts the NIC's /dev/infiniband devices in the pod; set spec.resources.rdma (with spec.resources.cpus and spec.resources.memory), or spec.builder.transport to tcp"
 // +kubebuilder:validation:XValidation:rule="has(self.fabricRef) || !has(self.resources) || !((has(self.resources.rdma) && self.resources.rdma.contains('{numa}')) || (has(self.resources.network) && self.resources.network.contains('{numa}')) || (has(self.resources.readout) && self.resources.readout.resource.contains('{numa}')))",message="spec.resources: {numa} in rdma, readout.resource or network stands for the endpoint's NUMA node, which only a run on a Fabric has; set spec.fabricRef, or name one resource without {numa}"
@@ -100,6 +116,14 @@ type EventBuilderRunSpec struct {
 	// +kubebuilder:default=RunDegraded
 	// +optional
 	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`
+
+	// numaPolicy applies to a unit whose builder does not run on its
+	// endpoint's NUMA node (status.ranks[].numa, condition NUMAAligned):
+	// Report says so; FailOver also moves the unit to a spare. Needs
+	// fabricRef for FailOver.
+	// +kubebuilder:default=Report
+	// +optional
+	NUMAPolicy NUMAPolicy `json:"numaPolicy,omitempty"`
 
 	// state the builders are driven to through their control API:
 	// Running (configure and start, or resume), Paused (pause) or
@@ -499,6 +523,19 @@ const (
 	ReasonNetworkMissing   = "NetworkMissing"
 )
 
+// ConditionNUMAAligned, for a run on a Fabric (whose builders are asked to
+// run on their endpoint's NUMA node), is True when every live unit's
+// builder reports its threads pinned there with its CPUs, memory and RDMA
+// device local, and False, reason NUMAMisaligned, naming the ranks, their
+// pods and nodes and what is elsewhere (spec.numaPolicy says what follows).
+const ConditionNUMAAligned = "NUMAAligned"
+
+// Reasons of the NUMAAligned condition.
+const (
+	ReasonNUMAAligned    = "Aligned"
+	ReasonNUMAMisaligned = "NUMAMisaligned"
+)
+
 // ConditionFabricChanged is True once the run's Fabric was edited (or
 // deleted and created anew) after its rank table was planned, and the
 // table was planned afresh for it, at a new epoch (reason Replanned; a
@@ -589,6 +626,31 @@ type RankStatus struct {
 	// (verbs runs only).
 	// +optional
 	Transport *RankTransport `json:"transport,omitempty"`
+	// numa is where that builder runs against its endpoint's NUMA node
+	// (runs on a Fabric).
+	// +optional
+	NUMA *RankNUMA `json:"numa,omitempty"`
+}
+
+// RankNUMA is a builder's report of its NUMA placement.
+type RankNUMA struct {
+	// node is the NUMA node it was asked for and resolved.
+	// +optional
+	Node *int32 `json:"node,omitempty"`
+	// aligned: its threads are pinned to the node, with its CPUs, memory
+	// and RDMA device there.
+	Aligned bool `json:"aligned"`
+	// cpusLocal: the CPUs it may run on are the node's.
+	CPUsLocal bool `json:"cpusLocal"`
+	// memoryLocal: its memory is bound to the node.
+	MemoryLocal bool `json:"memoryLocal"`
+	// deviceLocal: its RDMA device is on the node; unset without one.
+	// +optional
+	DeviceLocal *bool `json:"deviceLocal,omitempty"`
+	// misplaced names what is elsewhere, with the builder's warning,
+	// when not aligned.
+	// +optional
+	Misplaced string `json:"misplaced,omitempty"`
 }
 
 // RankTransport is what a builder of a verbs run reports of its RDMA

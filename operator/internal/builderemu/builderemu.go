@@ -96,6 +96,10 @@ type Options struct {
 	// an unreachable builder's, which is DOWN.
 	Transport  ebv1.Transport
 	RDMADevice string
+	// NUMANode is EB_NUMA_NODE, the node the operator asks it to run on
+	// ("" for none): the emulated builder reports itself aligned there,
+	// but while SetMisaligned says otherwise.
+	NUMANode string
 }
 
 // Request is one control command a builder received.
@@ -122,6 +126,8 @@ type Farm struct {
 	unreachable map[string]bool
 	// stalled: keys whose data path stands still (SetStalled).
 	stalled map[string]bool
+	// misaligned: keys whose CPUs are off their NUMA node (SetMisaligned).
+	misaligned map[string]bool
 	// onAccept, if set, is called (without the lock) after a command
 	// was accepted.
 	onAccept func(b *Builder, cmd string, epoch int64)
@@ -129,7 +135,8 @@ type Farm struct {
 
 // NewFarm starts the farm's HTTP server; Close stops it.
 func NewFarm() *Farm {
-	f := &Farm{builders: map[string]*Builder{}, meshes: map[string]*mesh{}, unreachable: map[string]bool{}, stalled: map[string]bool{}}
+	f := &Farm{builders: map[string]*Builder{}, meshes: map[string]*mesh{}, unreachable: map[string]bool{}, stalled: map[string]bool{},
+		misaligned: map[string]bool{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	return f
 }
@@ -258,6 +265,15 @@ func (f *Farm) SetStalled(key string, stalled bool) {
 		}
 	}
 	f.stalled[key] = stalled
+}
+
+// SetMisaligned makes the builder under key report its CPUs off its NUMA
+// node (or on it again): a kubelet without the static CPU manager gave it
+// CPUs of the whole machine.
+func (f *Farm) SetMisaligned(key string, misaligned bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.misaligned[key] = misaligned
 }
 
 // Restart ends the builder under key as Kill does (its live peers mark it
@@ -529,24 +545,38 @@ func (b *Builder) activity() string {
 	return builderstatus.ActivityIdle
 }
 
-// statusDoc is the builder's GET /status document: what the operator
-// decodes (builderstatus.Report) and the NUMA report.
+// statusDoc is the builder's GET /status document, as the operator
+// decodes it.
 type statusDoc struct {
 	builderstatus.Report
-	NUMA map[string]any `json:"numa"`
 }
 
-// numaDoc is the NUMA report of a builder given no NUMA node (eb-builder's
-// keys; no pinning asked, none done).
-var numaDoc = map[string]any{"requested": "", "node": nil, "pinned": false, "cpus_local": false, "memory_local": false,
-	"device_local": nil, "warning": "emulated builder"}
+// numa is the builder's NUMA report: nothing asked, nothing pinned; else
+// pinned where asked, its CPUs there unless SetMisaligned says otherwise,
+// its RDMA device (if any) there.
+func (b *Builder) numa() *builderstatus.NUMA {
+	n := &builderstatus.NUMA{Requested: b.opts.NUMANode}
+	node, err := strconv.ParseInt(b.opts.NUMANode, 10, 32)
+	if err != nil {
+		n.Warning = "emulated builder: no NUMA node asked"
+		return n
+	}
+	n.Node, n.Pinned, n.CPUsLocal, n.MemoryLocal = ptr.To(int32(node)), true, !b.farm.misaligned[b.key], true
+	if b.opts.RDMADevice != "" {
+		n.DeviceLocal = ptr.To(true)
+	}
+	if !n.CPUsLocal {
+		n.Warning = fmt.Sprintf("emulated: the CPUs it may run on are not all on NUMA node %d", node)
+	}
+	return n
+}
 
 // status is the builder's GET /status document, taken under the lock
 // (encoded outside it).
 func (b *Builder) status() *statusDoc {
 	b.advance(time.Now())
 	d := &statusDoc{Report: builderstatus.Report{Rank: b.rank, State: b.state, Activity: b.activity(), Role: b.role(), Epoch: b.shown.epoch(),
-		PendingEpoch: b.pending.epoch(), LostPeers: []int32{}, DataRefusals: noRefusals(), Allowed: allowed(b.state), LastError: b.lastError}, NUMA: numaDoc}
+		PendingEpoch: b.pending.epoch(), LostPeers: []int32{}, DataRefusals: noRefusals(), Allowed: allowed(b.state), LastError: b.lastError, NUMA: b.numa()}}
 	if t := b.shown; t != nil {
 		// Its live peers are up once its set has connected and builds.
 		setUp := b.table != nil && b.active() && b.inSession && b.connected() && !b.farm.unreachable[b.key]
@@ -1083,6 +1113,8 @@ func (f *Farm) StartPod(key string, pod *corev1.Pod, secret *corev1.Secret, runL
 			}
 		case "--rdma-device":
 			o.RDMADevice = val
+		case "--numa-node":
+			o.NUMANode = val
 		case "--peers", "--dummies":
 			return nil, fmt.Errorf("%s: a self-configured builder; the emulation only runs controlled ones", flag)
 		}
@@ -1102,6 +1134,15 @@ func (f *Farm) StartPod(key string, pod *corev1.Pod, secret *corev1.Secret, runL
 			if e.Name == "EB_CONTROL_TOKEN" {
 				o.Token = strings.TrimSpace(e.Value)
 			}
+		}
+	}
+	// eb-builder reads its placement from the environment unless its flags give it.
+	for _, e := range c.Env {
+		switch {
+		case e.Name == "EB_NUMA_NODE" && o.NUMANode == "":
+			o.NUMANode = e.Value
+		case e.Name == "EB_RDMA_DEVICE" && o.RDMADevice == "":
+			o.RDMADevice = e.Value
 		}
 	}
 	return f.Start(key, o), nil

@@ -576,7 +576,9 @@ func TestBodiesHaveTheBuildersFields(t *testing.T) {
 	}
 }
 
-// The NUMA report has eb-builder's keys (builder/src/app/numa.hpp).
+// The NUMA report has eb-builder's keys (builder/src/app/numa.hpp), and
+// says aligned where the operator asked for a NUMA node, until
+// SetMisaligned.
 func TestNUMAReportHasTheBuildersKeys(t *testing.T) {
 	raw, err := os.ReadFile("../builderstatus/testdata/builder/status-running.json")
 	if err != nil {
@@ -588,7 +590,27 @@ func TestNUMAReportHasTheBuildersKeys(t *testing.T) {
 	if err := json.Unmarshal(raw, &golden); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := slices.Sorted(maps.Keys(numaDoc)), slices.Sorted(maps.Keys(golden.NUMA)); !slices.Equal(got, want) {
-		t.Errorf("the emulation's NUMA report has %v; eb-builder's %v", got, want)
+	f := NewFarm()
+	defer f.Close()
+	unasked, asked := f.Start("a", Options{Rank: 0}), f.Start("b", Options{Rank: 1, NUMANode: "1", RDMADevice: "mlx5_1"})
+	for _, b := range []*Builder{unasked, asked} {
+		var doc map[string]any
+		enc, _ := json.Marshal(b.numa())
+		if err := json.Unmarshal(enc, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := slices.Sorted(maps.Keys(doc)), slices.Sorted(maps.Keys(golden.NUMA)); !slices.Equal(got, want) {
+			t.Errorf("the emulation's NUMA report has %v; eb-builder's %v", got, want)
+		}
+	}
+	if n := unasked.numa(); n.Asked() || n.Aligned() {
+		t.Errorf("no NUMA node asked: %+v, want nothing asked", n)
+	}
+	if n := asked.numa(); !n.Aligned() || *n.Node != 1 || n.DeviceLocal == nil {
+		t.Errorf("NUMA node 1 asked: %+v, want aligned there with its device", n)
+	}
+	f.SetMisaligned("b", true)
+	if n := asked.numa(); n.Aligned() || n.CPUsLocal || n.Misplaced() != "CPUs" {
+		t.Errorf("misaligned: %+v (misplaced %q), want the CPUs elsewhere", n, n.Misplaced())
 	}
 }

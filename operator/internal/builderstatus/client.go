@@ -32,7 +32,7 @@ const (
 )
 
 // Report is the JSON document a builder serves at GET /status (and answers
-// control commands with), but for its NUMA report; encoded, it has every
+// control commands with); encoded, it has every
 // field the builder writes (TestBuilderGoldenStatus reads the bodies the
 // builder's own tests write). Counters are totals since the builder process
 // started.
@@ -88,6 +88,9 @@ type Report struct {
 	// Consumer is what the consumer of its MEP ring published (null
 	// without a ring, or before the consumer did).
 	Consumer *Consumer `json:"consumer"`
+	// NUMA is where the builder runs against the NUMA node it was asked
+	// for (nil from builders that do not report it).
+	NUMA *NUMA `json:"numa,omitempty"`
 }
 
 // Consumer is a MEP ring consumer's counts as the builder shows them.

@@ -47,7 +47,8 @@ func TestClientGet(t *testing.T) {
 			want: Report{Rank: 3, Units: 8, State: StateRunning, Role: RoleLive, Epoch: 2, EventsBuilt: 123000, MEPsBuilt: 123,
 				BytesBuilt: 17000000, EventsPerSecond: 3.1e6, BytesPerSecond: 4.2e8,
 				Peers:     []Peer{{0, "up"}, {1, "lost"}, {2, "dummy"}, {3, "self"}},
-				LostPeers: []int32{1}, Allowed: []string{"configure", "pause", "stop", "reset"}},
+				LostPeers: []int32{1}, Allowed: []string{"configure", "pause", "stop", "reset"},
+				NUMA: &NUMA{Requested: "0", Node: ptr.To(int32(0)), Pinned: true, CPUsLocal: true, MemoryLocal: true}},
 		},
 		{
 			name: "verbs transport",

@@ -342,6 +342,9 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		lastMove, _ := record[*ebv1.FailoverStatus](cm, annLastFailover) // checked above
 		if !runplan.SwitchPending(table, lastMove, run.Status.Units, now, switchHold) {
 			failures = append(failures, runplan.Draining(table, endpoints, cordoned, failures)...)
+			if run.Spec.NUMAPolicy == ebv1.NUMAFailOver && pollDue {
+				failures = append(failures, runplan.Misaligned(table, poll.Reports, failures)...)
+			}
 		}
 		next, err := runplan.Recover(*fabric, table, failures, run.Spec.FailurePolicy)
 		if err != nil {
@@ -518,6 +521,11 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	st.RunNumber, st.Partition = run.Spec.RunNumber, run.Spec.Partition
 	st.SparesLeft = runplan.SparesLeft(table, endpoints)
 	st.Ranks = rankStatus(table, endpoints, pods, poll, orig.Status.Ranks)
+	if c, ok := runplan.NUMAAlignment(st.Ranks, run.Generation); ok {
+		meta.SetStatusCondition(&st.Conditions, c)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, ebv1.ConditionNUMAAligned)
+	}
 	if st.LastFailover, err = record[*ebv1.FailoverStatus](cm, annLastFailover); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -1060,10 +1068,13 @@ func rankStatus(t planner.RankTable, endpoints map[string]planner.Endpoint, pods
 		if rk.Role == ebv1.RoleDummy || pod == nil {
 			continue
 		}
-		rk.Pod, rk.State, rk.Transport = pod.Name, last[rk.Rank].State, last[rk.Rank].Transport
+		rk.Pod, rk.State, rk.Transport, rk.NUMA = pod.Name, last[rk.Rank].State, last[rk.Rank].Transport, last[rk.Rank].NUMA
 		if poll != nil {
-			rep := poll.Reports[rk.Rank]
+			rep, ok := poll.Reports[rk.Rank]
 			rk.State, rk.Transport = rep.State, rep.RankTransport()
+			if ok { // where a builder runs does not change while it runs
+				rk.NUMA = rep.RankNUMA()
+			}
 		}
 	}
 	return out
