@@ -27,6 +27,7 @@ func main() {
 	dir := flag.String("plugin-dir", pluginapi.DevicePluginPath, "the kubelet's device-plugin directory")
 	every := flag.Duration("check-every", 5*time.Second, "how often device health and the plugin's sockets are checked")
 	devRoot := flag.String("dev-root", "", "where the host's device nodes are seen, prefixed to each card's /dev node for its health (the chart mounts the host's /dev at /host/dev: --dev-root=/host)")
+	sysRoot := flag.String("sys-root", "/sys", "where the machine's sysfs is seen, for its NUMA nodes (devices/system/node/node<N>)")
 	check := flag.Bool("check-config", false, "check the configuration, print each node's resources and exit (0: valid, 2: not)")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
@@ -56,7 +57,7 @@ func main() {
 	}
 	ctx := ctrl.SetupSignalHandler()
 	if err := readoutcards.Run(ctx, readoutcards.Options{Dir: *dir, Prefix: farm.ResourcePrefix, Node: nodeCards,
-		CheckEvery: *every, DevRoot: *devRoot, Log: log.WithValues("node", *node)}); err != nil {
+		CheckEvery: *every, DevRoot: *devRoot, MachineNUMA: readoutcards.MachineNUMANodes(*sysRoot), Log: log.WithValues("node", *node)}); err != nil {
 		log.Error(err, "readout device plugin")
 		os.Exit(1)
 	}

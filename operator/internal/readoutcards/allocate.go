@@ -2,7 +2,10 @@ package readoutcards
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
@@ -88,12 +91,47 @@ func Health(d Device, exists func(path string) bool) string {
 }
 
 // List is the resource's devices as ListAndWatch sends them, each on its
-// NUMA node (so the Topology Manager can align it with the pod's CPUs).
+// NUMA node (so the Topology Manager can align it with the pod's CPUs),
+// unless the machine lacks that node (Resource.Unaligned).
 func List(r Resource, exists func(path string) bool) []*pluginapi.Device {
 	out := make([]*pluginapi.Device, 0, len(r.Devices))
 	for _, d := range r.Devices {
-		out = append(out, &pluginapi.Device{ID: d.ID, Health: Health(d, exists),
-			Topology: &pluginapi.TopologyInfo{Nodes: []*pluginapi.NUMANode{{ID: int64(r.NUMA)}}}})
+		dev := &pluginapi.Device{ID: d.ID, Health: Health(d, exists)}
+		if !r.Unaligned {
+			dev.Topology = &pluginapi.TopologyInfo{Nodes: []*pluginapi.NUMANode{{ID: int64(r.NUMA)}}}
+		}
+		out = append(out, dev)
 	}
 	return out
+}
+
+// MarkUnaligned marks the resources on NUMA nodes the machine lacks
+// (machine: its nodes; nil when unknown, which marks none) and returns
+// them, for a warning.
+func MarkUnaligned(resources []Resource, machine []int) []Resource {
+	var marked []Resource
+	for i := range resources {
+		if machine != nil && !slices.Contains(machine, resources[i].NUMA) {
+			resources[i].Unaligned = true
+			marked = append(marked, resources[i])
+		}
+	}
+	return marked
+}
+
+// MachineNUMANodes are the NUMA nodes under sysRoot's
+// devices/system/node, ascending; nil when that cannot be read.
+func MachineNUMANodes(sysRoot string) []int {
+	entries, err := os.ReadDir(filepath.Join(sysRoot, "devices", "system", "node"))
+	if err != nil {
+		return nil
+	}
+	var nodes []int
+	for _, e := range entries {
+		if id, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "node")); err == nil && strings.HasPrefix(e.Name(), "node") {
+			nodes = append(nodes, id)
+		}
+	}
+	slices.Sort(nodes)
+	return nodes
 }

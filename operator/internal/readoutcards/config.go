@@ -105,6 +105,11 @@ type Resource struct {
 	Name    string
 	NUMA    int
 	Devices []Device
+	// Unaligned: the machine has no such NUMA node (a test cluster's
+	// emulated dual-socket server on a one-node host), so the devices go
+	// to the kubelet without topology: a Topology Manager policy such as
+	// single-numa-node would refuse every pod asking for them otherwise.
+	Unaligned bool
 }
 
 // Resources are the node's resources, one per NUMA node with cards, in

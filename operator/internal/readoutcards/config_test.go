@@ -1,7 +1,10 @@
 package readoutcards
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,6 +62,37 @@ func TestResourcesPerNUMANode(t *testing.T) {
 	if len(list) != 3 || list[0].Health != pluginapi.Healthy || list[2].Health != pluginapi.Unhealthy ||
 		list[0].Topology.Nodes[0].ID != 1 {
 		t.Errorf("list %v: want the card without a device node unhealthy, all on NUMA node 1", list)
+	}
+
+	// On a machine without NUMA node 1 (a test cluster's emulated server),
+	// those go without topology; unknown machines mark nothing.
+	if marked := MarkUnaligned(slices.Clone(got), nil); len(marked) != 0 {
+		t.Errorf("unknown machine: marked %v", marked)
+	}
+	oneNode := slices.Clone(got)
+	if marked := MarkUnaligned(oneNode, []int{0}); len(marked) != 1 || marked[0].NUMA != 1 || oneNode[0].Unaligned || !oneNode[1].Unaligned {
+		t.Errorf("machine of node 0: marked %v (resources %+v), want numa1's alone", marked, oneNode)
+	}
+	for _, d := range List(oneNode[1], func(string) bool { return true }) {
+		if d.Topology != nil {
+			t.Errorf("device %s of a NUMA node the machine lacks has topology %v", d.ID, d.Topology)
+		}
+	}
+}
+
+// The machine's NUMA nodes are read from sysfs.
+func TestMachineNUMANodes(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"node0", "node2", "possible", "power"} {
+		if err := os.MkdirAll(filepath.Join(root, "devices", "system", "node", d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := MachineNUMANodes(root); !slices.Equal(got, []int{0, 2}) {
+		t.Errorf("nodes %v, want [0 2]", got)
+	}
+	if got := MachineNUMANodes(filepath.Join(root, "nowhere")); got != nil {
+		t.Errorf("no sysfs: %v, want nil (unknown)", got)
 	}
 }
 

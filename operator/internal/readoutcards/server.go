@@ -29,7 +29,10 @@ type Options struct {
 	// DevRoot is where the host's device nodes are seen from the plugin
 	// ("" on the host; /host when the host's /dev is mounted at /host/dev).
 	DevRoot string
-	Log     logr.Logger
+	// MachineNUMA are the machine's NUMA nodes (nil: unknown): cards said
+	// to be on another go without topology, with a warning.
+	MachineNUMA []int
+	Log         logr.Logger
 }
 
 // Run serves the node's resources to the kubelet until ctx ends: one gRPC
@@ -39,6 +42,11 @@ type Options struct {
 // retried every CheckEvery.
 func Run(ctx context.Context, o Options) error {
 	resources := Resources(o.Prefix, o.Node)
+	for _, r := range MarkUnaligned(resources, o.MachineNUMA) {
+		o.Log.Info("WARNING: the configuration puts cards on a NUMA node this machine does not have: their streams are advertised "+
+			"without topology, so the Topology Manager cannot align them; correct the cards' numa in the configuration",
+			"resource", r.Name, "numa", r.NUMA, "machineNUMANodes", o.MachineNUMA)
+	}
 	if len(resources) == 0 {
 		o.Log.Info("no readout cards on this node: nothing to advertise")
 		<-ctx.Done()
