@@ -512,15 +512,20 @@ const (
 
 // ConditionNetworksFound, for a run that attaches a data network
 // (spec.resources.network), is True when every NetworkAttachmentDefinition
-// its pods name exists, and False, reason NetworkMissing, naming the
-// missing ones (or saying the cluster serves no such API: Multus is not
-// installed): its pods would not start.
+// its pods name exists and every running builder pod has its address there
+// (its network-status annotation), which the rank table gives its peers;
+// False, reason NetworkMissing, naming the missing ones (or saying the
+// cluster serves no such API: Multus is not installed): its pods would not
+// start; False, reason NetworkNotAttached, naming the pods without an
+// address there: no peer can dial them.
 const ConditionNetworksFound = "NetworksFound"
 
 // Reasons of the NetworksFound condition.
 const (
 	ReasonAllNetworksFound = "AllNetworksFound"
 	ReasonNetworkMissing   = "NetworkMissing"
+	// ReasonNetworkNotAttached: a running pod has no address on the network.
+	ReasonNetworkNotAttached = "NetworkNotAttached"
 )
 
 // ConditionNUMAAligned, for a run on a Fabric (whose builders are asked to

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/builderemu"
 	"daq.io/eventbuilder/operator/internal/builderpod"
 )
 
@@ -283,6 +284,56 @@ func TestMissingNetworksAreNamed(t *testing.T) {
 	}
 	// A NetworkAttachmentDefinition is not watched: the next poll looks again.
 	waitCondition(t, key, ebv1.ConditionNetworksFound, metav1.ConditionTrue, ebv1.ReasonAllNetworksFound, ns+"/data-numa0, "+ns+"/data-numa1")
+
+	// The data plane runs on that network: the rank table gives each peer
+	// its address there (network-status, eb0), never its pod IP. A pod
+	// whose network Multus did not attach is named, and no peer dials it.
+	pods := waitPods(t, ns, "nets", "nets-eb-0", "nets-eb-1", "nets-eb-2", "nets-eb-3", "nets-eb-4", "nets-eb-5", "nets-eb-6")
+	var first *builderemu.Builder
+	podIPs := map[string]bool{}
+	for name, pod := range pods {
+		if name == "nets-eb-4" {
+			continue
+		}
+		b := startPod(t, &pod)
+		podIPs[pod.Status.PodIP] = true
+		if name == "nets-eb-0" {
+			first = b
+		}
+	}
+	unattached := pods["nets-eb-4"]
+	multusDown.Store(unattached.UID, true)
+	startPod(t, &unattached)
+	waitCondition(t, key, ebv1.ConditionNetworksFound, metav1.ConditionFalse, ebv1.ReasonNetworkNotAttached,
+		"rank 4 (pod nets-eb-4): no k8s.v1.cni.cncf.io/network-status annotation: the data network is not attached")
+	if addrs := first.Addresses(); addrs != nil {
+		t.Errorf("rank 0 was configured (table %v) while rank 4 had no data address", addrs)
+	}
+
+	// Multus attaches it: every builder is configured with the live ranks'
+	// data addresses.
+	multusDown.Delete(unattached.UID)
+	var attached corev1.Pod
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(&unattached), &attached); err != nil {
+		t.Fatal(err)
+	}
+	attachDataNetwork(t, &attached)
+	eventually(t, "the live ranks' data addresses in rank 0's table", func() error {
+		addrs := first.Addresses()
+		for _, rk := range getRun(t, key).Status.Ranks {
+			if rk.Role != ebv1.RoleLive {
+				continue
+			}
+			if int(rk.Rank) >= len(addrs) {
+				return fmt.Errorf("rank 0 holds table %v", addrs)
+			}
+			if a := addrs[rk.Rank]; !strings.HasPrefix(a, "192.168.") || podIPs[strings.Split(a, ":")[0]] {
+				return fmt.Errorf("live rank %d's address %q is not its data address (table %v)", rk.Rank, a, addrs)
+			}
+		}
+		return nil
+	})
+	waitCondition(t, key, ebv1.ConditionNetworksFound, metav1.ConditionTrue, ebv1.ReasonAllNetworksFound, "every running builder pod has its data address there")
 }
 
 // A run taken off its Fabric loses its PodDisruptionBudget: with no

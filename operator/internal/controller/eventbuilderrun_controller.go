@@ -409,7 +409,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	// (a node restart recreates its pods' sandboxes) is taken back by a new
 	// epoch carrying the addresses as they are: the others dial the old one.
 	if poll != nil && !published && !stopped && r.commands.accepts(req.NamespacedName, poll.Time) {
-		if moved := runplan.MovedAddresses(table, given, ranktable.Dialable(podIPs(table, pods)), poll.Reports); len(moved) > 0 {
+		if moved := runplan.MovedAddresses(table, given, ranktable.Dialable(dataIPs(run, table, pods, nil)), poll.Reports); len(moved) > 0 {
 			next := runplan.Readdress(table, moved)
 			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, false, "", now); err != nil {
 				return ctrl.Result{}, err
@@ -423,7 +423,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	if fabric != nil {
 		r.checkResources(run, table, endpoints, nodeList)
 	}
-	if err := r.checkNetworks(ctx, run, table, endpoints); err != nil {
+	if err := r.checkNetworks(ctx, run, table, endpoints, pods); err != nil {
 		return ctrl.Result{}, err
 	}
 	// A planned move's old pods build on until the set switched.
@@ -452,6 +452,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	// failover reaches the running builders without waiting for a poll.
 	var controlErr error
 	if !stopped {
+		ips := dataIPs(run, table, pods, nil) // the pods left after syncPods
 		decideOn, blind := poll, false
 		if published {
 			// A new table goes to every running builder at once, without
@@ -459,13 +460,18 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			// (fresh whenever the batch runs, even queued behind another).
 			decideOn, blind = &builderstatus.Poll{Time: now, Reports: map[int32]builderstatus.Report{}}, true
 		}
+		// On a data network peers dial its addresses only (a pod's name
+		// resolves on the pod network): nothing is configured until every
+		// live rank has one (NetworksFound names those that do not).
+		if run.Spec.Resources.Network != "" && slices.ContainsFunc(liveRanks(table), func(rank int32) bool { return ips[rank] == "" }) {
+			decideOn = nil
+		}
 		if decideOn != nil && (published || r.commands.accepts(req.NamespacedName, decideOn.Time)) {
 			doc, err := ranktable.Parse(cm.Data[ranktable.Key])
 			if err != nil {
 				return ctrl.Result{}, fmt.Errorf("ConfigMap %s: %w", cm.Name, err)
 			}
 			// The addresses recorded are those drive puts in the table it sends.
-			ips := podIPs(table, pods)
 			if g, changed := given.Give(table.Epoch, ranktable.Dialable(ips)); changed {
 				setRecord(cm, annAddresses, g)
 				if err := r.Update(ctx, cm); err != nil {
@@ -633,9 +639,11 @@ func (r *EventBuilderRunReconciler) setPreflight(run *ebv1.EventBuilderRun, c me
 // checkNetworks says, in condition NetworksFound and a Warning event when
 // that changes, whether every NetworkAttachmentDefinition the run's pods
 // attach (spec.resources.network, per NUMA node) exists: otherwise Multus
-// leaves them ContainerCreating, saying so only in their own events.
+// leaves them ContainerCreating, saying so only in their own events. Then
+// whether every running pod has its address on the network (dataIPs),
+// which is its data address.
 func (r *EventBuilderRunReconciler) checkNetworks(ctx context.Context, run *ebv1.EventBuilderRun, t planner.RankTable,
-	endpoints map[string]planner.Endpoint) error {
+	endpoints map[string]planner.Endpoint, pods map[int32]*corev1.Pod) error {
 	if run.Spec.Resources.Network == "" {
 		meta.RemoveStatusCondition(&run.Status.Conditions, ebv1.ConditionNetworksFound)
 		return nil
@@ -669,6 +677,8 @@ func (r *EventBuilderRunReconciler) checkNetworks(ctx context.Context, run *ebv1
 	}
 	slices.Sort(names)
 	slices.Sort(missing)
+	unattached := map[int32]error{}
+	dataIPs(run, t, pods, unattached)
 	c := metav1.Condition{Type: ebv1.ConditionNetworksFound, Status: metav1.ConditionTrue, Reason: ebv1.ReasonAllNetworksFound,
 		Message: "every NetworkAttachmentDefinition the builder pods attach exists: " + strings.Join(names, ", "), ObservedGeneration: run.Generation}
 	switch {
@@ -680,6 +690,16 @@ func (r *EventBuilderRunReconciler) checkNetworks(ctx context.Context, run *ebv1
 		c.Status, c.Reason = metav1.ConditionFalse, ebv1.ReasonNetworkMissing
 		c.Message = "no NetworkAttachmentDefinition " + strings.Join(missing, ", ") +
 			": the builder pods that attach it cannot start; create it, or correct spec.resources.network"
+	case len(unattached) > 0:
+		var named []string
+		for _, rank := range slices.Sorted(maps.Keys(unattached)) {
+			named = append(named, fmt.Sprintf("rank %d (pod %s): %v", rank, pods[rank].Name, unattached[rank]))
+		}
+		c.Status, c.Reason = metav1.ConditionFalse, ebv1.ReasonNetworkNotAttached
+		c.Message = clip(fmt.Sprintf("%d running builder pods have no address on their data network, so no peer can dial them: %s",
+			len(named), strings.Join(named, "; ")))
+	default:
+		c.Message += "; every running builder pod has its data address there"
 	}
 	r.setPreflight(run, c)
 	return nil
@@ -763,16 +783,30 @@ func (r *EventBuilderRunReconciler) dropRecord(ctx context.Context, run *ebv1.Ev
 	return r.Update(ctx, cm)
 }
 
-// podIPs are the pod IPs of the table's live and spare ranks whose pod
-// runs (the builders' data addresses), by rank.
-func podIPs(table planner.RankTable, pods map[int32]*corev1.Pod) map[int32]string {
+// dataIPs are the data addresses of the table's live and spare ranks whose
+// pod runs, by rank: the pod IP, or with spec.resources.network the pod's
+// address on that network (builderpod.DataAddress: the control API stays
+// on the pod IP). A running pod without one is left out, and why goes in
+// unattached (when not nil).
+func dataIPs(run *ebv1.EventBuilderRun, table planner.RankTable, pods map[int32]*corev1.Pod, unattached map[int32]error) map[int32]string {
 	ips := map[int32]string{}
 	for _, rk := range table.Ranks {
-		pod := pods[int32(rk.Rank)]
+		rank, pod := int32(rk.Rank), pods[int32(rk.Rank)]
 		if rk.Role == planner.Dummy || pod == nil || pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" || !pod.DeletionTimestamp.IsZero() {
 			continue
 		}
-		ips[int32(rk.Rank)] = pod.Status.PodIP
+		if run.Spec.Resources.Network == "" {
+			ips[rank] = pod.Status.PodIP
+			continue
+		}
+		ip, err := builderpod.DataAddress(pod)
+		if err != nil {
+			if unattached != nil {
+				unattached[rank] = err
+			}
+			continue
+		}
+		ips[rank] = ip
 	}
 	return ips
 }
@@ -921,7 +955,7 @@ func (r *EventBuilderRunReconciler) ensureSecret(ctx context.Context, run *ebv1.
 // decisions in internal/lifecycle): configure to those behind its epoch
 // (blind: to every running builder, whose state is not known), then what
 // takes them to spec.state, to the builders whose pod runs (ips, by
-// podIPs). The builders' answers update poll's reports.
+// dataIPs). The builders' answers update poll's reports.
 // It says whether every live builder now holds the epoch, which live
 // ranks do not, and which builders refused or did not answer.
 func (r *EventBuilderRunReconciler) drive(ctx context.Context, run *ebv1.EventBuilderRun, table planner.RankTable,

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,6 +59,7 @@ func startPod(t *testing.T, pod *corev1.Pod, edit ...func(*corev1.Secret)) *buil
 		t.Fatalf("starting the builder of pod %s: %v", pod.Name, err)
 	}
 	prober.add(pod)
+	attachDataNetwork(t, pod)
 	ip := nextPodIP()
 	pod.Status = corev1.PodStatus{
 		Phase:      corev1.PodRunning,
@@ -68,6 +71,36 @@ func startPod(t *testing.T, pod *corev1.Pod, edit ...func(*corev1.Secret)) *buil
 		t.Fatalf("mark pod %s running: %v", pod.Name, err)
 	}
 	return b
+}
+
+// multusDown holds the UIDs of pods whose node runs no Multus: started,
+// they get no network-status.
+var multusDown sync.Map
+
+// attachDataNetwork plays Multus for a pod that asks for a network (the
+// NPWG interface: k8s.v1.cni.cncf.io/networks in, network-status out,
+// written before the pod runs): eb0 gets an address of 192.168.0.0/16.
+func attachDataNetwork(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	if _, down := multusDown.Load(pod.UID); down {
+		return
+	}
+	var asked []struct{ Name, Namespace, Interface string }
+	if raw := pod.Annotations[builderpod.NetworksAnnotation]; raw == "" {
+		return
+	} else if err := json.Unmarshal([]byte(raw), &asked); err != nil || len(asked) != 1 {
+		t.Fatalf("pod %s: %s %q: %v", pod.Name, builderpod.NetworksAnnotation, raw, err)
+	}
+	n := podIPsHandedOut.Add(1)
+	status, _ := json.Marshal([]map[string]any{
+		{"name": "podnet", "interface": "eth0", "default": true},
+		{"name": cmp.Or(asked[0].Namespace, pod.Namespace) + "/" + asked[0].Name, "interface": asked[0].Interface,
+			"ips": []string{fmt.Sprintf("192.168.%d.%d", n>>8&0xff, n&0xff)}},
+	})
+	pod.Annotations[builderpod.NetworkStatusAnnotation] = string(status)
+	if err := k8s.Update(context.Background(), pod); err != nil {
+		t.Fatalf("pod %s: write %s: %v", pod.Name, builderpod.NetworkStatusAnnotation, err)
+	}
 }
 
 // podIPsHandedOut counts the distinct IPs handed out to pods started (as
