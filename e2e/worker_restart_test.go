@@ -27,7 +27,7 @@ import (
 func TestWorkerLostUnderARunWithoutAFabric(t *testing.T) {
 	for _, tc := range []struct {
 		name, lose, back string
-		pause            time.Duration // how long the worker stays lost after the run is Degraded
+		pause            time.Duration // how long the worker stays lost after that
 		newIPs           bool          // its pods come back at other IPs
 	}{
 		{name: "stopped and started", lose: "stop", back: "start", newIPs: true},
@@ -51,6 +51,13 @@ func TestWorkerLostUnderARunWithoutAFabric(t *testing.T) {
 			waitDegradedNaming(ctx, t, run, lost)
 			t.Logf("Degraded %s after docker %s: %s: %s", time.Since(lostAt).Round(time.Millisecond), tc.lose,
 				readyCondition(run).Reason, readyCondition(run).Message)
+			if tc.lose == "pause" {
+				// The operator sees the silence first (its polls); the hang
+				// is one once the set lost them (--peer-timeout-ms), not
+				// after a set time: a shorter one the set rides out.
+				waitPeersLost(ctx, t, run, lost)
+				t.Logf("the set lost ranks %v %s after docker pause", lost, time.Since(lostAt).Round(time.Millisecond))
+			}
 			select {
 			case <-ctx.Done():
 				t.Fatal(ctx.Err())
@@ -121,6 +128,29 @@ func waitDegradedNaming(ctx context.Context, t *testing.T, run *ebv1alpha1.Event
 			}
 		}
 		return true, ready.Reason + ": " + ready.Message
+	})
+}
+
+// waitPeersLost waits until every live unit not in ranks reports each of
+// ranks lost (status.units[].lostPeers, from its builder).
+func waitPeersLost(ctx context.Context, t *testing.T, run *ebv1alpha1.EventBuilderRun, ranks []int32) {
+	t.Helper()
+	key := client.ObjectKeyFromObject(run)
+	waitFor(ctx, t, fmt.Sprintf("the other units to report ranks %v lost", ranks), time.Minute, func() (bool, string) {
+		if err := k8sClient.Get(ctx, key, run); err != nil {
+			return false, err.Error()
+		}
+		for _, u := range run.Status.Units {
+			if slices.Contains(ranks, u.Rank) {
+				continue
+			}
+			for _, r := range ranks {
+				if !slices.Contains(u.LostPeers, r) {
+					return false, fmt.Sprintf("rank %d reports lost %v: %s", u.Rank, u.LostPeers, describeFailover(run))
+				}
+			}
+		}
+		return true, ""
 	})
 }
 

@@ -368,9 +368,21 @@ func Unreachable(t planner.RankTable, silences map[int32]builderstatus.Silence, 
 // epochs do not count: a builder's list is of its epoch's peers, and a
 // new epoch resets it. The majority keeps one builder that lost its own
 // network, and so reports every peer lost, from failing them all; its
-// peers report it, and it is the one that fails.
+// peers report it, and it is the one that fails. Two guards keep a unit
+// that still answers the operator from failing on a few words:
+//   - a builder behind X in the event stream (next_event) has no say about
+//     X: it is the one that stopped while X built on, such as a hung half
+//     of the set that wakes up and finds its peers' timeouts long past;
+//     otherwise, with the set split in halves, each would fail the other;
+//   - the majority is of all of X's live peers, not only of those that
+//     answered: with half the set gone (a stopped server), one survivor
+//     that timed another out while its sends to the dead stalled is no
+//     majority.
 func LostPeers(t planner.RankTable, reports map[int32]builderstatus.Report) map[int]bool {
-	return byMajority(t, reports, func(rep builderstatus.Report) []int32 { return rep.LostPeers })
+	return byMajority(t, reports, func(rep builderstatus.Report) []int32 { return rep.LostPeers }, jury{
+		heard:    func(by, about builderstatus.Report) bool { return by.NextEvent >= about.NextEvent },
+		wholeSet: true,
+	})
 }
 
 // UpPeers finds the live ranks of t that their peers report up (peers[].state),
@@ -385,23 +397,41 @@ func UpPeers(t planner.RankTable, reports map[int32]builderstatus.Report) map[in
 			}
 		}
 		return up
-	})
+	}, jury{})
+}
+
+// jury qualifies byMajority's count about a rank X that answered (in
+// t's epoch): a word counts only if heard(its reporter's report, X's)
+// (nil: always), and with wholeSet the majority is of all of X's live
+// peers in t rather than of those that answered.
+type jury struct {
+	heard    func(by, about builderstatus.Report) bool
+	wholeSet bool
 }
 
 // byMajority finds the live ranks X of t that a strict majority of the
 // live builders (other than X) that answered while running t's epoch name
-// in names(report).
-func byMajority(t planner.RankTable, reports map[int32]builderstatus.Report, names func(builderstatus.Report) []int32) map[int]bool {
-	var reporters []builderstatus.Report
+// in names(report), as j qualifies it.
+func byMajority(t planner.RankTable, reports map[int32]builderstatus.Report, names func(builderstatus.Report) []int32, j jury) map[int]bool {
+	current := func(rank int32) (builderstatus.Report, bool) {
+		rep, ok := reports[rank]
+		return rep, ok && rep.Epoch == t.Epoch && rep.State != builderstatus.StateNotReady
+	}
+	reporters, live := 0, 0
 	votes := map[int]int{}
 	for _, r := range t.Ranks {
-		rep, ok := reports[int32(r.Rank)]
-		if r.Role != planner.Live || !ok || rep.Epoch != t.Epoch || rep.State == builderstatus.StateNotReady {
+		if r.Role != planner.Live {
 			continue
 		}
-		reporters = append(reporters, rep)
+		live++
+		rep, ok := current(int32(r.Rank))
+		if !ok {
+			continue
+		}
+		reporters++
 		for _, x := range names(rep) {
-			if x != int32(r.Rank) {
+			about, answered := current(x)
+			if x != int32(r.Rank) && (j.heard == nil || !answered || j.heard(rep, about)) {
 				votes[int(x)]++
 			}
 		}
@@ -411,9 +441,13 @@ func byMajority(t planner.RankTable, reports map[int32]builderstatus.Report, nam
 		if x < 0 || x >= len(t.Ranks) || t.Ranks[x].Role != planner.Live {
 			continue
 		}
-		others := len(reporters)
-		if rep, ok := reports[int32(x)]; ok && rep.Epoch == t.Epoch && rep.State != builderstatus.StateNotReady {
+		others := reporters
+		_, answered := current(int32(x))
+		if answered {
 			others-- // X's own report is no vote about X
+			if j.wholeSet {
+				others = live - 1
+			}
 		}
 		if 2*n > others {
 			named[x] = true
