@@ -10,13 +10,16 @@ kubectl="kubectl --kubeconfig $kubeconfig"
 
 # kind-config.yaml, plus kubelet settings this host and node image need: cgroup v1
 # hosts must allow v1 (kubelet 1.35 refuses it otherwise), and the offline node
-# image's containerd uses cgroupfs, not systemd, as its cgroup driver.
+# image's containerd uses cgroupfs, not systemd, as its cgroup driver. The
+# kubelets run as a farm's do: the static CPU manager (Guaranteed pods with
+# whole CPUs get CPUs of their own; 100m kube-reserved keeps one CPU in the
+# shared pool without taking a whole one from allocatable) and the Topology
+# Manager aligning CPUs and devices on one NUMA node.
 cluster_config() {
   cat "$here/kind-config.yaml"
-  local kubelet=()
+  local kubelet=("cpuManagerPolicy: static" "kubeReserved:" "  cpu: 100m" "topologyManagerPolicy: single-numa-node")
   [ -f /sys/fs/cgroup/cgroup.controllers ] || kubelet+=("failCgroupV1: false")
   case "$node_image" in kindest/node:*) ;; *) kubelet+=("cgroupDriver: cgroupfs") ;; esac
-  [ ${#kubelet[@]} -gt 0 ] || return 0
   printf 'kubeadmConfigPatches:\n  - |\n    kind: KubeletConfiguration\n'
   printf '    %s\n' "${kubelet[@]}"
 }
@@ -29,6 +32,8 @@ cluster_exists() { local clusters; clusters=$("$kind" get clusters 2>/dev/null) 
 reusable() {
   cluster_exists || return 1
   [ "$(docker inspect -f '{{.Config.Image}}' "$name-control-plane" 2>/dev/null)" = "$node_image" ] || return 1
+  # One made before the kubelets ran the static CPU manager is not.
+  docker exec "$name-control-plane" grep -q '^cpuManagerPolicy: static' /var/lib/kubelet/config.yaml 2>/dev/null || return 1
   local node
   for node in $("$kind" get nodes --name "$name"); do
     [ "$(docker inspect -f '{{.State.Running}}' "$node")" = true ] || return 1

@@ -368,21 +368,13 @@ func Unreachable(t planner.RankTable, silences map[int32]builderstatus.Silence, 
 // epochs do not count: a builder's list is of its epoch's peers, and a
 // new epoch resets it. The majority keeps one builder that lost its own
 // network, and so reports every peer lost, from failing them all; its
-// peers report it, and it is the one that fails. Two guards keep a unit
-// that still answers the operator from failing on a few words:
-//   - a builder behind X in the event stream (next_event) has no say about
-//     X: it is the one that stopped while X built on, such as a hung half
-//     of the set that wakes up and finds its peers' timeouts long past;
-//     otherwise, with the set split in halves, each would fail the other;
-//   - the majority is of all of X's live peers, not only of those that
-//     answered: with half the set gone (a stopped server), one survivor
-//     that timed another out while its sends to the dead stalled is no
-//     majority.
+// peers report it, and it is the one that fails. About a unit that still
+// answers the operator, the majority is of all its live peers, not only of
+// those that answered: with half the set gone (a stopped server), one
+// survivor that timed another out while its sends to the dead stalled is
+// no majority.
 func LostPeers(t planner.RankTable, reports map[int32]builderstatus.Report) map[int]bool {
-	return byMajority(t, reports, func(rep builderstatus.Report) []int32 { return rep.LostPeers }, jury{
-		heard:    func(by, about builderstatus.Report) bool { return by.NextEvent >= about.NextEvent },
-		wholeSet: true,
-	})
+	return byMajority(t, reports, func(rep builderstatus.Report) []int32 { return rep.LostPeers }, true)
 }
 
 // UpPeers finds the live ranks of t that their peers report up (peers[].state),
@@ -397,22 +389,15 @@ func UpPeers(t planner.RankTable, reports map[int32]builderstatus.Report) map[in
 			}
 		}
 		return up
-	}, jury{})
-}
-
-// jury qualifies byMajority's count about a rank X that answered (in
-// t's epoch): a word counts only if heard(its reporter's report, X's)
-// (nil: always), and with wholeSet the majority is of all of X's live
-// peers in t rather than of those that answered.
-type jury struct {
-	heard    func(by, about builderstatus.Report) bool
-	wholeSet bool
+	}, false)
 }
 
 // byMajority finds the live ranks X of t that a strict majority of the
 // live builders (other than X) that answered while running t's epoch name
-// in names(report), as j qualifies it.
-func byMajority(t planner.RankTable, reports map[int32]builderstatus.Report, names func(builderstatus.Report) []int32, j jury) map[int]bool {
+// in names(report); with wholeSet, about an X that answered too, a strict
+// majority of all of X's live peers in t.
+func byMajority(t planner.RankTable, reports map[int32]builderstatus.Report, names func(builderstatus.Report) []int32,
+	wholeSet bool) map[int]bool {
 	current := func(rank int32) (builderstatus.Report, bool) {
 		rep, ok := reports[rank]
 		return rep, ok && rep.Epoch == t.Epoch && rep.State != builderstatus.StateNotReady
@@ -430,8 +415,7 @@ func byMajority(t planner.RankTable, reports map[int32]builderstatus.Report, nam
 		}
 		reporters++
 		for _, x := range names(rep) {
-			about, answered := current(x)
-			if x != int32(r.Rank) && (j.heard == nil || !answered || j.heard(rep, about)) {
+			if x != int32(r.Rank) {
 				votes[int(x)]++
 			}
 		}
@@ -445,7 +429,7 @@ func byMajority(t planner.RankTable, reports map[int32]builderstatus.Report, nam
 		_, answered := current(int32(x))
 		if answered {
 			others-- // X's own report is no vote about X
-			if j.wholeSet {
+			if wholeSet {
 				others = live - 1
 			}
 		}
