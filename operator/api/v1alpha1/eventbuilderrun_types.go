@@ -637,23 +637,17 @@ type RankStatus struct {
 	NUMA *RankNUMA `json:"numa,omitempty"`
 }
 
-// RankNUMA is a builder's report of its NUMA placement.
+// RankNUMA is a builder's report of its NUMA placement, kept short (a
+// farm's run has hundreds of ranks): the builder's /status has each part.
 type RankNUMA struct {
 	// node is the NUMA node it was asked for and resolved.
 	// +optional
 	Node *int32 `json:"node,omitempty"`
-	// aligned: its threads are pinned to the node, with its CPUs, memory
-	// and RDMA device there.
+	// aligned: its threads are pinned to the node, with the CPUs it may
+	// run on, its memory and its RDMA device there.
 	Aligned bool `json:"aligned"`
-	// cpusLocal: the CPUs it may run on are the node's.
-	CPUsLocal bool `json:"cpusLocal"`
-	// memoryLocal: its memory is bound to the node.
-	MemoryLocal bool `json:"memoryLocal"`
-	// deviceLocal: its RDMA device is on the node; unset without one.
-	// +optional
-	DeviceLocal *bool `json:"deviceLocal,omitempty"`
-	// misplaced names what is elsewhere, with the builder's warning,
-	// when not aligned.
+	// misplaced names what is elsewhere (CPUs, memory, RDMA device), with
+	// the builder's warning, when not aligned.
 	// +optional
 	Misplaced string `json:"misplaced,omitempty"`
 }

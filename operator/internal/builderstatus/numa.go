@@ -61,7 +61,7 @@ func (r Report) RankNUMA() *ebv1.RankNUMA {
 	if !n.Asked() {
 		return nil
 	}
-	out := &ebv1.RankNUMA{Node: n.Node, Aligned: n.Aligned(), CPUsLocal: n.CPUsLocal, MemoryLocal: n.MemoryLocal, DeviceLocal: n.DeviceLocal}
+	out := &ebv1.RankNUMA{Node: n.Node, Aligned: n.Aligned()}
 	if !out.Aligned {
 		out.Misplaced = n.Misplaced()
 		if n.Warning != "" {

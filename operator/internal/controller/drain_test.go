@@ -353,8 +353,9 @@ func TestDisruptionBudgetGoesWithTheFabric(t *testing.T) {
 	eventually(t, "the run's PodDisruptionBudget", func() error { return k8s.Get(ctx, pdbKey, &policyv1.PodDisruptionBudget{}) })
 
 	run = getRun(t, client.ObjectKeyFromObject(run))
+	patch := client.MergeFrom(run.DeepCopy()) // no resourceVersion: the operator writes the status meanwhile
 	run.Spec.FabricRef = nil
-	if err := k8s.Update(ctx, run); err != nil {
+	if err := k8s.Patch(ctx, run, patch); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the PodDisruptionBudget gone with the Fabric", func() error {

@@ -40,7 +40,7 @@ func TestNUMAMisalignedUnitIsNamedThenMovedUnderFailOver(t *testing.T) {
 		}
 		// Endpoint srvS-numaN runs on NUMA node N with device mlx5_N.
 		want := int32(rk.Rank % 2)
-		if n := rk.NUMA; n == nil || !n.Aligned || n.Node == nil || *n.Node != want || n.DeviceLocal == nil || !*n.DeviceLocal {
+		if n := rk.NUMA; n == nil || !n.Aligned || n.Node == nil || *n.Node != want || n.Misplaced != "" {
 			t.Errorf("rank %d (%s): numa %+v, want aligned on node %d with its device", rk.Rank, rk.Endpoint, n, want)
 		}
 	}
@@ -55,8 +55,9 @@ func TestNUMAMisalignedUnitIsNamedThenMovedUnderFailOver(t *testing.T) {
 
 	// Under FailOver it moves to a spare, and the run is aligned again.
 	r := getRun(t, key)
+	patch := client.MergeFrom(r.DeepCopy())
 	r.Spec.NUMAPolicy = ebv1.NUMAFailOver
-	if err := k8s.Update(ctx, r); err != nil {
+	if err := k8s.Patch(ctx, r, patch); err != nil {
 		t.Fatal(err)
 	}
 	fo := waitFailover(t, key, 2)

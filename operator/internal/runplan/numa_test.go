@@ -14,8 +14,8 @@ import (
 )
 
 func TestNUMAAlignment(t *testing.T) {
-	aligned := &ebv1.RankNUMA{Node: ptr.To(int32(0)), Aligned: true, CPUsLocal: true, MemoryLocal: true}
-	off := &ebv1.RankNUMA{Node: ptr.To(int32(1)), CPUsLocal: false, MemoryLocal: true, Misplaced: "CPUs (cpus 0-63)"}
+	aligned := &ebv1.RankNUMA{Node: ptr.To(int32(0)), Aligned: true}
+	off := &ebv1.RankNUMA{Node: ptr.To(int32(1)), Misplaced: "CPUs (cpus 0-63)"}
 	rank := func(r int32, role ebv1.RankRole, numa *ebv1.RankNUMA) ebv1.RankStatus {
 		return ebv1.RankStatus{Rank: r, Role: role, Pod: fmt.Sprintf("eb-%d", r), Node: "n1", NUMA: numa}
 	}
