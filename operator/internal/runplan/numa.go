@@ -61,19 +61,11 @@ func NUMAAlignment(ranks []ebv1.RankStatus, generation int64) (c metav1.Conditio
 
 // Misaligned finds the live ranks of t whose builder reports that it does
 // not run on its endpoint's NUMA node, except those in failed: planned
-// moves (spec.numaPolicy FailOver), in rank order.
+// moves (spec.numaPolicy FailOver), in rank order, as Draining's: never
+// every unit that still builds at once.
 func Misaligned(t planner.RankTable, reports map[int32]builderstatus.Report, failed []Failure) []Failure {
-	skip := map[int]bool{}
-	for _, f := range failed {
-		skip[f.Rank] = true
-	}
-	var out []Failure
-	for _, r := range t.Ranks {
+	return plannedMoves(t, failed, ebv1.ReasonNUMAMisaligned, func(r planner.Rank) bool {
 		rep, ok := reports[int32(r.Rank)]
-		if r.Role != planner.Live || r.Endpoint == "" || skip[r.Rank] || !ok || !rep.NUMA.Asked() || rep.NUMA.Aligned() {
-			continue
-		}
-		out = append(out, Failure{Rank: r.Rank, Reason: ebv1.ReasonNUMAMisaligned, Planned: true})
-	}
-	return out
+		return r.Endpoint != "" && ok && rep.NUMA.Asked() && !rep.NUMA.Aligned()
+	})
 }

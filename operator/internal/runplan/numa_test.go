@@ -88,4 +88,13 @@ func TestMisalignedUnitsArePlannedMoves(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("Misaligned = %v, want %v", got, want)
 	}
+
+	// Every unit still building misaligned: the last waits, to carry the
+	// set's place in the event stream to the spares that join.
+	reports[0], reports[4] = builderstatus.Report{NUMA: cpusOff}, builderstatus.Report{NUMA: cpusOff}
+	got = Misaligned(table, reports, []Failure{{Rank: 5, Reason: ReasonPeerLost}})
+	if fmt.Sprint(got) != fmt.Sprint([]Failure{{Rank: 0, Reason: ebv1.ReasonNUMAMisaligned, Planned: true},
+		{Rank: 1, Reason: ebv1.ReasonNUMAMisaligned, Planned: true}, {Rank: 2, Reason: ebv1.ReasonNUMAMisaligned, Planned: true}}) {
+		t.Errorf("every unit misaligned: Misaligned = %v, want ranks 0, 1, 2 moved and rank 4 staying", got)
+	}
 }

@@ -234,18 +234,27 @@ type Failure struct {
 // joins carry that place on. A set of one unit has no one to carry it: that
 // unit moves, and its spare goes on from the table's resumeEvent.
 func Draining(t planner.RankTable, endpoints map[string]planner.Endpoint, cordoned map[string]bool, failed []Failure) []Failure {
+	return plannedMoves(t, failed, ebv1.EndpointNodeCordoned, func(r planner.Rank) bool {
+		ep, ok := endpoints[r.Endpoint]
+		return ok && cordoned[ep.Node]
+	})
+}
+
+// plannedMoves are the live ranks of t that moves picks, except those in
+// failed, as planned moves for reason, in rank order; never every unit
+// that still builds at once (Draining says why).
+func plannedMoves(t planner.RankTable, failed []Failure, reason string, moves func(planner.Rank) bool) []Failure {
 	var out []Failure
 	staying := 0
 	for _, r := range t.Ranks {
 		if r.Role != planner.Live || slices.ContainsFunc(failed, func(f Failure) bool { return f.Rank == r.Rank }) {
 			continue
 		}
-		ep, ok := endpoints[r.Endpoint]
-		if !ok || !cordoned[ep.Node] {
+		if !moves(r) {
 			staying++
 			continue
 		}
-		out = append(out, Failure{Rank: r.Rank, Reason: ebv1.EndpointNodeCordoned, Planned: true})
+		out = append(out, Failure{Rank: r.Rank, Reason: reason, Planned: true})
 	}
 	if staying == 0 && len(out) > 1 {
 		out = out[:len(out)-1]
