@@ -86,7 +86,7 @@ func (c *commander) Start(ctx context.Context) error {
 func (c *commander) submit(run types.NamespacedName, basis time.Time, batch func(context.Context) commandResult) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.running[run] || basis.Before(c.sentUntil[run]) {
+	if !c.free(run, basis) {
 		return false
 	}
 	c.running[run] = true
@@ -138,6 +138,12 @@ func (c *commander) run(run types.NamespacedName, batch func(context.Context) co
 func (c *commander) accepts(run types.NamespacedName, basis time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.free(run, basis)
+}
+
+// free: no batch of run is running, and basis is not before the end of its
+// last batch that sent commands. The caller holds c.mu.
+func (c *commander) free(run types.NamespacedName, basis time.Time) bool {
 	return !c.running[run] && !basis.Before(c.sentUntil[run])
 }
 

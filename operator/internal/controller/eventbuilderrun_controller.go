@@ -405,11 +405,13 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		}
 	}
 	stopped := cm.Annotations[annStopped] != ""
+	unattached := map[int32]error{} // running pods without a data address, and why
+	found := dataIPs(run, table, pods, unattached)
 	// A rank whose pod answers from another IP than its peers were given
 	// (a node restart recreates its pods' sandboxes) is taken back by a new
 	// epoch carrying the addresses as they are: the others dial the old one.
 	if poll != nil && !published && !stopped && r.commands.accepts(req.NamespacedName, poll.Time) {
-		if moved := runplan.MovedAddresses(table, given, ranktable.Dialable(dataIPs(run, table, pods, nil)), poll.Reports); len(moved) > 0 {
+		if moved := runplan.MovedAddresses(table, given, ranktable.Dialable(found), poll.Reports); len(moved) > 0 {
 			next := runplan.Readdress(table, moved)
 			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, false, "", now); err != nil {
 				return ctrl.Result{}, err
@@ -423,7 +425,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	if fabric != nil {
 		r.checkResources(run, table, endpoints, nodeList)
 	}
-	if err := r.checkNetworks(ctx, run, table, endpoints, pods); err != nil {
+	if err := r.checkNetworks(ctx, run, table, endpoints, pods, unattached); err != nil {
 		return ctrl.Result{}, err
 	}
 	// A planned move's old pods build on until the set switched.
@@ -640,10 +642,10 @@ func (r *EventBuilderRunReconciler) setPreflight(run *ebv1.EventBuilderRun, c me
 // that changes, whether every NetworkAttachmentDefinition the run's pods
 // attach (spec.resources.network, per NUMA node) exists: otherwise Multus
 // leaves them ContainerCreating, saying so only in their own events. Then
-// whether every running pod has its address on the network (dataIPs),
-// which is its data address.
+// whether every running pod has its address on the network, which is its
+// data address (unattached: those that have none, and why, from dataIPs).
 func (r *EventBuilderRunReconciler) checkNetworks(ctx context.Context, run *ebv1.EventBuilderRun, t planner.RankTable,
-	endpoints map[string]planner.Endpoint, pods map[int32]*corev1.Pod) error {
+	endpoints map[string]planner.Endpoint, pods map[int32]*corev1.Pod, unattached map[int32]error) error {
 	if run.Spec.Resources.Network == "" {
 		meta.RemoveStatusCondition(&run.Status.Conditions, ebv1.ConditionNetworksFound)
 		return nil
@@ -677,8 +679,6 @@ func (r *EventBuilderRunReconciler) checkNetworks(ctx context.Context, run *ebv1
 	}
 	slices.Sort(names)
 	slices.Sort(missing)
-	unattached := map[int32]error{}
-	dataIPs(run, t, pods, unattached)
 	c := metav1.Condition{Type: ebv1.ConditionNetworksFound, Status: metav1.ConditionTrue, Reason: ebv1.ReasonAllNetworksFound,
 		Message: "every NetworkAttachmentDefinition the builder pods attach exists: " + strings.Join(names, ", "), ObservedGeneration: run.Generation}
 	switch {
