@@ -19,10 +19,12 @@ ETCD_VERSION := $(shell awk '$$1 == "go.etcd.io/etcd/server/v3" {print $$2}' hac
 PROMETHEUS_OPERATOR_VERSION := $(shell awk '$$1 == "github.com/prometheus-operator/prometheus-operator" {print $$2}' hack/tools/prometheus-operator/go.mod)
 RDMA_DP_VERSION := $(shell awk '$$1 == "require" && $$2 == "github.com/Mellanox/k8s-rdma-shared-dev-plugin" {print $$3}' hack/tools/rdma-shared-dp/go.mod)
 FLANNEL_VERSION := $(shell awk '$$1 == "github.com/flannel-io/flannel" {print $$2}' hack/tools/flannel/go.mod)
+CNI_PLUGINS_VERSION := $(shell awk '$$1 == "github.com/containernetworking/plugins" {print $$2}' hack/tools/cni-plugins/go.mod)
+WHEREABOUTS_VERSION := $(shell awk '$$1 == "github.com/k8snetworkplumbingwg/whereabouts" {print $$2}' hack/tools/whereabouts/go.mod)
 # Prometheus v3.M.P is Go module version v0.3MM.P.
 PROMETHEUS_MODULE_VERSION := $(shell awk '$$1 == "github.com/prometheus/prometheus" {print $$2}' hack/tools/prometheus/go.mod)
 PROMETHEUS_VERSION := $(shell echo $(PROMETHEUS_MODULE_VERSION) | awk -F. '{printf "%d.%d.%s", int($$2 / 100), $$2 % 100, $$3}')
-$(if $(and $(FLANNEL_VERSION),$(PROMETHEUS_MODULE_VERSION),$(PROMETHEUS_OPERATOR_VERSION),$(RDMA_DP_VERSION)),,$(error hack/tools/{flannel,prometheus,prometheus-operator,rdma-shared-dp}/go.mod name no version of their tool))
+$(if $(and $(FLANNEL_VERSION),$(CNI_PLUGINS_VERSION),$(WHEREABOUTS_VERSION),$(PROMETHEUS_MODULE_VERSION),$(PROMETHEUS_OPERATOR_VERSION),$(RDMA_DP_VERSION)),,$(error hack/tools/{flannel,cni-plugins,whereabouts,prometheus,prometheus-operator,rdma-shared-dp}/go.mod name no version of their tool))
 
 # The Kubernetes build is keyed by its versions and by a hash of its recipe.
 K8S_INPUTS := hack/tools/k8s/build.sh hack/tools/k8s/go.mod hack/tools/k8s/go.sum hack/tools/k8s/etcd/main.go
@@ -38,6 +40,10 @@ PROMETHEUS_OPERATOR := $(BIN)/prometheus-operator-$(PROMETHEUS_OPERATOR_VERSION)
 PROMETHEUS := $(BIN)/prometheus-$(PROMETHEUS_VERSION)/prometheus
 # flanneld, the kind cluster's pod network.
 FLANNEL := $(BIN)/flannel-$(FLANNEL_VERSION)/flanneld
+# The kind cluster's data network: the macvlan CNI plugin and whereabouts
+# (cluster-wide IPAM) with its CRDs.
+MACVLAN := $(BIN)/cni-plugins-$(CNI_PLUGINS_VERSION)/macvlan
+WHEREABOUTS := $(BIN)/whereabouts-$(WHEREABOUTS_VERSION)
 # checkconfig: the RDMA shared device plugin's own config parser and
 # validator, for make test-chart.
 RDMA_DP := $(BIN)/rdma-shared-dp-$(RDMA_DP_VERSION)
@@ -54,11 +60,14 @@ NODE_HASH := $(shell (echo $(K8S_BIN) $(BASE_IMAGE) $(COREDNS_VERSION) $(KIND_VE
 OFFLINE_NODE_IMAGE := eventbuilder/kind-node:$(K8S_VERSION)-$(NODE_HASH)
 NODE_IMAGE_FILE := $(BUILD)/node-image
 # The kind cluster's add-ons: its pod network and its monitoring stack.
-# The pod network image: flanneld, and netpol (e2e/cluster/netpol), which
-# enforces NetworkPolicy ingress rules (flannel enforces none); tagged by
-# flannel's version and a hash of netpol's source.
-NETPOL_HASH := $(shell cat e2e/cluster/netpol/*.go e2e/cluster/podnet.Dockerfile | sha256sum | cut -c1-8)
-PODNET_IMAGE := eventbuilder/podnet:flannel-$(FLANNEL_VERSION)-netpol-$(NETPOL_HASH)
+# The pod network image: flanneld; netpol (e2e/cluster/netpol), which
+# enforces NetworkPolicy ingress rules (flannel enforces none); and the data
+# network: npwg-emulation (e2e/cluster/npwg, the NPWG multi-network
+# annotations, as Multus), macvlan and whereabouts. Tagged by flannel's
+# version and a hash of the rest.
+PODNET_HASH := $(shell (echo $(CNI_PLUGINS_VERSION) $(WHEREABOUTS_VERSION); cat e2e/cluster/netpol/*.go e2e/cluster/npwg/*.go e2e/cluster/podnet.Dockerfile \
+  operator/internal/testenv/npwg/network-attachment-definitions.yaml) | sha256sum | cut -c1-8)
+PODNET_IMAGE := eventbuilder/podnet:flannel-$(FLANNEL_VERSION)-$(PODNET_HASH)
 PROMETHEUS_OPERATOR_IMAGE := eventbuilder/prometheus-operator:$(PROMETHEUS_OPERATOR_VERSION)
 PROMETHEUS_CONFIG_RELOADER_IMAGE := eventbuilder/prometheus-config-reloader:$(PROMETHEUS_OPERATOR_VERSION)
 PROMETHEUS_IMAGE := eventbuilder/prometheus:$(PROMETHEUS_VERSION)
@@ -173,10 +182,13 @@ images: docker base-image build-builder build-operator ## Build the operator and
 	@echo ">> images $(OPERATOR_IMAGE) $(BUILDER_IMAGE) $(READOUT_PLUGIN_IMAGE)"
 
 .PHONY: cluster-images
-cluster-images: docker base-image $(FLANNEL) $(PROMETHEUS_OPERATOR)/operator $(PROMETHEUS) ## Build the kind cluster's add-on images: the pod network (flannel, netpol), the Prometheus Operator, its config reloader, Prometheus.
-	rm -rf $(BUILD)/addon-images && mkdir -p $(BUILD)/addon-images/{podnet,prometheus-operator,config-reloader,prometheus}
+cluster-images: docker base-image $(FLANNEL) $(MACVLAN) $(WHEREABOUTS)/whereabouts $(PROMETHEUS_OPERATOR)/operator $(PROMETHEUS) ## Build the kind cluster's add-on images: the pod and data networks (flannel, netpol, npwg-emulation, macvlan, whereabouts), the Prometheus Operator, its config reloader, Prometheus.
+	rm -rf $(BUILD)/addon-images && mkdir -p $(BUILD)/addon-images/{podnet/cni,podnet/crds,prometheus-operator,config-reloader,prometheus}
 	cp $(FLANNEL) $(BUILD)/addon-images/podnet/
 	cd e2e && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o $(BUILD)/addon-images/podnet/netpol ./cluster/netpol
+	cd e2e && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o $(BUILD)/addon-images/podnet/cni/npwg-emulation ./cluster/npwg
+	cp $(MACVLAN) $(WHEREABOUTS)/whereabouts $(BUILD)/addon-images/podnet/cni/
+	cp $(WHEREABOUTS)/crds/*.yaml operator/internal/testenv/npwg/network-attachment-definitions.yaml $(BUILD)/addon-images/podnet/crds/
 	cp $(PROMETHEUS_OPERATOR)/operator $(BUILD)/addon-images/prometheus-operator/
 	cp $(PROMETHEUS_OPERATOR)/prometheus-config-reloader $(BUILD)/addon-images/config-reloader/
 	cp $(PROMETHEUS) $(BUILD)/addon-images/prometheus/
@@ -212,7 +224,7 @@ node-image: packages base-image $(K8S_BIN)/etcd $(COREDNS) $(KIND) $(RUNC_WRAPPE
 	@echo ">> node image $$(cat $(NODE_IMAGE_FILE))"
 
 .PHONY: tools
-tools: $(K8S_BIN)/etcd $(KIND) $(HELM) $(CONTROLLER_GEN) $(COREDNS) $(FLANNEL) $(RDMA_DP)/checkconfig $(PROMETHEUS_OPERATOR)/operator $(PROMETHEUS) ## Build every pinned tool into bin/.
+tools: $(K8S_BIN)/etcd $(KIND) $(HELM) $(CONTROLLER_GEN) $(COREDNS) $(FLANNEL) $(MACVLAN) $(WHEREABOUTS)/whereabouts $(RDMA_DP)/checkconfig $(PROMETHEUS_OPERATOR)/operator $(PROMETHEUS) ## Build every pinned tool into bin/.
 
 # Expensive tools are cached by the version in their path, never by source mtimes
 # (a fresh clone has new mtimes). Each is built into a temporary folder that is
@@ -250,6 +262,22 @@ $(FLANNEL): | packages
 	@echo ">> building flannel $(FLANNEL_VERSION) (about 3 min cold)"
 	rm -rf $(@D).tmp && mkdir -p $(@D).tmp && cd hack/tools/flannel && CGO_ENABLED=1 go build -trimpath -ldflags="-s -w" \
 	  -o $(@D).tmp/flanneld github.com/flannel-io/flannel
+	rm -rf $(@D) && mv $(@D).tmp $(@D)
+
+$(MACVLAN):
+	@echo ">> building the macvlan CNI plugin $(CNI_PLUGINS_VERSION)"
+	rm -rf $(@D).tmp && mkdir -p $(@D).tmp && cd hack/tools/cni-plugins && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" \
+	  -o $(@D).tmp/macvlan github.com/containernetworking/plugins/plugins/main/macvlan
+	rm -rf $(@D) && mv $(@D).tmp $(@D)
+
+# The IPAM plugin and the CRDs of its pools and reservations (not the node
+# slice controller's: whereabouts' node slices are not used).
+$(WHEREABOUTS)/whereabouts:
+	@echo ">> building whereabouts $(WHEREABOUTS_VERSION) (about 1 min cold)"
+	rm -rf $(@D).tmp && mkdir -p $(@D).tmp/crds && cd hack/tools/whereabouts && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" \
+	  -o $(@D).tmp/whereabouts github.com/k8snetworkplumbingwg/whereabouts/cmd
+	src="$$(cd hack/tools/whereabouts && go list -m -f '{{.Dir}}' github.com/k8snetworkplumbingwg/whereabouts)"/doc/crds && \
+	  install -m 0644 $$src/whereabouts.cni.cncf.io_ippools.yaml $$src/whereabouts.cni.cncf.io_overlappingrangeipreservations.yaml $(@D).tmp/crds/
 	rm -rf $(@D) && mv $(@D).tmp $(@D)
 
 $(RDMA_DP)/checkconfig:

@@ -2,7 +2,7 @@
 # `make demo`: a kind cluster with a Prometheus (the Prometheus Operator's) and the
 # operator installed, and the sample run of 4 units building events; prints the
 # measured rates and where to look, Prometheus included. The cluster stays up
-# (delete it with: kind delete cluster --name <name>).
+# (delete it with: kind delete cluster --name <name>; docker network rm <name>-data).
 # Usage: demo.sh <cluster> <node image> <kind> <helm> <operator image> <builder image> <podnet image>
 #                <prometheus-operator dir> <prometheus-operator image> <config reloader image>
 #                <prometheus image> <prometheus version>
@@ -74,5 +74,5 @@ from Prometheus's Go module) and paste a query:
   kubectl -n monitoring port-forward svc/prometheus-operated 9090 &
   promtool query instant http://localhost:9090 'sum by (eventbuilder_daq_io_run) (rate(eb_events_built_total[1m]))'
   curl -s http://localhost:9090/api/v1/alerts   # kubectl delete pod sample-eb-1 --grace-period=0 fires EventBuilderPeerLost
-Remove it with: $kind delete cluster --name $name
+Remove it with: $kind delete cluster --name $name; docker network rm $name-data
 TXT

@@ -155,6 +155,7 @@ func tearDown() {
 		return
 	}
 	_ = command(env.kind, "delete", "cluster", "--name", clusterName).Run()
+	_ = command("docker", "network", "rm", "--force", clusterName+"-data").Run() // cluster/up.sh's data network
 }
 
 // dumpClusterState prints what a person needs to see when the suite fails: the

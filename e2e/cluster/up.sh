@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Creates (or reuses) a kind cluster on the local node image and installs its
 # pod network (podnet.yaml: flannel, host-gw, over the node image's ptp and
-# host-local CNI plugins; kindnetd cannot be had offline).
+# host-local CNI plugins; kindnetd cannot be had offline) and its data
+# network: a second Docker network every node is connected to, which pods
+# join through the NPWG annotations (podnet.yaml).
 # Usage: up.sh <cluster name> <node image> <kind binary> <kubeconfig out> <podnet image (flannel and netpol)>
 set -euo pipefail
 name=$1 node_image=$2 kind=$3 kubeconfig=$4 podnet_image=$5
+# The data network: nodes take addresses from the first /24 (Docker's
+# --ip-range), pods from the rest (a NetworkAttachmentDefinition's
+# whereabouts range; e2e/data_network_test.go).
+data_network=$name-data data_subnet=10.200.0.0/16 data_node_range=10.200.0.0/24
 here=$(cd "$(dirname "$0")" && pwd)
 kubectl="kubectl --kubeconfig $kubeconfig"
 
@@ -54,13 +60,28 @@ else
     --kubeconfig "$kubeconfig" --wait 0s
 fi
 
-echo ">> pod network: flannel (host-gw) and netpol (NetworkPolicy ingress rules)"
+echo ">> data network: Docker network $data_network ($data_subnet) on every node"
+if ! docker network inspect "$data_network" >/dev/null 2>&1; then
+  docker network create --driver bridge --subnet "$data_subnet" --ip-range "$data_node_range" "$data_network" >/dev/null
+fi
+for node in $("$kind" get nodes --name "$name"); do
+  if [ "$(docker inspect -f "{{with index .NetworkSettings.Networks \"$data_network\"}}yes{{end}}" "$node")" != yes ]; then
+    docker network connect "$data_network" "$node"
+  fi
+done
+
+echo ">> pod network: flannel (host-gw) and netpol (NetworkPolicy ingress rules), NPWG emulation, macvlan, whereabouts"
 # kind load names each node it copies the image to: shown only when it fails.
 if ! out=$("$kind" load docker-image --name "$name" "$podnet_image" 2>&1); then
   echo "$out" >&2
   exit 1
 fi
-sed "s|\${PODNET_IMAGE}|$podnet_image|" "$here/podnet.yaml" | $kubectl apply -f - >/dev/null
+# The CRDs of the data network's plugins (NetworkAttachmentDefinition: the
+# NPWG's, as emulated for the operator's tests; whereabouts' pools), from
+# the image.
+docker run --rm --entrypoint bash "$podnet_image" -c 'for f in /opt/podnet/crds/*.yaml; do echo ---; cat "$f"; done' |
+  $kubectl apply -f - >/dev/null
+sed -e "s|\${PODNET_IMAGE}|$podnet_image|" -e "s|\${DATA_SUBNET}|$data_subnet|" "$here/podnet.yaml" | $kubectl apply -f - >/dev/null
 echo ">> waiting for nodes and CoreDNS"
 if ! $kubectl wait --for=condition=Ready node --all --timeout=180s >/dev/null ||
    ! $kubectl -n kube-system rollout status daemonset/podnet --timeout=180s >/dev/null ||
