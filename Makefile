@@ -44,8 +44,8 @@ FLANNEL := $(BIN)/flannel-$(FLANNEL_VERSION)/flanneld
 # (cluster-wide IPAM) with its CRDs.
 MACVLAN := $(BIN)/cni-plugins-$(CNI_PLUGINS_VERSION)/macvlan
 WHEREABOUTS := $(BIN)/whereabouts-$(WHEREABOUTS_VERSION)
-# checkconfig: the RDMA shared device plugin's own config parser and
-# validator, for make test-chart.
+# The RDMA shared device plugin (k8s-rdma-shared-dp, for make test-verbs)
+# and checkconfig, its own config parser and validator (make test-chart).
 RDMA_DP := $(BIN)/rdma-shared-dp-$(RDMA_DP_VERSION)
 KUBECTL := $(K8S_BIN)/kubectl
 
@@ -108,8 +108,10 @@ test-sanitizers: packages ## The C++ suites built with ASan+UBSan (all, multi-pr
 VERBS_TIMEOUT ?= 900
 
 .PHONY: test-verbs
-test-verbs: build-builder ## The builder's multi-process suites over libibverbs RC (real HCA, else Soft-RoCE in a VM).
-	hack/verbs-vm/run.sh --timeout $(VERBS_TIMEOUT) -- ctest --test-dir $(BUILD)/builder -L verbs --output-on-failure --no-tests=error
+test-verbs: build-builder $(HELM) $(RDMA_DP)/k8s-rdma-shared-dp ## The builder's multi-process suites over libibverbs RC, and the RDMA shared device plugin registering the chart's resources (real HCA, else Soft-RoCE in a VM).
+	cd hack/tools/rdma-shared-dp && CGO_ENABLED=0 go build -trimpath -o $(BUILD)/kubelet-registrar ./kubelet-registrar
+	hack/verbs-vm/run.sh --timeout $(VERBS_TIMEOUT) -- bash -c 'ctest --test-dir $(BUILD)/builder -L verbs --output-on-failure --no-tests=error && \
+	  hack/verbs-vm/rdma-device-plugin.sh $(HELM) $(RDMA_DP)/k8s-rdma-shared-dp $(BUILD)/kubelet-registrar'
 
 .PHONY: verbs-selftest
 verbs-selftest: ## Check the verbs runner itself (device ACTIVE, ib_write_bw, 4 processes).
@@ -280,10 +282,10 @@ $(WHEREABOUTS)/whereabouts:
 	  install -m 0644 $$src/whereabouts.cni.cncf.io_ippools.yaml $$src/whereabouts.cni.cncf.io_overlappingrangeipreservations.yaml $(@D).tmp/crds/
 	rm -rf $(@D) && mv $(@D).tmp $(@D)
 
-$(RDMA_DP)/checkconfig:
-	@echo ">> building the RDMA shared device plugin's config check, $(RDMA_DP_VERSION) (about 1 min cold)"
+$(RDMA_DP)/checkconfig $(RDMA_DP)/k8s-rdma-shared-dp &:
+	@echo ">> building the RDMA shared device plugin and its config check, $(RDMA_DP_VERSION) (about 1 min cold)"
 	rm -rf $(@D).tmp && mkdir -p $(@D).tmp && cd hack/tools/rdma-shared-dp && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" \
-	  -o $(@D).tmp/ ./checkconfig
+	  -o $(@D).tmp/ ./checkconfig github.com/Mellanox/k8s-rdma-shared-dev-plugin/cmd/k8s-rdma-shared-dp
 	rm -rf $(@D) && mv $(@D).tmp $(@D)
 
 # Debian's Prometheus has no Kubernetes service discovery: this one has only that.
