@@ -133,7 +133,7 @@ func TestFailoverToWarmSpare(t *testing.T) {
 	// The failover: published with its record, then configured on every
 	// live builder, which all run the new epoch.
 	var seen incompleteSeen
-	waitForNewEpoch(ctx, t, run, before, 2, "a failover to a spare", &seen)
+	waitForNewEpoch(ctx, t, run, before, 2, ebv1alpha1.PhaseRunning, "a failover to a spare", &seen)
 	switched := time.Now()
 	after := run.DeepCopy()
 	fo := after.Status.LastFailover

@@ -80,7 +80,7 @@ func TestDataNetworkPartitionedThenHealed(t *testing.T) {
 	iptables("-D")
 	healed = true
 	var seen incompleteSeen
-	waitForNewEpoch(ctx, t, run, before, 4, "the cut-off unit to rejoin", &seen)
+	waitForNewEpoch(ctx, t, run, before, 4, ebv1alpha1.PhaseRunning, "the cut-off unit to rejoin", &seen)
 	rejoined := time.Since(healAt)
 	waitForEveryUnitToBuild(ctx, t, run, run.DeepCopy(), "after the partition healed", &seen)
 	seenEpochs, back := epochs.stop()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -158,8 +159,17 @@ func TestProductionRunReadsADriverAndFeedsAConsumer(t *testing.T) {
 	t.Logf("failing rank %d: deleting pod %s", victim.Rank, victim.Pod)
 	deleteBuilderPod(ctx, t, builderPod(ctx, t, namespaceName, victim.Pod))
 	var seen incompleteSeen
-	waitForNewEpoch(ctx, t, run, before, 2, "a failover to a spare", &seen)
+	// Readout is physical: the victim's streams are fibres into its
+	// server's cards, unread once its unit is on the spare, which reads its
+	// own. The run builds on, Degraded, naming them.
+	waitForNewEpoch(ctx, t, run, before, 2, ebv1alpha1.PhaseDegraded, "a failover to a spare", &seen)
 	spare := *run.Status.LastFailover.Moves[0].SpareRank
+	ready := meta.FindStatusCondition(run.Status.Conditions, ebv1alpha1.ConditionReady)
+	victimStreams := fabric.Spec.Endpoints[slices.IndexFunc(fabric.Spec.Endpoints, func(ep ebv1alpha1.FabricEndpoint) bool { return ep.Name == victim.Endpoint })].Streams
+	if ready == nil || ready.Reason != ebv1alpha1.ReasonStreamsUnread || !strings.Contains(ready.Message, "streams "+strings.Join(victimStreams, ",")) {
+		t.Errorf("after the failover, Ready %+v: want reason StreamsUnread naming the victim's streams %v", ready, victimStreams)
+	}
+	t.Logf("after the failover: %s: %s", ready.Reason, ready.Message)
 	waitFor(ctx, t, "the spare's consumer checking the MEPs of the new epoch", 3*time.Minute, func() (bool, string) {
 		if err := get(); err != nil {
 			return false, err.Error()

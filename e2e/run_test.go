@@ -77,7 +77,7 @@ func takesLostUnitBack(ctx context.Context, t *testing.T, run *ebv1alpha1.EventB
 	t.Logf("losing the unit on rank %d: deleting pod %s with grace period 0", victim.Rank, victim.Pod)
 	deleted := deleteBuilderPod(ctx, t, victimPod)
 	var seen incompleteSeen
-	waitForNewEpoch(ctx, t, run, before, len(before.Status.Units), "the lost unit to rejoin", &seen)
+	waitForNewEpoch(ctx, t, run, before, len(before.Status.Units), ebv1alpha1.PhaseRunning, "the lost unit to rejoin", &seen)
 	rejoined := time.Now()
 	after := run.DeepCopy()
 	fo := after.Status.LastFailover

@@ -37,10 +37,10 @@ func (s *incompleteSeen) note(run *ebv1alpha1.EventBuilderRun) {
 }
 
 // waitForNewEpoch waits until the operator recorded a failover past the
-// epoch `before` had and every one of `units` live units runs that epoch:
-// configured, RUNNING, nothing pending, no peer lost.
+// epoch `before` had, the run is in phase, and every one of `units` live
+// units runs that epoch: configured, RUNNING, nothing pending, no peer lost.
 func waitForNewEpoch(ctx context.Context, t *testing.T, run *ebv1alpha1.EventBuilderRun, before *ebv1alpha1.EventBuilderRun,
-	units int, what string, seen *incompleteSeen) {
+	units int, phase ebv1alpha1.RunPhase, what string, seen *incompleteSeen) {
 	t.Helper()
 	key := client.ObjectKeyFromObject(run)
 	waitFor(ctx, t, what+": a new epoch configured on every live unit, all running it", 5*time.Minute, func() (bool, string) {
@@ -50,7 +50,7 @@ func waitForNewEpoch(ctx context.Context, t *testing.T, run *ebv1alpha1.EventBui
 		seen.note(run)
 		st := &run.Status
 		if st.LastFailover == nil || st.LastFailover.ConfiguredTime == nil || st.Epoch <= before.Status.Epoch ||
-			st.Phase != ebv1alpha1.PhaseRunning || !meta.IsStatusConditionTrue(st.Conditions, ebv1alpha1.ConditionConfigured) ||
+			st.Phase != phase || !meta.IsStatusConditionTrue(st.Conditions, ebv1alpha1.ConditionConfigured) ||
 			len(st.Units) != units {
 			return false, describeFailover(run)
 		}

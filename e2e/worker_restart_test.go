@@ -70,7 +70,7 @@ func TestWorkerLostUnderARunWithoutAFabric(t *testing.T) {
 			var seen incompleteSeen
 			if tc.newIPs {
 				// Its pods' new IPs must reach every builder: a new epoch.
-				waitForNewEpoch(ctx, t, run, before, 4, "the worker's units to rejoin", &seen)
+				waitForNewEpoch(ctx, t, run, before, 4, ebv1alpha1.PhaseRunning, "the worker's units to rejoin", &seen)
 				rejoined := time.Since(backAt)
 				t.Logf("every unit on a new epoch %s after docker %s (bound 30s)", rejoined.Round(time.Millisecond), tc.back)
 				if rejoined > 30*time.Second {

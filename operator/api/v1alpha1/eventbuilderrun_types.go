@@ -541,6 +541,23 @@ const (
 	ReasonNUMAMisaligned = "NUMAMisaligned"
 )
 
+// ConditionReadoutComplete, for a run on a Fabric whose endpoints list
+// readout streams, is True when an RU reads every stream, and False,
+// reason StreamsUnread, naming the endpoints whose streams none reads and
+// why (a failed unit's endpoint: streams are fibres into its cards and do
+// not follow the unit to a spare; a spare; an endpoint the run has no unit
+// for). Streams lost to a failure also make a running run Degraded,
+// reason StreamsUnread, until the Fabric shows them cabled to an endpoint
+// that runs an RU.
+const ConditionReadoutComplete = "ReadoutComplete"
+
+// Reasons of the ReadoutComplete condition (StreamsUnread is also a
+// Ready reason: the run is Degraded).
+const (
+	ReasonAllStreamsRead = "AllStreamsRead"
+	ReasonStreamsUnread  = "StreamsUnread"
+)
+
 // ConditionFabricChanged is True once the run's Fabric was edited (or
 // deleted and created anew) after its rank table was planned, and the
 // table was planned afresh for it, at a new epoch (reason Replanned; a

@@ -79,7 +79,8 @@ const (
 )
 
 // serversPerLeaf: the LHCb cabling (163 servers) with one spare server
-// added on each of leaves 11-14.
+// added on each of leaves 11-14, in its last slot, without fibres (no
+// readout streams): the plan holds those as the spares.
 // statusCounters is the reconciler's StatusCountersInterval (the
 // manager's default; 0 writes every poll, as before it existed).
 var statusCounters = flag.Duration("status-counters-interval", 10*time.Second,
@@ -498,11 +499,14 @@ func lhcb() (*ebv1.Fabric, []string) {
 			nodes = append(nodes, node)
 			for numa := range 2 {
 				name := fmt.Sprintf("%s-numa%d", node, numa)
-				f.Spec.Endpoints = append(f.Spec.Endpoints, ebv1.FabricEndpoint{
+				ep := ebv1.FabricEndpoint{
 					Name: name, Node: node, NUMA: int32(numa), RDMADevice: fmt.Sprintf("mlx5_%d", numa), Netdev: fmt.Sprintf("ib%d", numa),
 					Leaf: int32(leaf), Port: int32(2*slot + numa),
-					Streams: []string{name + "-mfp0", name + "-mfp1", name + "-mfp2"},
-				})
+				}
+				if spareServer := leaf >= 11 && leaf <= 14 && slot == n-1; !spareServer {
+					ep.Streams = []string{name + "-mfp0", name + "-mfp1", name + "-mfp2"}
+				}
+				f.Spec.Endpoints = append(f.Spec.Endpoints, ep)
 			}
 		}
 	}

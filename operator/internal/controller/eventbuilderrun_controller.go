@@ -534,6 +534,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, ebv1.ConditionNUMAAligned)
 	}
+	streamsLost := r.checkReadout(run, fabric, table)
 	if st.LastFailover, err = record[*ebv1.FailoverStatus](cm, annLastFailover); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -554,6 +555,8 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		setPhase(run, ebv1.PhaseDegraded, ebv1.ReasonUnitsLost, fmt.Sprintf(
 			"%d of spec.units %d units are building; the others failed with no spare left (spec.failurePolicy RunDegraded)",
 			st.LiveUnits, run.Spec.Units))
+	case s.Phase == ebv1.PhaseRunning && streamsLost != "":
+		setPhase(run, ebv1.PhaseDegraded, ebv1.ReasonStreamsUnread, clip(streamsLost))
 	default:
 		setPhase(run, s.Phase, s.Reason, s.Message+waitingNote(waiting))
 	}
@@ -626,16 +629,29 @@ func (r *EventBuilderRunReconciler) checkResources(run *ebv1.EventBuilderRun, t 
 		c.Message = clip(shortlist.Join(short, "; ", runplan.Shortfall.String) +
 			": their pods cannot be scheduled; start the device plugin that advertises them on those nodes, or correct spec.resources")
 	}
-	r.setPreflight(run, c)
+	r.setWarned(run, c, "Preflight")
 }
 
-// setPreflight sets a preflight condition, with a Warning event (its
-// reason, its message) when it turns False or says something new.
-func (r *EventBuilderRunReconciler) setPreflight(run *ebv1.EventBuilderRun, c metav1.Condition) {
+// setWarned sets a condition, with a Warning event (its reason, the
+// action, its message) when it turns False or says something new.
+func (r *EventBuilderRunReconciler) setWarned(run *ebv1.EventBuilderRun, c metav1.Condition, action string) {
 	if old := meta.FindStatusCondition(run.Status.Conditions, c.Type); c.Status == metav1.ConditionFalse && (old == nil || old.Message != c.Message) {
-		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, c.Reason, "Preflight", c.Message)
+		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, c.Reason, action, c.Message)
 	}
 	meta.SetStatusCondition(&run.Status.Conditions, c)
+}
+
+// checkReadout says, in condition ReadoutComplete and a Warning event when
+// that changes, which readout streams of the run's Fabric no RU reads; it
+// returns why the run is Degraded when a failure left streams unread.
+func (r *EventBuilderRunReconciler) checkReadout(run *ebv1.EventBuilderRun, fabric *planner.Fabric, t planner.RankTable) string {
+	c, degraded, ok := runplan.Readout(fabric, t, run.Generation)
+	if !ok {
+		meta.RemoveStatusCondition(&run.Status.Conditions, ebv1.ConditionReadoutComplete)
+		return ""
+	}
+	r.setWarned(run, c, "Readout")
+	return degraded
 }
 
 // checkNetworks says, in condition NetworksFound and a Warning event when
@@ -701,7 +717,7 @@ func (r *EventBuilderRunReconciler) checkNetworks(ctx context.Context, run *ebv1
 	default:
 		c.Message += "; every running builder pod has its data address there"
 	}
-	r.setPreflight(run, c)
+	r.setWarned(run, c, "Preflight")
 	return nil
 }
 

@@ -30,8 +30,10 @@ import (
 
 // smallFabric is 2 leaves of 4 server ports and 2 spines, with four
 // dual-NUMA servers <prefix>-srv0..3: srvS NUMA n on leaf S/2, port
-// 2*(S%2)+n. Its nodes are created Ready.
-func smallFabric(t *testing.T, prefix string) *ebv1.Fabric {
+// 2*(S%2)+n. Its nodes are created Ready. The endpoints of the servers
+// numbered in readout read one stream each, <endpoint>-mfp0; the others
+// have no fibres.
+func smallFabric(t *testing.T, prefix string, readout ...int) *ebv1.Fabric {
 	t.Helper()
 	f := &ebv1.Fabric{
 		ObjectMeta: metav1.ObjectMeta{Name: prefix},
@@ -45,8 +47,11 @@ func smallFabric(t *testing.T, prefix string) *ebv1.Fabric {
 				Name: fmt.Sprintf("%s-numa%d", node, n), Node: node, NUMA: int32(n),
 				RDMADevice: fmt.Sprintf("mlx5_%d", n), Netdev: fmt.Sprintf("ib%d", n),
 				Leaf: int32(s / 2), Port: int32(2*(s%2) + n),
-				Streams: []string{fmt.Sprintf("%s-numa%d-mfp0", node, n)},
 			})
+			if slices.Contains(readout, s) {
+				last := &f.Spec.Endpoints[len(f.Spec.Endpoints)-1]
+				last.Streams = []string{last.Name + "-mfp0"}
+			}
 		}
 	}
 	if err := k8s.Create(context.Background(), f); err != nil {
@@ -213,7 +218,7 @@ func TestInvalidFabricsAreRejected(t *testing.T) {
 func TestFabricStatusReportsUnusableEndpoints(t *testing.T) {
 	requireEnvtest(t)
 	ctx := context.Background()
-	f := smallFabric(t, "fstatus")
+	f := smallFabric(t, "fstatus", 3)
 	setNodeReady(t, "fstatus-srv1", corev1.ConditionFalse)
 	patch := client.MergeFrom(f.DeepCopy())
 	f.Spec.Endpoints[0].Node = "fstatus-gone"
@@ -278,7 +283,7 @@ func TestFabricRunPlacesUnitsAndFailsOver(t *testing.T) {
 	}
 	r0 := doc.Ranks[0]
 	if r0.Address != "fo-eb-0.fo-eb:7000" || *r0.Unit != 0 || r0.Endpoint != "fo-srv0-numa0" || r0.Node != "fo-srv0" ||
-		*r0.NUMA != 0 || r0.RDMADevice != "mlx5_0" || *r0.Leaf != 0 || *r0.Port != 0 || !slices.Equal(r0.Sources, []string{"fo-srv0-numa0-mfp0"}) {
+		*r0.NUMA != 0 || r0.RDMADevice != "mlx5_0" || *r0.Leaf != 0 || *r0.Port != 0 || r0.Sources != nil {
 		t.Errorf("rank 0: %+v", r0)
 	}
 	if r7 := doc.Ranks[7]; r7.State != ranktable.Dummy || r7.Endpoint != "" || r7.Address != "fo-eb-7.fo-eb:7000" {
@@ -480,12 +485,14 @@ func functions(d ranktable.Document) string {
 // An Unfolded run on a Fabric: each unit's RU and BU run on ranks of their
 // own, the RUs first, each rank with a pod, and the rank table says which
 // rank runs which. A failed RU and a failed BU each move to a spare that
-// takes over the function (and an RU's sources), with no other pod touched.
+// takes over the function, with no other pod touched. Every endpoint reads
+// a stream: an RU reads its endpoint's, so the failed RU's stream is unread
+// after its failover and the run is Degraded, naming it.
 func TestUnfoldedRunPlacesRusAndBusAndFailsOver(t *testing.T) {
 	requireEnvtest(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	smallFabric(t, "unf")
+	smallFabric(t, "unf", 0, 1, 2, 3)
 	run := fabricRun(ns, "unf", "unf", 3, 2)
 	run.Spec.Layout = ebv1.LayoutUnfolded
 	if err := k8s.Create(ctx, run); err != nil {
@@ -522,8 +529,8 @@ func TestUnfoldedRunPlacesRusAndBusAndFailsOver(t *testing.T) {
 	})
 
 	// Unit 0's RU (rank 0, leaf 0) is refused by the kubelet: with no spare
-	// on another leaf, the spare on its leaf (rank 2) runs it, with its
-	// sources.
+	// on another leaf, the spare on its leaf (rank 2) runs it, reading the
+	// spare's own stream.
 	failPod(t, ns, "unf-eb-0", "TopologyAffinityError")
 	fo := waitFailover(t, key, 2)
 	farm.Kill(string(pods["unf-eb-0"].UID))
@@ -532,8 +539,8 @@ func TestUnfoldedRunPlacesRusAndBusAndFailsOver(t *testing.T) {
 	}
 	waitFailoverConfigured(t, key, 2)
 	if doc, _ = rankTable(ctx, ns, "unf"); functions(doc) != "- RU1 RU0 S RU2 BU0 BU1 BU2" ||
-		!slices.Equal(doc.Ranks[2].Sources, []string{"unf-srv0-numa0-mfp0"}) {
-		t.Errorf("epoch %d: %s, rank 2 sources %v; want - RU1 RU0 S RU2 BU0 BU1 BU2, rank 2 reading unf-srv0-numa0-mfp0",
+		!slices.Equal(doc.Ranks[2].Sources, []string{"unf-srv1-numa0-mfp0"}) {
+		t.Errorf("epoch %d: %s, rank 2 sources %v; want - RU1 RU0 S RU2 BU0 BU1 BU2, rank 2 reading unf-srv1-numa0-mfp0",
 			doc.Epoch, functions(doc), doc.Ranks[2].Sources)
 	}
 
@@ -556,7 +563,10 @@ func TestUnfoldedRunPlacesRusAndBusAndFailsOver(t *testing.T) {
 		}
 		waitCommands(t, name, emu[name], "configure@1 start configure@2 configure@3")
 	}
-	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+	c := waitPhase(t, key, ebv1.PhaseDegraded, ebv1.ReasonStreamsUnread)
+	if !strings.Contains(c.Message, "endpoint unf-srv0-numa0 (node unf-srv0, streams unf-srv0-numa0-mfp0): no rank runs it") {
+		t.Errorf("Degraded %q, want it to name the failed RU's stream", c.Message)
+	}
 	if st := getRun(t, key).Status; st.LiveUnits != 3 || st.SparesLeft != 0 {
 		t.Errorf("after two failovers: live units %d, spares left %d; want 3 and 0", st.LiveUnits, st.SparesLeft)
 	}

@@ -41,6 +41,13 @@
 // unknown or not Ready are listed in RankTable.Unschedulable, never dropped
 // silently.
 //
+// Readout is physical. An endpoint's streams are fibres into its readout
+// cards: read only while it runs an RU, never moved by a plan. Plan keeps
+// as many streams read as the run has units for (the leaves in use hold
+// enough endpoints with streams; spares and idle endpoints come from those
+// without, as a farm keeps its spare servers without fibres), and
+// UnreadStreams names the endpoints whose streams no RU reads, and why.
+//
 // Live, spare, idle. Spares are taken first, whole servers at a time
 // (both NUMA halves together), round-robin over the leaves in use, from
 // the fullest leaf and its highest ports first, so they sit on as many
@@ -50,9 +57,11 @@
 // Unfolded runs take two endpoints per unit: the first half of the live
 // ranks are RUs, the second half BUs (see Unfolded).
 //
-// Failover. A unit is its UnitID: its readout streams and its output. When
-// a live rank fails, Failover makes it a dummy and gives its unit to a
-// spare rank, which goes live; the epoch goes up by one so that all
+// Failover. A unit is its UnitID: its place in the event stream and its
+// output. When a live rank fails, Failover makes it a dummy and gives its
+// unit to a spare rank, which goes live (reading the spare's own streams,
+// if it has any: the failed endpoint's stay unread until the Fabric shows
+// them cabled elsewhere); the epoch goes up by one so that all
 // builders switch tables at the same phase boundary. The spare is the
 // lowest-ranked schedulable one on another server and, where one is left,
 // another leaf than the failed rank's (the failure domains: a server, all

@@ -34,8 +34,11 @@ type FailoverResult struct {
 // Failover moves the unit of a failed live rank onto a warm spare and
 // returns the new table at the next epoch; t is left unchanged. The failed
 // rank becomes a dummy; the spare rank goes live with the failed rank's
-// unit id, function and readout streams, so the run keeps its sources and
-// outputs. Of the spares whose endpoint is still schedulable in fabric and
+// unit id and function, so the run keeps its outputs. Readout is physical:
+// the failed endpoint's streams are fibres into its cards and stay there,
+// unread (UnreadStreams names them) until the Fabric shows them cabled to
+// another endpoint; an RU on the spare reads the spare's own streams, if
+// any. Of the spares whose endpoint is still schedulable in fabric and
 // on another server than the failed endpoint (never its sibling NUMA half),
 // it prefers one on another leaf than the failed rank's (a failure seen
 // only as lost peers may be that leaf), then the lowest rank, and takes the
@@ -54,9 +57,9 @@ func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverRe
 		return RankTable{}, FailoverResult{}, err
 	}
 
-	schedulable, node := map[string]bool{}, map[string]string{}
+	schedulable, node, streams := map[string]bool{}, map[string]string{}, map[string][]string{}
 	for _, ep := range fabric.Endpoints {
-		schedulable[ep.Name], node[ep.Name] = ep.Schedulable, ep.Node
+		schedulable[ep.Name], node[ep.Name], streams[ep.Name] = ep.Schedulable, ep.Node, ep.Streams
 	}
 	// A spare on the failed endpoint's server (its other NUMA half) shares
 	// what may have failed: the server, its power, its cabling.
@@ -97,7 +100,7 @@ func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverRe
 
 	var passed []string
 	for _, spare := range candidates {
-		next := t.moveUnit(failedRank, spare.Rank)
+		next := t.moveUnit(failedRank, spare.Rank, streams[spare.Endpoint])
 		after, err := CheckLinkLoad(fabric, next)
 		if err != nil {
 			return RankTable{}, FailoverResult{}, err
@@ -126,13 +129,17 @@ func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverRe
 }
 
 // moveUnit returns a copy of t at the next epoch with the unit of rank
-// from moved onto the spare rank to, and from made a dummy.
-func (t RankTable) moveUnit(from, to int) RankTable {
+// from moved onto the spare rank to, whose endpoint reads streams, and
+// from made a dummy.
+func (t RankTable) moveUnit(from, to int, streams []string) RankTable {
 	next := t
 	next.Epoch++
 	next.Ranks = slices.Clone(t.Ranks)
 	src, dst := &next.Ranks[from], &next.Ranks[to]
-	dst.Role, dst.Unit, dst.Function, dst.Streams = Live, src.Unit, src.Function, src.Streams
+	dst.Role, dst.Unit, dst.Function, dst.Streams = Live, src.Unit, src.Function, nil
+	if dst.Function != BU {
+		dst.Streams = slices.Clone(streams)
+	}
 	src.Role, src.Endpoint, src.Unit, src.Function, src.Streams = Dummy, "", NoUnit, "", nil
 	return next
 }

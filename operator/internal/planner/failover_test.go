@@ -79,8 +79,14 @@ func TestFailover(t *testing.T) {
 			if r := after.Ranks[tc.failed]; r.Endpoint != "" || r.Unit != NoUnit || r.Function != "" || r.Streams != nil {
 				t.Errorf("failed rank still carries %+v", r)
 			}
-			if r := after.Ranks[tc.spare]; r.Endpoint != spare.Endpoint || r.Unit != failed.Unit || r.Function != failed.Function || !slices.Equal(r.Streams, failed.Streams) {
-				t.Errorf("spare rank is %+v, want endpoint %s running unit %d with streams %v", r, spare.Endpoint, failed.Unit, failed.Streams)
+			// Readout is physical: an RU on the spare reads the spare's
+			// own streams; the failed endpoint's stay unread.
+			var spareStreams []string
+			if failed.Function != BU {
+				spareStreams = []string{"s" + spare.Endpoint}
+			}
+			if r := after.Ranks[tc.spare]; r.Endpoint != spare.Endpoint || r.Unit != failed.Unit || r.Function != failed.Function || !slices.Equal(r.Streams, spareStreams) {
+				t.Errorf("spare rank is %+v, want endpoint %s running unit %d with its streams %v", r, spare.Endpoint, failed.Unit, spareStreams)
 			}
 			assertNoOverload(t, tc.fabric, after)
 		})
@@ -169,11 +175,9 @@ func TestFailoverLinkCheck(t *testing.T) {
 func TestFailoverLHCb(t *testing.T) {
 	f := lhcb()
 	initial := mustPlan(t, f, Request{Units: 318, Spares: 8})
-	streams := map[UnitID][]string{}
-	for _, r := range initial.Ranks {
-		if r.Role == Live {
-			streams[r.Unit] = r.Streams
-		}
+	streams := map[string][]string{}
+	for _, ep := range f.Endpoints {
+		streams[ep.Name] = ep.Streams
 	}
 	// Spares: eb009 on leaf 0 (ranks 18, 19), eb019 on leaf 1 (38, 39),
 	// eb029 on leaf 2 (58, 59), eb039 on leaf 3 (78, 79).
@@ -190,7 +194,9 @@ func TestFailoverLHCb(t *testing.T) {
 		{failed: 1, spare: 79},   // the last spare, on leaf 3
 	}
 	table := initial
+	var failed []string
 	for i, s := range steps {
+		failed = append(failed, table.Ranks[s.failed].Endpoint)
 		var res FailoverResult
 		var err error
 		table, res, err = Failover(f, table, s.failed)
@@ -206,9 +212,19 @@ func TestFailoverLHCb(t *testing.T) {
 		t.Fatalf("epoch %d, %d live, %d spares; want 9, 318, 0", table.Epoch, table.Count(Live), table.Count(Spare))
 	}
 	for _, r := range table.Ranks {
-		if r.Role == Live && !slices.Equal(r.Streams, streams[r.Unit]) {
-			t.Fatalf("unit %d on rank %d reads %v, want its own streams %v", r.Unit, r.Rank, r.Streams, streams[r.Unit])
+		if r.Role == Live && !slices.Equal(r.Streams, streams[r.Endpoint]) {
+			t.Fatalf("unit %d on rank %d (%s) reads %v, want its endpoint's streams %v", r.Unit, r.Rank, r.Endpoint, r.Streams, streams[r.Endpoint])
 		}
+	}
+	// Every LHCb endpoint reads streams, spares too: the 8 failed
+	// endpoints' streams are unread, the spares' are read again.
+	var unread []string
+	for _, u := range UnreadStreams(f, table) {
+		unread = append(unread, u.Endpoint)
+	}
+	slices.Sort(failed)
+	if !slices.Equal(unread, failed) {
+		t.Fatalf("unread %v, want the failed endpoints %v", unread, failed)
 	}
 	if _, _, err := Failover(f, table, 2); !errors.Is(err, ErrNoSpare) {
 		t.Fatalf("ninth failover: %v, want ErrNoSpare", err)

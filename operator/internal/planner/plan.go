@@ -61,12 +61,13 @@ type Function string
 
 const (
 	RUBU Function = "RU+BU" // folded: both
-	RU   Function = "RU"    // unfolded: reads the unit's streams, sends
+	RU   Function = "RU"    // unfolded: reads its endpoint's streams, sends
 	BU   Function = "BU"    // unfolded: receives, builds, writes the output
 )
 
-// UnitID names a unit's role in the run: its readout streams and its
-// output. It stays with the unit when a failover moves it to another rank.
+// UnitID names a unit's role in the run: its place in the event stream and
+// its output. It stays with the unit when a failover moves it to another
+// rank; readout streams stay with their endpoint.
 type UnitID int
 
 // NoUnit is the UnitID of ranks that are not live.
@@ -82,7 +83,8 @@ type Rank struct {
 	// Endpoint is the endpoint running on this port: set for Live and
 	// Spare ranks, empty for dummies.
 	Endpoint string
-	// Unit, Function and Streams are set on live ranks only.
+	// Unit, Function and Streams are set on live ranks only; Streams are
+	// the endpoint's, read by an RU.
 	Unit     UnitID
 	Function Function
 	Streams  []string

@@ -16,52 +16,92 @@ type selection struct {
 
 // selectEndpoints picks the endpoints of a plan from ready, the schedulable
 // endpoints in (leaf, port) order, of which there are at least
-// live+spares:
+// live+spares. Readout is physical: an endpoint's streams are fibres into
+// its cards, read only while it runs live, so the choice first keeps as
+// many streams read as the run has units for, then saves dummies:
 //
-//  1. Leaves: the fewest leaves that hold live+spares endpoints, taking the
-//     leaves with the most schedulable endpoints first (lower index on a
-//     tie). Every leaf in use adds a rank per port column in use, and
-//     every unused port among them is a dummy, so fewer leaves means fewer
-//     dummies.
-//  2. Spares, then endpoints left idle, are taken by spread: whole servers,
-//     round-robin across the leaves in use.
+//  1. Leaves: the fewest leaves that hold live+spares endpoints, of which
+//     min(live, endpoints with streams) read streams: first the leaves
+//     with the most endpoints that read streams, until there are enough of
+//     those, then the leaves with the most endpoints that read none, then
+//     the fullest (lower index on a tie). Every leaf in use adds a rank per
+//     port column in use, and every unused port among them is a dummy, so
+//     fewer leaves means fewer dummies.
+//  2. Spares, then endpoints left idle, are taken by spread (whole
+//     servers, round-robin across the leaves in use), from the endpoints
+//     that read no streams first.
 //  3. The rest are live.
 func selectEndpoints(ready []Endpoint, live, spares int) selection {
-	leaves := fewestLeaves(ready, live+spares)
+	leaves := fewestLeaves(ready, live, spares)
 	var onLeaves []Endpoint
 	for _, ep := range ready {
 		if _, in := slices.BinarySearch(leaves, ep.Leaf); in {
 			onLeaves = append(onLeaves, ep)
 		}
 	}
-	spare, rest := spread(onLeaves, spares)
-	idle, used := spread(rest, len(rest)-live)
+	spare, rest := spreadReadingLast(onLeaves, spares)
+	idle, used := spreadReadingLast(rest, len(rest)-live)
 	return selection{leaves: leaves, live: used, spares: spare, idle: idle}
 }
 
-// fewestLeaves returns, ascending, the fewest leaves whose ready endpoints
-// number at least need.
-func fewestLeaves(ready []Endpoint, need int) []int {
-	count := map[int]int{}
+// fewestLeaves returns, ascending, the fewest leaves (by the rule of
+// selectEndpoints) whose ready endpoints number at least live+spares, with
+// at least min(live, all that read streams) reading streams.
+func fewestLeaves(ready []Endpoint, live, spares int) []int {
+	count, reading := map[int]int{}, map[int]int{}
 	var leaves []int
+	totalReading := 0
 	for _, ep := range ready {
 		if count[ep.Leaf] == 0 {
 			leaves = append(leaves, ep.Leaf)
 		}
 		count[ep.Leaf]++
-	}
-	slices.SortFunc(leaves, func(a, b int) int {
-		return cmp.Or(cmp.Compare(count[b], count[a]), cmp.Compare(a, b))
-	})
-	got := 0
-	for i, l := range leaves {
-		if got += count[l]; got >= need {
-			leaves = leaves[:i+1]
-			break
+		if len(ep.Streams) > 0 {
+			reading[ep.Leaf]++
+			totalReading++
 		}
 	}
-	slices.Sort(leaves)
-	return leaves
+	needReading := min(live, totalReading)
+	slices.SortFunc(leaves, func(a, b int) int {
+		return cmp.Or(cmp.Compare(reading[b], reading[a]), cmp.Compare(count[b], count[a]), cmp.Compare(a, b))
+	})
+	var chosen []int
+	got, gotReading := 0, 0
+	for len(leaves) > 0 && (got < live+spares || gotReading < needReading) {
+		if gotReading >= needReading {
+			// Enough streams read: the leaves with the most endpoints
+			// that read none (spares, BUs) come next.
+			slices.SortStableFunc(leaves, func(a, b int) int {
+				return cmp.Or(cmp.Compare(count[b]-reading[b], count[a]-reading[a]), cmp.Compare(count[b], count[a]), cmp.Compare(a, b))
+			})
+		}
+		l := leaves[0]
+		leaves = leaves[1:]
+		chosen = append(chosen, l)
+		got, gotReading = got+count[l], gotReading+reading[l]
+	}
+	slices.Sort(chosen)
+	return chosen
+}
+
+// spreadReadingLast takes n of eps by spread, from the endpoints that read
+// no streams first; both results keep (leaf, port) order.
+func spreadReadingLast(eps []Endpoint, n int) (taken, left []Endpoint) {
+	var none, reading []Endpoint
+	for _, ep := range eps {
+		if len(ep.Streams) == 0 {
+			none = append(none, ep)
+		} else {
+			reading = append(reading, ep)
+		}
+	}
+	takenNone, leftNone := spread(none, min(n, len(none)))
+	takenReading, leftReading := spread(reading, n-len(takenNone))
+	byPort := func(a, b Endpoint) int { return cmp.Or(cmp.Compare(a.Leaf, b.Leaf), cmp.Compare(a.Port, b.Port)) }
+	taken, left = slices.Concat(takenNone, takenReading), slices.Concat(leftNone, leftReading)
+	slices.SortFunc(taken, byPort)
+	slices.SortFunc(left, byPort)
+	return taken, left
 }
 
 // spread takes n of the endpoints eps (in (leaf, port) order) a whole

@@ -51,6 +51,10 @@ type Document struct {
 	Layout      string `json:"layout"`
 	// Ranks has one entry per rank, in rank order; its length is N.
 	Ranks []Rank `json:"ranks"`
+	// Idle are the endpoints on the leaves in use that the run has no unit
+	// for: their ranks are dummies, and their readout streams unread by
+	// plan, not by a failure.
+	Idle []string `json:"idle,omitempty"`
 }
 
 // Rank is one rank of the schedule.
@@ -84,7 +88,8 @@ type Rank struct {
 // address; endpoints gives the placement of the endpoints t names; fabric
 // is empty for runs without one (whose ranks carry no leaf and port).
 func New(run, fabric string, t planner.RankTable, addresses []string, endpoints map[string]planner.Endpoint) Document {
-	d := Document{Version: Version, Run: run, Fabric: fabric, Epoch: t.Epoch, Layout: string(t.Layout), Ranks: make([]Rank, len(t.Ranks))}
+	d := Document{Version: Version, Run: run, Fabric: fabric, Epoch: t.Epoch, Layout: string(t.Layout), Ranks: make([]Rank, len(t.Ranks)),
+		Idle: t.Idle}
 	for i, r := range t.Ranks {
 		out := Rank{Rank: r.Rank, Address: addresses[i], State: Dummy, Spare: r.Role == planner.Spare}
 		if fabric != "" {
@@ -106,7 +111,7 @@ func (d Document) Table() (planner.RankTable, error) {
 	if d.Version != Version {
 		return planner.RankTable{}, fmt.Errorf("rank table version %q, want %q", d.Version, Version)
 	}
-	t := planner.RankTable{Epoch: d.Epoch, Layout: planner.Layout(d.Layout), Ranks: make([]planner.Rank, len(d.Ranks))}
+	t := planner.RankTable{Epoch: d.Epoch, Layout: planner.Layout(d.Layout), Ranks: make([]planner.Rank, len(d.Ranks)), Idle: d.Idle}
 	for i, r := range d.Ranks {
 		if r.Rank != i {
 			return planner.RankTable{}, fmt.Errorf("rank table entry %d is rank %d", i, r.Rank)

@@ -8,7 +8,7 @@ import (
 )
 
 func table() (planner.RankTable, []string, map[string]planner.Endpoint) {
-	t := planner.RankTable{Epoch: 3, Layout: planner.Folded, LeavesInUse: []int{0}, Ranks: []planner.Rank{
+	t := planner.RankTable{Epoch: 3, Layout: planner.Folded, LeavesInUse: []int{0}, Idle: []string{"e9"}, Ranks: []planner.Rank{
 		{Rank: 0, Leaf: 0, Port: 0, Role: planner.Live, Endpoint: "a", Unit: 1, Function: planner.RUBU, Streams: []string{"a-mfp0"}},
 		{Rank: 1, Leaf: 0, Port: 1, Role: planner.Spare, Endpoint: "b", Unit: planner.NoUnit},
 		{Rank: 2, Leaf: 0, Port: 2, Role: planner.Dummy, Unit: planner.NoUnit},
@@ -72,6 +72,9 @@ func TestDocumentJSON(t *testing.T) {
    "leaf": 0,
    "port": 2
   }
+ ],
+ "idle": [
+  "e9"
  ]
 }`
 	if got != want {

@@ -1,0 +1,141 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+)
+
+// Readout is physical (issue 12 item 3): servers srv0, srv1 and srv2's
+// NUMA 0 read a stream per endpoint, srv3 has no fibres and holds the
+// spares (5 units, 2 spares: a sixth unit's move would overload this
+// fabric's single links). A failed unit's
+// streams stay on its endpoint, unread: the run is Degraded, naming them,
+// while the spare builds on. Once the Fabric shows the fibres re-cabled to
+// the spare's cards, the next table reads them there and the run is
+// Running again.
+func TestReadoutIsPhysical(t *testing.T) {
+	requireEnvtest(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	fab := smallFabric(t, "rdo", 0, 1, 2)
+	patch := client.MergeFrom(fab.DeepCopy())
+	fab.Spec.Endpoints[5].Streams = nil // rdo-srv2-numa1
+	if err := k8s.Patch(ctx, fab, patch); err != nil {
+		t.Fatal(err)
+	}
+	run := fabricRun(ns, "rdo", "rdo", 5, 2)
+	if err := k8s.Create(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(run)
+	started := map[string]bool{}
+	startNew := func() error { // plays the kubelet: every new pod's builder starts
+		pods, err := livePods(ctx, ns, "rdo")
+		if err != nil {
+			return err
+		}
+		for _, pod := range pods {
+			if uid := string(pod.UID); !started[uid] {
+				started[uid] = true
+				startPod(t, &pod)
+			}
+		}
+		return nil
+	}
+	waitPods(t, ns, "rdo", "rdo-eb-0", "rdo-eb-1", "rdo-eb-2", "rdo-eb-3", "rdo-eb-4", "rdo-eb-6", "rdo-eb-7")
+	if err := startNew(); err != nil {
+		t.Fatal(err)
+	}
+	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+	readout := func() *metav1.Condition {
+		return meta.FindStatusCondition(getRun(t, key).Status.Conditions, ebv1.ConditionReadoutComplete)
+	}
+	if c := readout(); c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "all 5 readout streams") {
+		t.Errorf("ReadoutComplete %+v, want True, all 5 streams read", c)
+	}
+	var spares []string
+	for _, r := range getRun(t, key).Status.Ranks {
+		if r.Role == ebv1.RoleSpare {
+			spares = append(spares, r.Endpoint)
+		}
+	}
+	if !slices.Equal(spares, []string{"rdo-srv3-numa0", "rdo-srv3-numa1"}) {
+		t.Errorf("spares %v, want the server without fibres, rdo-srv3", spares)
+	}
+
+	// The kubelet refuses unit 0's pod (rank 0, rdo-srv0-numa0): a spare
+	// takes the unit, not the fibres.
+	failPod(t, ns, "rdo-eb-0", "TopologyAffinityError")
+	fo := waitFailover(t, key, 2)
+	if len(fo.Moves) != 1 || fo.Moves[0].SpareRank == nil {
+		t.Fatalf("lastFailover %+v (%s), want unit 0 moved to a spare", fo, moves(fo))
+	}
+	spare := *fo.Moves[0].SpareRank
+	c := waitPhase(t, key, ebv1.PhaseDegraded, ebv1.ReasonStreamsUnread)
+	t.Logf("Degraded, %s: %s", c.Reason, c.Message)
+	const named = "endpoint rdo-srv0-numa0 (node rdo-srv0, streams rdo-srv0-numa0-mfp0): no rank runs it"
+	if !strings.Contains(c.Message, named) || !strings.Contains(c.Message, "re-cable the fibres") {
+		t.Errorf("Degraded %q, want it to name %q and the fix", c.Message, named)
+	}
+	if c := readout(); c == nil || c.Status != metav1.ConditionFalse || c.Reason != ebv1.ReasonStreamsUnread || !strings.Contains(c.Message, "1 of 5") {
+		t.Errorf("ReadoutComplete %+v, want False, 1 of 5 unread", c)
+	}
+	expectEvent(t, ns, "rdo", ebv1.ReasonStreamsUnread)
+	doc, err := rankTable(ctx, ns, "rdo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := doc.Ranks[spare]; *r.Unit != 0 || len(r.Sources) != 0 || !strings.HasPrefix(r.Endpoint, "rdo-srv3-") {
+		t.Errorf("rank %d %+v, want unit 0 on a spare of rdo-srv3, reading nothing", spare, r)
+	}
+
+	// The fibres are re-cabled to the spare's cards, and the Fabric says so.
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(fab), fab); err != nil {
+		t.Fatal(err)
+	}
+	patch = client.MergeFrom(fab.DeepCopy())
+	for i := range fab.Spec.Endpoints {
+		switch fab.Spec.Endpoints[i].Name {
+		case "rdo-srv0-numa0":
+			fab.Spec.Endpoints[i].Streams = nil
+		case doc.Ranks[spare].Endpoint:
+			fab.Spec.Endpoints[i].Streams = []string{"rdo-srv0-numa0-mfp0"}
+		}
+	}
+	if err := k8s.Patch(ctx, fab, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a replan reading every stream, Running again", func() error {
+		if err := startNew(); err != nil {
+			return err
+		}
+		run := getRun(t, key)
+		rc := meta.FindStatusCondition(run.Status.Conditions, ebv1.ConditionReadoutComplete)
+		ready := meta.FindStatusCondition(run.Status.Conditions, ebv1.ConditionReady)
+		if run.Status.Epoch < 3 || run.Status.Phase != ebv1.PhaseRunning || rc == nil || rc.Status != metav1.ConditionTrue {
+			return fmt.Errorf("epoch %d phase %s Ready %+v ReadoutComplete %+v", run.Status.Epoch, run.Status.Phase, ready, rc)
+		}
+		return nil
+	})
+	doc, err = rankTable(ctx, ns, "rdo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range doc.Ranks {
+		if r.Endpoint == "rdo-srv0-numa0" && r.State == "live" {
+			t.Errorf("rank %d: the endpoint without its fibres runs a unit: %+v", r.Rank, r)
+		}
+		if slices.Contains(r.Sources, "rdo-srv0-numa0-mfp0") && r.State != "live" {
+			t.Errorf("rank %d holds the re-cabled stream but is %s", r.Rank, r.State)
+		}
+	}
+}

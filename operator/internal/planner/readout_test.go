@@ -1,0 +1,130 @@
+package planner
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// readoutFabric is 4 leaves of 4 ports, 2 spines with 2 links per pair:
+// leaves 0 to 2 hold readout servers (r0..r5, two NUMA endpoints each,
+// every endpoint reading one stream), leaf 3 two servers with no fibres
+// (x0, x1), as a farm keeps its warm spares.
+func readoutFabric() Fabric {
+	f := Fabric{Leaves: 4, Spines: 2, PortsPerLeaf: 4, LinksPerPair: 2}
+	for leaf := range 4 {
+		for port := range 4 {
+			server, numa := leaf*2+port/2, port%2
+			node := fmt.Sprintf("r%d", server)
+			if leaf == 3 {
+				node = fmt.Sprintf("x%d", server-6)
+			}
+			ep := Endpoint{Name: fmt.Sprintf("%s-numa%d", node, numa), Node: node, NUMA: numa, Leaf: leaf, Port: port, Schedulable: true}
+			if leaf < 3 {
+				ep.Streams = []string{ep.Name + "-mfp0"}
+			}
+			f.Endpoints = append(f.Endpoints, ep)
+		}
+	}
+	return f
+}
+
+// unreadSummary is "endpoint: why" per unread endpoint.
+func unreadSummary(unread []Unread) []string {
+	var out []string
+	for _, u := range unread {
+		out = append(out, u.Endpoint+": "+u.Why)
+	}
+	return out
+}
+
+func TestPlanKeepsStreamsRead(t *testing.T) {
+	tests := []struct {
+		name   string
+		fabric Fabric
+		req    Request
+		leaves []int
+		spares []string
+		unread []string
+	}{
+		{name: "the servers without fibres are the spares", fabric: readoutFabric(), req: Request{Units: 12, Spares: 2},
+			leaves: []int{0, 1, 2, 3}, spares: []string{"x1-numa0", "x1-numa1"}},
+		// 12 streams, 10 units: two stay unread whatever the plan, so the
+		// readout leaves alone hold the units and spares (fewer dummies).
+		{name: "more streams than units: two unread, named", fabric: readoutFabric(), req: Request{Units: 10, Spares: 2},
+			leaves: []int{0, 1, 2}, spares: []string{"r1-numa0", "r1-numa1"},
+			unread: []string{"r1-numa0: held as a warm spare (rank 2)", "r1-numa1: held as a warm spare (rank 3)"}},
+		{name: "few units: a readout leaf and the spares' leaf", fabric: readoutFabric(), req: Request{Units: 4, Spares: 2},
+			leaves: []int{0, 3}, spares: []string{"x1-numa0", "x1-numa1"},
+			unread: []string{"r2-numa0: on leaf 1, which the schedule does not span: the run has no unit for it",
+				"r2-numa1: on leaf 1, which the schedule does not span: the run has no unit for it",
+				"r3-numa0: on leaf 1, which the schedule does not span: the run has no unit for it",
+				"r3-numa1: on leaf 1, which the schedule does not span: the run has no unit for it",
+				"r4-numa0: on leaf 2, which the schedule does not span: the run has no unit for it",
+				"r4-numa1: on leaf 2, which the schedule does not span: the run has no unit for it",
+				"r5-numa0: on leaf 2, which the schedule does not span: the run has no unit for it",
+				"r5-numa1: on leaf 2, which the schedule does not span: the run has no unit for it"}},
+		{name: "a readout node not Ready", fabric: unschedulable(readoutFabric(), "r0-numa0"), req: Request{Units: 11, Spares: 2},
+			leaves: []int{0, 1, 2, 3}, spares: []string{"x1-numa0", "x1-numa1"},
+			unread: []string{"r0-numa0: its node is not schedulable (unknown or not Ready)"}},
+		{name: "unfolded: BUs on readout endpoints leave their streams unread", fabric: readoutFabric(), req: Request{Units: 6, Spares: 2, Layout: Unfolded},
+			leaves: []int{0, 1, 2, 3}, spares: []string{"x1-numa0", "x1-numa1"},
+			unread: []string{"r3-numa0: runs a BU (rank 6, unfolded), which reads no streams", "r3-numa1: runs a BU (rank 7, unfolded), which reads no streams",
+				"r4-numa0: runs a BU (rank 8, unfolded), which reads no streams", "r4-numa1: runs a BU (rank 9, unfolded), which reads no streams",
+				"r5-numa0: runs a BU (rank 10, unfolded), which reads no streams", "r5-numa1: runs a BU (rank 11, unfolded), which reads no streams"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			table := mustPlan(t, tc.fabric, tc.req)
+			var spares []string
+			for _, r := range table.Ranks {
+				if r.Role == Spare {
+					spares = append(spares, r.Endpoint)
+				}
+			}
+			if !slices.Equal(table.LeavesInUse, tc.leaves) || !slices.Equal(spares, tc.spares) {
+				t.Errorf("leaves %v spares %v, want %v %v", table.LeavesInUse, spares, tc.leaves, tc.spares)
+			}
+			if got := unreadSummary(UnreadStreams(tc.fabric, table)); !slices.Equal(got, tc.unread) {
+				t.Errorf("unread:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.unread, "\n"))
+			}
+			assertNoOverload(t, tc.fabric, table)
+		})
+	}
+}
+
+func TestFailoverLeavesTheFailedEndpointsStreamsUnread(t *testing.T) {
+	f := readoutFabric()
+	before := mustPlan(t, f, Request{Units: 12, Spares: 2})
+	failed, _ := before.RankOf("r2-numa1")
+	after, res, err := Failover(f, before, failed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spare := after.Ranks[res.SpareRank]
+	if spare.Endpoint != "x1-numa0" || spare.Function != RUBU || len(spare.Streams) != 0 {
+		t.Errorf("spare rank %+v, want x1-numa0 running RU+BU with no streams (it has no fibres)", spare)
+	}
+	want := []string{"r2-numa1: no rank runs it: its unit moved to a spare (a failover or a drain)"}
+	if got := unreadSummary(UnreadStreams(f, after)); !slices.Equal(got, want) {
+		t.Errorf("unread %v, want %v", got, want)
+	}
+	// The Fabric edited to show the fibres re-cabled to the spare's cards:
+	// the next plan reads them there.
+	for i := range f.Endpoints {
+		if f.Endpoints[i].Name == "x1-numa0" {
+			f.Endpoints[i].Streams = []string{"r2-numa1-mfp0"}
+		}
+		if f.Endpoints[i].Name == "r2-numa1" {
+			f.Endpoints[i].Streams, f.Endpoints[i].Schedulable = nil, false
+		}
+	}
+	replanned := mustPlan(t, f, Request{Units: 12, Spares: 1})
+	if got := UnreadStreams(f, replanned); len(got) != 0 {
+		t.Errorf("after re-cabling, unread %v, want none", unreadSummary(got))
+	}
+	if r, ok := replanned.RankOf("x1-numa0"); !ok || replanned.Ranks[r].Role != Live || !slices.Equal(replanned.Ranks[r].Streams, []string{"r2-numa1-mfp0"}) {
+		t.Errorf("x1-numa0 after re-cabling: rank %d %+v, want live reading r2-numa1-mfp0", r, replanned.Ranks[r])
+	}
+}
