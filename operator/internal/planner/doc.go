@@ -54,8 +54,8 @@
 // leaves as possible. Endpoints the run does not need are left idle by the
 // same rule, and the rest go live, units numbered in rank order. The
 // choice depends only on the fabric, not on the order endpoints are listed.
-// Unfolded runs take two endpoints per unit: the first half of the live
-// ranks are RUs, the second half BUs (see Unfolded).
+// Unfolded runs take two endpoints per unit: the RUs on the live
+// endpoints that read streams, the BUs on the rest (see Unfolded).
 //
 // Failover. A unit is its UnitID: its place in the event stream and its
 // output. When a live rank fails, Failover makes it a dummy and gives its

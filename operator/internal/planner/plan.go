@@ -16,9 +16,13 @@ const (
 	// Folded runs a unit's readout unit (RU) and builder unit (BU) on one
 	// endpoint: one endpoint per unit.
 	Folded Layout = "Folded"
-	// Unfolded runs them on two endpoints: two endpoints per unit. The
-	// live ranks in rank order are split in two halves: the first half are
-	// RUs, the second BUs, RU and BU of unit u having the same unit id.
+	// Unfolded runs them on two endpoints: two endpoints per unit. The RUs
+	// run on the live endpoints that read streams (readout is physical),
+	// the first in rank order where there are more, topped up in rank order
+	// where there are fewer; the BUs on the rest. RU and BU of unit u, the
+	// u-th of each in rank order, have the same unit id; where every
+	// endpoint reads streams, or none does, the first half of the live
+	// ranks are RUs and the second BUs.
 	// The schedule is unchanged (rank i sends to rank (n+i) mod N) but only
 	// RU-to-BU flows move data, so an RU sends in about half of the phases.
 	Unfolded Layout = "Unfolded"
@@ -271,19 +275,37 @@ func number(fabric Fabric, req Request, sel selection, unschedulable []Endpoint,
 		r.Role, r.Endpoint = Spare, ep.Name
 	}
 	// sel.live is in (leaf, port) order, which is rank order.
+	rus := ruEndpoints(sel.live, req.Units)
+	var ru, bu UnitID
 	for k, ep := range sel.live {
 		r := rankOf(ep)
 		r.Role, r.Endpoint = Live, ep.Name
 		switch {
 		case t.Layout == Folded:
 			r.Unit, r.Function, r.Streams = UnitID(k), RUBU, slices.Clone(ep.Streams)
-		case k < req.Units:
-			r.Unit, r.Function, r.Streams = UnitID(k), RU, slices.Clone(ep.Streams)
+		case rus[ep.Name]:
+			r.Unit, r.Function, r.Streams = ru, RU, slices.Clone(ep.Streams)
+			ru++
 		default:
-			r.Unit, r.Function = UnitID(k-req.Units), BU
+			r.Unit, r.Function = bu, BU
+			bu++
 		}
 	}
 	return t
+}
+
+// ruEndpoints picks the units RUs of an unfolded run among live (in rank
+// order): those that read streams first, then those that do not, each in
+// rank order.
+func ruEndpoints(live []Endpoint, units int) map[string]bool {
+	ordered := slices.Concat(
+		slices.DeleteFunc(slices.Clone(live), func(ep Endpoint) bool { return len(ep.Streams) == 0 }),
+		slices.DeleteFunc(slices.Clone(live), func(ep Endpoint) bool { return len(ep.Streams) > 0 }))
+	rus := map[string]bool{}
+	for _, ep := range ordered[:min(units, len(ordered))] {
+		rus[ep.Name] = true
+	}
+	return rus
 }
 
 func endpointNames(eps []Endpoint) []string {

@@ -94,6 +94,45 @@ func TestPlanKeepsStreamsRead(t *testing.T) {
 	}
 }
 
+// An unfolded run's RUs run where the streams are, whatever their ranks:
+// readoutFabric with leaf 0's fibres moved to leaf 3, so that the first
+// ranks read nothing. 8 units on all 16 endpoints: the RUs on leaves 1 and
+// 2, the BUs on leaves 0 and 3, whose 4 streams alone stay unread.
+func TestUnfoldedRUsRunWhereTheStreamsAre(t *testing.T) {
+	f := readoutFabric()
+	for i := range f.Endpoints {
+		switch ep := &f.Endpoints[i]; ep.Leaf {
+		case 0:
+			ep.Streams = nil
+		case 3:
+			ep.Streams = []string{ep.Name + "-mfp0"}
+		}
+	}
+	table := mustPlan(t, f, Request{Units: 8, Layout: Unfolded})
+	var functions []string
+	units := map[UnitID]int{}
+	for _, r := range table.Ranks {
+		functions = append(functions, string(r.Function))
+		units[r.Unit]++
+		if (r.Function == RU) != (len(r.Streams) > 0) {
+			t.Errorf("rank %d (%s) %s reads %v", r.Rank, r.Endpoint, r.Function, r.Streams)
+		}
+	}
+	want := "BU BU BU BU RU RU RU RU RU RU RU RU BU BU BU BU"
+	if got := strings.Join(functions, " "); got != want {
+		t.Errorf("functions %s, want %s", got, want)
+	}
+	for u := range UnitID(8) {
+		if units[u] != 2 {
+			t.Errorf("unit %d on %d ranks, want its RU and its BU", u, units[u])
+		}
+	}
+	if got := UnreadStreams(f, table); len(got) != 4 || got[0].Endpoint != "x0-numa0" {
+		t.Errorf("unread %v, want leaf 3's 4 BU endpoints", unreadSummary(got))
+	}
+	assertNoOverload(t, f, table)
+}
+
 func TestFailoverLeavesTheFailedEndpointsStreamsUnread(t *testing.T) {
 	f := readoutFabric()
 	before := mustPlan(t, f, Request{Units: 12, Spares: 2})
