@@ -294,9 +294,9 @@ func number(fabric Fabric, req Request, sel selection, unschedulable []Endpoint,
 	return t
 }
 
-// ruEndpoints picks the units RUs of an unfolded run among live (in rank
-// order): those that read streams first, then those that do not, each in
-// rank order.
+// ruEndpoints picks where an unfolded run's units' RUs run among live (in
+// rank order): the endpoints that read streams first, then those that do
+// not, each in rank order.
 func ruEndpoints(live []Endpoint, units int) map[string]bool {
 	ordered := slices.Concat(
 		slices.DeleteFunc(slices.Clone(live), func(ep Endpoint) bool { return len(ep.Streams) == 0 }),
