@@ -66,6 +66,19 @@ TEST(ConfigureRequest, ReadsUnfoldedTablesAndOptionalRun) {
     EXPECT_EQ(request->resume_event, 0u) << "absent: no hint";
 }
 
+TEST(ConfigureRequest, ReadsPartlyUnfoldedUnitsInAFoldedTable) {
+    // A unit whose RU went with its server's fibres builds on as a BU
+    // alone; one whose BU moved to a working machine reads on as an RU.
+    const std::string table = R"({"version": "eventbuilder.daq.io/ranktable/v1", "epoch": 3, "layout": "Folded",
+        "ranks": [{"rank": 0, "address": "10.0.0.1:7000", "state": "live"},
+                  {"rank": 1, "address": "10.0.0.1:7001", "state": "live", "function": "BU"},
+                  {"rank": 2, "address": "10.0.0.1:7002", "state": "live", "function": "RU"}]})";
+    const auto parsed = parse_configure_request(body_with(1, table), 1);
+    const auto* request = std::get_if<Configure_request>(&parsed);
+    ASSERT_NE(request, nullptr) << std::get<std::string>(parsed);
+    EXPECT_EQ(request->functions, (std::vector<Rank_function>{Rank_function::ru_bu, Rank_function::bu, Rank_function::ru}));
+}
+
 // The example with changes at JSON pointers: a value, or (nullopt) removed.
 std::string changed(std::initializer_list<std::pair<const char*, std::optional<Json>>> changes) {
     Json body = {{"rank", 0}, {"table", Json::parse(example_table)}};
@@ -137,9 +150,9 @@ TEST(ConfigureRequest, ErrorsNameTheFieldAndTheFix) {
         {changed("/table/ranks/1/state", "spare"), "table.ranks[1].state 'spare': expected live or dummy"},
         {changed("/table/ranks/1/state", std::nullopt), "table.ranks[1].state: missing; expected live or dummy"},
         // What a live rank runs: its function, which the layout decides.
-        {changed("/table/ranks/0/function", "RU"),
-         "table.ranks[0].function 'RU': expected RU+BU or none (layout Folded runs a unit's RU and BU on one rank); "
-         "for RU and BU on ranks apart, set table.layout to Unfolded"},
+        {changed("/table/ranks/0/function", "ru+bu"),
+         "table.ranks[0].function 'ru+bu': expected RU+BU or none (layout Folded), or RU or BU for a partly unfolded "
+         "unit"},
         {changed("/table/ranks/0/function", 3), "table.ranks[0].function '3': expected RU+BU or none"},
         {changed("/table/layout", "Unfolded"),
          "table.ranks[0].function 'RU+BU': expected RU or BU (layout Unfolded runs a unit's RU and BU on two ranks)"},

@@ -385,6 +385,36 @@ TEST(ControlProcess, AnUnfoldedSetBuildsWithRusAndBusWhereTheTablePutsThem) {
     EXPECT_NE(set.process(2).log().find("this rank no longer runs a BU"), std::string::npos) << set.process(2).log();
 }
 
+// A Folded set with a partly unfolded unit, as the operator plans one when a
+// spare without fibres takes a unit over: rank 2 runs its BU alone. The
+// MEPs hold the sources the set has (ranks 0, 1 and 3's RUs), every one
+// checked in its BU; rank 2 builds its share of them; no event is lost.
+TEST(ControlProcess, AFoldedSetWithAUnitThatLostItsReadoutBuildsFromTheSourcesItHas) {
+    Controlled_set set(4);
+    ASSERT_TRUE(set.all_answer()) << set.logs();
+    set.configure_all(1, "Folded", {"RU+BU", "RU+BU", "BU", "RU+BU"});
+    set.command_all("start");
+    ASSERT_TRUE(test::eventually([&] {
+        for (const Rank rank : set.ranks())
+            if (set.number(rank, "meps_built") < 3) return false;
+        return true;
+    }, 20s)) << set.logs();
+    ASSERT_EQ(set.command(0, "stop").status, 200);
+    ASSERT_TRUE(set.all_report(set.ranks(), R"("state":"READY")", 10s)) << set.logs();
+    const std::uint64_t next_event = set.number(0, "next_event");
+    std::uint64_t built = 0;
+    for (const Rank rank : set.ranks()) {
+        const std::string status = set.status(rank);
+        EXPECT_EQ(test::json_number(status, "next_event"), next_event) << status;
+        EXPECT_EQ(test::json_number(status, "events_incomplete"), 0u) << status;
+        EXPECT_EQ(test::json_number(status, "events_dropped"), 0u) << status;
+        EXPECT_EQ(set.parse_errors(rank), 0u) << "rank " << rank;
+        built += test::json_number(status, "events_built").value_or(0);
+    }
+    EXPECT_EQ(built, next_event) << "every event built exactly once\n" << set.logs();
+    EXPECT_EQ(test::json_number(set.status(2), "network_bytes_sent"), 0u) << "rank 2 reads nothing, so sends nothing";
+}
+
 // A reset ends a session inside a cycle: every RU has already taken that
 // cycle's MFPs from its source. The next session must start each source
 // exactly at the set's next chunk, not where the source was left: the set

@@ -61,17 +61,20 @@ Layout parse_layout(const Json& table) {
     fail("table.layout" + shown(layout) + ": expected " + std::string(expected));
 }
 
-// What a live rank runs: table.ranks[i].function, which the layout decides.
+// What a live rank runs: table.ranks[i].function. Folded runs a unit's RU
+// and BU on one rank (the default), or only one of them where the unit is
+// partly unfolded (its RU's readout gone with its server's fibres, or its
+// BU moved to a working machine); Unfolded names one of them on every rank.
 Rank_function parse_function(const Json& entry, const std::string& path, Layout layout) {
     const auto function = entry.find("function");
-    if (layout == Layout::folded) {
-        if (function == entry.end() || *function == "RU+BU") return Rank_function::ru_bu;
-        fail(path + ".function" + shown(*function) +
-             ": expected RU+BU or none (layout Folded runs a unit's RU and BU on one rank); for RU and BU on "
-             "ranks apart, set table.layout to Unfolded");
+    const std::string_view expected = layout == Layout::folded
+                                          ? "RU+BU or none (layout Folded), or RU or BU for a partly unfolded unit"
+                                          : "RU or BU (layout Unfolded runs a unit's RU and BU on two ranks)";
+    if (function == entry.end()) {
+        if (layout == Layout::folded) return Rank_function::ru_bu;
+        fail(path + ".function: missing; expected " + std::string(expected));
     }
-    constexpr std::string_view expected = "RU or BU (layout Unfolded runs a unit's RU and BU on two ranks)";
-    if (function == entry.end()) fail(path + ".function: missing; expected " + std::string(expected));
+    if (*function == "RU+BU" && layout == Layout::folded) return Rank_function::ru_bu;
     if (*function == "RU") return Rank_function::ru;
     if (*function == "BU") return Rank_function::bu;
     fail(path + ".function" + shown(*function) + ": expected " + std::string(expected));

@@ -858,8 +858,8 @@ func parseCommand(cmd string, body []byte) (*configureBody, *table, *httpError) 
 		case r.State != "live" && r.State != "dummy":
 			return bad("table.ranks[%d].state '%s': expected live or dummy", i, r.State)
 		case r.State == "dummy":
-		case t.Layout == "Folded" && r.Function != "" && r.Function != "RU+BU":
-			return bad("table.ranks[%d].function '%s': expected RU+BU or none (layout Folded runs a unit's RU and BU on one rank)", i, r.Function)
+		case t.Layout == "Folded" && r.Function != "" && r.Function != "RU+BU" && r.Function != "RU" && r.Function != "BU":
+			return bad("table.ranks[%d].function '%s': expected RU+BU or none (layout Folded), or RU or BU for a partly unfolded unit", i, r.Function)
 		case t.Layout == "Unfolded" && r.Function != "RU" && r.Function != "BU":
 			return bad("table.ranks[%d].function '%s': expected RU or BU (layout Unfolded runs a unit's RU and BU on two ranks)", i, r.Function)
 		}

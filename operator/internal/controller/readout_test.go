@@ -14,24 +14,19 @@ import (
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 )
 
-// Readout is physical (issue 12 item 3): servers srv0, srv1 and srv2's
-// NUMA 0 read a stream per endpoint, srv3 has no fibres and holds the
-// spares (5 units, 2 spares: a sixth unit's move would overload this
-// fabric's single links). A failed unit's
-// streams stay on its endpoint, unread: the run is Degraded, naming them,
-// while the spare builds on. Once the Fabric shows the fibres re-cabled to
-// the spare's cards, the next table reads them there and the run is
-// Running again.
+// Readout is physical (issue 12 item 3): servers srv0 and srv1 read a
+// stream per endpoint; srv2 and srv3 have no fibres. 5 units and 2 spares
+// (a sixth unit's move would overload this fabric's single links): the
+// spares are srv3, and the fifth unit, on srv2, runs its BU alone. A
+// failed unit's streams stay on its endpoint, unread: the run is Degraded,
+// naming them, while the spare runs the unit's BU alone. Once the Fabric
+// shows the fibres re-cabled to the spare's cards, the next table reads
+// them there (RU and BU) and the run is Running again.
 func TestReadoutIsPhysical(t *testing.T) {
 	requireEnvtest(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	fab := smallFabric(t, "rdo", 0, 1, 2)
-	patch := client.MergeFrom(fab.DeepCopy())
-	fab.Spec.Endpoints[5].Streams = nil // rdo-srv2-numa1
-	if err := k8s.Patch(ctx, fab, patch); err != nil {
-		t.Fatal(err)
-	}
+	fab := smallFabric(t, "rdo", 0, 1)
 	run := fabricRun(ns, "rdo", "rdo", 5, 2)
 	if err := k8s.Create(ctx, run); err != nil {
 		t.Fatal(err)
@@ -59,8 +54,8 @@ func TestReadoutIsPhysical(t *testing.T) {
 	readout := func() *metav1.Condition {
 		return meta.FindStatusCondition(getRun(t, key).Status.Conditions, ebv1.ConditionReadoutComplete)
 	}
-	if c := readout(); c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "all 5 readout streams") {
-		t.Errorf("ReadoutComplete %+v, want True, all 5 streams read", c)
+	if c := readout(); c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "all 4 readout streams") {
+		t.Errorf("ReadoutComplete %+v, want True, all 4 streams read", c)
 	}
 	var spares []string
 	for _, r := range getRun(t, key).Status.Ranks {
@@ -70,6 +65,16 @@ func TestReadoutIsPhysical(t *testing.T) {
 	}
 	if !slices.Equal(spares, []string{"rdo-srv3-numa0", "rdo-srv3-numa1"}) {
 		t.Errorf("spares %v, want the server without fibres, rdo-srv3", spares)
+	}
+	first, err := rankTable(ctx, ns, "rdo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range first.Ranks {
+		fibres := strings.HasPrefix(r.Endpoint, "rdo-srv0-") || strings.HasPrefix(r.Endpoint, "rdo-srv1-")
+		if want := map[bool]string{true: "RU+BU", false: "BU"}[fibres]; r.State == "live" && r.Function != want {
+			t.Errorf("rank %d on %s runs %s, want %s", r.Rank, r.Endpoint, r.Function, want)
+		}
 	}
 
 	// The kubelet refuses unit 0's pod (rank 0, rdo-srv0-numa0): a spare
@@ -86,23 +91,26 @@ func TestReadoutIsPhysical(t *testing.T) {
 	if !strings.Contains(c.Message, named) || !strings.Contains(c.Message, "re-cable the fibres") {
 		t.Errorf("Degraded %q, want it to name %q and the fix", c.Message, named)
 	}
-	if c := readout(); c == nil || c.Status != metav1.ConditionFalse || c.Reason != ebv1.ReasonStreamsUnread || !strings.Contains(c.Message, "1 of 5") {
-		t.Errorf("ReadoutComplete %+v, want False, 1 of 5 unread", c)
+	if c := readout(); c == nil || c.Status != metav1.ConditionFalse || c.Reason != ebv1.ReasonStreamsUnread || !strings.Contains(c.Message, "1 of 4") {
+		t.Errorf("ReadoutComplete %+v, want False, 1 of 4 unread", c)
 	}
 	expectEvent(t, ns, "rdo", ebv1.ReasonStreamsUnread)
 	doc, err := rankTable(ctx, ns, "rdo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := doc.Ranks[spare]; *r.Unit != 0 || len(r.Sources) != 0 || !strings.HasPrefix(r.Endpoint, "rdo-srv3-") {
-		t.Errorf("rank %d %+v, want unit 0 on a spare of rdo-srv3, reading nothing", spare, r)
+	if r := doc.Ranks[spare]; *r.Unit != 0 || r.Function != "BU" || len(r.Sources) != 0 || !strings.HasPrefix(r.Endpoint, "rdo-srv3-") {
+		t.Errorf("rank %d %+v, want unit 0's BU alone on a spare of rdo-srv3 (no fibres), reading nothing", spare, r)
+	}
+	if st := getRun(t, key).Status; st.LiveUnits != 5 {
+		t.Errorf("%d live units, want 5: the unit builds on, its BU alone", st.LiveUnits)
 	}
 
 	// The fibres are re-cabled to the spare's cards, and the Fabric says so.
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(fab), fab); err != nil {
 		t.Fatal(err)
 	}
-	patch = client.MergeFrom(fab.DeepCopy())
+	patch := client.MergeFrom(fab.DeepCopy())
 	for i := range fab.Spec.Endpoints {
 		switch fab.Spec.Endpoints[i].Name {
 		case "rdo-srv0-numa0":
@@ -134,8 +142,8 @@ func TestReadoutIsPhysical(t *testing.T) {
 		if r.Endpoint == "rdo-srv0-numa0" && r.State == "live" {
 			t.Errorf("rank %d: the endpoint without its fibres runs a unit: %+v", r.Rank, r)
 		}
-		if slices.Contains(r.Sources, "rdo-srv0-numa0-mfp0") && r.State != "live" {
-			t.Errorf("rank %d holds the re-cabled stream but is %s", r.Rank, r.State)
+		if slices.Contains(r.Sources, "rdo-srv0-numa0-mfp0") && (r.State != "live" || r.Function != "RU+BU") {
+			t.Errorf("rank %d holds the re-cabled stream but is %s %s", r.Rank, r.State, r.Function)
 		}
 	}
 }

@@ -37,8 +37,9 @@ type FailoverResult struct {
 // unit id and function, so the run keeps its outputs. Readout is physical:
 // the failed endpoint's streams are fibres into its cards and stay there,
 // unread (UnreadStreams names them) until the Fabric shows them cabled to
-// another endpoint; an RU on the spare reads the spare's own streams, if
-// any. Of the spares whose endpoint is still schedulable in fabric and
+// another endpoint; an RU on the spare reads the spare's own streams, and a
+// folded unit on a spare without fibres (where the Fabric lists streams)
+// runs its BU alone. Of the spares whose endpoint is still schedulable in fabric and
 // on another server than the failed endpoint (never its sibling NUMA half),
 // it prefers one on another leaf than the failed rank's (a failure seen
 // only as lost peers may be that leaf), then the lowest rank, and takes the
@@ -57,10 +58,11 @@ func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverRe
 		return RankTable{}, FailoverResult{}, err
 	}
 
-	schedulable, node, streams := map[string]bool{}, map[string]string{}, map[string][]string{}
+	schedulable, node, endpoint := map[string]bool{}, map[string]string{}, map[string]Endpoint{}
 	for _, ep := range fabric.Endpoints {
-		schedulable[ep.Name], node[ep.Name], streams[ep.Name] = ep.Schedulable, ep.Node, ep.Streams
+		schedulable[ep.Name], node[ep.Name], endpoint[ep.Name] = ep.Schedulable, ep.Node, ep
 	}
+	physical := readsStreams(fabric)
 	// A spare on the failed endpoint's server (its other NUMA half) shares
 	// what may have failed: the server, its power, its cabling.
 	sibling := func(r Rank) bool { return node[r.Endpoint] != "" && node[r.Endpoint] == node[failed.Endpoint] }
@@ -100,7 +102,7 @@ func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverRe
 
 	var passed []string
 	for _, spare := range candidates {
-		next := t.moveUnit(failedRank, spare.Rank, streams[spare.Endpoint])
+		next := t.moveUnit(failedRank, spare.Rank, endpoint[spare.Endpoint], physical)
 		after, err := CheckLinkLoad(fabric, next)
 		if err != nil {
 			return RankTable{}, FailoverResult{}, err
@@ -121,7 +123,7 @@ func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverRe
 		return next, FailoverResult{
 			FailedRank: failedRank, FailedEndpoint: failed.Endpoint,
 			SpareRank: spare.Rank, SpareEndpoint: spare.Endpoint,
-			Unit: failed.Unit, Function: failed.Function,
+			Unit: failed.Unit, Function: next.Ranks[spare.Rank].Function,
 			Epoch: next.Epoch, Reason: why,
 		}, nil
 	}
@@ -129,16 +131,20 @@ func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverRe
 }
 
 // moveUnit returns a copy of t at the next epoch with the unit of rank
-// from moved onto the spare rank to, whose endpoint reads streams, and
-// from made a dummy.
-func (t RankTable) moveUnit(from, to int, streams []string) RankTable {
+// from moved onto the spare rank to, on endpoint spare, and from made a
+// dummy. In a folded table the function follows the spare's fibres
+// (foldedFunction); in an unfolded one the spare runs the failed function.
+func (t RankTable) moveUnit(from, to int, spare Endpoint, physical bool) RankTable {
 	next := t
 	next.Epoch++
 	next.Ranks = slices.Clone(t.Ranks)
 	src, dst := &next.Ranks[from], &next.Ranks[to]
 	dst.Role, dst.Unit, dst.Function, dst.Streams = Live, src.Unit, src.Function, nil
+	if t.Layout == Folded {
+		dst.Function = foldedFunction(physical, spare)
+	}
 	if dst.Function != BU {
-		dst.Streams = slices.Clone(streams)
+		dst.Streams = slices.Clone(spare.Streams)
 	}
 	src.Role, src.Endpoint, src.Unit, src.Function, src.Streams = Dummy, "", NoUnit, "", nil
 	return next

@@ -276,13 +276,14 @@ func number(fabric Fabric, req Request, sel selection, unschedulable []Endpoint,
 	}
 	// sel.live is in (leaf, port) order, which is rank order.
 	rus := ruEndpoints(sel.live, req.Units)
+	physical := readsStreams(fabric)
 	var ru, bu UnitID
 	for k, ep := range sel.live {
 		r := rankOf(ep)
 		r.Role, r.Endpoint = Live, ep.Name
 		switch {
 		case t.Layout == Folded:
-			r.Unit, r.Function, r.Streams = UnitID(k), RUBU, slices.Clone(ep.Streams)
+			r.Unit, r.Function, r.Streams = UnitID(k), foldedFunction(physical, ep), slices.Clone(ep.Streams)
 		case rus[ep.Name]:
 			r.Unit, r.Function, r.Streams = ru, RU, slices.Clone(ep.Streams)
 			ru++
@@ -292,6 +293,23 @@ func number(fabric Fabric, req Request, sel selection, unschedulable []Endpoint,
 		}
 	}
 	return t
+}
+
+// readsStreams says whether the fabric's readout is physical: some endpoint
+// lists streams. Otherwise RUs make their data (a generator, files).
+func readsStreams(fabric Fabric) bool {
+	return slices.ContainsFunc(fabric.Endpoints, func(ep Endpoint) bool { return len(ep.Streams) > 0 })
+}
+
+// foldedFunction is what a folded unit runs on endpoint ep: RU and BU, or,
+// where the readout is physical and ep has no fibres, its BU alone (a
+// partly unfolded unit: it builds its share of the events from the
+// sources the set has).
+func foldedFunction(physical bool, ep Endpoint) Function {
+	if physical && len(ep.Streams) == 0 {
+		return BU
+	}
+	return RUBU
 }
 
 // ruEndpoints picks where an unfolded run's units' RUs run among live (in

@@ -41,7 +41,7 @@ func UnreadStreams(fabric Fabric, t RankTable) []Unread {
 		case ranked && r.Role == Live && r.Function != BU:
 			continue
 		case ranked && r.Role == Live:
-			why = fmt.Sprintf("runs a BU (rank %d, unfolded), which reads no streams", r.Rank)
+			why = fmt.Sprintf("runs a BU only (rank %d), which reads no streams", r.Rank)
 		case ranked && r.Role == Spare:
 			why = fmt.Sprintf("held as a warm spare (rank %d)", r.Rank)
 		case !ep.Schedulable:

@@ -70,9 +70,9 @@ func TestPlanKeepsStreamsRead(t *testing.T) {
 			unread: []string{"r0-numa0: its node is not schedulable (unknown or not Ready)"}},
 		{name: "unfolded: BUs on readout endpoints leave their streams unread", fabric: readoutFabric(), req: Request{Units: 6, Spares: 2, Layout: Unfolded},
 			leaves: []int{0, 1, 2, 3}, spares: []string{"x1-numa0", "x1-numa1"},
-			unread: []string{"r3-numa0: runs a BU (rank 6, unfolded), which reads no streams", "r3-numa1: runs a BU (rank 7, unfolded), which reads no streams",
-				"r4-numa0: runs a BU (rank 8, unfolded), which reads no streams", "r4-numa1: runs a BU (rank 9, unfolded), which reads no streams",
-				"r5-numa0: runs a BU (rank 10, unfolded), which reads no streams", "r5-numa1: runs a BU (rank 11, unfolded), which reads no streams"}},
+			unread: []string{"r3-numa0: runs a BU only (rank 6), which reads no streams", "r3-numa1: runs a BU only (rank 7), which reads no streams",
+				"r4-numa0: runs a BU only (rank 8), which reads no streams", "r4-numa1: runs a BU only (rank 9), which reads no streams",
+				"r5-numa0: runs a BU only (rank 10), which reads no streams", "r5-numa1: runs a BU only (rank 11), which reads no streams"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -142,8 +142,8 @@ func TestFailoverLeavesTheFailedEndpointsStreamsUnread(t *testing.T) {
 		t.Fatal(err)
 	}
 	spare := after.Ranks[res.SpareRank]
-	if spare.Endpoint != "x1-numa0" || spare.Function != RUBU || len(spare.Streams) != 0 {
-		t.Errorf("spare rank %+v, want x1-numa0 running RU+BU with no streams (it has no fibres)", spare)
+	if spare.Endpoint != "x1-numa0" || spare.Function != BU || len(spare.Streams) != 0 || res.Function != BU {
+		t.Errorf("spare rank %+v (moved %s), want x1-numa0 running the unit's BU alone (it has no fibres)", spare, res.Function)
 	}
 	want := []string{"r2-numa1: no rank runs it: its unit moved to a spare (a failover or a drain)"}
 	if got := unreadSummary(UnreadStreams(f, after)); !slices.Equal(got, want) {
@@ -163,7 +163,43 @@ func TestFailoverLeavesTheFailedEndpointsStreamsUnread(t *testing.T) {
 	if got := UnreadStreams(f, replanned); len(got) != 0 {
 		t.Errorf("after re-cabling, unread %v, want none", unreadSummary(got))
 	}
-	if r, ok := replanned.RankOf("x1-numa0"); !ok || replanned.Ranks[r].Role != Live || !slices.Equal(replanned.Ranks[r].Streams, []string{"r2-numa1-mfp0"}) {
-		t.Errorf("x1-numa0 after re-cabling: rank %d %+v, want live reading r2-numa1-mfp0", r, replanned.Ranks[r])
+	if r, ok := replanned.RankOf("x1-numa0"); !ok || replanned.Ranks[r].Role != Live || replanned.Ranks[r].Function != RUBU ||
+		!slices.Equal(replanned.Ranks[r].Streams, []string{"r2-numa1-mfp0"}) {
+		t.Errorf("x1-numa0 after re-cabling: rank %d %+v, want live RU+BU reading r2-numa1-mfp0", r, replanned.Ranks[r])
+	}
+}
+
+// Where the Fabric lists streams, a folded unit on an endpoint without
+// fibres runs its BU alone (partly unfolded); where it lists none, every
+// folded unit runs RU and BU (its RU makes its data).
+func TestFoldedUnitsWithoutFibresRunTheirBUAlone(t *testing.T) {
+	noStreams := readoutFabric()
+	for i := range noStreams.Endpoints {
+		noStreams.Endpoints[i].Streams = nil
+	}
+	for _, tc := range []struct {
+		name   string
+		fabric Fabric
+		bus    []string
+	}{
+		{name: "14 units, 12 endpoints with fibres", fabric: readoutFabric(), bus: []string{"x0-numa0", "x0-numa1"}},
+		{name: "no streams listed", fabric: noStreams},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			table := mustPlan(t, tc.fabric, Request{Units: 14})
+			var bus []string
+			for _, r := range table.Ranks {
+				switch {
+				case r.Role != Live:
+				case r.Function == BU:
+					bus = append(bus, r.Endpoint)
+				case r.Function != RUBU:
+					t.Errorf("rank %d runs %s", r.Rank, r.Function)
+				}
+			}
+			if !slices.Equal(bus, tc.bus) {
+				t.Errorf("BU-only ranks on %v, want %v", bus, tc.bus)
+			}
+		})
 	}
 }

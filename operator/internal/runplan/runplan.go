@@ -569,23 +569,22 @@ func Ranks(t planner.RankTable, endpoints map[string]planner.Endpoint) []ebv1.Ra
 	return out
 }
 
-// LiveUnits counts the units whose every part runs on a live rank: RU+BU
-// (Folded), or both RU and BU (Unfolded). A unit that lost its RU or its
-// BU with no spare left is not building its share.
+// LiveUnits counts the units that build their share: RU+BU (Folded), both
+// RU and BU (Unfolded), or, in a Folded table, a BU alone (a partly
+// unfolded unit on an endpoint without fibres: its events miss no share,
+// only the sources nobody reads, which ReadoutComplete names). A unit that
+// lost its RU or its BU with no spare left is not building its share.
 func LiveUnits(t planner.RankTable) int32 {
-	parts := map[planner.UnitID]int{}
+	ru, bu := map[planner.UnitID]bool{}, map[planner.UnitID]bool{}
 	for _, r := range t.Ranks {
-		switch {
-		case r.Role != planner.Live:
-		case r.Function == planner.RUBU:
-			parts[r.Unit] += 2
-		default:
-			parts[r.Unit]++
+		if r.Role == planner.Live {
+			ru[r.Unit] = ru[r.Unit] || r.Function != planner.BU
+			bu[r.Unit] = bu[r.Unit] || r.Function != planner.RU
 		}
 	}
 	var n int32
-	for _, p := range parts {
-		if p == 2 {
+	for unit, builds := range bu {
+		if builds && (ru[unit] || t.Layout == planner.Folded) {
 			n++
 		}
 	}

@@ -284,6 +284,8 @@ func TestLiveUnits(t *testing.T) {
 	unfolded, _ := Plan(&ebv1.EventBuilderRunSpec{Units: 3, Layout: ebv1.LayoutUnfolded}, nil, 0) // RU0 RU1 RU2 BU0 BU1 BU2
 	moved := drop(unfolded, 0)
 	moved.Ranks = append(moved.Ranks, planner.Rank{Rank: 6, Role: planner.Live, Unit: 0, Function: planner.RU})
+	buAlone := drop(folded, 1)
+	buAlone.Ranks = append(buAlone.Ranks, planner.Rank{Rank: 3, Role: planner.Live, Unit: 1, Function: planner.BU})
 	for _, tc := range []struct {
 		name  string
 		table planner.RankTable
@@ -297,6 +299,7 @@ func TestLiveUnits(t *testing.T) {
 		{"unfolded, a unit's RU and BU lost", drop(drop(unfolded, 2), 5), 2},
 		{"unfolded, an RU and another unit's BU lost", drop(drop(unfolded, 1), 5), 1},
 		{"unfolded, an RU moved to a spare rank", moved, 3},
+		{"folded, a unit on a spare without fibres runs its BU alone", buAlone, 3},
 	} {
 		if got := LiveUnits(tc.table); got != tc.want {
 			t.Errorf("%s (%s): %d live units, want %d", tc.name, functions(tc.table), got, tc.want)
