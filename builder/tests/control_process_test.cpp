@@ -346,6 +346,25 @@ TEST(ControlProcess, APauseAndResumeToOneUnitLeaveNoResumeForALaterPause) {
     EXPECT_TRUE(set.all_report(set.ranks(), R"("state":"RUNNING","activity":"building")", 0ms)) << set.logs();
 }
 
+// After a stop, the stopped units of `ranks` agree on the next event and
+// hold `epoch`; none built an event incomplete, dropped one or rejected an
+// MFP; and together they built every event below the next exactly once
+// (each BU checks its MEPs' event ranges in sequence).
+void expect_every_event_built_once(Controlled_set& set, const std::set<Rank>& ranks, std::uint64_t epoch) {
+    const std::uint64_t next_event = set.number(*ranks.begin(), "next_event");
+    std::uint64_t built = 0;
+    for (const Rank rank : ranks) {
+        const std::string status = set.status(rank);
+        EXPECT_EQ(test::json_number(status, "epoch"), epoch) << status;
+        EXPECT_EQ(test::json_number(status, "next_event"), next_event) << status;
+        EXPECT_EQ(test::json_number(status, "events_incomplete"), 0u) << status;
+        EXPECT_EQ(test::json_number(status, "events_dropped"), 0u) << status;
+        EXPECT_EQ(set.parse_errors(rank), 0u) << "rank " << rank;
+        built += test::json_number(status, "events_built").value_or(0);
+    }
+    EXPECT_EQ(built, next_event) << "every event built exactly once\n" << set.logs();
+}
+
 // An Unfolded set as the operator plans one: the units' RUs on ranks 0 and
 // 1, their BUs on ranks 2 and 3, rank 4 a dummy. Every MEP is checked in
 // the BUs (every source present, payload as generated, event ranges in
@@ -370,18 +389,7 @@ TEST(ControlProcess, AnUnfoldedSetBuildsWithRusAndBusWhereTheTablePutsThem) {
     EXPECT_EQ(set.number(2, "events_built"), built_by_2) << "rank 2 built nothing once it ran the RU";
     EXPECT_EQ(set.number(1, "events_built"), 0u);
 
-    const std::uint64_t next_event = set.number(0, "next_event");
-    std::uint64_t built = 0;
-    for (const Rank rank : {0, 1, 2, 3}) {
-        const std::string status = set.status(rank);
-        EXPECT_EQ(test::json_number(status, "epoch"), 2u) << status;
-        EXPECT_EQ(test::json_number(status, "next_event"), next_event) << status;
-        EXPECT_EQ(test::json_number(status, "events_incomplete"), 0u) << status;
-        EXPECT_EQ(test::json_number(status, "events_dropped"), 0u) << status;
-        EXPECT_EQ(set.parse_errors(rank), 0u) << "rank " << rank;
-        built += test::json_number(status, "events_built").value_or(0);
-    }
-    EXPECT_EQ(built, next_event) << "every event built exactly once\n" << set.logs();
+    expect_every_event_built_once(set, {0, 1, 2, 3}, 2);
     EXPECT_NE(set.process(2).log().find("this rank no longer runs a BU"), std::string::npos) << set.process(2).log();
 }
 
@@ -401,17 +409,7 @@ TEST(ControlProcess, AFoldedSetWithAUnitThatLostItsReadoutBuildsFromTheSourcesIt
     }, 20s)) << set.logs();
     ASSERT_EQ(set.command(0, "stop").status, 200);
     ASSERT_TRUE(set.all_report(set.ranks(), R"("state":"READY")", 10s)) << set.logs();
-    const std::uint64_t next_event = set.number(0, "next_event");
-    std::uint64_t built = 0;
-    for (const Rank rank : set.ranks()) {
-        const std::string status = set.status(rank);
-        EXPECT_EQ(test::json_number(status, "next_event"), next_event) << status;
-        EXPECT_EQ(test::json_number(status, "events_incomplete"), 0u) << status;
-        EXPECT_EQ(test::json_number(status, "events_dropped"), 0u) << status;
-        EXPECT_EQ(set.parse_errors(rank), 0u) << "rank " << rank;
-        built += test::json_number(status, "events_built").value_or(0);
-    }
-    EXPECT_EQ(built, next_event) << "every event built exactly once\n" << set.logs();
+    expect_every_event_built_once(set, set.ranks(), 1);
     EXPECT_EQ(test::json_number(set.status(2), "network_bytes_sent"), 0u) << "rank 2 reads nothing, so sends nothing";
 }
 
