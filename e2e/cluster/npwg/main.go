@@ -99,6 +99,10 @@ func add(args *skel.CmdArgs) error {
 	if err != nil {
 		return fmt.Errorf("kubeconfig %s: %w", conf.Kubeconfig, err)
 	}
+	definitionsClient, err := dynamic.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), apiDeadline)
 	defer cancel()
 
@@ -110,7 +114,7 @@ func add(args *skel.CmdArgs) error {
 	cache := cachePath(conf, args)
 	var attached []attachment
 	for _, s := range selections {
-		status, err := attach(ctx, restConfig, s, cache, &attached)
+		status, err := attach(ctx, definitionsClient, s, cache, &attached)
 		if err != nil {
 			if undoErr := detach(ctx, attached); undoErr != nil {
 				err = fmt.Errorf("%w (and undoing the networks attached before: %v)", err, undoErr)
@@ -129,11 +133,7 @@ func add(args *skel.CmdArgs) error {
 
 // attach runs one selection's delegate as interface s.Interface, recording
 // it in the cache first, so that a DEL after a half-done ADD undoes it.
-func attach(ctx context.Context, restConfig *rest.Config, s selection, cache string, attached *[]attachment) (networkStatus, error) {
-	client, err := dynamic.NewForConfig(restConfig)
-	if err != nil {
-		return networkStatus{}, err
-	}
+func attach(ctx context.Context, client dynamic.Interface, s selection, cache string, attached *[]attachment) (networkStatus, error) {
 	definition, err := client.Resource(definitions).Namespace(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
 	if err != nil {
 		return networkStatus{}, fmt.Errorf("NetworkAttachmentDefinition %s/%s: %w", s.Namespace, s.Name, err)

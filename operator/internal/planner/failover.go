@@ -58,20 +58,21 @@ func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverRe
 		return RankTable{}, FailoverResult{}, err
 	}
 
-	schedulable, node, endpoint := map[string]bool{}, map[string]string{}, map[string]Endpoint{}
+	endpoint := map[string]Endpoint{}
 	for _, ep := range fabric.Endpoints {
-		schedulable[ep.Name], node[ep.Name], endpoint[ep.Name] = ep.Schedulable, ep.Node, ep
+		endpoint[ep.Name] = ep
 	}
 	physical := readsStreams(fabric)
 	// A spare on the failed endpoint's server (its other NUMA half) shares
 	// what may have failed: the server, its power, its cabling.
-	sibling := func(r Rank) bool { return node[r.Endpoint] != "" && node[r.Endpoint] == node[failed.Endpoint] }
+	node := func(name string) string { return endpoint[name].Node }
+	sibling := func(r Rank) bool { return node(r.Endpoint) != "" && node(r.Endpoint) == node(failed.Endpoint) }
 	var candidates []Rank
 	var gone, siblings []string
 	for _, r := range t.Ranks {
 		switch {
 		case r.Role != Spare:
-		case !schedulable[r.Endpoint]:
+		case !endpoint[r.Endpoint].Schedulable:
 			gone = append(gone, r.Endpoint)
 		case sibling(r):
 			siblings = append(siblings, r.Endpoint)

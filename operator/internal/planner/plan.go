@@ -157,9 +157,7 @@ func Plan(fabric Fabric, req Request) (RankTable, error) {
 		return RankTable{}, fmt.Errorf("invalid request: %w", err)
 	}
 	eps := slices.Clone(fabric.Endpoints)
-	slices.SortFunc(eps, func(a, b Endpoint) int {
-		return cmp.Or(cmp.Compare(a.Leaf, b.Leaf), cmp.Compare(a.Port, b.Port))
-	})
+	slices.SortFunc(eps, byLeafPort)
 	var ready, unschedulable []Endpoint
 	for _, ep := range eps {
 		if ep.Schedulable {
@@ -316,9 +314,7 @@ func foldedFunction(physical bool, ep Endpoint) Function {
 // rank order): the endpoints that read streams first, then those that do
 // not, each in rank order.
 func ruEndpoints(live []Endpoint, units int) map[string]bool {
-	ordered := slices.Concat(
-		slices.DeleteFunc(slices.Clone(live), func(ep Endpoint) bool { return len(ep.Streams) == 0 }),
-		slices.DeleteFunc(slices.Clone(live), func(ep Endpoint) bool { return len(ep.Streams) > 0 }))
+	ordered := slices.Concat(byReadout(live))
 	rus := map[string]bool{}
 	for _, ep := range ordered[:min(units, len(ordered))] {
 		rus[ep.Name] = true

@@ -87,7 +87,18 @@ func fewestLeaves(ready []Endpoint, live, spares int) []int {
 // spreadReadingLast takes n of eps by spread, from the endpoints that read
 // no streams first; both results keep (leaf, port) order.
 func spreadReadingLast(eps []Endpoint, n int) (taken, left []Endpoint) {
-	var none, reading []Endpoint
+	reading, none := byReadout(eps)
+	takenNone, leftNone := spread(none, min(n, len(none)))
+	takenReading, leftReading := spread(reading, n-len(takenNone))
+	taken, left = slices.Concat(takenNone, takenReading), slices.Concat(leftNone, leftReading)
+	slices.SortFunc(taken, byLeafPort)
+	slices.SortFunc(left, byLeafPort)
+	return taken, left
+}
+
+// byReadout splits eps, keeping their order, into the endpoints that read
+// streams and those that read none.
+func byReadout(eps []Endpoint) (reading, none []Endpoint) {
 	for _, ep := range eps {
 		if len(ep.Streams) == 0 {
 			none = append(none, ep)
@@ -95,13 +106,12 @@ func spreadReadingLast(eps []Endpoint, n int) (taken, left []Endpoint) {
 			reading = append(reading, ep)
 		}
 	}
-	takenNone, leftNone := spread(none, min(n, len(none)))
-	takenReading, leftReading := spread(reading, n-len(takenNone))
-	byPort := func(a, b Endpoint) int { return cmp.Or(cmp.Compare(a.Leaf, b.Leaf), cmp.Compare(a.Port, b.Port)) }
-	taken, left = slices.Concat(takenNone, takenReading), slices.Concat(leftNone, leftReading)
-	slices.SortFunc(taken, byPort)
-	slices.SortFunc(left, byPort)
-	return taken, left
+	return reading, none
+}
+
+// byLeafPort orders endpoints by where they are cabled: rank order.
+func byLeafPort(a, b Endpoint) int {
+	return cmp.Or(cmp.Compare(a.Leaf, b.Leaf), cmp.Compare(a.Port, b.Port))
 }
 
 // spread takes n of the endpoints eps (in (leaf, port) order) a whole
