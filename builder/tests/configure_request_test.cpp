@@ -77,6 +77,20 @@ TEST(ConfigureRequest, ReadsPartlyUnfoldedUnitsInAFoldedTable) {
     const auto* request = std::get_if<Configure_request>(&parsed);
     ASSERT_NE(request, nullptr) << std::get<std::string>(parsed);
     EXPECT_EQ(request->functions, (std::vector<Rank_function>{Rank_function::ru_bu, Rank_function::bu, Rank_function::ru}));
+    EXPECT_TRUE(request->unread_sources.empty()) << "a BU alone reads nothing, but its unit's source may be read elsewhere";
+}
+
+TEST(ConfigureRequest, ReadsUnreadSources) {
+    // Rank 1's unit lost its fibres: its BU builds on, and every MEP keeps
+    // its slot, as missing. A dummy's sourceUnread is ignored.
+    const std::string table = R"({"version": "eventbuilder.daq.io/ranktable/v1", "epoch": 3, "layout": "Folded",
+        "ranks": [{"rank": 0, "address": "10.0.0.1:7000", "state": "live", "sourceUnread": false},
+                  {"rank": 1, "address": "10.0.0.1:7001", "state": "live", "function": "BU", "sourceUnread": true},
+                  {"rank": 2, "address": "10.0.0.1:7002", "state": "dummy", "sourceUnread": true}]})";
+    const auto parsed = parse_configure_request(body_with(0, table), 0);
+    const auto* request = std::get_if<Configure_request>(&parsed);
+    ASSERT_NE(request, nullptr) << std::get<std::string>(parsed);
+    EXPECT_EQ(request->unread_sources, (std::vector<Rank>{1}));
 }
 
 // The example with changes at JSON pointers: a value, or (nullopt) removed.
@@ -160,6 +174,10 @@ TEST(ConfigureRequest, ErrorsNameTheFieldAndTheFix) {
          "table.ranks[0].function: missing; expected RU or BU (layout Unfolded runs a unit's RU and BU on two ranks)"},
         {changed({{"/table/layout", "Unfolded"}, {"/table/ranks/0/function", "ru"}}),
          "table.ranks[0].function 'ru': expected RU or BU"},
+        {changed("/table/ranks/0/sourceUnread", true),
+         "table.ranks[0].sourceUnread: true on a rank that runs an RU; set function BU (the unit's BU alone), or "
+         "remove sourceUnread where the rank reads its streams"},
+        {changed("/table/ranks/0/sourceUnread", "yes"), "table.ranks[0].sourceUnread 'yes': expected true or false"},
         // The rank in the table, and the table as a whole.
         {changed("/rank", 3), "rank 3: not in table.ranks (0..2); expected this unit's rank in the table"},
         {changed("/rank", 4294967296), "rank 4294967296: not in table.ranks (0..2)"},

@@ -393,25 +393,72 @@ TEST(ControlProcess, AnUnfoldedSetBuildsWithRusAndBusWhereTheTablePutsThem) {
     EXPECT_NE(set.process(2).log().find("this rank no longer runs a BU"), std::string::npos) << set.process(2).log();
 }
 
-// A Folded set with a partly unfolded unit, as the operator plans one when a
-// spare without fibres takes a unit over: rank 2 runs its BU alone. The
-// MEPs hold the sources the set has (ranks 0, 1 and 3's RUs), every one
-// checked in its BU; rank 2 builds its share of them; no event is lost.
-TEST(ControlProcess, AFoldedSetWithAUnitThatLostItsReadoutBuildsFromTheSourcesItHas) {
+// A Folded set where a unit's BU moves to a spare while its RU goes on
+// reading (the reference design's partly unfolded unit, after its host
+// could no longer take its output): epoch 2 takes rank 0's BU to rank 3, a
+// spare until then. Rank 0 keeps sending its MFPs and builds nothing more;
+// rank 3 builds the unit's share from then on; every MEP, checked in its
+// BU, holds all three sources, and no event is lost or built twice.
+TEST(ControlProcess, AUnitsBUMovesToASpareWhileItsRUGoesOnReading) {
     Controlled_set set(4);
     ASSERT_TRUE(set.all_answer()) << set.logs();
-    set.configure_all(1, "Folded", {"RU+BU", "RU+BU", "BU", "RU+BU"});
+    set.configure_all(1, "Folded", {"RU+BU", "RU+BU", "RU+BU", ""});
     set.command_all("start");
+    ASSERT_TRUE(test::eventually([&] { return set.number(0, "meps_built") >= 3; }, 20s)) << set.logs();
+    set.configure_all(2, "Folded", {"RU", "RU+BU", "RU+BU", "BU"});
+    ASSERT_TRUE(test::eventually([&] { return set.number(3, "meps_built") >= 3; }, 20s)) << set.logs();
+    const std::uint64_t built_by_0 = set.number(0, "events_built");
+    const std::uint64_t sent_by_0 = set.number(0, "network_bytes_sent");
+    ASSERT_TRUE(test::eventually([&] { return set.number(0, "network_bytes_sent") > sent_by_0; }, 10s))
+        << "rank 0's RU goes on sending\n" << set.logs();
+    ASSERT_EQ(set.command(0, "stop").status, 200);
+    ASSERT_TRUE(set.all_report(set.ranks(), R"("state":"READY")", 10s)) << set.logs();
+    EXPECT_EQ(set.number(0, "events_built"), built_by_0) << "rank 0 runs no BU since epoch 2";
+    expect_every_event_built_once(set, set.ranks(), 2);
+    EXPECT_EQ(test::json_number(set.status(3), "network_bytes_sent"), 0u) << "rank 3 reads nothing, so sends nothing";
+}
+
+// A Folded set with a unit whose readout is unread (the operator's table
+// after a server with fibres failed and a spare without any took its unit
+// over): rank 2 runs its BU alone with sourceUnread. Every MEP keeps rank
+// 2's slot, as missing fragments, so no event is complete and the policy
+// decides: --incomplete flag delivers every event flagged incomplete (each
+// BU's checker expects four sources and finds them: no parse error), drop
+// delivers none and counts each as dropped. Rank 2 builds its share either way and sends nothing.
+class UnreadSource : public testing::TestWithParam<std::string> {};
+
+TEST_P(UnreadSource, HasItsSlotInEveryMEPAndThePolicyDecides) {
+    const bool flag = GetParam() == "flag";
+    Controlled_set set(4, Controlled_set::all_ranks(4), {"--incomplete", GetParam()});
+    ASSERT_TRUE(set.all_answer()) << set.logs();
+    set.configure_all(1, "Folded", {"RU+BU", "RU+BU", std::string(Controlled_set::unread_bu), "RU+BU"});
+    set.command_all("start");
+    const char* counter = flag ? "events_incomplete" : "events_dropped";
     ASSERT_TRUE(test::eventually([&] {
         for (const Rank rank : set.ranks())
-            if (set.number(rank, "meps_built") < 3) return false;
+            if (set.number(rank, counter) < 3 * test::controlled_packing_factor) return false;
         return true;
     }, 20s)) << set.logs();
     ASSERT_EQ(set.command(0, "stop").status, 200);
     ASSERT_TRUE(set.all_report(set.ranks(), R"("state":"READY")", 10s)) << set.logs();
-    expect_every_event_built_once(set, set.ranks(), 1);
+    const std::uint64_t next_event = set.number(0, "next_event");
+    std::uint64_t accounted = 0;
+    for (const Rank rank : set.ranks()) {
+        const std::string status = set.status(rank);
+        const std::uint64_t built = test::json_number(status, "events_built").value_or(0);
+        const std::uint64_t incomplete = test::json_number(status, "events_incomplete").value_or(0);
+        const std::uint64_t dropped = test::json_number(status, "events_dropped").value_or(0);
+        EXPECT_EQ(built, 0u) << "no event is complete\n" << status;
+        EXPECT_EQ(flag ? dropped : incomplete, 0u) << status;
+        EXPECT_EQ(set.parse_errors(rank), 0u) << "rank " << rank;
+        accounted += incomplete + dropped;
+    }
+    EXPECT_EQ(accounted, next_event) << "every event " << (flag ? "delivered" : "dropped") << " once\n" << set.logs();
     EXPECT_EQ(test::json_number(set.status(2), "network_bytes_sent"), 0u) << "rank 2 reads nothing, so sends nothing";
 }
+
+INSTANTIATE_TEST_SUITE_P(ControlProcess, UnreadSource, testing::Values("flag", "drop"),
+                         [](const auto& policy) { return policy.param; });
 
 // A reset ends a session inside a cycle: every RU has already taken that
 // cycle's MFPs from its source. The next session must start each source

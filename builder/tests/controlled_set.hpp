@@ -93,14 +93,19 @@ public:
     Child& process(Rank rank) { return *processes_[rank]; }
 
     // The rank table document the operator publishes (operator/docs/rank-table.md).
-    // `functions` by rank: RU+BU, RU or BU for a live rank, empty for a dummy.
+    // `functions` by rank: RU+BU, RU or BU for a live rank, empty for a
+    // dummy, unread_bu for a BU whose unit's source is unread.
+    static constexpr std::string_view unread_bu = "BU, source unread";
     std::string configure_body(Rank rank, std::uint64_t epoch, std::string_view layout,
                                const std::vector<std::string>& functions) const {
         std::string ranks;
-        for (Rank r = 0; r < units_; ++r)
+        for (Rank r = 0; r < units_; ++r) {
+            const std::string live = functions[r] == unread_bu ? "live\",\"function\":\"BU\",\"sourceUnread\":true"
+                                                               : "live\",\"function\":\"" + functions[r] + "\"";
             ranks += (r == 0 ? "" : ",") + std::string("{\"rank\":") + std::to_string(r) +
                      ",\"address\":\"127.0.0.1:" + std::to_string(ports_[r]) + "\",\"state\":\"" +
-                     (functions[r].empty() ? "dummy\"" : "live\",\"function\":\"" + functions[r] + "\"") + "}";
+                     (functions[r].empty() ? "dummy\"" : live) + "}";
+        }
         return "{\"rank\":" + std::to_string(rank) + ",\"table\":{\"version\":\"eventbuilder.daq.io/ranktable/v1\"," +
                "\"run\":\"test\",\"epoch\":" + std::to_string(epoch) + ",\"layout\":\"" + std::string(layout) +
                "\",\"ranks\":[" + ranks + "]}}";

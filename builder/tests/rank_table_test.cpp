@@ -40,6 +40,20 @@ TEST(RankTable, RolesFollowEachRanksFunction) {
     }
 }
 
+// An unread source keeps its slot in every MEP: sources() are the RUs and
+// the unread ones, in rank order.
+TEST(RankTable, SourcesAreTheRusAndTheUnreadOnes) {
+    const Rank_table table({RB, BU, D, RU, BU, RB}, {4, 1});
+    EXPECT_EQ(table.rus(), (std::vector<Rank>{0, 3, 5}));
+    EXPECT_EQ(table.sources(), (std::vector<Rank>{0, 1, 3, 4, 5}));
+    EXPECT_TRUE(table.source_unread(1) && table.source_unread(4));
+    EXPECT_FALSE(table.source_unread(0) || table.source_unread(3));
+    EXPECT_EQ(table.source_slot(3), 2u);
+    EXPECT_EQ(Rank_table({RB, BU}).sources(), (std::vector<Rank>{0})) << "a BU alone is no source unless unread";
+    EXPECT_THROW(Rank_table({RB, D}, {1}), std::invalid_argument) << "a dummy";
+    EXPECT_THROW(Rank_table({RB, RU}, {1}), std::invalid_argument) << "a rank reading its source";
+}
+
 // Only a self-configured set (--layout, --dummies) places RUs and BUs by parity.
 TEST(RankTable, FlagFunctionsByLayoutAndDummies) {
     struct Case {

@@ -80,6 +80,19 @@ Rank_function parse_function(const Json& entry, const std::string& path, Layout 
     fail(path + ".function" + shown(*function) + ": expected " + std::string(expected));
 }
 
+// table.ranks[i].sourceUnread: the unit's readout is unread (its fibres
+// went with a failed server), so every MEP holds its slot as missing. Only
+// on a live rank that runs no RU; ignored on a dummy, like its other fields.
+bool parse_source_unread(const Json& entry, const std::string& path, Rank_function function) {
+    const auto unread = entry.find("sourceUnread");
+    if (unread == entry.end() || function == Rank_function::dummy) return false;
+    if (!unread->is_boolean()) fail(path + ".sourceUnread" + shown(*unread) + ": expected true or false");
+    if (unread->get<bool>() && function != Rank_function::bu)
+        fail(path + ".sourceUnread: true on a rank that runs an RU; set function BU (the unit's BU alone), or "
+             "remove sourceUnread where the rank reads its streams");
+    return unread->get<bool>();
+}
+
 // One entry of table.ranks: its address, and what it runs.
 std::pair<Peer_address, Rank_function> parse_entry(const Json& entry, std::size_t index, Layout layout) {
     const std::string path = entry_path(index);
@@ -139,6 +152,8 @@ Configure_request parse_document(const Json& body, std::optional<Rank> required_
         if (const auto [same, added] = index_of_address.emplace(address, index); !added)
             fail(entry_path(index) + ".address '" + address + "': same as " + entry_path(same->second) +
                  ".address; every rank needs its own host:port");
+        if (parse_source_unread(ranks[index], entry_path(index), function))
+            request.unread_sources.push_back(static_cast<Rank>(index));
         request.peers.push_back(std::move(peer));
         request.functions.push_back(function);
     }
@@ -153,7 +168,7 @@ Configure_request parse_document(const Json& body, std::optional<Rank> required_
              std::to_string(*required_rank) + "; send rank " + std::to_string(*required_rank) +
              " or start it without --rank");
 
-    const Rank_table roles(request.functions);
+    const Rank_table roles(request.functions, request.unread_sources);
     const std::string fix = layout == Layout::folded ? "make at least one rank live"
                                                      : "make at least one rank live with function ";
     if (roles.rus().empty())

@@ -36,6 +36,8 @@ struct Configure_request {
     // what its lost units may have built; units joining a building set take
     // its place instead, and a unit that built keeps its own.
     std::uint64_t resume_event = 0;
+    // Ascending: the live ranks with ranks[].sourceUnread true (each runs BU alone).
+    std::vector<Rank> unread_sources{};
 
     friend bool operator==(const Configure_request&, const Configure_request&) = default;
 };

@@ -38,8 +38,8 @@ Event_builder::Event_builder(Settings settings, const Rank_table& table, Transpo
         settings.barrier_every == 0 || !table.live(rank_))
         throw std::logic_error("Event_builder: the unit's buffers do not match its roles");
     if (table.runs_bu(rank_)) {
-        mfp_sizes_.resize(table.rus().size());
-        slot_missing_.resize(table.rus().size());
+        mfp_sizes_.resize(table.sources().size());
+        slot_missing_.resize(table.sources().size());
     }
     const std::vector<std::uint16_t> no_fragments(settings.packing_factor, 0);
     missing_mfp_.resize(mfp_bytes(no_fragments));
@@ -109,11 +109,11 @@ std::span<const std::byte> Event_builder::next_mfp(std::uint64_t chunk, Rank bu)
 void Event_builder::lay_out_mep(std::uint64_t cycle_chunk) {
     const std::uint64_t chunk = cycle_chunk + table_.bu_index(rank_);
     bool missing = false;
-    for (std::size_t slot = 0; slot < table_.rus().size(); ++slot) {
-        const Rank ru = table_.rus()[slot];
-        slot_missing_[slot] = transport_.lost(ru);
+    for (std::size_t slot = 0; slot < table_.sources().size(); ++slot) {
+        const Rank source = table_.sources()[slot];
+        slot_missing_[slot] = table_.source_unread(source) || transport_.lost(source);
         missing = missing || slot_missing_[slot];
-        mfp_sizes_[slot] = slot_missing_[slot] ? missing_mfp_.size() : agreement_.header(ru).bytes;
+        mfp_sizes_[slot] = slot_missing_[slot] ? missing_mfp_.size() : agreement_.header(source).bytes;
     }
     Mep_layout layout = mep_layout(mfp_sizes_);
     if (layout.total_bytes > unit_.output->max_element()) {
@@ -122,7 +122,7 @@ void Event_builder::lay_out_mep(std::uint64_t cycle_chunk) {
         throw Transport_error("the MFPs announced for chunk " + std::to_string(chunk) + " make a MEP of " +
                               std::to_string(layout.total_bytes) + " bytes, over the " +
                               std::to_string(unit_.output->max_element()) +
-                              " this unit's output takes (largest: rank " + std::to_string(table_.rus()[largest]) +
+                              " this unit's output takes (largest: rank " + std::to_string(table_.sources()[largest]) +
                               ", " + std::to_string(mfp_sizes_[largest]) +
                               " bytes); raise --ring-mib or lower --packing-factor");
     }
@@ -132,12 +132,12 @@ void Event_builder::lay_out_mep(std::uint64_t cycle_chunk) {
     offsets_ = std::move(layout.offsets);
     mep_damaged_ = false;
     if (!missing || settings_.drop_incomplete) return;
-    // Flagged delivery: a lost source's slot holds an MFP of missing fragments.
+    // Flagged delivery: a lost or unread source's slot holds an MFP of missing fragments.
     const std::vector<std::uint16_t> sizes(settings_.packing_factor, 0);
     for (std::size_t slot = 0; slot < slot_missing_.size(); ++slot)
         if (slot_missing_[slot])
             write_mfp(mep_.subspan(offsets_[slot], missing_mfp_.size()),
-                      {table_.rus()[slot], chunk * settings_.packing_factor, fragment_type_missing}, sizes);
+                      {table_.sources()[slot], chunk * settings_.packing_factor, fragment_type_missing}, sizes);
 }
 
 bool Event_builder::run_phases() {
@@ -147,9 +147,9 @@ bool Event_builder::run_phases() {
     // cycle: an RDMA transport lands each straight at its offset on arrival.
     data_receives_.clear();
     if (unit_.output != nullptr)
-        for (std::size_t slot = 0; slot < table_.rus().size(); ++slot)
+        for (std::size_t slot = 0; slot < table_.sources().size(); ++slot)
             if (!slot_missing_[slot])
-                data_receives_.push_back({table_.rus()[slot], mep_.subspan(offsets_[slot], mfp_sizes_[slot])});
+                data_receives_.push_back({table_.sources()[slot], mep_.subspan(offsets_[slot], mfp_sizes_[slot])});
     data_posted_ = true;
     transport_.post_data({}, data_receives_);
     // Phase 0 pairs every unit with itself: no link carries it. Its copy is
@@ -193,11 +193,7 @@ Event_builder::Phase_pair Event_builder::phase_pair(Rank phase) const {
     const Rank units = table_.units();
     Phase_pair pair{send_target(rank_, phase, units), receive_source(rank_, phase, units), false, false};
     pair.sends = unit_.source != nullptr && table_.runs_bu(pair.bu);
-    if (unit_.output != nullptr && table_.runs_ru(pair.ru)) {
-        const std::size_t slot = static_cast<std::size_t>(
-            std::lower_bound(table_.rus().begin(), table_.rus().end(), pair.ru) - table_.rus().begin());
-        pair.receives = !slot_missing_[slot];
-    }
+    if (unit_.output != nullptr && table_.runs_ru(pair.ru)) pair.receives = !slot_missing_[table_.source_slot(pair.ru)];
     return pair;
 }
 

@@ -35,7 +35,7 @@ namespace eb {
 //      votes decide. Release the MFPs, commit the MEP (a unit put out
 //      discards it); return what the set decided.
 // A lost peer is built around: its MFPs are missing from the MEPs (dropped,
-// or delivered flagged incomplete) and the chunks it would have built are
+// or delivered flagged incomplete, as are those of an unread source) and the chunks it would have built are
 // dropped, all counted in `events_dropped`, once for the set: a BU in the
 // cycle counts its own MEP, the unit whose proposal the set follows the
 // chunks of the BUs out of it, and a unit put out counts nothing. A chunk
@@ -106,15 +106,15 @@ private:
     std::vector<std::span<const std::byte>> mfps_;  // by destination BU
     std::vector<std::uint64_t> mfp_bytes_;          // by destination BU: the size of its MFP, or 0
     Cycle_agreement agreement_;
-    std::vector<std::uint64_t> mfp_sizes_;          // by slot (index in table.rus())
-    std::vector<bool> slot_missing_;                // by slot: the RU was lost
+    std::vector<std::uint64_t> mfp_sizes_;          // by slot (index in table.sources())
+    std::vector<bool> slot_missing_;                // by slot: the source is unread or its RU was lost
     std::vector<std::vector<std::byte>> stand_ins_;  // per destination BU: MFP of missing fragments
     std::vector<std::unique_ptr<Registered_memory>> stand_in_registrations_;
     std::vector<std::unique_ptr<Registered_memory>> source_registrations_, output_registrations_;
     std::uint64_t source_version_ = 0, output_version_ = 0;  // of the regions registered; 0: none
     std::vector<Receive> data_receives_;  // the MFPs of this cycle's MEP
     bool data_posted_ = false;            // data operations posted and not all waited for
-    std::vector<std::byte> missing_mfp_;  // a lost source's slot in flagged MEPs
+    std::vector<std::byte> missing_mfp_;  // a lost or unread source's slot in flagged MEPs
     std::span<std::byte> mep_;
     bool mep_open_ = false;               // allocated and neither committed nor discarded
     std::vector<std::uint64_t> offsets_;  // by slot

@@ -1,6 +1,7 @@
 #include "rank_table.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <utility>
 
 namespace eb {
@@ -15,12 +16,25 @@ std::vector<Rank_function> flag_functions(Rank units, Layout layout, const std::
     return functions;
 }
 
-Rank_table::Rank_table(std::vector<Rank_function> functions) : functions_(std::move(functions)) {
+Rank_table::Rank_table(std::vector<Rank_function> functions, std::vector<Rank> unread_sources)
+    : functions_(std::move(functions)), unread_(std::move(unread_sources)) {
+    std::sort(unread_.begin(), unread_.end());
+    unread_.erase(std::unique(unread_.begin(), unread_.end()), unread_.end());
+    for (const Rank rank : unread_)
+        if (rank >= units() || !live(rank) || runs_ru(rank))
+            throw std::invalid_argument("Rank_table: an unread source must be a live rank that runs no RU");
     for (Rank rank = 0; rank < units(); ++rank) {
         if (live(rank)) live_ranks_.push_back(rank);
         if (runs_ru(rank)) rus_.push_back(rank);
         if (runs_bu(rank)) bus_.push_back(rank);
+        if (runs_ru(rank) || source_unread(rank)) sources_.push_back(rank);
     }
+}
+
+bool Rank_table::source_unread(Rank rank) const { return std::binary_search(unread_.begin(), unread_.end(), rank); }
+
+std::size_t Rank_table::source_slot(Rank source) const {
+    return static_cast<std::size_t>(std::lower_bound(sources_.begin(), sources_.end(), source) - sources_.begin());
 }
 
 std::size_t Rank_table::bu_index(Rank rank) const {

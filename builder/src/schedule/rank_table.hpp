@@ -25,10 +25,13 @@ enum class Rank_function { dummy, ru, bu, ru_bu };
 std::vector<Rank_function> flag_functions(Rank units, Layout layout, const std::vector<Rank>& dummies);
 
 // Who does what at each rank of the linear-shifting schedule; RUs and BUs
-// may sit on any ranks (a table's ranks[].function).
+// may sit on any ranks (a table's ranks[].function). A rank whose source is
+// unread (ranks[].sourceUnread: its unit's readout fibres went with a failed
+// server) runs no RU, yet every MEP keeps its slot, as missing.
 class Rank_table {
 public:
-    explicit Rank_table(std::vector<Rank_function> functions);
+    // Each of `unread_sources` must be a live rank that runs no RU.
+    explicit Rank_table(std::vector<Rank_function> functions, std::vector<Rank> unread_sources = {});
 
     Rank units() const { return static_cast<Rank>(functions_.size()); }
     Rank_function function(Rank rank) const { return functions_[rank]; }
@@ -36,17 +39,21 @@ public:
     bool runs_ru(Rank rank) const { return functions_[rank] == Rank_function::ru || functions_[rank] == Rank_function::ru_bu; }
     bool runs_bu(Rank rank) const { return functions_[rank] == Rank_function::bu || functions_[rank] == Rank_function::ru_bu; }
 
-    // Ascending. The RU of rank r reads source r, so rus() are also the
-    // sources every MEP holds, in slot order.
+    // Ascending. The RU of rank r reads source r.
     const std::vector<Rank>& live_ranks() const { return live_ranks_; }
     const std::vector<Rank>& rus() const { return rus_; }
     const std::vector<Rank>& bus() const { return bus_; }
+    // The sources every MEP holds a slot for, ascending: the RUs' and the
+    // unread ones. Slot i of a MEP is source sources()[i].
+    const std::vector<Rank>& sources() const { return sources_; }
+    bool source_unread(Rank rank) const;
+    std::size_t source_slot(Rank source) const;
     // Position of a live BU in bus(): which chunk of a cycle it builds.
     std::size_t bu_index(Rank rank) const;
 
 private:
     std::vector<Rank_function> functions_;
-    std::vector<Rank> live_ranks_, rus_, bus_;
+    std::vector<Rank> live_ranks_, rus_, bus_, sources_, unread_;
 };
 
 }  // namespace eb

@@ -297,8 +297,10 @@ type BuilderSpec struct {
 	Output *OutputSpec `json:"output,omitempty"`
 
 	// incompleteEvents: what a BU does with an event missing the fragment
-	// of a source lost in the cycle: Drop it (counted in events dropped)
-	// or Flag it (delivered, marked incomplete, counted as such).
+	// of a source lost in the cycle, or of a unit whose readout fibres
+	// went with a failed server (its source unread until the Fabric shows
+	// them re-cabled): Drop it (counted in events dropped) or Flag it
+	// (delivered, marked incomplete, counted as such).
 	// +kubebuilder:default=Drop
 	// +optional
 	IncompleteEvents IncompletePolicy `json:"incompleteEvents,omitempty"`

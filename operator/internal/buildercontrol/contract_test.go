@@ -641,6 +641,8 @@ func TestContractRefusals(t *testing.T) {
 				body: bad(func(d *ranktable.Document) { d.Ranks[1].Rank = 0 })},
 			{name: "no live rank", method: "POST", path: "/control/configure", token: realToken, code: 400, says: "no live rank",
 				body: bad(func(d *ranktable.Document) { d.Ranks[0].State, d.Ranks[1].State = ranktable.Dummy, ranktable.Dummy })},
+			{name: "an unread source on a rank that reads", method: "POST", path: "/control/configure", token: realToken, code: 400,
+				says: "table.ranks[0].sourceUnread", body: bad(func(d *ranktable.Document) { d.Ranks[0].SourceUnread = true })},
 			{name: "another rank than --rank", method: "POST", path: "/control/configure", token: realToken, code: 400, says: "--rank 0",
 				body: configure(s.doc, 1)},
 			{name: "the table", method: "POST", path: "/control/configure", token: realToken, body: configure(older, 0), code: 200},

@@ -346,10 +346,11 @@ type table struct {
 }
 
 type tableRank struct {
-	Rank     int    `json:"rank"`
-	Address  string `json:"address"`
-	State    string `json:"state"`
-	Function string `json:"function,omitempty"`
+	Rank         int    `json:"rank"`
+	Address      string `json:"address"`
+	State        string `json:"state"`
+	Function     string `json:"function,omitempty"`
+	SourceUnread bool   `json:"sourceUnread,omitempty"`
 }
 
 // runsBU says whether a rank builds events: RU+BU (or no function, Folded) or BU.
@@ -478,7 +479,9 @@ func (b *Builder) advance(now time.Time) {
 	whole := b.opts.EventRate*dt + b.carry
 	n := int64(whole)
 	b.carry = whole - float64(n)
-	lostRU, lostBUs := false, int64(0)
+	// An unread source's slot is missing from every MEP: dropped, as the
+	// builder does by default (--incomplete drop).
+	lostRU, lostBUs := slices.ContainsFunc(t.Ranks, func(r tableRank) bool { return r.State == "live" && r.SourceUnread }), int64(0)
 	for r := range b.lost {
 		lostRU = lostRU || (t.live(r) && t.Ranks[r].Function != "BU")
 		if t.runsBU(r) {
@@ -858,6 +861,8 @@ func parseCommand(cmd string, body []byte) (*configureBody, *table, *httpError) 
 		case r.State != "live" && r.State != "dummy":
 			return bad("table.ranks[%d].state '%s': expected live or dummy", i, r.State)
 		case r.State == "dummy":
+		case r.SourceUnread && r.Function != "BU":
+			return bad("table.ranks[%d].sourceUnread: true on a rank that runs an RU; set function BU (the unit's BU alone), or remove sourceUnread where the rank reads its streams", i)
 		case t.Layout == "Folded" && r.Function != "" && r.Function != "RU+BU" && r.Function != "RU" && r.Function != "BU":
 			return bad("table.ranks[%d].function '%s': expected RU+BU or none (layout Folded), or RU or BU for a partly unfolded unit", i, r.Function)
 		case t.Layout == "Unfolded" && r.Function != "RU" && r.Function != "BU":

@@ -19,7 +19,8 @@ import (
 // (a sixth unit's move would overload this fabric's single links): the
 // spares are srv3, and the fifth unit, on srv2, runs its BU alone. A
 // failed unit's streams stay on its endpoint, unread: the run is Degraded,
-// naming them, while the spare runs the unit's BU alone. Once the Fabric
+// naming them, while the spare runs the unit's BU alone, the table marking
+// its source unread (every MEP keeps the slot, as missing). Once the Fabric
 // shows the fibres re-cabled to the spare's cards, the next table reads
 // them there (RU and BU) and the run is Running again.
 func TestReadoutIsPhysical(t *testing.T) {
@@ -75,6 +76,9 @@ func TestReadoutIsPhysical(t *testing.T) {
 		if want := map[bool]string{true: "RU+BU", false: "BU"}[fibres]; r.State == "live" && r.Function != want {
 			t.Errorf("rank %d on %s runs %s, want %s", r.Rank, r.Endpoint, r.Function, want)
 		}
+		if r.SourceUnread {
+			t.Errorf("rank %d on %s: planned where no fibres are, it has no source to miss", r.Rank, r.Endpoint)
+		}
 	}
 
 	// The kubelet refuses unit 0's pod (rank 0, rdo-srv0-numa0): a spare
@@ -99,8 +103,9 @@ func TestReadoutIsPhysical(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := doc.Ranks[spare]; *r.Unit != 0 || r.Function != "BU" || len(r.Sources) != 0 || !strings.HasPrefix(r.Endpoint, "rdo-srv3-") {
-		t.Errorf("rank %d %+v, want unit 0's BU alone on a spare of rdo-srv3 (no fibres), reading nothing", spare, r)
+	if r := doc.Ranks[spare]; *r.Unit != 0 || r.Function != "BU" || len(r.Sources) != 0 || !strings.HasPrefix(r.Endpoint, "rdo-srv3-") ||
+		!r.SourceUnread {
+		t.Errorf("rank %d %+v, want unit 0's BU alone on a spare of rdo-srv3 (no fibres), reading nothing, its source unread", spare, r)
 	}
 	if st := getRun(t, key).Status; st.LiveUnits != 5 {
 		t.Errorf("%d live units, want 5: the unit builds on, its BU alone", st.LiveUnits)

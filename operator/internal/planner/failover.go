@@ -134,19 +134,22 @@ func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverRe
 // moveUnit returns a copy of t at the next epoch with the unit of rank
 // from moved onto the spare rank to, on endpoint spare, and from made a
 // dummy. In a folded table the function follows the spare's fibres
-// (foldedFunction); in an unfolded one the spare runs the failed function.
+// (foldedFunction), and a unit that read streams (or had lost them
+// before) and now runs its BU alone has its source unread; in an unfolded
+// one the spare runs the failed function.
 func (t RankTable) moveUnit(from, to int, spare Endpoint, physical bool) RankTable {
 	next := t
 	next.Epoch++
 	next.Ranks = slices.Clone(t.Ranks)
 	src, dst := &next.Ranks[from], &next.Ranks[to]
-	dst.Role, dst.Unit, dst.Function, dst.Streams = Live, src.Unit, src.Function, nil
+	dst.Role, dst.Unit, dst.Function, dst.Streams, dst.SourceUnread = Live, src.Unit, src.Function, nil, false
 	if t.Layout == Folded {
 		dst.Function = foldedFunction(physical, spare)
+		dst.SourceUnread = dst.Function == BU && (len(src.Streams) > 0 || src.SourceUnread)
 	}
 	if dst.Function != BU {
 		dst.Streams = slices.Clone(spare.Streams)
 	}
-	src.Role, src.Endpoint, src.Unit, src.Function, src.Streams = Dummy, "", NoUnit, "", nil
+	src.Role, src.Endpoint, src.Unit, src.Function, src.Streams, src.SourceUnread = Dummy, "", NoUnit, "", nil, false
 	return next
 }

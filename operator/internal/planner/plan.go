@@ -92,6 +92,13 @@ type Rank struct {
 	Unit     UnitID
 	Function Function
 	Streams  []string
+	// SourceUnread marks a live rank whose unit lost its readout: the
+	// unit read streams until a failover moved it to a spare without
+	// fibres, where it runs its BU alone. Every MEP keeps the unit's
+	// source slot, as missing, and the run's incompleteEvents policy
+	// decides what becomes of those events. A unit that never read (the
+	// plan put it where no fibres are) has no source to miss.
+	SourceUnread bool
 }
 
 // RankTable is a plan: the schedule's ranks and what runs on each.

@@ -135,24 +135,38 @@ func TestUnfoldedRUsRunWhereTheStreamsAre(t *testing.T) {
 
 func TestFailoverLeavesTheFailedEndpointsStreamsUnread(t *testing.T) {
 	f := readoutFabric()
-	before := mustPlan(t, f, Request{Units: 12, Spares: 2})
+	before := mustPlan(t, f, Request{Units: 12, Spares: 3})
 	failed, _ := before.RankOf("r2-numa1")
 	after, res, err := Failover(f, before, failed)
 	if err != nil {
 		t.Fatal(err)
 	}
 	spare := after.Ranks[res.SpareRank]
-	if spare.Endpoint != "x1-numa0" || spare.Function != BU || len(spare.Streams) != 0 || res.Function != BU {
-		t.Errorf("spare rank %+v (moved %s), want x1-numa0 running the unit's BU alone (it has no fibres)", spare, res.Function)
+	if spare.Leaf != 3 || spare.Function != BU || len(spare.Streams) != 0 || res.Function != BU || !spare.SourceUnread {
+		t.Errorf("spare rank %+v (moved %s), want a spare of leaf 3 running the unit's BU alone (it has no fibres), its source unread",
+			spare, res.Function)
 	}
 	want := []string{"r2-numa1: no rank runs it: its unit moved to a spare (a failover or a drain)"}
 	if got := unreadSummary(UnreadStreams(f, after)); !slices.Equal(got, want) {
 		t.Errorf("unread %v, want %v", got, want)
 	}
-	// The Fabric edited to show the fibres re-cabled to the spare's cards:
-	// the next plan reads them there.
+	// The unit fails again, onto another spare (also without fibres): its
+	// source is still unread, and the first spare's rank is a dummy again.
+	again, res2, err := Failover(f, after, res.SpareRank)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := again.Ranks[res2.SpareRank]; s.Unit != spare.Unit || s.Function != BU || !s.SourceUnread {
+		t.Errorf("second spare %+v, want unit %d's BU alone, its source still unread", s, spare.Unit)
+	}
+	if d := again.Ranks[res.SpareRank]; d.Role != Dummy || d.SourceUnread {
+		t.Errorf("the first spare's rank after the unit left %+v, want a dummy", d)
+	}
+	// The Fabric edited to show the fibres re-cabled to the cards of the
+	// spare that runs the unit now: the next plan reads them there.
+	recabled := again.Ranks[res2.SpareRank].Endpoint
 	for i := range f.Endpoints {
-		if f.Endpoints[i].Name == "x1-numa0" {
+		if f.Endpoints[i].Name == recabled {
 			f.Endpoints[i].Streams = []string{"r2-numa1-mfp0"}
 		}
 		if f.Endpoints[i].Name == "r2-numa1" {
@@ -163,9 +177,14 @@ func TestFailoverLeavesTheFailedEndpointsStreamsUnread(t *testing.T) {
 	if got := UnreadStreams(f, replanned); len(got) != 0 {
 		t.Errorf("after re-cabling, unread %v, want none", unreadSummary(got))
 	}
-	if r, ok := replanned.RankOf("x1-numa0"); !ok || replanned.Ranks[r].Role != Live || replanned.Ranks[r].Function != RUBU ||
+	if r, ok := replanned.RankOf(recabled); !ok || replanned.Ranks[r].Role != Live || replanned.Ranks[r].Function != RUBU ||
 		!slices.Equal(replanned.Ranks[r].Streams, []string{"r2-numa1-mfp0"}) {
-		t.Errorf("x1-numa0 after re-cabling: rank %d %+v, want live RU+BU reading r2-numa1-mfp0", r, replanned.Ranks[r])
+		t.Errorf("%s after re-cabling: rank %d %+v, want live RU+BU reading r2-numa1-mfp0", recabled, r, replanned.Ranks[r])
+	}
+	for _, r := range replanned.Ranks {
+		if r.SourceUnread {
+			t.Errorf("after re-cabling rank %d %+v still has its source unread", r.Rank, r)
+		}
 	}
 }
 
@@ -193,6 +212,9 @@ func TestFoldedUnitsWithoutFibresRunTheirBUAlone(t *testing.T) {
 				case r.Role != Live:
 				case r.Function == BU:
 					bus = append(bus, r.Endpoint)
+					if r.SourceUnread {
+						t.Errorf("rank %d on %s: planned where no fibres are, it has no source to miss", r.Rank, r.Endpoint)
+					}
 				case r.Function != RUBU:
 					t.Errorf("rank %d runs %s", r.Rank, r.Function)
 				}

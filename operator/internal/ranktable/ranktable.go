@@ -73,6 +73,10 @@ type Rank struct {
 	Unit     *int     `json:"unit,omitempty"`
 	Function string   `json:"function,omitempty"`
 	Sources  []string `json:"sources,omitempty"`
+	// SourceUnread marks a live rank running BU alone whose unit lost its
+	// readout (planner.Rank.SourceUnread): every MEP keeps its source's
+	// slot, as missing.
+	SourceUnread bool `json:"sourceUnread,omitempty"`
 	// Where the rank runs (live and spare ranks on a fabric).
 	Endpoint   string `json:"endpoint,omitempty"`
 	Node       string `json:"node,omitempty"`
@@ -96,7 +100,7 @@ func New(run, fabric string, t planner.RankTable, addresses []string, endpoints 
 			out.Leaf, out.Port = ptr(r.Leaf), ptr(r.Port)
 		}
 		if r.Role == planner.Live {
-			out.State, out.Unit, out.Function, out.Sources = Live, ptr(int(r.Unit)), string(r.Function), r.Streams
+			out.State, out.Unit, out.Function, out.Sources, out.SourceUnread = Live, ptr(int(r.Unit)), string(r.Function), r.Streams, r.SourceUnread
 		}
 		if ep, ok := endpoints[r.Endpoint]; ok && r.Endpoint != "" {
 			out.Endpoint, out.Node, out.NUMA, out.RDMADevice, out.Netdev = ep.Name, ep.Node, ptr(ep.NUMA), ep.RDMADevice, ep.Netdev
@@ -125,7 +129,7 @@ func (d Document) Table() (planner.RankTable, error) {
 		}
 		switch {
 		case r.State == Live && r.Unit != nil:
-			out.Role, out.Unit, out.Function, out.Streams = planner.Live, planner.UnitID(*r.Unit), planner.Function(r.Function), r.Sources
+			out.Role, out.Unit, out.Function, out.Streams, out.SourceUnread = planner.Live, planner.UnitID(*r.Unit), planner.Function(r.Function), r.Sources, r.SourceUnread
 		case r.State == Live:
 			return planner.RankTable{}, fmt.Errorf("live rank %d has no unit", i)
 		case r.Spare:

@@ -12,11 +12,14 @@ func table() (planner.RankTable, []string, map[string]planner.Endpoint) {
 		{Rank: 0, Leaf: 0, Port: 0, Role: planner.Live, Endpoint: "a", Unit: 1, Function: planner.RUBU, Streams: []string{"a-mfp0"}},
 		{Rank: 1, Leaf: 0, Port: 1, Role: planner.Spare, Endpoint: "b", Unit: planner.NoUnit},
 		{Rank: 2, Leaf: 0, Port: 2, Role: planner.Dummy, Unit: planner.NoUnit},
+		// A unit that lost its fibres to a failover: its BU alone, its source unread.
+		{Rank: 3, Leaf: 0, Port: 3, Role: planner.Live, Endpoint: "c", Unit: 0, Function: planner.BU, SourceUnread: true},
 	}}
-	addrs := []string{"r-eb-0.r-eb:7000", "r-eb-1.r-eb:7000", "r-eb-2.r-eb:7000"}
+	addrs := []string{"r-eb-0.r-eb:7000", "r-eb-1.r-eb:7000", "r-eb-2.r-eb:7000", "r-eb-3.r-eb:7000"}
 	eps := map[string]planner.Endpoint{
 		"a": {Name: "a", Node: "n0", NUMA: 0, RDMADevice: "mlx5_0", Netdev: "ib0"},
 		"b": {Name: "b", Node: "n0", NUMA: 1, RDMADevice: "mlx5_1", Netdev: "ib1"},
+		"c": {Name: "c", Node: "n1", NUMA: 0, RDMADevice: "mlx5_0", Netdev: "ib0"},
 	}
 	return t, addrs, eps
 }
@@ -71,6 +74,21 @@ func TestDocumentJSON(t *testing.T) {
    "state": "dummy",
    "leaf": 0,
    "port": 2
+  },
+  {
+   "rank": 3,
+   "address": "r-eb-3.r-eb:7000",
+   "state": "live",
+   "unit": 0,
+   "function": "BU",
+   "sourceUnread": true,
+   "endpoint": "c",
+   "node": "n1",
+   "numa": 0,
+   "rdmaDevice": "mlx5_0",
+   "netdev": "ib0",
+   "leaf": 0,
+   "port": 3
   }
  ],
  "idle": [
