@@ -144,6 +144,14 @@ TEST_F(SlowConsumer, CostsOnlyItsOwnBuildersMeps) {
     ASSERT_TRUE(metrics);
     EXPECT_EQ(metrics->body.find("eb_meps_discarded_total 0\n"), std::string::npos) << "the metric counts them";
     EXPECT_NE(metrics->body.find("eb_meps_discarded_total "), std::string::npos);
+    // What the operator moves a BU on (spec.outputStallPolicy MoveBU): time
+    // since the output took a MEP, growing; the other BU's output flows.
+    const double stalled = test::json_real(status, "output_stalled_seconds").value_or(0);
+    EXPECT_GT(stalled, 0.0) << status;
+    EXPECT_TRUE(test::eventually(
+        [&] { return test::json_real(status_body(0), "output_stalled_seconds").value_or(0) > stalled; }, 10s))
+        << status_body(0);
+    EXPECT_EQ(test::json_real(status_body(1), "output_stalled_seconds"), 0.0) << status_body(1);
 
     stuck_builder.signal(SIGTERM);
     builder.signal(SIGTERM);

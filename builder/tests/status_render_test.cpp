@@ -49,7 +49,7 @@ TEST(StatusRender, StatusJsonHasEveryFieldWithEscapedError) {
     EXPECT_EQ(status_json(sample(Control_state::running)),
               R"({"rank":2,"units":4,"state":"RUNNING","activity":"building","role":"live","epoch":3,"pending_epoch":4,"next_event":0,)"
               R"("events_built":123000,"events_incomplete":7,"events_dropped":2000,"events_in_doubt":100,"meps_built":123,"meps_discarded":0,)"
-              R"("bytes_built":70849536,"building_seconds":2.5,"network_bytes_sent":53137152,"network_bytes_received":53137150,)"
+              R"("output_stalled_seconds":0,"bytes_built":70849536,"building_seconds":2.5,"network_bytes_sent":53137152,"network_bytes_received":53137150,)"
               R"("network_seconds":1.25,"events_per_second":1.5e+06,"bytes_per_second":2.5e+08,)"
               R"("peers":[{"rank":0,"state":"up"},{"rank":1,"state":"lost"},{"rank":2,"state":"self"},)"
               R"({"rank":3,"state":"dummy"}],"lost_peers":[1],)"
@@ -168,6 +168,7 @@ TEST(StatusRender, GoldenStatusBodiesForTheOperator) {
     running.transport = verbs_transport();
     running.next_event = 125100;
     running.meps_discarded = 2;
+    running.output_stalled_seconds = 12.5;
     running.consumer = Consumer_counts{1251, 1250000, 1000, 0};
     const Numa_report placed{.requested = "0", .node = 0, .pinned = true, .cpus_local = true,
                              .memory_local = true, .device_local = true, .warning = ""};

@@ -129,6 +129,15 @@ std::optional<std::uint64_t> json_number(std::string_view json, std::string_view
     return value;
 }
 
+std::optional<double> json_real(std::string_view json, std::string_view key) {
+    const std::size_t at = value_position(json, key);
+    double value = 0;
+    if (at == std::string_view::npos ||
+        std::from_chars(json.data() + at, json.data() + json.size(), value).ec != std::errc{})
+        return std::nullopt;
+    return value;
+}
+
 std::optional<std::string> json_string(std::string_view json, std::string_view key) {
     const std::size_t at = value_position(json, key);
     if (at == std::string_view::npos || at >= json.size() || json[at] != '"') return std::nullopt;

@@ -36,6 +36,7 @@ std::optional<Http_reply> http_get(std::uint16_t port, std::string_view path);
 
 // Fields of a flat JSON object such as the /status body.
 std::optional<std::uint64_t> json_number(std::string_view json, std::string_view key);
+std::optional<double> json_real(std::string_view json, std::string_view key);
 std::optional<std::string> json_string(std::string_view json, std::string_view key);
 
 // Evaluates `condition` every few milliseconds until it holds or `timeout`

@@ -79,6 +79,7 @@ std::string status_json(const Status_snapshot& status) {
            ",\"events_in_doubt\":" + std::to_string(status.events_in_doubt) +
            ",\"meps_built\":" + std::to_string(status.meps_built) +
            ",\"meps_discarded\":" + std::to_string(status.meps_discarded) +
+           ",\"output_stalled_seconds\":" + number(status.output_stalled_seconds) +
            ",\"bytes_built\":" + std::to_string(status.bytes_built) +
            ",\"building_seconds\":" + number(status.building_seconds) +
            ",\"network_bytes_sent\":" + std::to_string(status.network_bytes_sent) +
@@ -112,6 +113,10 @@ std::string prometheus_metrics(const Status_snapshot& status) {
                "MEPs assembled and dropped by this builder unit because its output had no room in time "
                "(--output-timeout-ms); their events count as dropped.",
                std::to_string(status.meps_discarded));
+    add_metric(out, "eb_output_stalled_seconds", "gauge",
+               "Building time since this builder unit's output last took a MEP, while every MEP since was dropped "
+               "here (its consumer gone or stuck); 0 while the output takes them.",
+               number(status.output_stalled_seconds));
     add_metric(out, "eb_bytes_built_total", "counter", "Bytes of the MEPs assembled.",
                std::to_string(status.bytes_built));
     add_metric(out, "eb_building_seconds_total", "counter",

@@ -48,6 +48,8 @@ void Unit_status::note_problem(std::string problem) {
 }
 
 void Unit_status::set_table(std::uint32_t epoch, const std::vector<bool>& live) {
+    // The stall is timed afresh under a new table: the rank may run another function now.
+    discard_streak_.store(0, std::memory_order_relaxed);
     std::lock_guard lock(mutex_);
     epoch_ = epoch;
     live_ = rank_ < live.size() && live[rank_];
@@ -69,6 +71,7 @@ void Unit_status::peer_lost(Rank peer, Link_failure failure) {
 }
 
 void Unit_status::add_mep(std::uint64_t events_complete, std::uint64_t events_incomplete, std::uint64_t bytes) {
+    discard_streak_.store(0, std::memory_order_relaxed);
     events_built_.fetch_add(events_complete, std::memory_order_relaxed);
     events_incomplete_.fetch_add(events_incomplete, std::memory_order_relaxed);
     meps_built_.fetch_add(1, std::memory_order_relaxed);
@@ -78,6 +81,16 @@ void Unit_status::add_mep(std::uint64_t events_complete, std::uint64_t events_in
 void Unit_status::add_discarded_mep(std::uint64_t events) {
     events_dropped_.fetch_add(events, std::memory_order_relaxed);
     meps_discarded_.fetch_add(1, std::memory_order_relaxed);
+    if (discard_streak_.fetch_add(1, std::memory_order_relaxed) == 0) {
+        std::lock_guard lock(mutex_);
+        streak_began_ = built_for_locked();
+    }
+}
+
+std::chrono::steady_clock::duration Unit_status::built_for_locked() const {
+    auto built_for = built_for_;
+    if (activity_ == "building") built_for += std::chrono::steady_clock::now() - building_since_;
+    return built_for;
 }
 
 void Unit_status::set_rates(double events_per_second, double bytes_per_second) {
@@ -131,9 +144,10 @@ Status_snapshot Unit_status::snapshot() const {
     std::lock_guard lock(mutex_);
     snapshot.units = static_cast<Rank>(peers_.size());
     snapshot.activity = activity_;
-    auto built_for = built_for_;
-    if (activity_ == "building") built_for += std::chrono::steady_clock::now() - building_since_;
+    const auto built_for = built_for_locked();
     snapshot.building_seconds = std::chrono::duration<double>(built_for).count();
+    if (discard_streak_.load(std::memory_order_relaxed) != 0)
+        snapshot.output_stalled_seconds = std::chrono::duration<double>(built_for - streak_began_).count();
     snapshot.live = live_;
     snapshot.epoch = epoch_;
     snapshot.peers = peers_;

@@ -45,6 +45,9 @@ struct Status_snapshot {
     std::uint64_t events_in_doubt = 0;    // chunks this BU left the set on, which the set may not have counted
     std::uint64_t meps_built = 0;         // MEPs assembled and handed to the consumer
     std::uint64_t meps_discarded = 0;     // assembled and dropped here: the output had no room in time
+    // Building time since the output last took a MEP, while every MEP since
+    // has been dropped here (its consumer gone or stuck); 0 once one is taken.
+    double output_stalled_seconds = 0;
     std::uint64_t bytes_built = 0;        // bytes of those MEPs
     double building_seconds = 0;          // time spent with activity "building", all sessions
     std::uint64_t network_bytes_sent = 0;      // data the transport moved to other units (Data_traffic)
@@ -117,6 +120,9 @@ public:
     Status_snapshot snapshot() const;
 
 private:
+    // Time spent with activity "building", this spell included; mutex_ held.
+    std::chrono::steady_clock::duration built_for_locked() const;
+
     const Rank rank_;
     std::atomic<Control_state> state_{Control_state::not_ready};
     std::atomic<std::uint32_t> pending_epoch_{0};
@@ -127,6 +133,7 @@ private:
     std::atomic<std::uint64_t> events_in_doubt_{0};
     std::atomic<std::uint64_t> meps_built_{0};
     std::atomic<std::uint64_t> meps_discarded_{0};
+    std::atomic<std::uint64_t> discard_streak_{0};  // MEPs dropped here since the output last took one
     std::atomic<std::uint64_t> bytes_built_{0};
     Parse_error_counts parse_errors_;
     Refusal_counts refusals_;
@@ -137,6 +144,7 @@ private:
     std::string activity_ = "idle";
     std::chrono::steady_clock::time_point building_since_;  // while activity_ is "building"
     std::chrono::steady_clock::duration built_for_{};       // earlier spells of "building"
+    std::chrono::steady_clock::duration streak_began_{};    // building time at the streak's first drop
     std::uint32_t epoch_ = 0;
     bool live_ = false;
     std::vector<Link_state> peers_;

@@ -73,9 +73,28 @@ const (
 	StateStopped RunState = "Stopped"
 )
 
+// OutputStallPolicy is what a run does with a unit whose BU output has
+// taken no MEP for spec.outputStallAfter while building: its consumer is
+// gone or stuck, so the BU drops every MEP where it built it (the set is
+// never held up, but those events are lost).
+// +kubebuilder:validation:Enum=Report;MoveBU
+type OutputStallPolicy string
+
+const (
+	// OutputStallReport says so in the OutputsFlowing condition.
+	OutputStallReport OutputStallPolicy = "Report"
+	// OutputStallMoveBU also moves the unit's BU alone to a warm spare
+	// on another server, as a planned move (reason OutputStalled): the
+	// unit's RU reads on where its fibres are, the spare builds its share
+	// of the events into its own consumer (a partly unfolded unit). With
+	// no spare left it stays where it is.
+	OutputStallMoveBU OutputStallPolicy = "MoveBU"
+)
+
 // EventBuilderRunSpec is the desired state of an event-building run.
 // +kubebuilder:validation:XValidation:rule="!has(self.builder.source) || !(has(self.builder.source.shm) || has(self.builder.source.file)) || (has(self.builder.output) && !has(self.builder.output.check))",message="spec.builder.output.check verifies events against the generator's fragments, which a readout driver's or a file's need not follow: with spec.builder.source.shm or spec.builder.source.file set spec.builder.output.shm (a consumer that knows the data) or spec.builder.output.discard"
 // +kubebuilder:validation:XValidation:rule="!has(self.numaPolicy) || self.numaPolicy != 'FailOver' || has(self.fabricRef)",message="spec.numaPolicy FailOver moves a misaligned unit to a spare endpoint, and NUMA nodes and spares come from a Fabric; set spec.fabricRef, or spec.numaPolicy to Report"
+// +kubebuilder:validation:XValidation:rule="!has(self.outputStallPolicy) || self.outputStallPolicy != 'MoveBU' || has(self.fabricRef)",message="spec.outputStallPolicy MoveBU moves a stalled unit's BU to a spare endpoint, and spares come from a Fabric; set spec.fabricRef, or spec.outputStallPolicy to Report"
 // +kubebuilder:validation:XValidation:rule="!has(self.spares) || self.spares == 0 || has(self.fabricRef)",message="spec.spares: warm spares are endpoints of a Fabric; set spec.fabricRef, or spec.spares to 0"
 // +kubebuilder:validation:XValidation:rule="!has(self.builder.transport) || self.builder.transport != 'verbs' || (has(self.resources) && has(self.resources.rdma))",message="spec.builder.transport verbs needs spec.resources.rdma: the RDMA device plugin's resource (e.g. rdma/hca_numa{numa}) is what puts the NIC's /dev/infiniband devices in the pod; set spec.resources.rdma (with spec.resources.cpus and spec.resources.memory), or spec.builder.transport to tcp"
 // +kubebuilder:validation:XValidation:rule="has(self.fabricRef) || !has(self.resources) || !((has(self.resources.rdma) && self.resources.rdma.contains('{numa}')) || (has(self.resources.network) && self.resources.network.contains('{numa}')) || (has(self.resources.readout) && self.resources.readout.resource.contains('{numa}')))",message="spec.resources: {numa} in rdma, readout.resource or network stands for the endpoint's NUMA node, which only a run on a Fabric has; set spec.fabricRef, or name one resource without {numa}"
@@ -124,6 +143,20 @@ type EventBuilderRunSpec struct {
 	// +kubebuilder:default=Report
 	// +optional
 	NUMAPolicy NUMAPolicy `json:"numaPolicy,omitempty"`
+
+	// outputStallPolicy applies to a unit whose BU output has taken no
+	// MEP for outputStallAfter while building (condition OutputsFlowing):
+	// Report says so; MoveBU also moves the BU alone to a spare, its RU
+	// reading on. Needs fabricRef for MoveBU.
+	// +kubebuilder:default=Report
+	// +optional
+	OutputStallPolicy OutputStallPolicy `json:"outputStallPolicy,omitempty"`
+
+	// outputStallAfter: how long a BU's output may take no MEP, while the
+	// unit builds, before outputStallPolicy applies. Default 60s.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5s') && duration(self) <= duration('1h')",message="spec.outputStallAfter must be between 5s and 1h"
+	// +optional
+	OutputStallAfter *metav1.Duration `json:"outputStallAfter,omitempty"`
 
 	// state the builders are driven to through their control API:
 	// Running (configure and start, or resume), Paused (pause) or
@@ -543,6 +576,20 @@ const (
 	ReasonNUMAMisaligned = "NUMAMisaligned"
 )
 
+// ConditionOutputsFlowing is True while every live BU's output takes its
+// MEPs, and False, reason OutputStalled, naming the units whose output has
+// taken none for spec.outputStallAfter while building (their consumer gone
+// or stuck: each MEP is dropped where it was built) and what
+// spec.outputStallPolicy did about it. Absent before the builders report.
+const ConditionOutputsFlowing = "OutputsFlowing"
+
+// Reasons of the OutputsFlowing condition (OutputStalled is also the
+// reason of a planned move of a BU).
+const (
+	ReasonOutputsFlowing = "OutputsFlowing"
+	ReasonOutputStalled  = "OutputStalled"
+)
+
 // ConditionReadoutComplete, for a run on a Fabric whose endpoints list
 // readout streams, is True when an RU reads every stream, and False,
 // reason StreamsUnread, naming the endpoints whose streams none reads and
@@ -708,6 +755,11 @@ type UnitMove struct {
 	FailedEndpoint string `json:"failedEndpoint"`
 	// reason the unit failed, e.g. NodeNotReady, PodFailed, TopologyAffinityError.
 	Reason string `json:"reason"`
+	// function that moved: BU when only the unit's BU moved to the spare
+	// (reason OutputStalled), its RU reading on at failedRank; unset
+	// when the whole unit moved.
+	// +optional
+	Function string `json:"function,omitempty"`
 	// spareRank and spareEndpoint took the unit over; unset when no spare
 	// was left, or when the unit rejoined on its own rank (outcome Rejoined).
 	// +optional

@@ -5,8 +5,8 @@
 package v1alpha1
 
 import (
-	"k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -25,12 +25,12 @@ func (in *BuilderSpec) DeepCopyInto(out *BuilderSpec) {
 	}
 	if in.PeerTimeout != nil {
 		in, out := &in.PeerTimeout, &out.PeerTimeout
-		*out = new(metav1.Duration)
+		*out = new(v1.Duration)
 		**out = **in
 	}
 	if in.JoinTimeout != nil {
 		in, out := &in.JoinTimeout, &out.JoinTimeout
-		*out = new(metav1.Duration)
+		*out = new(v1.Duration)
 		**out = **in
 	}
 }
@@ -157,6 +157,11 @@ func (in *EventBuilderRunSpec) DeepCopyInto(out *EventBuilderRunSpec) {
 		*out = new(FabricReference)
 		**out = **in
 	}
+	if in.OutputStallAfter != nil {
+		in, out := &in.OutputStallAfter, &out.OutputStallAfter
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	in.Builder.DeepCopyInto(&out.Builder)
 	if in.RunNumber != nil {
 		in, out := &in.RunNumber, &out.RunNumber
@@ -171,7 +176,7 @@ func (in *EventBuilderRunSpec) DeepCopyInto(out *EventBuilderRunSpec) {
 	in.Resources.DeepCopyInto(&out.Resources)
 	if in.Tolerations != nil {
 		in, out := &in.Tolerations, &out.Tolerations
-		*out = make([]v1.Toleration, len(*in))
+		*out = make([]corev1.Toleration, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
@@ -198,7 +203,7 @@ func (in *EventBuilderRunStatus) DeepCopyInto(out *EventBuilderRunStatus) {
 	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
-		*out = make([]metav1.Condition, len(*in))
+		*out = make([]v1.Condition, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
@@ -364,7 +369,7 @@ func (in *FabricStatus) DeepCopyInto(out *FabricStatus) {
 	*out = *in
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
-		*out = make([]metav1.Condition, len(*in))
+		*out = make([]v1.Condition, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
@@ -398,7 +403,7 @@ func (in *FailoverStatus) DeepCopyInto(out *FailoverStatus) {
 	}
 	if in.ConfiguredDuration != nil {
 		in, out := &in.ConfiguredDuration, &out.ConfiguredDuration
-		*out = new(metav1.Duration)
+		*out = new(v1.Duration)
 		**out = **in
 	}
 	if in.Moves != nil {

@@ -128,6 +128,8 @@ type Farm struct {
 	stalled map[string]bool
 	// misaligned: keys whose CPUs are off their NUMA node (SetMisaligned).
 	misaligned map[string]bool
+	// outputStalled: keys whose BU output takes no MEP (SetOutputStalled).
+	outputStalled map[string]bool
 	// onAccept, if set, is called (without the lock) after a command
 	// was accepted.
 	onAccept func(b *Builder, cmd string, epoch int64)
@@ -136,7 +138,7 @@ type Farm struct {
 // NewFarm starts the farm's HTTP server; Close stops it.
 func NewFarm() *Farm {
 	f := &Farm{builders: map[string]*Builder{}, meshes: map[string]*mesh{}, unreachable: map[string]bool{}, stalled: map[string]bool{},
-		misaligned: map[string]bool{}}
+		misaligned: map[string]bool{}, outputStalled: map[string]bool{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	return f
 }
@@ -276,6 +278,15 @@ func (f *Farm) SetMisaligned(key string, misaligned bool) {
 	f.misaligned[key] = misaligned
 }
 
+// SetOutputStalled makes the BU of the builder under key find no room in
+// its output (or room again): its consumer is gone, so while it builds it
+// drops every MEP it builds and reports output_stalled_seconds growing.
+func (f *Farm) SetOutputStalled(key string, stalled bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.outputStalled[key] = stalled
+}
+
 // Restart ends the builder under key as Kill does (its live peers mark it
 // lost) and starts a new process there with the same options, as the
 // kubelet restarts a crashed container in its pod: NOT_READY, no table
@@ -323,6 +334,10 @@ type Builder struct {
 	building  float64   // seconds spent building
 	events    int64
 	dropped   int64
+	// discarded: events its BU dropped for want of room in its output,
+	// the last stalledFor seconds of building (SetOutputStalled).
+	discarded  int64
+	stalledFor float64
 	// shown is the last table the builder's status shows: a reset forgets
 	// the table (b.table nil) but, as eb-builder, keeps reporting its
 	// epoch, role and peers until the next configure.
@@ -472,6 +487,7 @@ func (b *Builder) advance(now time.Time) {
 		return
 	}
 	b.building += dt
+	stalled := b.stalledFor
 	if b.farm.unreachable[b.key] {
 		return // cut off, it cycles on alone and counts no event
 	}
@@ -488,10 +504,15 @@ func (b *Builder) advance(now time.Time) {
 			lostBUs++
 		}
 	}
+	b.stalledFor = 0
 	if t.runsBU(b.rank) {
-		if lostRU {
+		switch {
+		case lostRU:
 			b.dropped += n
-		} else {
+		case b.farm.outputStalled[b.key]:
+			b.dropped, b.discarded = b.dropped+n, b.discarded+n
+			b.stalledFor = stalled + dt
+		default:
 			b.events += n
 		}
 		b.mesh.generated += n
@@ -607,6 +628,7 @@ func (b *Builder) status() *statusDoc {
 	slices.Sort(d.LostPeers)
 	d.EventsBuilt, d.EventsDropped, d.NextEvent, d.BuildingSeconds = b.events, b.dropped, b.mesh.generated, b.building
 	d.MEPsBuilt, d.BytesBuilt = d.EventsBuilt/1000, d.EventsBuilt*b.opts.EventSize
+	d.MEPsDiscarded, d.OutputStalledSeconds = b.discarded/1000, b.stalledFor
 	if d.Units > 0 { // as if every other unit's MFPs crossed the network, while building
 		d.NetworkBytesSent = d.BytesBuilt * int64(d.Units-1) / int64(d.Units)
 		d.NetworkBytesReceived, d.NetworkSeconds = d.NetworkBytesSent, d.BuildingSeconds

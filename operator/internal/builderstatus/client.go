@@ -62,7 +62,10 @@ type Report struct {
 	MEPsBuilt     int64 `json:"meps_built"`
 	// MEPsDiscarded were assembled and dropped: the output ring had no room.
 	MEPsDiscarded int64 `json:"meps_discarded"`
-	BytesBuilt    int64 `json:"bytes_built"`
+	// OutputStalledSeconds is the building time since the output last took
+	// a MEP, while every MEP since was dropped here; 0 while it takes them.
+	OutputStalledSeconds float64 `json:"output_stalled_seconds"`
+	BytesBuilt           int64   `json:"bytes_built"`
 	// BuildingSeconds is the time spent building, over all sessions.
 	BuildingSeconds float64 `json:"building_seconds"`
 	// NetworkBytesSent and NetworkBytesReceived are what its transport

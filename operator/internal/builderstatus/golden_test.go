@@ -37,7 +37,7 @@ func TestBuilderGoldenStatus(t *testing.T) {
 	gid := int32(1)
 	want := Report{Rank: 2, Units: 4, State: StateRunning, Activity: ActivityBuilding, Role: RoleLive, Epoch: 3, PendingEpoch: 4,
 		NextEvent: 125100, EventsBuilt: 123000, EventsIncomplete: 7, EventsDropped: 2000, EventsInDoubt: 100, MEPsBuilt: 123,
-		MEPsDiscarded: 2, BytesBuilt: 70849536, BuildingSeconds: 2.5,
+		MEPsDiscarded: 2, OutputStalledSeconds: 12.5, BytesBuilt: 70849536, BuildingSeconds: 2.5,
 		NetworkBytesSent: 53137152, NetworkBytesReceived: 53137150, NetworkSeconds: 1.25, EventsPerSecond: 1.5e6, BytesPerSecond: 2.5e8,
 		Peers:        []Peer{{0, PeerUp}, {1, PeerLost}, {2, "self"}, {3, "dummy"}},
 		LostPeers:    []int32{1},

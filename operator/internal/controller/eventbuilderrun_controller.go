@@ -345,6 +345,9 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 			if run.Spec.NUMAPolicy == ebv1.NUMAFailOver && pollDue {
 				failures = append(failures, runplan.Misaligned(table, poll.Reports, failures)...)
 			}
+			if run.Spec.OutputStallPolicy == ebv1.OutputStallMoveBU && pollDue {
+				failures = append(failures, runplan.OutputStalls(table, poll.Reports, runplan.OutputStallAfter(&run.Spec), failures)...)
+			}
 		}
 		next, err := runplan.Recover(*fabric, table, failures, run.Spec.FailurePolicy)
 		if err != nil {
@@ -533,6 +536,11 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 		meta.SetStatusCondition(&st.Conditions, c)
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, ebv1.ConditionNUMAAligned)
+	}
+	if poll != nil {
+		if c, ok := runplan.OutputsFlowing(table, poll.Reports, runplan.OutputStallAfter(&run.Spec), run.Spec.OutputStallPolicy, run.Generation); ok {
+			meta.SetStatusCondition(&st.Conditions, c)
+		}
 	}
 	streamsLost := r.checkReadout(run, fabric, table)
 	if st.LastFailover, err = record[*ebv1.FailoverStatus](cm, annLastFailover); err != nil {

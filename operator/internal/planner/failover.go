@@ -46,6 +46,41 @@ type FailoverResult struct {
 // first whose table has no more link overloads (CheckLinkLoad) than t.
 // Use t.RankOf to find the rank of a failed endpoint.
 func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverResult, error) {
+	physical := readsStreams(fabric)
+	return toSpare(fabric, t, failedRank, func(spare Rank, ep Endpoint) RankTable {
+		return t.moveUnit(failedRank, spare.Rank, ep, physical)
+	})
+}
+
+// MoveBU moves the BU of a live rank's unit onto a warm spare and returns
+// the new table at the next epoch; t is left unchanged. The rank keeps
+// reading its streams as the unit's RU; the spare runs the unit's BU, so
+// the unit's output (its consumer, its share of the events) moves to
+// another machine: a partly unfolded unit, the reference design's remedy
+// for a server that can no longer take its events (section IV-B, a failed
+// GPU). A rank that runs its unit's BU alone moves whole (Failover). The
+// spare is chosen as Failover chooses it.
+func MoveBU(fabric Fabric, t RankTable, rank int) (RankTable, FailoverResult, error) {
+	if rank >= 0 && rank < t.N() && (t.Ranks[rank].Function != RUBU || t.Ranks[rank].Role != Live) {
+		if t.Ranks[rank].Function == RU {
+			return RankTable{}, FailoverResult{}, fmt.Errorf("rank %d runs no BU: there is no BU to move", rank)
+		}
+		return Failover(fabric, t, rank)
+	}
+	return toSpare(fabric, t, rank, func(spare Rank, _ Endpoint) RankTable {
+		next := t
+		next.Epoch++
+		next.Ranks = slices.Clone(t.Ranks)
+		src, dst := &next.Ranks[rank], &next.Ranks[spare.Rank]
+		dst.Role, dst.Unit, dst.Function, dst.Streams, dst.SourceUnread = Live, src.Unit, BU, nil, false
+		src.Function = RU
+		return next
+	})
+}
+
+// toSpare moves what `move` moves off the live rank failedRank onto the
+// first usable spare (Failover says which) and says what it did.
+func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, ep Endpoint) RankTable) (RankTable, FailoverResult, error) {
 	if failedRank < 0 || failedRank >= t.N() {
 		return RankTable{}, FailoverResult{}, fmt.Errorf("failed rank %d is not in the table (ranks 0..%d)", failedRank, t.N()-1)
 	}
@@ -62,7 +97,6 @@ func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverRe
 	for _, ep := range fabric.Endpoints {
 		endpoint[ep.Name] = ep
 	}
-	physical := readsStreams(fabric)
 	// A spare on the failed endpoint's server (its other NUMA half) shares
 	// what may have failed: the server, its power, its cabling.
 	node := func(name string) string { return endpoint[name].Node }
@@ -103,7 +137,7 @@ func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverRe
 
 	var passed []string
 	for _, spare := range candidates {
-		next := t.moveUnit(failedRank, spare.Rank, endpoint[spare.Endpoint], physical)
+		next := move(spare, endpoint[spare.Endpoint])
 		after, err := CheckLinkLoad(fabric, next)
 		if err != nil {
 			return RankTable{}, FailoverResult{}, err
@@ -131,19 +165,26 @@ func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverRe
 	return RankTable{}, FailoverResult{}, fmt.Errorf("rank %d (%s) failed: %w: %s", failedRank, failed.Endpoint, ErrSpareWouldConflict, strings.Join(passed, ", "))
 }
 
+// split says whether the unit of live rank r runs on another live rank
+// too: its BU moved (MoveBU), so r runs its RU and the other its BU.
+func (t RankTable) split(r int) bool {
+	return slices.ContainsFunc(t.Ranks, func(o Rank) bool { return o.Rank != r && o.Role == Live && o.Unit == t.Ranks[r].Unit })
+}
+
 // moveUnit returns a copy of t at the next epoch with the unit of rank
 // from moved onto the spare rank to, on endpoint spare, and from made a
 // dummy. In a folded table the function follows the spare's fibres
 // (foldedFunction), and a unit that read streams (or had lost them
 // before) and now runs its BU alone has its source unread; in an unfolded
-// one the spare runs the failed function.
+// one, and for either half of a folded unit whose BU moved, the spare runs
+// the failed function.
 func (t RankTable) moveUnit(from, to int, spare Endpoint, physical bool) RankTable {
 	next := t
 	next.Epoch++
 	next.Ranks = slices.Clone(t.Ranks)
 	src, dst := &next.Ranks[from], &next.Ranks[to]
 	dst.Role, dst.Unit, dst.Function, dst.Streams, dst.SourceUnread = Live, src.Unit, src.Function, nil, false
-	if t.Layout == Folded {
+	if t.Layout == Folded && !t.split(from) {
 		dst.Function = foldedFunction(physical, spare)
 		dst.SourceUnread = dst.Function == BU && (len(src.Streams) > 0 || src.SourceUnread)
 	}

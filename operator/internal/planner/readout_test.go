@@ -225,3 +225,53 @@ func TestFoldedUnitsWithoutFibresRunTheirBUAlone(t *testing.T) {
 		})
 	}
 }
+
+// A BU whose machine can no longer take its events moves alone: the rank
+// reads on as the unit's RU, a spare on another server runs its BU, and no
+// stream goes unread. Either half fails over as what it runs.
+func TestMoveBULeavesTheRUReadingWhereItsFibresAre(t *testing.T) {
+	f := readoutFabric()
+	before := mustPlan(t, f, Request{Units: 12, Spares: 4})
+	rank, _ := before.RankOf("r0-numa0")
+	after, res, err := MoveBU(f, before, rank)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ru, bu := after.Ranks[rank], after.Ranks[res.SpareRank]
+	if ru.Function != RU || !slices.Equal(ru.Streams, []string{"r0-numa0-mfp0"}) || ru.Unit != before.Ranks[rank].Unit {
+		t.Errorf("rank %d after the move %+v, want the unit's RU reading r0-numa0-mfp0", rank, ru)
+	}
+	if bu.Role != Live || bu.Function != BU || bu.Unit != ru.Unit || bu.SourceUnread || len(bu.Streams) != 0 || bu.Leaf == ru.Leaf {
+		t.Errorf("spare rank %d after the move %+v, want unit %d's BU on another leaf, its source read (by rank %d)", res.SpareRank, bu, ru.Unit, rank)
+	}
+	if res.Function != BU || after.Epoch != before.Epoch+1 || before.Ranks[rank].Function != RUBU {
+		t.Errorf("result %+v epoch %d: want the BU moved at the next epoch, t unchanged", res, after.Epoch)
+	}
+	if got := UnreadStreams(f, after); len(got) != 0 {
+		t.Errorf("unread %v, want none: the RU reads on", unreadSummary(got))
+	}
+	if v, err := CheckLinkLoad(f, after); err != nil || len(v) != 0 {
+		t.Errorf("link load after the move: %v %v", v, err)
+	}
+
+	// The BU's machine fails next: the BU moves on, as a BU (the unit's RU
+	// reads elsewhere), to a spare not on its server.
+	again, res2, err := Failover(f, after, res.SpareRank)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := again.Ranks[res2.SpareRank]; s.Function != BU || s.Unit != ru.Unit || s.SourceUnread {
+		t.Errorf("the BU's second spare %+v, want unit %d's BU alone", s, ru.Unit)
+	}
+	if _, _, err := MoveBU(f, again, rank); err == nil || !strings.Contains(err.Error(), "runs no BU") {
+		t.Errorf("MoveBU of an RU alone: %v, want it refused", err)
+	}
+	// A BU alone (no RU half to leave behind) moves whole.
+	whole, res3, err := MoveBU(f, again, res2.SpareRank)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole.Ranks[res2.SpareRank].Role != Dummy || whole.Ranks[res3.SpareRank].Function != BU {
+		t.Errorf("MoveBU of a BU alone: %+v -> %+v, want it moved whole", whole.Ranks[res2.SpareRank], whole.Ranks[res3.SpareRank])
+	}
+}

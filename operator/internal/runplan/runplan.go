@@ -223,6 +223,9 @@ type Failure struct {
 	// With no spare to move to it stays where it is (Recovery.Held)
 	// rather than leave the run short of a unit.
 	Planned bool
+	// BUOnly: only the unit's BU moves (planner.MoveBU); its RU reads on
+	// where it is (OutputStalls).
+	BUOnly bool
 }
 
 // Draining finds the live ranks of t whose endpoint's node is cordoned,
@@ -516,7 +519,8 @@ type Recovery struct {
 	Held []ebv1.UnitMove
 }
 
-// Recover moves every failed unit to a warm spare (planner.Failover). A
+// Recover moves every failed unit to a warm spare (planner.Failover; its
+// BU alone for a BUOnly failure, planner.MoveBU). A
 // unit with no usable spare left loses its rank (it becomes a dummy) and
 // the run runs degraded or stops, by policy; a planned move with no spare
 // is held instead. All moves land in one new table, at the epoch after
@@ -525,15 +529,19 @@ func Recover(fabric planner.Fabric, t planner.RankTable, failures []Failure, pol
 	rec := Recovery{Table: t, Outcome: ebv1.OutcomeMovedToSpare}
 	for _, f := range failures {
 		failed := rec.Table.Ranks[f.Rank]
-		move := ebv1.UnitMove{Unit: int32(failed.Unit), FailedRank: int32(f.Rank), FailedEndpoint: failed.Endpoint, Reason: f.Reason}
-		next, res, err := planner.Failover(fabric, rec.Table, f.Rank)
+		record := ebv1.UnitMove{Unit: int32(failed.Unit), FailedRank: int32(f.Rank), FailedEndpoint: failed.Endpoint, Reason: f.Reason}
+		move := planner.Failover
+		if f.BUOnly {
+			move, record.Function = planner.MoveBU, string(planner.BU)
+		}
+		next, res, err := move(fabric, rec.Table, f.Rank)
 		noSpare := errors.Is(err, planner.ErrNoSpare) || errors.Is(err, planner.ErrSpareWouldConflict)
 		switch {
 		case err == nil:
 			rec.Table = next
-			move.SpareRank, move.SpareEndpoint = ptrTo(int32(res.SpareRank)), res.SpareEndpoint
+			record.SpareRank, record.SpareEndpoint = ptrTo(int32(res.SpareRank)), res.SpareEndpoint
 		case noSpare && f.Planned:
-			rec.Held = append(rec.Held, move)
+			rec.Held = append(rec.Held, record)
 			continue
 		case noSpare:
 			rec.Table = drop(rec.Table, f.Rank)
@@ -544,7 +552,7 @@ func Recover(fabric planner.Fabric, t planner.RankTable, failures []Failure, pol
 		default:
 			return Recovery{}, err
 		}
-		rec.Moves = append(rec.Moves, move)
+		rec.Moves = append(rec.Moves, record)
 	}
 	rec.Table.Epoch = t.Epoch + 1
 	return rec, nil
@@ -683,6 +691,8 @@ func (r Recovery) Summary() string {
 	return shortlist.Join(r.Moves, "; ", func(m ebv1.UnitMove) string {
 		to := "no spare left"
 		switch {
+		case m.SpareRank != nil && m.Function == string(planner.BU):
+			to = "its BU moved to spare " + m.SpareEndpoint + " (rank " + strconv.Itoa(int(*m.SpareRank)) + "), its RU reads on"
 		case m.SpareRank != nil:
 			to = "moved to spare " + m.SpareEndpoint + " (rank " + strconv.Itoa(int(*m.SpareRank)) + ")"
 		case r.Outcome == ebv1.OutcomeRejoined:
