@@ -141,6 +141,10 @@ func lastAddress(p netip.Prefix) netip.Addr {
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 }
 
+// getMetrics is a bash line that asks the builder in the pod for its
+// /metrics (the image has no HTTP client): the answer is on fd 3.
+const getMetrics = `exec 3<>/dev/tcp/127.0.0.1/8080 && printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3`
+
 // interfaceCounters: the builder's transport counters (its /metrics) and
 // the pod's interfaces' byte counters, read in that order.
 type interfaceCounters struct {
@@ -149,7 +153,7 @@ type interfaceCounters struct {
 
 func readInterfaceCounters(ctx context.Context, t *testing.T, namespace, pod string) interfaceCounters {
 	t.Helper()
-	const script = `exec 3<>/dev/tcp/127.0.0.1/8080 && printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3 &&
+	const script = getMetrics + ` &&
 grep -E '^eb_network_(sent|received)_bytes_total ' <&3 &&
 for f in eb0/statistics/tx_bytes eb0/statistics/rx_bytes eth0/statistics/tx_bytes eth0/statistics/rx_bytes; do
   echo "$f $(cat /sys/class/net/$f)"; done`

@@ -52,6 +52,16 @@ func deleteRun(ctx context.Context, t *testing.T, key client.ObjectKey) {
 	})
 }
 
+// removeAfter removes the run and its Fabric when the test ends, passed or
+// not: a failed test's pods would hold the nodes' devices from the next.
+func removeAfter(t *testing.T, key client.ObjectKey, fabric string) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		removeRunAndFabric(ctx, t, key, fabric)
+	})
+}
+
 // removeRunAndFabric deletes the run (see deleteRun), then the Fabric.
 func removeRunAndFabric(ctx context.Context, t *testing.T, key client.ObjectKey, fabric string) {
 	t.Helper()

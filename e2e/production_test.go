@@ -44,85 +44,19 @@ func TestProductionRunReadsADriverAndFeedsAConsumer(t *testing.T) {
 	}
 	ensureNamespace(ctx, t, namespaceName)
 	removeRunAndFabric(ctx, t, client.ObjectKey{Namespace: namespaceName, Name: runName}, fabricName)
-	fabric := workerFabric(fabricName, workers[:2])
-	// Cabled as readout/chart-values.yaml says the emulated cards are.
-	streams := map[int32][]string{0: {"velo0", "velo1"}, 1: {"ut0", "ut1"}}
-	for i := range fabric.Spec.Endpoints {
-		ep := &fabric.Spec.Endpoints[i]
-		for _, s := range streams[ep.NUMA] {
-			ep.Streams = append(ep.Streams, fmt.Sprintf("w%d-%s", i/2+1, s))
-		}
-	}
-	waitFor(ctx, t, "the readout device plugin to offer 2 streams per NUMA node on both workers", 2*time.Minute, func() (bool, string) {
-		var offered []string
-		for _, w := range workers[:2] {
-			var node corev1.Node
-			if err := k8sClient.Get(ctx, client.ObjectKey{Name: w}, &node); err != nil {
-				return false, err.Error()
-			}
-			for _, numa := range []string{"0", "1"} {
-				q := node.Status.Allocatable[corev1.ResourceName("daq.io/tell40-numa"+numa)]
-				offered = append(offered, fmt.Sprintf("%s/numa%s=%s", w, numa, q.String()))
-				if q.Value() != 2 {
-					return false, strings.Join(offered, " ")
-				}
-			}
-		}
-		return true, strings.Join(offered, " ")
-	})
+	fabric := readoutFabric(fabricName, workers[:2], 0, 1)
+	waitForReadoutCards(ctx, t, workers[:2])
 	if err := k8sClient.Create(ctx, fabric); err != nil {
 		t.Fatalf("create fabric: %v", err)
 	}
-
-	side := func(tool string, memory string) ebv1alpha1.SideContainer {
-		return ebv1alpha1.SideContainer{
-			Image: env.builderImage, ImagePullPolicy: corev1.PullIfNotPresent,
-			Command: []string{tool}, Args: []string{"--fragment-size", "128"},
-			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(memory)}},
-		}
-	}
-	run := &ebv1alpha1.EventBuilderRun{
-		ObjectMeta: metav1.ObjectMeta{Name: runName, Namespace: namespaceName},
-		Spec: ebv1alpha1.EventBuilderRunSpec{
-			FabricRef:     &ebv1alpha1.FabricReference{Name: fabricName},
-			Units:         2,
-			Spares:        2,
-			FailurePolicy: ebv1alpha1.FailureRunDegraded,
-			Builder: ebv1alpha1.BuilderSpec{
-				Image:           env.builderImage,
-				ImagePullPolicy: corev1.PullIfNotPresent,
-				PackingFactor:   1000,
-				Source:          &ebv1alpha1.SourceSpec{Shm: &ebv1alpha1.ShmSource{RingMiB: 8, Driver: side("eb-readout-emulator", "64Mi")}},
-				Output:          &ebv1alpha1.OutputSpec{Shm: &ebv1alpha1.ShmOutput{RingMiB: 8, Consumer: side("eb-consumer", "32Mi")}},
-			},
-			Resources: ebv1alpha1.UnitResources{Readout: &ebv1alpha1.ReadoutResource{Resource: "daq.io/tell40-numa{numa}", Count: 1}},
-		},
-	}
+	run := productionRun(namespaceName, runName, fabricName)
 	if err := k8sClient.Create(ctx, run); err != nil {
 		t.Fatalf("create run: %v", err)
 	}
 	key := client.ObjectKeyFromObject(run)
 	get := func() error { return k8sClient.Get(ctx, key, run) }
-
-	waitFor(ctx, t, "phase Running, 2 spares standing by, every live unit's consumer checking events", 6*time.Minute, func() (bool, string) {
-		if err := get(); err != nil {
-			return false, err.Error()
-		}
-		standing := 0
-		for _, rk := range run.Status.Ranks {
-			if rk.Role == ebv1alpha1.RoleSpare && rk.State == "RUNNING" {
-				standing++
-			}
-		}
-		consuming := 0
-		for _, u := range run.Status.Units {
-			if u.Consumer != nil && u.Consumer.EventsComplete > 0 {
-				consuming++
-			}
-		}
-		return run.Status.Phase == ebv1alpha1.PhaseRunning && standing == 2 && consuming == 2, describeProduction(run)
-	})
-	t.Logf("running: %s", describeProduction(run))
+	removeAfter(t, key, fabricName)
+	waitForProductionRunning(ctx, t, run)
 	// Every pod, live or spare, runs the three containers, and its driver
 	// was allocated exactly its endpoint's streams.
 	for _, rk := range run.Status.Ranks {
@@ -202,7 +136,104 @@ func TestProductionRunReadsADriverAndFeedsAConsumer(t *testing.T) {
 			t.Errorf("rank %d built %d events, its consumer %+v: want every one consumed, complete", u.Rank, u.EventsBuilt, u.Consumer)
 		}
 	}
-	removeRunAndFabric(ctx, t, key, fabricName)
+}
+
+// readoutFabric is workerFabric with readout streams on the endpoints of
+// the workers at indexes `reading`, cabled as readout/chart-values.yaml
+// says the emulated cards are: w<i+1>-velo0,1 on NUMA 0, -ut0,1 on NUMA 1.
+// The other workers' endpoints have no fibres (a farm's spare servers).
+func readoutFabric(name string, workers []string, reading ...int) *ebv1alpha1.Fabric {
+	fabric := workerFabric(name, workers)
+	streams := map[int32][]string{0: {"velo0", "velo1"}, 1: {"ut0", "ut1"}}
+	for i := range fabric.Spec.Endpoints {
+		ep := &fabric.Spec.Endpoints[i]
+		if !slices.Contains(reading, i/2) {
+			continue
+		}
+		for _, s := range streams[ep.NUMA] {
+			ep.Streams = append(ep.Streams, fmt.Sprintf("w%d-%s", i/2+1, s))
+		}
+	}
+	return fabric
+}
+
+// waitForReadoutCards waits until the readout device plugin offers 2
+// streams per NUMA node on each of the workers.
+func waitForReadoutCards(ctx context.Context, t *testing.T, workers []string) {
+	t.Helper()
+	waitFor(ctx, t, "the readout device plugin to offer 2 streams per NUMA node on the workers", 2*time.Minute, func() (bool, string) {
+		var offered []string
+		for _, w := range workers {
+			var node corev1.Node
+			if err := k8sClient.Get(ctx, client.ObjectKey{Name: w}, &node); err != nil {
+				return false, err.Error()
+			}
+			for _, numa := range []string{"0", "1"} {
+				q := node.Status.Allocatable[corev1.ResourceName("daq.io/tell40-numa"+numa)]
+				offered = append(offered, fmt.Sprintf("%s/numa%s=%s", w, numa, q.String()))
+				if q.Value() != 2 {
+					return false, strings.Join(offered, " ")
+				}
+			}
+		}
+		return true, strings.Join(offered, " ")
+	})
+}
+
+// productionRun is a run of 2 units and 2 spares on the Fabric with the
+// production data flow: a readout driver and a consumer beside every
+// builder, each unit's driver given its endpoint's emulated cards.
+func productionRun(namespace, name, fabric string) *ebv1alpha1.EventBuilderRun {
+	side := func(tool string, memory string) ebv1alpha1.SideContainer {
+		return ebv1alpha1.SideContainer{
+			Image: env.builderImage, ImagePullPolicy: corev1.PullIfNotPresent,
+			Command: []string{tool}, Args: []string{"--fragment-size", "128"},
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(memory)}},
+		}
+	}
+	return &ebv1alpha1.EventBuilderRun{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: ebv1alpha1.EventBuilderRunSpec{
+			FabricRef:     &ebv1alpha1.FabricReference{Name: fabric},
+			Units:         2,
+			Spares:        2,
+			FailurePolicy: ebv1alpha1.FailureRunDegraded,
+			Builder: ebv1alpha1.BuilderSpec{
+				Image:           env.builderImage,
+				ImagePullPolicy: corev1.PullIfNotPresent,
+				PackingFactor:   1000,
+				Source:          &ebv1alpha1.SourceSpec{Shm: &ebv1alpha1.ShmSource{RingMiB: 8, Driver: side("eb-readout-emulator", "64Mi")}},
+				Output:          &ebv1alpha1.OutputSpec{Shm: &ebv1alpha1.ShmOutput{RingMiB: 8, Consumer: side("eb-consumer", "32Mi")}},
+			},
+			Resources: ebv1alpha1.UnitResources{Readout: &ebv1alpha1.ReadoutResource{Resource: "daq.io/tell40-numa{numa}", Count: 1}},
+		},
+	}
+}
+
+// waitForProductionRunning waits until the run is Running with 2 spares
+// standing by and every live unit's consumer checking events.
+func waitForProductionRunning(ctx context.Context, t *testing.T, run *ebv1alpha1.EventBuilderRun) {
+	t.Helper()
+	key := client.ObjectKeyFromObject(run)
+	waitFor(ctx, t, "phase Running, 2 spares standing by, every live unit's consumer checking events", 6*time.Minute, func() (bool, string) {
+		if err := k8sClient.Get(ctx, key, run); err != nil {
+			return false, err.Error()
+		}
+		standing := 0
+		for _, rk := range run.Status.Ranks {
+			if rk.Role == ebv1alpha1.RoleSpare && rk.State == "RUNNING" {
+				standing++
+			}
+		}
+		consuming := 0
+		for _, u := range run.Status.Units {
+			if u.Consumer != nil && u.Consumer.EventsComplete > 0 {
+				consuming++
+			}
+		}
+		return run.Status.Phase == ebv1alpha1.PhaseRunning && standing == 2 && consuming == 2, describeProduction(run)
+	})
+	t.Logf("running: %s", describeProduction(run))
 }
 
 // podExec runs a command in a container of a pod and returns its output, trimmed.

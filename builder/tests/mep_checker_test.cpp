@@ -162,5 +162,29 @@ TEST(MepChecker, ReportsAGapInTheMepSequence) {
     EXPECT_EQ(check.check(intact_mep(first_event + 90)).first_problem, "") << "checking resumes from there";
 }
 
+// A MEP the BU dropped (skip_mep) is no gap; a consumer that does not see
+// the drops accepts whole MEPs missing ahead, counted, but nothing behind
+// or off the stride.
+TEST(MepChecker, MepsTheBuDroppedAreNoGap) {
+    Parse_error_counts errors;
+    Mep_checker check = checker(errors);
+    check.expect_sequence(first_event, 30);
+    EXPECT_EQ(check.check(intact_mep(first_event)).first_problem, "");
+    check.skip_mep();
+    EXPECT_EQ(check.check(intact_mep(first_event + 60)).first_problem, "") << "the BU dropped the one at +30";
+    EXPECT_EQ(errors.get(Parse_error::wrong_event_range), 0u);
+
+    Mep_checker consumer = checker(errors);
+    consumer.accept_dropped_meps();
+    consumer.expect_sequence(first_event, 30);
+    EXPECT_EQ(consumer.check(intact_mep(first_event + 90)).first_problem, "") << "three MEPs dropped at the BU";
+    EXPECT_EQ(consumer.skipped_meps(), 3u);
+    EXPECT_EQ(errors.get(Parse_error::wrong_event_range), 0u);
+    EXPECT_NE(consumer.check(intact_mep(first_event + 90)).first_problem, "") << "the same MEP again";
+    EXPECT_NE(consumer.check(intact_mep(first_event + 130)).first_problem, "") << "off the stride";
+    EXPECT_EQ(errors.get(Parse_error::wrong_event_range), 2u);
+    EXPECT_EQ(consumer.skipped_meps(), 3u);
+}
+
 }  // namespace
 }  // namespace eb

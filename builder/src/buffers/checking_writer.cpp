@@ -27,6 +27,7 @@ std::span<std::byte> Checking_writer::allocate(std::size_t bytes) {
 void Checking_writer::discard() {
     if (!allocated_) throw std::logic_error("Checking_writer: discard without allocate");
     allocated_ = false;
+    checker_.skip_mep();  // dropped by the BU, counted there: not a gap
 }
 
 void Checking_writer::commit() {

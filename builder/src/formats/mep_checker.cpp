@@ -49,12 +49,17 @@ Mep_verdict Mep_checker::check(std::span<const std::byte> mep) {
         return {0, events_per_mep_, std::move(frame.detail)};
     }
     if (stride_ != 0) {
-        if (view.header.first_event_id != next_first_event_) {
+        const std::uint64_t first = view.header.first_event_id;
+        const bool dropped_before = dropped_meps_accepted_ && first > next_first_event_ &&
+                                    (first - next_first_event_) % stride_ == 0;
+        if (dropped_before) {
+            skipped_meps_ += (first - next_first_event_) / stride_;
+        } else if (first != next_first_event_) {
             errors_.add(Parse_error::wrong_event_range);
-            note(verdict.first_problem, "MEP starts at event ", view.header.first_event_id, ", expected ",
-                 next_first_event_, ": MEPs missing or out of order");
+            note(verdict.first_problem, "MEP starts at event ", first, ", expected ", next_first_event_,
+                 ": MEPs missing or out of order");
         }
-        next_first_event_ = view.header.first_event_id + stride_;
+        next_first_event_ = first + stride_;
     }
 
     event_ok_.assign(events_per_mep_, 1);

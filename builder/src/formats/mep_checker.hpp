@@ -42,6 +42,14 @@ public:
         next_first_event_ = first;
         stride_ = stride;
     }
+    // The BU dropped the next MEP of the sequence (counted in its
+    // events_dropped): the one after it comes a stride later.
+    void skip_mep() { next_first_event_ += stride_; }
+    // For a reader that does not see the BU's drops (a consumer of its
+    // ring): a gap of whole MEPs ahead is MEPs the BU dropped, counted in
+    // skipped_meps(), not an error. A MEP behind, or off the stride, still is.
+    void accept_dropped_meps() { dropped_meps_accepted_ = true; }
+    std::uint64_t skipped_meps() const { return skipped_meps_; }
 
 private:
     void check_mfp(std::span<const std::byte> slot, std::size_t index, std::uint64_t first_event_id,
@@ -54,6 +62,8 @@ private:
     Parse_error_counts& errors_;
     std::uint64_t next_first_event_ = 0;
     std::uint64_t stride_ = 0;  // 0: MEP order not checked
+    bool dropped_meps_accepted_ = false;
+    std::uint64_t skipped_meps_ = 0;
     std::vector<std::uint8_t> event_ok_;  // per event of the MEP being checked; reused
 };
 

@@ -653,7 +653,7 @@ func (r *EventBuilderRunReconciler) setWarned(run *ebv1.EventBuilderRun, c metav
 // that changes, which readout streams of the run's Fabric no RU reads; it
 // returns why the run is Degraded when a failure left streams unread.
 func (r *EventBuilderRunReconciler) checkReadout(run *ebv1.EventBuilderRun, fabric *planner.Fabric, t planner.RankTable) string {
-	c, degraded, ok := runplan.Readout(fabric, t, run.Generation)
+	c, degraded, ok := runplan.Readout(fabric, t, run.Spec.Builder.IncompleteEvents, run.Generation)
 	if !ok {
 		meta.RemoveStatusCondition(&run.Status.Conditions, ebv1.ConditionReadoutComplete)
 		return ""

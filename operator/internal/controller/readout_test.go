@@ -92,8 +92,9 @@ func TestReadoutIsPhysical(t *testing.T) {
 	c := waitPhase(t, key, ebv1.PhaseDegraded, ebv1.ReasonStreamsUnread)
 	t.Logf("Degraded, %s: %s", c.Reason, c.Message)
 	const named = "endpoint rdo-srv0-numa0 (node rdo-srv0, streams rdo-srv0-numa0-mfp0): no rank runs it"
-	if !strings.Contains(c.Message, named) || !strings.Contains(c.Message, "re-cable the fibres") {
-		t.Errorf("Degraded %q, want it to name %q and the fix", c.Message, named)
+	if !strings.Contains(c.Message, named) || !strings.Contains(c.Message, "re-cable the fibres") ||
+		!strings.Contains(c.Message, fmt.Sprintf("every MEP misses the source of rank %d (unit 0), so its events are dropped", spare)) {
+		t.Errorf("Degraded %q, want it to name %q, the source missing from the MEPs (rank %d) and the fix", c.Message, named, spare)
 	}
 	if c := readout(); c == nil || c.Status != metav1.ConditionFalse || c.Reason != ebv1.ReasonStreamsUnread || !strings.Contains(c.Message, "1 of 4") {
 		t.Errorf("ReadoutComplete %+v, want False, 1 of 4 unread", c)

@@ -17,9 +17,11 @@ const recable = "streams are fibres into an endpoint's readout cards and do not 
 
 // Readout is the ReadoutComplete condition of a run on fabric under table
 // t, and, when streams went unread by a failure, the message that makes
-// the run Degraded (empty otherwise). ok is false for a run without a
-// Fabric or on one that lists no streams: the run has no such condition.
-func Readout(fabric *planner.Fabric, t planner.RankTable, generation int64) (c metav1.Condition, degraded string, ok bool) {
+// the run Degraded (empty otherwise), which says what becomes of the
+// events under policy (spec.builder.incompleteEvents). ok is false for a
+// run without a Fabric or on one that lists no streams: the run has no
+// such condition.
+func Readout(fabric *planner.Fabric, t planner.RankTable, policy ebv1.IncompletePolicy, generation int64) (c metav1.Condition, degraded string, ok bool) {
 	if fabric == nil {
 		return metav1.Condition{}, "", false
 	}
@@ -48,10 +50,29 @@ func Readout(fabric *planner.Fabric, t planner.RankTable, generation int64) (c m
 	c.Status, c.Reason = metav1.ConditionFalse, ebv1.ReasonStreamsUnread
 	c.Message = fmt.Sprintf("%d of %d readout streams are read by no RU: %s; %s", count, streams, describeUnread(unread), recable)
 	if len(lost) > 0 {
-		degraded = fmt.Sprintf("readout streams no RU reads since a failure, so events are built without them: %s; %s",
-			describeUnread(lost), recable)
+		degraded = fmt.Sprintf("readout streams no RU reads since a failure: %s; %s; %s",
+			describeUnread(lost), missingSources(t, policy), recable)
 	}
 	return c, degraded, true
+}
+
+// missingSources says what the MEPs hold of the units whose readout was
+// lost (planner.Rank.SourceUnread) and what becomes of their events.
+func missingSources(t planner.RankTable, policy ebv1.IncompletePolicy) string {
+	var missing []planner.Rank
+	for _, r := range t.Ranks {
+		if r.Role == planner.Live && r.SourceUnread {
+			missing = append(missing, r)
+		}
+	}
+	if len(missing) == 0 {
+		return "events are built from the sources the set reads"
+	}
+	sources := shortlist.Join(missing, ", ", func(r planner.Rank) string { return fmt.Sprintf("rank %d (unit %d)", r.Rank, r.Unit) })
+	if policy == ebv1.IncompleteFlag {
+		return "every MEP holds the source of " + sources + " as missing fragments, and its events are delivered flagged incomplete (spec.builder.incompleteEvents Flag)"
+	}
+	return "every MEP misses the source of " + sources + ", so its events are dropped (spec.builder.incompleteEvents Drop; Flag delivers them marked incomplete)"
 }
 
 // describeUnread names the endpoints (at most shortlist.Most), each with

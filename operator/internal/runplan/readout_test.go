@@ -46,7 +46,8 @@ func TestReadout(t *testing.T) {
 		table    planner.RankTable
 		want     metav1.ConditionStatus // "" for no condition
 		saying   []string
-		degraded string // "" for not degraded
+		policy   ebv1.IncompletePolicy
+		degraded []string // none for not degraded
 	}{
 		{name: "no fabric: no condition", table: all},
 		{name: "no streams listed: no condition", fabric: fabric(false), table: plan(fabric(false), 4)},
@@ -56,10 +57,15 @@ func TestReadout(t *testing.T) {
 		{name: "a failover leaves the failed endpoint's streams unread: degraded", fabric: withStreams, table: failedOver,
 			want:     metav1.ConditionFalse,
 			saying:   []string{"2 of 8", "endpoint b-numa0 (node b, streams b-numa0-mfp0,b-numa0-mfp1): no rank runs it: its unit moved to a spare", "re-cable the fibres"},
-			degraded: "since a failure, so events are built without them: endpoint b-numa0 (node b, streams b-numa0-mfp0,b-numa0-mfp1): no rank runs it"},
+			degraded: []string{"since a failure: endpoint b-numa0 (node b, streams b-numa0-mfp0,b-numa0-mfp1): no rank runs it",
+				"every MEP misses the source of rank ", "so its events are dropped (spec.builder.incompleteEvents Drop"}},
+		{name: "the same under Flag: the events are delivered flagged", fabric: withStreams, table: failedOver, policy: ebv1.IncompleteFlag,
+			want:     metav1.ConditionFalse,
+			saying:   []string{"2 of 8"},
+			degraded: []string{"every MEP holds the source of rank ", "as missing fragments, and its events are delivered flagged incomplete"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, degraded, ok := Readout(tc.fabric, tc.table, 3)
+			c, degraded, ok := Readout(tc.fabric, tc.table, tc.policy, 3)
 			if tc.want == "" {
 				if ok {
 					t.Fatalf("condition %+v, want none", c)
@@ -74,8 +80,13 @@ func TestReadout(t *testing.T) {
 					t.Errorf("message %q does not say %q", c.Message, s)
 				}
 			}
-			if (tc.degraded == "") != (degraded == "") || !strings.Contains(degraded, tc.degraded) {
-				t.Errorf("degraded %q, want %q", degraded, tc.degraded)
+			if (len(tc.degraded) == 0) != (degraded == "") {
+				t.Errorf("degraded %q, want it to say %q", degraded, tc.degraded)
+			}
+			for _, s := range tc.degraded {
+				if !strings.Contains(degraded, s) {
+					t.Errorf("degraded %q does not say %q", degraded, s)
+				}
 			}
 		})
 	}

@@ -1,0 +1,142 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ebv1alpha1 "daq.io/eventbuilder/operator/api/v1alpha1"
+)
+
+// Readout is physical, on kind: only the first worker's cards have fibres
+// (the emulated cards of readout/chart-values.yaml, listed in the Fabric);
+// the second worker is the spare server, cabled to the network only. The
+// two units run on the first worker's NUMA halves, the spares on the
+// second. A unit is lost: its spare has no fibres, so it runs the unit's
+// BU alone (a partly unfolded unit) and the rank table marks its source
+// unread. Under incompleteEvents Flag every MEP after the switch keeps the
+// lost source's slot as missing fragments: both consumers (the spare's and
+// the surviving unit's) count those events incomplete and reject nothing,
+// the spare's builder sends no data, and the run is Degraded naming the
+// unread streams. At the stop every event built was consumed, complete or
+// flagged.
+func TestAUnitWithoutItsFibresBuildsItsShareFlaggingTheMissingSource(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+
+	const (
+		namespaceName = "e2e-partly-unfolded"
+		fabricName    = "e2e-partly-unfolded"
+		runName       = "partly"
+	)
+	workers := workerNodes(ctx, t)
+	if len(workers) < 2 {
+		t.Fatalf("need 2 worker nodes for a Fabric of two servers, found %v", workers)
+	}
+	ensureNamespace(ctx, t, namespaceName)
+	removeRunAndFabric(ctx, t, client.ObjectKey{Namespace: namespaceName, Name: runName}, fabricName)
+	fabric := readoutFabric(fabricName, workers[:2], 0)
+	waitForReadoutCards(ctx, t, workers[:2])
+	if err := k8sClient.Create(ctx, fabric); err != nil {
+		t.Fatalf("create fabric: %v", err)
+	}
+	run := productionRun(namespaceName, runName, fabricName)
+	run.Spec.Builder.IncompleteEvents = ebv1alpha1.IncompleteFlag
+	if err := k8sClient.Create(ctx, run); err != nil {
+		t.Fatalf("create run: %v", err)
+	}
+	key := client.ObjectKeyFromObject(run)
+	get := func() error { return k8sClient.Get(ctx, key, run) }
+	removeAfter(t, key, fabricName)
+	waitForProductionRunning(ctx, t, run)
+	for _, rk := range run.Status.Ranks {
+		onFirst := strings.HasPrefix(rk.Endpoint, workers[0]+"-")
+		if (rk.Role == ebv1alpha1.RoleLive) != onFirst {
+			t.Errorf("rank %d (%s) is %s: want the units on %s (fibres), the spares on %s", rk.Rank, rk.Endpoint, rk.Role, workers[0], workers[1])
+		}
+	}
+
+	before := run.DeepCopy()
+	victim := before.Status.Ranks[slices.IndexFunc(before.Status.Ranks, func(rk ebv1alpha1.RankStatus) bool { return rk.Role == ebv1alpha1.RoleLive })]
+	t.Logf("failing rank %d: deleting pod %s", victim.Rank, victim.Pod)
+	deleteBuilderPod(ctx, t, builderPod(ctx, t, namespaceName, victim.Pod))
+	var seen incompleteSeen
+	waitForNewEpoch(ctx, t, run, before, 2, ebv1alpha1.PhaseDegraded, "a failover to a spare without fibres", &seen)
+	spare := *run.Status.LastFailover.Moves[0].SpareRank
+	ready := meta.FindStatusCondition(run.Status.Conditions, ebv1alpha1.ConditionReady)
+	if ready == nil || ready.Reason != ebv1alpha1.ReasonStreamsUnread || !strings.Contains(ready.Message, victim.Endpoint) {
+		t.Errorf("after the failover, Ready %+v: want reason StreamsUnread naming %s", ready, victim.Endpoint)
+	}
+	doc := rankTableDocument(ctx, t, namespaceName, runName)
+	if r := doc.Ranks[spare]; r.State != "live" || r.Function != "BU" || !r.SourceUnread || len(r.Sources) != 0 {
+		t.Errorf("spare rank %d in the rank table: %+v, want live, function BU, sourceUnread, reading nothing", spare, r)
+	}
+
+	// Both BUs deliver every MEP flagged: the lost source's slot is there,
+	// as missing fragments, and no consumer rejects one.
+	waitFor(ctx, t, "both consumers counting flagged events, rejecting none", 3*time.Minute, func() (bool, string) {
+		if err := get(); err != nil {
+			return false, err.Error()
+		}
+		flagged := 0
+		for _, u := range run.Status.Units {
+			if c := u.Consumer; c != nil && c.EventsIncomplete > 0 && c.Rejected == 0 {
+				flagged++
+			}
+		}
+		return flagged == 2, describeProduction(run)
+	})
+	t.Logf("flagged: %s", describeProduction(run))
+	spareRank := run.Status.Ranks[spare]
+	if sent := podExec(ctx, t, namespaceName, spareRank.Pod, "builder", "bash", "-c",
+		getMetrics+" && grep '^eb_network_sent_bytes_total ' <&3"); sent != "eb_network_sent_bytes_total 0" {
+		t.Errorf("the spare's builder, a BU alone, sent data: %q", sent)
+	}
+
+	patchRun(ctx, t, run, func(r *ebv1alpha1.EventBuilderRun) { r.Spec.State = ebv1alpha1.StateStopped })
+	waitFor(ctx, t, "phase Stopped with every consumer caught up with its builder", 3*time.Minute, func() (bool, string) {
+		if err := get(); err != nil {
+			return false, err.Error()
+		}
+		c := run.Status.Consumed
+		return run.Status.Phase == ebv1alpha1.PhaseStopped && c != nil && c.EventsComplete == run.Status.EventsBuilt &&
+			c.EventsIncomplete == run.Status.EventsIncomplete, describeProduction(run)
+	})
+	t.Logf("stopped: %s", describeProduction(run))
+	if c := run.Status.Consumed; c.Rejected != 0 || c.EventsIncomplete == 0 {
+		t.Errorf("consumed %d incomplete events and rejected %d: want the flagged ones, none rejected: %s",
+			c.EventsIncomplete, c.Rejected, describeProduction(run))
+	}
+}
+
+// rankTableRank is what this suite reads of a rank of the published table
+// (operator/docs/rank-table.md).
+type rankTableRank struct {
+	Rank         int      `json:"rank"`
+	State        string   `json:"state"`
+	Function     string   `json:"function"`
+	SourceUnread bool     `json:"sourceUnread"`
+	Sources      []string `json:"sources"`
+	Endpoint     string   `json:"endpoint"`
+}
+
+// rankTableDocument reads the rank table the operator published for a run.
+func rankTableDocument(ctx context.Context, t *testing.T, namespace, run string) struct{ Ranks []rankTableRank } {
+	t.Helper()
+	var cm corev1.ConfigMap
+	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: run + "-ranks"}, &cm); err != nil {
+		t.Fatalf("rank table of %s: %v", run, err)
+	}
+	var doc struct{ Ranks []rankTableRank }
+	if err := json.Unmarshal([]byte(cm.Data["ranks.json"]), &doc); err != nil {
+		t.Fatalf("rank table of %s: %v", run, err)
+	}
+	return doc
+}
