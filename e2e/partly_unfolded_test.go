@@ -19,7 +19,7 @@ import (
 // (the emulated cards of readout/chart-values.yaml, listed in the Fabric);
 // the second worker is the spare server, cabled to the network only. The
 // two units run on the first worker's NUMA halves, the spares on the
-// second. A unit is lost: its spare has no fibres, so it runs the unit's
+// second, without readout drivers. A unit is lost: its spare has no fibres, so it runs the unit's
 // BU alone (a partly unfolded unit) and the rank table marks its source
 // unread. Under incompleteEvents Flag every MEP after the switch keeps the
 // lost source's slot as missing fragments: both consumers (the spare's and
@@ -36,30 +36,21 @@ func TestAUnitWithoutItsFibresBuildsItsShareFlaggingTheMissingSource(t *testing.
 		fabricName    = "e2e-partly-unfolded"
 		runName       = "partly"
 	)
-	workers := workerNodes(ctx, t)
-	if len(workers) < 2 {
-		t.Fatalf("need 2 worker nodes for a Fabric of two servers, found %v", workers)
-	}
-	ensureNamespace(ctx, t, namespaceName)
-	removeRunAndFabric(ctx, t, client.ObjectKey{Namespace: namespaceName, Name: runName}, fabricName)
-	fabric := readoutFabric(fabricName, workers[:2], 0)
-	waitForReadoutCards(ctx, t, workers[:2])
-	if err := k8sClient.Create(ctx, fabric); err != nil {
-		t.Fatalf("create fabric: %v", err)
-	}
-	run := productionRun(namespaceName, runName, fabricName)
-	run.Spec.Builder.IncompleteEvents = ebv1alpha1.IncompleteFlag
-	if err := k8sClient.Create(ctx, run); err != nil {
-		t.Fatalf("create run: %v", err)
-	}
+	run, _, workers := startProductionRun(ctx, t, namespaceName, fabricName, runName, []int{0}, func(r *ebv1alpha1.EventBuilderRun) {
+		r.Spec.Builder.IncompleteEvents = ebv1alpha1.IncompleteFlag
+	})
 	key := client.ObjectKeyFromObject(run)
 	get := func() error { return k8sClient.Get(ctx, key, run) }
-	removeAfter(t, key, fabricName)
-	waitForProductionRunning(ctx, t, run)
 	for _, rk := range run.Status.Ranks {
 		onFirst := strings.HasPrefix(rk.Endpoint, workers[0]+"-")
 		if (rk.Role == ebv1alpha1.RoleLive) != onFirst {
 			t.Errorf("rank %d (%s) is %s: want the units on %s (fibres), the spares on %s", rk.Rank, rk.Endpoint, rk.Role, workers[0], workers[1])
+		}
+		// A unit there would run its BU alone: no driver, no card asked
+		// for (a spare server may have none).
+		if pod := builderPod(ctx, t, namespaceName, rk.Pod); rk.Pod != "" && (len(pod.Spec.InitContainers) != 0) == !onFirst {
+			t.Errorf("rank %d (%s): pod %s has %d init containers; want a readout driver exactly where the fibres are",
+				rk.Rank, rk.Endpoint, rk.Pod, len(pod.Spec.InitContainers))
 		}
 	}
 

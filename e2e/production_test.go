@@ -38,25 +38,9 @@ func TestProductionRunReadsADriverAndFeedsAConsumer(t *testing.T) {
 		fabricName    = "e2e-production"
 		runName       = "production"
 	)
-	workers := workerNodes(ctx, t)
-	if len(workers) < 2 {
-		t.Fatalf("need 2 worker nodes for a Fabric of two servers, found %v", workers)
-	}
-	ensureNamespace(ctx, t, namespaceName)
-	removeRunAndFabric(ctx, t, client.ObjectKey{Namespace: namespaceName, Name: runName}, fabricName)
-	fabric := readoutFabric(fabricName, workers[:2], 0, 1)
-	waitForReadoutCards(ctx, t, workers[:2])
-	if err := k8sClient.Create(ctx, fabric); err != nil {
-		t.Fatalf("create fabric: %v", err)
-	}
-	run := productionRun(namespaceName, runName, fabricName)
-	if err := k8sClient.Create(ctx, run); err != nil {
-		t.Fatalf("create run: %v", err)
-	}
+	run, fabric, _ := startProductionRun(ctx, t, namespaceName, fabricName, runName, []int{0, 1}, nil)
 	key := client.ObjectKeyFromObject(run)
 	get := func() error { return k8sClient.Get(ctx, key, run) }
-	removeAfter(t, key, fabricName)
-	waitForProductionRunning(ctx, t, run)
 	// Every pod, live or spare, runs the three containers, and its driver
 	// was allocated exactly its endpoint's streams.
 	for _, rk := range run.Status.Ranks {
@@ -136,6 +120,38 @@ func TestProductionRunReadsADriverAndFeedsAConsumer(t *testing.T) {
 			t.Errorf("rank %d built %d events, its consumer %+v: want every one consumed, complete", u.Rank, u.EventsBuilt, u.Consumer)
 		}
 	}
+}
+
+// startProductionRun creates, on the first two workers, a Fabric whose
+// servers at indexes `reading` have fibres (readoutFabric) and the
+// production run on it (productionRun, changed by edit if given), both
+// removed when the test ends, and waits until the run is Running. It
+// returns them and the workers.
+func startProductionRun(ctx context.Context, t *testing.T, namespace, fabricName, runName string, reading []int,
+	edit func(*ebv1alpha1.EventBuilderRun)) (*ebv1alpha1.EventBuilderRun, *ebv1alpha1.Fabric, []string) {
+	t.Helper()
+	workers := workerNodes(ctx, t)
+	if len(workers) < 2 {
+		t.Fatalf("need 2 worker nodes for a Fabric of two servers, found %v", workers)
+	}
+	ensureNamespace(ctx, t, namespace)
+	key := client.ObjectKey{Namespace: namespace, Name: runName}
+	removeRunAndFabric(ctx, t, key, fabricName)
+	fabric := readoutFabric(fabricName, workers[:2], reading...)
+	waitForReadoutCards(ctx, t, workers[:2])
+	if err := k8sClient.Create(ctx, fabric); err != nil {
+		t.Fatalf("create fabric: %v", err)
+	}
+	run := productionRun(namespace, runName, fabricName)
+	if edit != nil {
+		edit(run)
+	}
+	if err := k8sClient.Create(ctx, run); err != nil {
+		t.Fatalf("create run: %v", err)
+	}
+	removeAfter(t, key, fabricName)
+	waitForProductionRunning(ctx, t, run)
+	return run, fabric, workers
 }
 
 // readoutFabric is workerFabric with readout streams on the endpoints of

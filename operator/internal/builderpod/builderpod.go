@@ -306,6 +306,11 @@ type Placement struct {
 	// Streams is how many readout streams the endpoint reads (its cards'
 	// fibres): a readout driver asks for that many of the readout resource.
 	Streams int
+	// WithoutFibres: the Fabric lists readout streams, but none on this
+	// endpoint (a farm's spare server, cabled to the network only). A
+	// folded unit here runs its BU alone, so its pod has no readout driver
+	// and asks for no card: the server may have none.
+	WithoutFibres bool
 }
 
 // Environment variables the builder finds its placement in.

@@ -114,7 +114,7 @@ func addDataflow(pod *corev1.Pod, run *ebv1.EventBuilderRun, rank int32, place *
 	env := append(append([]corev1.EnvVar(nil), unitEnv...),
 		corev1.EnvVar{Name: EnvRank, Value: strconv.Itoa(int(rank))},
 		corev1.EnvVar{Name: EnvPackingFactor, Value: strconv.Itoa(int(run.Spec.Builder.PackingFactor))})
-	if src != nil {
+	if src != nil && readsStreams(run, place) {
 		driver := sideContainer(DriverContainerName, src.Driver, sc, append(env,
 			corev1.EnvVar{Name: EnvMFPRing, Value: ringName(rank, "mfp")},
 			corev1.EnvVar{Name: EnvMFPRingMiB, Value: strconv.Itoa(int(src.RingMiB))}))
@@ -167,12 +167,19 @@ func builderResources(run *ebv1.EventBuilderRun) ebv1.UnitResources {
 	return r
 }
 
+// readsStreams says whether a unit at place may run an RU that reads
+// streams: not a folded unit on an endpoint without fibres (the planner
+// gives it its BU alone). An unfolded run may still put an RU there.
+func readsStreams(run *ebv1.EventBuilderRun, place *Placement) bool {
+	return place == nil || !place.WithoutFibres || run.Spec.Layout == ebv1.LayoutUnfolded
+}
+
 // readoutRequest is what a readout driver asks of spec.resources.readout:
 // the resource of its endpoint's NUMA node, one device per stream the
 // endpoint reads (readout.count where the Fabric lists none).
 func readoutRequest(run *ebv1.EventBuilderRun, place *Placement) (corev1.ResourceName, resource.Quantity, bool) {
 	rd := run.Spec.Resources.Readout
-	if rd == nil || shmSource(run.Spec.Builder) == nil {
+	if rd == nil || shmSource(run.Spec.Builder) == nil || !readsStreams(run, place) {
 		return "", resource.Quantity{}, false
 	}
 	numa, count := 0, int64(max(rd.Count, 1))
@@ -196,7 +203,7 @@ func Requests(run *ebv1.EventBuilderRun, place *Placement) corev1.ResourceList {
 	}
 	sum := Resources(builderResources(run), numa).Requests.DeepCopy()
 	var sides []ebv1.SideContainer
-	if src := shmSource(run.Spec.Builder); src != nil {
+	if src := shmSource(run.Spec.Builder); src != nil && readsStreams(run, place) {
 		sides = append(sides, src.Driver)
 	}
 	if out := shmOutput(run.Spec.Builder); out != nil {

@@ -167,7 +167,8 @@ func TestRequestsSumTheSideContainers(t *testing.T) {
 
 // The cards go to the container that reads them: a driver asks for its
 // endpoint's streams of its NUMA node's readout resource, the builder for
-// none; without a driver the builder keeps readout.count.
+// none; without a driver the builder keeps readout.count; a folded unit on
+// an endpoint without fibres has no driver and asks for no card.
 func TestReadoutStreamsGoToTheDriver(t *testing.T) {
 	run := productionRun()
 	run.Spec.Resources.Readout = &ebv1.ReadoutResource{Resource: "daq.io/tell40-numa{numa}", Count: 1}
@@ -185,6 +186,22 @@ func TestReadoutStreamsGoToTheDriver(t *testing.T) {
 	}
 	if got := Requests(run, place)["daq.io/tell40-numa1"]; got.Value() != 3 {
 		t.Errorf("preflight counts %d streams, want 3", got.Value())
+	}
+	// A folded unit on an endpoint without fibres runs its BU alone: no
+	// driver, no card (a spare server may have none); an unfolded one may
+	// run an RU there, so it keeps both.
+	spare := &Placement{Endpoint: "sp0-numa1", Node: "sp0", NUMA: 1, WithoutFibres: true}
+	if p := Pod(run, 3, spare, "uid"); len(p.Spec.InitContainers) != 0 || len(p.Spec.Containers) != 2 {
+		t.Errorf("a folded unit without fibres: %d init containers, %d containers; want no driver, the builder and its consumer",
+			len(p.Spec.InitContainers), len(p.Spec.Containers))
+	}
+	if got, ok := Requests(run, spare)["daq.io/tell40-numa1"]; ok {
+		t.Errorf("a folded unit without fibres asks for %s cards, want none", got.String())
+	}
+	unfolded := run.DeepCopy()
+	unfolded.Spec.Layout = ebv1.LayoutUnfolded
+	if p := Pod(unfolded, 3, spare, "uid"); len(p.Spec.InitContainers) != 1 {
+		t.Errorf("an unfolded unit without fibres: %d init containers, want its driver", len(p.Spec.InitContainers))
 	}
 	generator := run.DeepCopy()
 	generator.Spec.Builder.Source = &ebv1.SourceSpec{Generator: &ebv1.GeneratorSource{FragmentSize: 128}}

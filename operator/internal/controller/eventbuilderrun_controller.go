@@ -627,8 +627,9 @@ func setOrDelete(m map[string]string, k, v string) {
 func (r *EventBuilderRunReconciler) checkResources(run *ebv1.EventBuilderRun, t planner.RankTable,
 	endpoints map[string]planner.Endpoint, nodes []corev1.Node) {
 	placed := runplan.Placements(t, endpoints)
+	physical := cabled(endpoints)
 	short := runplan.Shortfalls(placed, func(ep planner.Endpoint) corev1.ResourceList {
-		return builderpod.Requests(run, placement(ep))
+		return builderpod.Requests(run, placement(ep, physical))
 	}, runplan.Allocatable(nodes))
 	c := metav1.Condition{Type: ebv1.ConditionResourcesOffered, Status: metav1.ConditionTrue, Reason: ebv1.ReasonAllResourcesOffered,
 		Message: fmt.Sprintf("the nodes of all %d endpoints in use offer what their builder pods ask for", len(placed)), ObservedGeneration: run.Generation}
@@ -1286,6 +1287,7 @@ func (r *EventBuilderRunReconciler) syncPods(ctx context.Context, run *ebv1.Even
 	log := logf.FromContext(ctx)
 	want := map[int32]*corev1.Pod{}
 	spare := map[int32]bool{}
+	physical := cabled(endpoints)
 	for _, rk := range t.Ranks {
 		if !start || (rk.Role != planner.Live && rk.Role != planner.Spare) {
 			continue
@@ -1296,7 +1298,7 @@ func (r *EventBuilderRunReconciler) syncPods(ctx context.Context, run *ebv1.Even
 			continue
 		}
 		if ok {
-			place = placement(ep)
+			place = placement(ep, physical)
 		}
 		want[int32(rk.Rank)] = builderpod.Pod(run, int32(rk.Rank), place, secretUID)
 		spare[int32(rk.Rank)] = rk.Role == planner.Spare
@@ -1501,8 +1503,20 @@ func (r *EventBuilderRunReconciler) runs(ctx context.Context, opts ...client.Lis
 	return reqs
 }
 
-// placement is where a unit on endpoint ep runs, as its pod is rendered.
-func placement(ep planner.Endpoint) *builderpod.Placement {
+// cabled says whether the Fabric lists readout streams on some endpoint:
+// its readout is physical, and an endpoint without any has no fibres.
+func cabled(endpoints map[string]planner.Endpoint) bool {
+	for _, ep := range endpoints {
+		if len(ep.Streams) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// placement is where a unit on endpoint ep runs, as its pod is rendered;
+// physical: the Fabric lists readout streams (cabled).
+func placement(ep planner.Endpoint, physical bool) *builderpod.Placement {
 	return &builderpod.Placement{Endpoint: ep.Name, Node: ep.Node, NUMA: ep.NUMA, RDMADevice: ep.RDMADevice, Netdev: ep.Netdev,
-		Streams: len(ep.Streams)}
+		Streams: len(ep.Streams), WithoutFibres: physical && len(ep.Streams) == 0}
 }

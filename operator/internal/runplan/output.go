@@ -2,7 +2,6 @@ package runplan
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +9,7 @@ import (
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/planner"
+	"daq.io/eventbuilder/operator/internal/shortlist"
 )
 
 // DefaultOutputStallAfter is spec.outputStallAfter's default.
@@ -73,18 +73,13 @@ func OutputsFlowing(t planner.RankTable, reports map[int32]builderstatus.Report,
 		c.Message = fmt.Sprintf("the outputs of %d live BUs take their MEPs", reported)
 		return c, true
 	}
-	named := stalled[:min(len(stalled), maxNamed)]
-	more := ""
-	if len(stalled) > len(named) {
-		more = fmt.Sprintf("; and %d more", len(stalled)-len(named))
-	}
 	then := "spec.outputStallPolicy is Report: set it to MoveBU to move such a BU to a warm spare, or bring its consumer back"
 	if policy == ebv1.OutputStallMoveBU {
 		then = "each BU moves to a warm spare on another server (its RU reads on), or stays while no spare is left (status.lastFailover)"
 	}
 	c.Status, c.Reason = metav1.ConditionFalse, ebv1.ReasonOutputStalled
 	c.Message = fmt.Sprintf("%d of %d BUs drop every MEP, their output having taken none for spec.outputStallAfter %s or longer "+
-		"(the consumer gone or stuck): %s%s; %s", len(stalled), reported, after, strings.Join(named, "; "), more, then)
+		"(the consumer gone or stuck): %s; %s", len(stalled), reported, after, shortlist.Join(stalled, "; ", func(s string) string { return s }), then)
 	return c, true
 }
 
