@@ -39,7 +39,8 @@ type FailoverResult struct {
 // unread (UnreadStreams names them) until the Fabric shows them cabled to
 // another endpoint; an RU on the spare reads the spare's own streams, and a
 // folded unit on a spare without fibres (where the Fabric lists streams)
-// runs its BU alone. Of the spares whose endpoint is still schedulable in fabric and
+// runs its BU alone; an unfolded RU takes only a spare with fibres (it
+// would read nothing elsewhere). Of the spares whose endpoint is still schedulable in fabric and
 // on another server than the failed endpoint (never its sibling NUMA half),
 // it prefers one on another leaf than the failed rank's (a failure seen
 // only as lost peers may be that leaf), then the lowest rank, and takes the
@@ -50,6 +51,37 @@ func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverRe
 	return toSpare(fabric, t, failedRank, func(spare Rank, ep Endpoint) RankTable {
 		return t.moveUnit(failedRank, spare.Rank, ep, physical)
 	})
+}
+
+// ErrNoFibredSpare: an unfolded unit's RU failed where the readout is
+// physical, and no spare left has fibres for it to read.
+var ErrNoFibredSpare = fmt.Errorf("%w with readout fibres for an RU", ErrNoSpare)
+
+// needsFibres says whether the spare for failed rank r of t must have
+// readout streams: an unfolded RU reads nothing anywhere else (a folded
+// unit runs its BU alone there instead).
+func needsFibres(fabric Fabric, t RankTable, r Rank) bool {
+	return t.Layout == Unfolded && r.Function == RU && readsStreams(fabric)
+}
+
+// DropUnit makes live rank `rank` a dummy: its unit (or, where the unit
+// runs on two ranks, that half of it) is lost. Where the lost half read
+// streams and the unit's BU runs on, that BU's source is unread: every MEP
+// keeps the slot, as missing (Rank.SourceUnread).
+func DropUnit(t RankTable, rank int) RankTable {
+	next := t
+	next.Ranks = slices.Clone(t.Ranks)
+	lost := next.Ranks[rank]
+	next.Ranks[rank] = Rank{Rank: rank, Leaf: lost.Leaf, Port: lost.Port, Role: Dummy, Unit: NoUnit}
+	if lost.Function == BU || (len(lost.Streams) == 0 && !lost.SourceUnread) {
+		return next
+	}
+	for i, r := range next.Ranks {
+		if r.Role == Live && r.Unit == lost.Unit && r.Function == BU {
+			next.Ranks[i].SourceUnread = true
+		}
+	}
+	return next
 }
 
 // MoveBU moves the BU of a live rank's unit onto a warm spare and returns
@@ -101,8 +133,9 @@ func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, e
 	// what may have failed: the server, its power, its cabling.
 	node := func(name string) string { return endpoint[name].Node }
 	sibling := func(r Rank) bool { return node(r.Endpoint) != "" && node(r.Endpoint) == node(failed.Endpoint) }
+	fibres := needsFibres(fabric, t, failed)
 	var candidates []Rank
-	var gone, siblings []string
+	var gone, siblings, bare []string
 	for _, r := range t.Ranks {
 		switch {
 		case r.Role != Spare:
@@ -110,17 +143,26 @@ func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, e
 			gone = append(gone, r.Endpoint)
 		case sibling(r):
 			siblings = append(siblings, r.Endpoint)
+		case fibres && len(endpoint[r.Endpoint].Streams) == 0:
+			bare = append(bare, r.Endpoint)
 		default:
 			candidates = append(candidates, r)
 		}
 	}
 	if len(candidates) == 0 {
-		err := fmt.Errorf("rank %d (%s) failed: %w", failedRank, failed.Endpoint, ErrNoSpare)
+		noSpare := ErrNoSpare
+		if fibres {
+			noSpare = ErrNoFibredSpare
+		}
+		err := fmt.Errorf("rank %d (%s) failed: %w", failedRank, failed.Endpoint, noSpare)
 		if len(gone) > 0 {
 			err = fmt.Errorf("%w (spares not schedulable: %s)", err, strings.Join(gone, ", "))
 		}
 		if len(siblings) > 0 {
 			err = fmt.Errorf("%w (spares on the failed endpoint's server, never used for it: %s)", err, strings.Join(siblings, ", "))
+		}
+		if len(bare) > 0 {
+			err = fmt.Errorf("%w (spares without fibres, where an RU reads nothing: %s)", err, strings.Join(bare, ", "))
 		}
 		return RankTable{}, FailoverResult{}, err
 	}

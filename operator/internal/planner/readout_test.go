@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -273,5 +274,57 @@ func TestMoveBULeavesTheRUReadingWhereItsFibresAre(t *testing.T) {
 	}
 	if whole.Ranks[res2.SpareRank].Role != Dummy || whole.Ranks[res3.SpareRank].Function != BU {
 		t.Errorf("MoveBU of a BU alone: %+v -> %+v, want it moved whole", whole.Ranks[res2.SpareRank], whole.Ranks[res3.SpareRank])
+	}
+}
+
+// An unfolded RU reads nothing but where fibres are: its failover takes
+// only a spare with streams. With none left, the RU is lost and the unit's
+// BU builds on with the source unread; a BU takes any spare.
+func TestAnUnfoldedRUFailsOverOnlyWhereFibresAre(t *testing.T) {
+	f := readoutFabric() // 12 endpoints with fibres on leaves 0-2, 4 without on leaf 3
+	table := mustPlan(t, f, Request{Units: 4, Spares: 2, Layout: Unfolded})
+	var ru, bu int = -1, -1
+	var spares []string
+	for _, r := range table.Ranks {
+		switch {
+		case r.Role == Spare:
+			spares = append(spares, r.Endpoint)
+		case r.Role == Live && r.Function == RU && ru < 0:
+			ru = r.Rank
+		case r.Role == Live && r.Function == BU && bu < 0:
+			bu = r.Rank
+		}
+	}
+	for _, name := range spares {
+		if !strings.HasPrefix(name, "x") {
+			t.Fatalf("spares %v, want the endpoints without fibres", spares)
+		}
+	}
+	_, _, err := Failover(f, table, ru)
+	if !errors.Is(err, ErrNoSpare) || !errors.Is(err, ErrNoFibredSpare) || !strings.Contains(err.Error(), "spares without fibres, where an RU reads nothing: x") {
+		t.Errorf("RU failover onto spares without fibres: %v, want ErrNoFibredSpare naming them", err)
+	}
+	if _, res, err := Failover(f, table, bu); err != nil || !strings.HasPrefix(res.SpareEndpoint, "x") {
+		t.Errorf("BU failover: %+v %v, want a spare without fibres", res, err)
+	}
+	dropped := DropUnit(table, ru)
+	for _, r := range dropped.Ranks {
+		if r.Role == Live && r.Unit == table.Ranks[ru].Unit && (r.Function != BU || !r.SourceUnread) {
+			t.Errorf("unit %d after its RU was lost: rank %d %+v, want its BU with the source unread", r.Unit, r.Rank, r)
+		}
+	}
+	if dropped.Ranks[ru].Role != Dummy || table.Ranks[ru].Role != Live {
+		t.Errorf("DropUnit: rank %d %+v (t's %+v), want a dummy in the copy only", ru, dropped.Ranks[ru], table.Ranks[ru])
+	}
+
+	// A spare with fibres of its own: the RU moves there and reads them.
+	withFibres := mustPlan(t, f, Request{Units: 4, Spares: 6, Layout: Unfolded})
+	ruRank := slices.IndexFunc(withFibres.Ranks, func(r Rank) bool { return r.Role == Live && r.Function == RU })
+	next, res, err := Failover(f, withFibres, ruRank)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := next.Ranks[res.SpareRank]; s.Function != RU || len(s.Streams) == 0 || s.SourceUnread {
+		t.Errorf("RU failover with fibred spares: %+v, want an RU reading the spare's streams", s)
 	}
 }

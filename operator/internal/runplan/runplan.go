@@ -544,7 +544,7 @@ func Recover(fabric planner.Fabric, t planner.RankTable, failures []Failure, pol
 			rec.Held = append(rec.Held, record)
 			continue
 		case noSpare:
-			rec.Table = drop(rec.Table, f.Rank)
+			rec.Table = planner.DropUnit(rec.Table, f.Rank)
 			rec.Outcome = ebv1.OutcomeDegraded
 			if policy == ebv1.FailureStop {
 				rec.Outcome = ebv1.OutcomeStopped
@@ -556,13 +556,6 @@ func Recover(fabric planner.Fabric, t planner.RankTable, failures []Failure, pol
 	}
 	rec.Table.Epoch = t.Epoch + 1
 	return rec, nil
-}
-
-// drop makes a live rank a dummy: its unit is lost.
-func drop(t planner.RankTable, rank int) planner.RankTable {
-	t.Ranks = slices.Clone(t.Ranks)
-	t.Ranks[rank] = planner.Rank{Rank: rank, Leaf: t.Ranks[rank].Leaf, Port: t.Ranks[rank].Port, Role: planner.Dummy, Unit: planner.NoUnit}
-	return t
 }
 
 // Ranks is the rank table as the run's status shows it.
