@@ -81,10 +81,13 @@ void Unit_status::add_mep(std::uint64_t events_complete, std::uint64_t events_in
 void Unit_status::add_discarded_mep(std::uint64_t events) {
     events_dropped_.fetch_add(events, std::memory_order_relaxed);
     meps_discarded_.fetch_add(1, std::memory_order_relaxed);
-    if (discard_streak_.fetch_add(1, std::memory_order_relaxed) == 0) {
+    // The streak's start is written before the streak counts, so a snapshot
+    // that sees it counting (under the lock) never reads an older start.
+    if (discard_streak_.load(std::memory_order_relaxed) == 0) {
         std::lock_guard lock(mutex_);
         streak_began_ = built_for_locked();
     }
+    discard_streak_.fetch_add(1, std::memory_order_relaxed);
 }
 
 std::chrono::steady_clock::duration Unit_status::built_for_locked() const {

@@ -93,11 +93,13 @@ func DropUnit(t RankTable, rank int) RankTable {
 // GPU). A rank that runs its unit's BU alone moves whole (Failover). The
 // spare is chosen as Failover chooses it.
 func MoveBU(fabric Fabric, t RankTable, rank int) (RankTable, FailoverResult, error) {
-	if rank >= 0 && rank < t.N() && (t.Ranks[rank].Function != RUBU || t.Ranks[rank].Role != Live) {
-		if t.Ranks[rank].Function == RU {
+	if rank >= 0 && rank < t.N() && t.Ranks[rank].Role == Live {
+		switch t.Ranks[rank].Function {
+		case RU:
 			return RankTable{}, FailoverResult{}, fmt.Errorf("rank %d runs no BU: there is no BU to move", rank)
+		case BU:
+			return Failover(fabric, t, rank)
 		}
-		return Failover(fabric, t, rank)
 	}
 	return toSpare(fabric, t, rank, func(spare Rank, _ Endpoint) RankTable {
 		next := t

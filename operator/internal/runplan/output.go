@@ -24,10 +24,9 @@ func OutputStallAfter(spec *ebv1.EventBuilderRunSpec) time.Duration {
 }
 
 // outputStalled says whether rank r of t runs a BU whose builder, building,
-// reports its output has taken no MEP for `after`.
-func outputStalled(r planner.Rank, reports map[int32]builderstatus.Report, after time.Duration) bool {
-	rep, ok := reports[int32(r.Rank)]
-	return ok && r.Role == planner.Live && r.Function != planner.RU && rep.Activity == builderstatus.ActivityBuilding &&
+// reported (rep) that its output has taken no MEP for `after`.
+func outputStalled(r planner.Rank, rep builderstatus.Report, after time.Duration) bool {
+	return r.Role == planner.Live && r.Function != planner.RU && rep.Activity == builderstatus.ActivityBuilding &&
 		rep.OutputStalledSeconds >= after.Seconds()
 }
 
@@ -37,7 +36,8 @@ func outputStalled(r planner.Rank, reports map[int32]builderstatus.Report, after
 // never every unit that still builds at once.
 func OutputStalls(t planner.RankTable, reports map[int32]builderstatus.Report, after time.Duration, failed []Failure) []Failure {
 	moves := plannedMoves(t, failed, ebv1.ReasonOutputStalled, func(r planner.Rank) bool {
-		return outputStalled(r, reports, after)
+		rep, ok := reports[int32(r.Rank)]
+		return ok && outputStalled(r, rep, after)
 	})
 	for i := range moves {
 		moves[i].BUOnly = true
@@ -59,7 +59,7 @@ func OutputsFlowing(t planner.RankTable, reports map[int32]builderstatus.Report,
 			continue
 		}
 		reported++
-		if outputStalled(r, reports, after) {
+		if outputStalled(r, rep, after) {
 			stalled = append(stalled, fmt.Sprintf("rank %d (%s): no MEP taken for %.0f s, %d MEPs dropped here",
 				r.Rank, orNone(r.Endpoint), rep.OutputStalledSeconds, rep.MEPsDiscarded))
 		}
