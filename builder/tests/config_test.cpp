@@ -82,7 +82,7 @@ TEST(Config, WithoutPeersTheProcessIsControlled) {
     // --rank pins the rank configure must name; other flags still apply.
     const Command_line ranked =
         parse({"--rank", "3", "--http-port", "9090", "--token-file", "/run/token", "--peer-timeout-ms", "2500",
-               "--join-timeout-ms", "800", "--incomplete", "flag"});
+               "--join-timeout-ms", "800", "--incomplete", "flag", "--busy-poll-us", "0"});
     const auto* pinned = std::get_if<Config>(&ranked);
     ASSERT_NE(pinned, nullptr) << std::get<Usage_error>(ranked).message;
     EXPECT_FALSE(pinned->self_configured());
@@ -93,6 +93,8 @@ TEST(Config, WithoutPeersTheProcessIsControlled) {
     EXPECT_EQ(pinned->peer_timeout_ms, 2500u);
     EXPECT_EQ(pinned->join_timeout_ms, 800u);
     EXPECT_EQ(pinned->incomplete, Incomplete_policy::flag);
+    EXPECT_EQ(pinned->busy_poll_us, 0u);
+    EXPECT_EQ(pinned->transport_settings().busy_poll_us, 0u) << "the transport is made with it";
 
     const Command_line self = parse({"--rank", "0", "--peers", "a:1"});
     ASSERT_TRUE(std::holds_alternative<Config>(self));
@@ -100,6 +102,7 @@ TEST(Config, WithoutPeersTheProcessIsControlled) {
     EXPECT_EQ(std::get<Config>(self).peer_timeout_ms, 1000u) << "the default --peer-timeout-ms";
     EXPECT_EQ(std::get<Config>(self).join_timeout_ms, 5000u) << "the default --join-timeout-ms";
     EXPECT_EQ(std::get<Config>(self).incomplete, Incomplete_policy::drop) << "the default --incomplete";
+    EXPECT_EQ(std::get<Config>(self).busy_poll_us, 300u) << "the default --busy-poll-us";
 }
 
 TEST(Config, HelpWinsWherePresent) {
@@ -166,6 +169,8 @@ TEST(Config, ErrorsNameTheFlagAndTheFix) {
         {{"--rank", "0", "--peers", "a:1", "--incomplete", "keep"}, "--incomplete 'keep': expected one of drop|flag"},
         {{"--output-timeout-ms", "0"}, "--output-timeout-ms '0': expected a whole number in 1..600000"},
         {{"--data-key-file", ""}, "--data-key-file needs a path"},
+        {{"--busy-poll-us", "10001"}, "--busy-poll-us '10001': expected a whole number in 0..10000"},
+        {{"--busy-poll-us", "-1"}, "--busy-poll-us '-1': expected a whole number in 0..10000"},
         // Controlled (the operator's way), the run's parameters are checked alike.
         {{"--size-model", "poisson", "--fragment-size", "0"},
          "--fragment-size 0: --size-model poisson needs a mean of at least 1 byte"},

@@ -63,9 +63,16 @@ TEST(Mfp, WritesHeaderTablesPayloadsAndZeroPadding) {
 }
 
 TEST(Mfp, RefusesABufferOfTheWrongSize) {
-    const std::vector<std::uint16_t> sizes(2, 16);
-    std::vector<std::byte> mfp(mfp_bytes(sizes) + 1);
-    EXPECT_THROW(write_mfp(mfp, {}, sizes), std::invalid_argument);
+    const std::vector<std::uint16_t> sizes{16, 13, 16};
+    const std::uint64_t right = mfp_bytes(sizes);
+    // Longer, short by less than the last fragment, short of the tables.
+    for (const std::uint64_t bytes : {right + 1, right + 8, right - 8, right - 24, std::uint64_t{8}}) {
+        std::vector<std::byte> buffer(bytes + 64, std::byte{0x5a});
+        const std::span<std::byte> mfp = std::span(buffer).first(bytes);
+        EXPECT_THROW(write_mfp(mfp, {}, sizes), std::invalid_argument) << bytes << " bytes for an MFP of " << right;
+        for (std::size_t at = bytes; at < buffer.size(); ++at)
+            ASSERT_EQ(buffer[at], std::byte{0x5a}) << "byte " << at << " past a buffer of " << bytes << " was written";
+    }
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ constexpr std::string_view known_flags[] = {
     "--size-model", "--rate",   "--source",    "--source-file",    "--output",        "--run",
     "--ring-mib",   "--layout", "--dummies",   "--barrier",        "--barrier-every", "--token-file",
     "--peer-timeout-ms", "--join-timeout-ms", "--incomplete", "--numa-node", "--rdma-device",
-    "--transport", "--gid-index", "--output-timeout-ms", "--data-key-file"};
+    "--transport", "--gid-index", "--output-timeout-ms", "--data-key-file", "--busy-poll-us"};
 
 std::optional<std::uint64_t> parse_number(std::string_view text, std::uint64_t max) {
     std::uint64_t value = 0;
@@ -155,6 +155,7 @@ std::optional<Usage_error> parse_flag(std::string_view flag, std::string_view va
     if (flag == "--join-timeout-ms") return parse_into(config.join_timeout_ms, flag, value, 100, 600'000);
     if (flag == "--output-timeout-ms") return parse_into(config.output_timeout_ms, flag, value, 1, 600'000);
     if (flag == "--incomplete") return parse_choice(config.incomplete, flag, value, incomplete_policies);
+    if (flag == "--busy-poll-us") return parse_into(config.busy_poll_us, flag, value, 0, 10'000);
     if (flag == "--transport") return parse_choice(config.transport, flag, value, transport_kinds);
     if (flag == "--gid-index") {
         std::uint32_t index = 0;
@@ -352,6 +353,9 @@ leaves alone and its peers count it lost.
                          pairs, set up over the TCP connections to the peers)
   --gid-index N          verbs over RoCE: the GID index to use (default: a
                          RoCE v2 GID with an IPv4 address, picked)
+  --busy-poll-us U       a unit waiting for data looks again for U
+                         microseconds, yielding the core between looks,
+                         before it sleeps (default 300; 0: sleep at once)
   --help                 show this text
 
 Endpoints: POST /control/{configure,start,pause,resume,stop,reset}; GET

@@ -42,8 +42,7 @@ Fragment_sizes::Fragment_sizes(const Event_model& model, std::uint32_t source_id
     cdf_.back() = std::uint64_t{1} << 32;  // every draw lands in the table
 }
 
-std::uint16_t Fragment_sizes::operator()(std::uint64_t event_id) const {
-    if (cdf_.empty()) return fixed_;
+std::uint16_t Fragment_sizes::drawn(std::uint64_t event_id) const {
     const std::uint64_t draw = mix(event_id ^ (std::uint64_t{source_id_} << 40)) >> 32;
     // The first k with P(size <= k) > draw.
     const auto k = std::upper_bound(cdf_.begin(), cdf_.end(), draw) - cdf_.begin();

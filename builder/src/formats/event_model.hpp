@@ -40,9 +40,12 @@ class Fragment_sizes {
 public:
     Fragment_sizes(const Event_model& model, std::uint32_t source_id);
 
-    std::uint16_t operator()(std::uint64_t event_id) const;
+    // Inline: the generator and the checker ask once per fragment.
+    std::uint16_t operator()(std::uint64_t event_id) const { return cdf_.empty() ? fixed_ : drawn(event_id); }
 
 private:
+    std::uint16_t drawn(std::uint64_t event_id) const;
+
     std::uint32_t source_id_;
     std::uint16_t fixed_;
     // Poisson: cdf_[k] = P(size <= k) scaled to 2^32; empty for fixed sizes.

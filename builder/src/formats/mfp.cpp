@@ -23,7 +23,10 @@ std::uint64_t mfp_bytes(std::uint32_t fragment_count, std::uint32_t payload_byte
 }
 
 void write_mfp(std::span<std::byte> out, const Mfp_spec& spec, std::span<const std::uint16_t> sizes) {
-    if (out.size() != mfp_bytes(sizes)) throw std::invalid_argument("write_mfp: buffer size differs from the MFP size");
+    // The size is checked as the fragments are written (one pass over the
+    // sizes, not two): a short buffer is found before a byte past it is.
+    const auto wrong_size = [] { return std::invalid_argument("write_mfp: buffer size differs from the MFP size"); };
+    if (out.size() < mfp_payload_start(static_cast<std::uint32_t>(sizes.size()))) throw wrong_size();
     const auto count = static_cast<std::uint32_t>(sizes.size());
     store(out, 0,
           Mfp_header{.magic = mfp_magic,
@@ -42,12 +45,15 @@ void write_mfp(std::span<std::byte> out, const Mfp_spec& spec, std::span<const s
     std::memset(out.data() + at, 0, payload_start - at);
     at = payload_start;
     for (std::uint32_t i = 0; i < count; ++i) {
-        fill_payload(out.subspan(at, sizes[i]), spec.source_id, spec.first_event_id + i);
         const std::uint64_t next = align_up(at + sizes[i]);
+        if (next > out.size()) throw wrong_size();
+        fill_payload(out.subspan(at, sizes[i]), spec.source_id, spec.first_event_id + i);
         // Zero the padding: every byte on the wire is then defined.
-        std::memset(out.data() + at + sizes[i], 0, next - at - sizes[i]);
+        if (const std::uint64_t padding = next - at - sizes[i]; padding != 0)
+            std::memset(out.data() + at + sizes[i], 0, padding);
         at = next;
     }
+    if (at != out.size()) throw wrong_size();
 }
 
 }  // namespace eb

@@ -23,12 +23,13 @@ std::unique_ptr<Mesh_transport> make_transport(const Transport_settings& setting
         return std::make_unique<Tcp_transport>(
             rank, std::move(mesh), stop, std::move(on_loss),
             Liveness{std::chrono::milliseconds(settings.peer_timeout_ms),
-                                    std::chrono::milliseconds(settings.setup_timeout_ms)});
+                     std::chrono::milliseconds(settings.setup_timeout_ms)},
+            Busy_poll(std::chrono::microseconds(settings.busy_poll_us)));
 #ifdef EB_WITH_VERBS
     return std::make_unique<Verbs_transport>(
         rank, std::move(mesh), stop,
         Verbs_transport::Settings{settings.rdma_device, 1, settings.gid_index, settings.peer_timeout_ms,
-                                  settings.setup_timeout_ms},
+                                  settings.setup_timeout_ms, settings.busy_poll_us},
         std::move(on_loss));
 #else
     throw Transport_error("this eb-builder was built without libibverbs: --transport verbs is not available; "

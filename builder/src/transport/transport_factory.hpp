@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "busy_poll.hpp"
 #include "mesh_transport.hpp"
 #include "stop_flag.hpp"
 #include "tcp_mesh.hpp"
@@ -20,6 +21,7 @@ struct Transport_settings {
     int gid_index = -1;       // verbs, RoCE: < 0 picks one
     std::uint32_t peer_timeout_ms = 1000;
     std::uint32_t setup_timeout_ms = 5000;
+    std::uint32_t busy_poll_us = default_busy_poll_us;  // looking for data before sleeping (Busy_poll)
 };
 
 // Whether this build has the verbs transport (libibverbs found at build time).

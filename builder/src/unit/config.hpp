@@ -51,6 +51,7 @@ struct Config {
     Transport_kind transport = Transport_kind::tcp;
     std::string rdma_device;  // --rdma-device, else EB_RDMA_DEVICE: the verbs transport's device
     int gid_index = -1;       // --gid-index; < 0: picked
+    std::uint32_t busy_poll_us = default_busy_poll_us;  // --busy-poll-us
 
     // With --peers the process configures and starts itself; without, it
     // waits for the control API (docs/control-api.md).
@@ -65,7 +66,7 @@ struct Config {
     // timeout before it sends its queue-pair addresses: the set-up waits that
     // long and a peer timeout more.
     Transport_settings transport_settings() const {
-        return {transport, rdma_device, gid_index, peer_timeout_ms, join_timeout_ms + peer_timeout_ms};
+        return {transport, rdma_device, gid_index, peer_timeout_ms, join_timeout_ms + peer_timeout_ms, busy_poll_us};
     }
 };
 

@@ -19,12 +19,13 @@ constexpr int beats_per_timeout = 4;
 }  // namespace
 
 Tcp_transport::Tcp_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop, Loss_observer on_loss,
-                             Liveness liveness)
+                             Liveness liveness, Busy_poll busy_poll)
     : rank_(rank),
       mesh_(Tcp_mesh{std::vector<Fd>(mesh.to.size()), std::vector<Fd>(mesh.to.size())}),
       stop_(stop),
       on_loss_(std::move(on_loss)),
       liveness_(liveness),
+      busy_poll_(busy_poll),
       lost_(mesh_.to.size()),
       self_(rank, units(), "Tcp_transport"),
       heartbeat_(units(), std::max<Clock::duration>(liveness.peer_timeout / beats_per_timeout,
@@ -175,6 +176,11 @@ bool Tcp_transport::drive(const Deadline* deadline) {
                 continue;
             }
             timeout = std::min(timeout, left);
+        }
+        // Look again for a while before sleeping (Busy_poll); errors are the sleeping poll's to report.
+        if (busy_poll_.poll([&] { return ::poll(poll_set_.data(), poll_set_.size(), 0) > 0; })) {
+            if (poll_set_[0].revents != 0) return false;
+            continue;
         }
         const int timeout_ms = static_cast<int>(timeout);
         if (::poll(poll_set_.data(), poll_set_.size(), timeout_ms) < 0 && errno != EINTR)

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "busy_poll.hpp"
 #include "heartbeat.hpp"
 #include "mesh_transport.hpp"
 #include "self_delivery.hpp"
@@ -31,7 +32,8 @@ public:
     using Clock = std::chrono::steady_clock;
 
     Tcp_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop, Loss_observer on_loss = {},
-                  Liveness liveness = Liveness());
+                  Liveness liveness = Liveness(),
+                  Busy_poll busy_poll = Busy_poll(std::chrono::microseconds(default_busy_poll_us)));
 
     Rank rank() const override { return rank_; }
     Rank units() const override { return static_cast<Rank>(mesh_.to.size()); }
@@ -85,6 +87,7 @@ private:
     const Stop_flag& stop_;
     Loss_observer on_loss_;
     Liveness liveness_;
+    Busy_poll busy_poll_;
     std::vector<bool> lost_;
     std::vector<Operation> operations_;  // reused across transfers
     std::vector<Operation> posted_data_;  // posted, not yet waited for

@@ -17,10 +17,6 @@
 namespace eb {
 namespace {
 
-// Polls of an empty completion queue before sleeping on the channel: enough
-// to catch the next completion of a busy phase, short enough not to starve
-// other processes on few cores.
-constexpr int spin_polls = 64;
 constexpr int completions_per_poll = 16;
 // RNR NAK timer code 12 (0.64 ms, as rc_pingpong) and unlimited RNR retries:
 // a receive not posted yet is waited for, never a failure (receives are
@@ -528,21 +524,16 @@ void Verbs_transport::forget_lost_peer(Rank peer, Link_failure failure, const st
 
 template <typename Done>
 bool Verbs_transport::progress_until(Done done, const std::vector<Rank>& waited) {
-    int idle = 0;
+    const Busy_poll busy_poll{std::chrono::microseconds(settings_.busy_poll_us)};
     while (!done()) {
         if (stop_.requested()) return false;
-        if (poll_completions()) {
-            idle = 0;
-            continue;
-        }
-        if (++idle < spin_polls) continue;
+        if (poll_completions() || busy_poll.poll([&] { return poll_completions(); })) continue;
         // Arm, then look once more: a completion between the last poll and
         // the arming would otherwise raise no event.
         if (const int error = ibv_req_notify_cq(cq_.get(), 0); error != 0)
             throw Transport_error(verbs_error("arming the completion queue", error));
         if (poll_completions()) continue;
         wait_for_events(waited);
-        idle = 0;
     }
     return true;
 }

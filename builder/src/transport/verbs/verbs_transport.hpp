@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "busy_poll.hpp"
 #include "mesh_transport.hpp"
 #include "self_delivery.hpp"
 #include "stop_flag.hpp"
@@ -46,6 +47,7 @@ public:
         int gid_index = -1;         // < 0: picked (pick_gid_index)
         std::uint32_t peer_timeout_ms = 1000;
         std::uint32_t setup_timeout_ms = 5000;  // a peer that sends no address by then is lost
+        std::uint32_t busy_poll_us = default_busy_poll_us;  // polls of an idle completion queue before sleeping
     };
 
     // Opens the device and connects queue pairs with every peer of `mesh`.
