@@ -32,7 +32,7 @@ Parse_status parse_mep_frame(std::span<const std::byte> bytes, Mep_view& view) {
         if (offset % wire_alignment != 0)
             return parse_failure("MEP", Parse_error::bad_alignment, "slot ", i, " at offset ", offset, ", not a multiple of ",
                                  wire_alignment);
-                                 free_from = offset + 1;
+        free_from = offset + 1;
     }
     view = candidate;
     return {};
@@ -59,7 +59,7 @@ Parse_status parse_mep(std::span<const std::byte> bytes, Mep_view& view) {
         if (previous_source && mfp.header.source_id <= *previous_source)
             return parse_failure("MEP", Parse_error::wrong_source, "slot ", i, " holds source ", mfp.header.source_id,
                                  ", not after source ", *previous_source, " of the slot before");
-                                 previous_source = mfp.header.source_id;
+        previous_source = mfp.header.source_id;
     }
     view = candidate;
     return {};

@@ -25,21 +25,21 @@ Parse_status parse_mfp(std::span<const std::byte> bytes, Mfp_view& view) {
     if (tables_end > bytes.size())
         return parse_failure("MFP", Parse_error::truncated, header.fragment_count, " fragments need ", tables_end,
                              " bytes of header and tables, the packet has ", bytes.size());
-                             Mfp_view candidate{header, bytes};
-                             std::uint64_t at = align(tables_end);
+    Mfp_view candidate{header, bytes};
+    std::uint64_t at = align(tables_end);
     for (std::uint32_t i = 0; i < header.fragment_count; ++i) {
         const std::uint64_t end = at + candidate.size(i);
         if (end > bytes.size())
             return parse_failure("MFP", Parse_error::fragment_overflow, "fragment ", i, " of ", candidate.size(i), " bytes at offset ",
                                  at, " runs past the packet end at ", bytes.size());
-                                 at = align(end);
+        at = align(end);
     }
     if (at < bytes.size())
         return parse_failure("MFP", Parse_error::trailing_bytes, bytes.size() - at, " bytes after the last fragment");
     if (at > bytes.size())
         return parse_failure("MFP", Parse_error::truncated, "the last fragment's padding ends at ", at, ", past the packet end at ",
                              bytes.size());
-                             view = candidate;
+    view = candidate;
     return {};
 }
 
@@ -55,7 +55,7 @@ Parse_status parse_mfp(std::span<const std::byte> bytes, const Mfp_expectation& 
     if (header.first_event_id != expected.first_event_id)
         return parse_failure("MFP", Parse_error::wrong_event_range, "source ", header.source_id, " events from ",
                              header.first_event_id, ", expected from ", expected.first_event_id);
-                             view = candidate;
+    view = candidate;
     return {};
 }
 
