@@ -60,7 +60,12 @@ func TestAUnitWithoutItsFibresBuildsItsShareFlaggingTheMissingSource(t *testing.
 	deleteBuilderPod(ctx, t, builderPod(ctx, t, namespaceName, victim.Pod))
 	var seen incompleteSeen
 	waitForNewEpoch(ctx, t, run, before, 2, ebv1alpha1.PhaseDegraded, "a failover to a spare without fibres", &seen)
-	spare := *run.Status.LastFailover.Moves[0].SpareRank
+	failover := run.Status.LastFailover
+	if failover == nil || len(failover.Moves) == 0 || failover.Moves[0].SpareRank == nil {
+		raw, _ := json.Marshal(failover) // plain API types: cannot fail
+		t.Fatalf("epoch %d is no failover to a spare: lastFailover %s; %s", run.Status.Epoch, raw, describe(run))
+	}
+	spare := *failover.Moves[0].SpareRank
 	ready := meta.FindStatusCondition(run.Status.Conditions, ebv1alpha1.ConditionReady)
 	if ready == nil || ready.Reason != ebv1alpha1.ReasonStreamsUnread || !strings.Contains(ready.Message, victim.Endpoint) {
 		t.Errorf("after the failover, Ready %+v: want reason StreamsUnread naming %s", ready, victim.Endpoint)
