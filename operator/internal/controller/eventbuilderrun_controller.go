@@ -414,7 +414,13 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	// (a node restart recreates its pods' sandboxes) is taken back by a new
 	// epoch carrying the addresses as they are: the others dial the old one.
 	if poll != nil && !published && !stopped && r.commands.accepts(req.NamespacedName, poll.Time) {
-		if moved := runplan.MovedAddresses(table, given, ranktable.Dialable(found), poll.Reports); len(moved) > 0 {
+		uids := map[int32]string{}
+		for rank, pod := range pods {
+			if pod != nil {
+				uids[rank] = string(pod.UID)
+			}
+		}
+		if moved := runplan.MovedAddresses(table, given, ranktable.Dialable(found), runplan.ReportsOfPods(poll, uids)); len(moved) > 0 {
 			next := runplan.Readdress(table, moved)
 			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, false, "", now); err != nil {
 				return ctrl.Result{}, err

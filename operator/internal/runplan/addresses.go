@@ -67,6 +67,23 @@ func MovedAddresses(t planner.RankTable, given GivenAddresses, ips map[int32]str
 	return out
 }
 
+// ReportsOfPods keeps the reports of poll that came from the pods the
+// ranks have now (uids: their UIDs, by rank). A report polled from a pod
+// since deleted says nothing of the pod that replaced it: taken for the
+// successor's, it made a unit whose pod was deleted look moved (its new
+// pod running at a new IP, "answering" by its predecessor's report) before
+// its peers' loss of it was polled, and the rank was taken back instead of
+// failed over.
+func ReportsOfPods(poll *builderstatus.Poll, uids map[int32]string) map[int32]builderstatus.Report {
+	out := map[int32]builderstatus.Report{}
+	for rank, report := range poll.Reports {
+		if uid, ok := uids[rank]; ok && uid != "" && poll.Pods[rank] == uid {
+			out[rank] = report
+		}
+	}
+	return out
+}
+
 // Readdress is the recovery of ranks whose address moved (MovedAddresses):
 // the same table at the next epoch, every rank where it was, outcome
 // Rejoined. Configured on every builder, with the addresses as they are.

@@ -77,6 +77,20 @@ func TestMovedAddresses(t *testing.T) {
 			}
 		})
 	}
+	// The poll's reports count only where they came from the pod the rank
+	// has now: a deleted pod's last report is not its successor's answer.
+	poll := &builderstatus.Poll{
+		Pods:    map[int32]string{0: "uid-a", 1: "uid-b-deleted", 2: "uid-c", 3: "uid-d"},
+		Reports: map[int32]builderstatus.Report{0: {Rank: 0}, 1: {Rank: 1}, 3: {Rank: 3}},
+	}
+	current := map[int32]string{0: "uid-a", 1: "uid-b-new", 2: "uid-c", 3: ""}
+	if got := ReportsOfPods(poll, current); len(got) != 1 || got[0].Rank != 0 {
+		t.Errorf("ReportsOfPods = %v, want rank 0's alone (1: another pod answered; 2: none; 3: no UID known)", got)
+	}
+	if got := MovedAddresses(table, given, moved, ReportsOfPods(poll, current)); got != nil {
+		t.Errorf("MovedAddresses with a replaced pod's report = %v, want none: its successor has not answered", got)
+	}
+
 	rec := Readdress(table, []int{3, 1})
 	if rec.Table.Epoch != 4 || rec.Outcome != ebv1.OutcomeRejoined || len(rec.Moves) != 2 ||
 		rec.Moves[0].FailedRank != 1 || rec.Moves[1].FailedRank != 3 || rec.Moves[0].Reason != ReasonAddressChanged || rec.Moves[0].SpareRank != nil {
