@@ -39,8 +39,6 @@ public:
         return false;
     }
 
-    std::chrono::microseconds window() const { return window_; }
-
 private:
     std::chrono::microseconds window_;
 };
