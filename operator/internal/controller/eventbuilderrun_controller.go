@@ -414,13 +414,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 	// (a node restart recreates its pods' sandboxes) is taken back by a new
 	// epoch carrying the addresses as they are: the others dial the old one.
 	if poll != nil && !published && !stopped && r.commands.accepts(req.NamespacedName, poll.Time) {
-		uids := map[int32]string{}
-		for rank, pod := range pods {
-			if pod != nil {
-				uids[rank] = string(pod.UID)
-			}
-		}
-		if moved := runplan.MovedAddresses(table, given, ranktable.Dialable(found), runplan.ReportsOfPods(poll, uids)); len(moved) > 0 {
+		if moved := runplan.MovedAddresses(table, given, ranktable.Dialable(found), podUIDs(pods), poll.Reports); len(moved) > 0 {
 			next := runplan.Readdress(table, moved)
 			if cm, err = r.publish(ctx, run, cm, next.Table, endpoints, &next, false, "", now); err != nil {
 				return ctrl.Result{}, err
@@ -483,7 +477,7 @@ func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Requ
 				return ctrl.Result{}, fmt.Errorf("ConfigMap %s: %w", cm.Name, err)
 			}
 			// The addresses recorded are those drive puts in the table it sends.
-			if g, changed := given.Give(table.Epoch, ranktable.Dialable(ips)); changed {
+			if g, changed := given.Give(table.Epoch, ranktable.Dialable(ips), podUIDs(pods)); changed {
 				setRecord(cm, annAddresses, g)
 				if err := r.Update(ctx, cm); err != nil {
 					return ctrl.Result{}, err
@@ -812,6 +806,17 @@ func (r *EventBuilderRunReconciler) dropRecord(ctx context.Context, run *ebv1.Ev
 	r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, reason, action, "%s: ignored and removed; %s", clip(readErr.Error()), consequence)
 	delete(cm.Annotations, annotation)
 	return r.Update(ctx, cm)
+}
+
+// podUIDs are the UIDs of the ranks' pods, by rank.
+func podUIDs(pods map[int32]*corev1.Pod) map[int32]string {
+	uids := make(map[int32]string, len(pods))
+	for rank, pod := range pods {
+		if pod != nil {
+			uids[rank] = string(pod.UID)
+		}
+	}
+	return uids
 }
 
 // dataIPs are the data addresses of the table's live and spare ranks whose

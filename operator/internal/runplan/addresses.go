@@ -21,25 +21,29 @@ const ReasonAddressChanged = "AddressChanged"
 
 // GivenAddresses is the record of the pod IPs by rank that the builders
 // of an epoch were given: those first sent for it, each rank's as soon as
-// its pod had one.
+// its pod had one, with the UID of the pod that had it.
 type GivenAddresses struct {
 	Epoch int64            `json:"epoch"`
 	IPs   map[int32]string `json:"ips"`
+	Pods  map[int32]string `json:"pods,omitempty"` // UIDs; a record written before they were kept has none
 }
 
-// Give records ips, the pod IPs sent with the table of epoch now, and
-// returns the record to keep and whether it changed. A new epoch starts a
-// new record; within one, a rank's first IP stays (builders configured
-// with it still dial it) and ranks seen for the first time are added.
-func (g GivenAddresses) Give(epoch int64, ips map[int32]string) (GivenAddresses, bool) {
-	if g.Epoch != epoch || g.IPs == nil {
-		return GivenAddresses{Epoch: epoch, IPs: maps.Clone(ips)}, len(ips) > 0 || g.Epoch != epoch
+// Give records ips, the pod IPs sent with the table of epoch now, and the
+// UIDs of their pods (uids, by rank), and returns the record to keep and
+// whether it changed. A new epoch starts a new record; within one, a
+// rank's first IP and pod stay (builders configured with it still dial
+// it) and ranks seen for the first time are added.
+func (g GivenAddresses) Give(epoch int64, ips, uids map[int32]string) (GivenAddresses, bool) {
+	fresh := g.Epoch != epoch || g.IPs == nil
+	out := GivenAddresses{Epoch: epoch, IPs: map[int32]string{}, Pods: map[int32]string{}}
+	if !fresh {
+		maps.Copy(out.IPs, g.IPs)
+		maps.Copy(out.Pods, g.Pods)
 	}
-	out := GivenAddresses{Epoch: epoch, IPs: maps.Clone(g.IPs)}
-	changed := false
+	changed := g.Epoch != epoch
 	for rank, ip := range ips {
 		if _, known := out.IPs[rank]; !known {
-			out.IPs[rank], changed = ip, true
+			out.IPs[rank], out.Pods[rank], changed = ip, uids[rank], true
 		}
 	}
 	return out, changed
@@ -47,10 +51,15 @@ func (g GivenAddresses) Give(epoch int64, ips map[int32]string) (GivenAddresses,
 
 // MovedAddresses finds the live ranks of t whose builder answers (it is in
 // reports) from a pod IP (ips) other than the one the builders of t's
-// epoch were given for it. Spares are dummies in the table, which no peer
-// dials: their address matters once a failover makes them live, and that
-// epoch carries it. Ranks in order.
-func MovedAddresses(t planner.RankTable, given GivenAddresses, ips map[int32]string, reports map[int32]builderstatus.Report) []int {
+// epoch were given for it, the pod being the same (uids, by rank: its
+// sandbox was recreated). A pod replaced by another (deleted, evicted) is
+// not moved: its builder's peers lost the old one, and their report fails
+// it over or rejoins it; taken for moved, a replacement that answered
+// before that loss was polled was taken back in place of a failover.
+// Spares are dummies in the table, which no peer dials: their address
+// matters once a failover makes them live, and that epoch carries it.
+// Ranks in order.
+func MovedAddresses(t planner.RankTable, given GivenAddresses, ips, uids map[int32]string, reports map[int32]builderstatus.Report) []int {
 	if given.Epoch != t.Epoch {
 		return nil
 	}
@@ -60,25 +69,9 @@ func MovedAddresses(t planner.RankTable, given GivenAddresses, ips map[int32]str
 		old, known := given.IPs[rank]
 		ip, running := ips[rank]
 		_, answers := reports[rank]
-		if r.Role == planner.Live && known && running && answers && ip != old {
+		replaced := given.Pods[rank] != "" && given.Pods[rank] != uids[rank]
+		if r.Role == planner.Live && known && running && answers && ip != old && !replaced {
 			out = append(out, r.Rank)
-		}
-	}
-	return out
-}
-
-// ReportsOfPods keeps the reports of poll that came from the pods the
-// ranks have now (uids: their UIDs, by rank). A report polled from a pod
-// since deleted says nothing of the pod that replaced it: taken for the
-// successor's, it made a unit whose pod was deleted look moved (its new
-// pod running at a new IP, "answering" by its predecessor's report) before
-// its peers' loss of it was polled, and the rank was taken back instead of
-// failed over.
-func ReportsOfPods(poll *builderstatus.Poll, uids map[int32]string) map[int32]builderstatus.Report {
-	out := map[int32]builderstatus.Report{}
-	for rank, report := range poll.Reports {
-		if uid, ok := uids[rank]; ok && uid != "" && poll.Pods[rank] == uid {
-			out[rank] = report
 		}
 	}
 	return out

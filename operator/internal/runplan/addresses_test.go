@@ -12,6 +12,14 @@ import (
 )
 
 func TestGiveAddresses(t *testing.T) {
+	ips := func(kv ...string) map[int32]string {
+		m := map[int32]string{}
+		for i, v := range kv {
+			m[int32(i)] = v
+		}
+		return m
+	}
+	uids := ips("uid-a", "uid-b")
 	for _, tc := range []struct {
 		name    string
 		given   GivenAddresses
@@ -20,18 +28,23 @@ func TestGiveAddresses(t *testing.T) {
 		want    GivenAddresses
 		changed bool
 	}{
-		{"first epoch", GivenAddresses{}, 1, map[int32]string{0: "10.0.0.1"}, GivenAddresses{1, map[int32]string{0: "10.0.0.1"}}, true},
-		{"same epoch, same addresses", GivenAddresses{1, map[int32]string{0: "10.0.0.1"}}, 1, map[int32]string{0: "10.0.0.1"},
-			GivenAddresses{1, map[int32]string{0: "10.0.0.1"}}, false},
-		{"same epoch, a rank's pod runs at last: added", GivenAddresses{1, map[int32]string{0: "10.0.0.1"}}, 1,
-			map[int32]string{0: "10.0.0.1", 1: "10.0.0.2"}, GivenAddresses{1, map[int32]string{0: "10.0.0.1", 1: "10.0.0.2"}}, true},
-		{"same epoch, a rank's IP moved: the first given stays", GivenAddresses{1, map[int32]string{0: "10.0.0.1"}}, 1,
-			map[int32]string{0: "10.0.0.9"}, GivenAddresses{1, map[int32]string{0: "10.0.0.1"}}, false},
-		{"a new epoch starts afresh", GivenAddresses{1, map[int32]string{0: "10.0.0.1", 1: "10.0.0.2"}}, 2,
-			map[int32]string{0: "10.0.0.9"}, GivenAddresses{2, map[int32]string{0: "10.0.0.9"}}, true},
+		{"first epoch", GivenAddresses{}, 1, ips("10.0.0.1"), GivenAddresses{1, ips("10.0.0.1"), ips("uid-a")}, true},
+		{"same epoch, same addresses", GivenAddresses{1, ips("10.0.0.1"), ips("uid-a")}, 1, ips("10.0.0.1"),
+			GivenAddresses{1, ips("10.0.0.1"), ips("uid-a")}, false},
+		{"same epoch, a rank's pod runs at last: added", GivenAddresses{1, ips("10.0.0.1"), ips("uid-a")}, 1,
+			ips("10.0.0.1", "10.0.0.2"), GivenAddresses{1, ips("10.0.0.1", "10.0.0.2"), uids}, true},
+		{"same epoch, a rank's IP moved: the first given stays, with its pod", GivenAddresses{1, ips("10.0.0.1"), ips("uid-old")}, 1,
+			ips("10.0.0.9"), GivenAddresses{1, ips("10.0.0.1"), ips("uid-old")}, false},
+		{"a record without pods keeps none for the ranks it has", GivenAddresses{Epoch: 1, IPs: ips("10.0.0.1")}, 1,
+			ips("10.0.0.1", "10.0.0.2"), GivenAddresses{1, ips("10.0.0.1", "10.0.0.2"), map[int32]string{1: "uid-b"}}, true},
+		{"a new epoch starts afresh", GivenAddresses{1, ips("10.0.0.1", "10.0.0.2"), uids}, 2,
+			ips("10.0.0.9"), GivenAddresses{2, ips("10.0.0.9"), ips("uid-a")}, true},
+		{"a new epoch with no pod running yet", GivenAddresses{1, ips("10.0.0.1"), ips("uid-a")}, 2,
+			nil, GivenAddresses{2, map[int32]string{}, map[int32]string{}}, true},
+		{"no record and no address", GivenAddresses{Epoch: 1}, 1, nil, GivenAddresses{1, map[int32]string{}, map[int32]string{}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, changed := tc.given.Give(tc.epoch, tc.ips)
+			got, changed := tc.given.Give(tc.epoch, tc.ips, uids)
 			if !reflect.DeepEqual(got, tc.want) || changed != tc.changed {
 				t.Errorf("Give(%d, %v) = %v, %v; want %v, %v", tc.epoch, tc.ips, got, changed, tc.want, tc.changed)
 			}
@@ -47,24 +60,31 @@ func TestMovedAddresses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	given := GivenAddresses{Epoch: 3, IPs: map[int32]string{0: "10.0.0.1", 1: "10.0.0.2", 2: "10.0.0.3", 3: "10.0.0.4"}}
+	pods := map[int32]string{0: "uid-a", 1: "uid-b", 2: "uid-c", 3: "uid-d"}
+	given := GivenAddresses{Epoch: 3, IPs: map[int32]string{0: "10.0.0.1", 1: "10.0.0.2", 2: "10.0.0.3", 3: "10.0.0.4"}, Pods: pods}
 	all := map[int32]builderstatus.Report{0: {}, 1: {}, 2: {}, 3: {}}
 	moved := map[int32]string{0: "10.0.0.1", 1: "10.0.1.7", 2: "10.0.0.3", 3: "10.0.1.8"}
 	for _, tc := range []struct {
 		name    string
 		given   GivenAddresses
 		ips     map[int32]string
+		uids    map[int32]string
 		reports map[int32]builderstatus.Report
 		want    []int
 	}{
-		{"nothing moved", given, given.IPs, all, nil},
-		{"a restarted node's two pods", given, moved, all, []int{1, 3}},
-		{"moved but its builder does not answer yet: it waits", given, moved,
+		{"nothing moved", given, given.IPs, pods, all, nil},
+		{"a restarted node's two pods", given, moved, pods, all, []int{1, 3}},
+		{"moved but its builder does not answer yet: it waits", given, moved, pods,
 			map[int32]builderstatus.Report{0: {}, 1: {}, 2: {}}, []int{1}},
-		{"moved but its pod is not running: it waits", given, map[int32]string{0: "10.0.0.1", 2: "10.0.0.3", 3: "10.0.1.8"}, all, []int{3}},
-		{"a record of another epoch says nothing", GivenAddresses{Epoch: 2, IPs: given.IPs}, moved, all, nil},
-		{"a rank never given an address (its name was sent)", GivenAddresses{Epoch: 3, IPs: map[int32]string{0: "10.0.0.1"}}, moved, all, nil},
-		{"a spare's address moved: nobody dials it", given, moved, all, []int{1}},
+		{"moved but its pod is not running: it waits", given, map[int32]string{0: "10.0.0.1", 2: "10.0.0.3", 3: "10.0.1.8"}, pods, all, []int{3}},
+		{"a record of another epoch says nothing", GivenAddresses{Epoch: 2, IPs: given.IPs}, moved, pods, all, nil},
+		{"a rank never given an address (its name was sent)", GivenAddresses{Epoch: 3, IPs: map[int32]string{0: "10.0.0.1"}}, moved, pods, all, nil},
+		{"a spare's address moved: nobody dials it", given, moved, pods, all, []int{1}},
+		// A deleted pod's replacement answering before its peers' loss of
+		// the old builder was polled: the loss fails it over, not a readdress.
+		{"a replaced pod is not moved", given, moved, map[int32]string{0: "uid-a", 1: "uid-b2", 2: "uid-c", 3: "uid-d"}, all, []int{3}},
+		{"a record without pods takes any answer for moved", GivenAddresses{Epoch: 3, IPs: given.IPs}, moved,
+			map[int32]string{1: "uid-b2", 3: "uid-d2"}, all, []int{1, 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			table := table
@@ -72,25 +92,11 @@ func TestMovedAddresses(t *testing.T) {
 				table.Ranks = slices.Clone(table.Ranks)
 				table.Ranks[3].Role = planner.Spare
 			}
-			if got := MovedAddresses(table, tc.given, tc.ips, tc.reports); !reflect.DeepEqual(got, tc.want) {
+			if got := MovedAddresses(table, tc.given, tc.ips, tc.uids, tc.reports); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("MovedAddresses = %v, want %v", got, tc.want)
 			}
 		})
 	}
-	// The poll's reports count only where they came from the pod the rank
-	// has now: a deleted pod's last report is not its successor's answer.
-	poll := &builderstatus.Poll{
-		Pods:    map[int32]string{0: "uid-a", 1: "uid-b-deleted", 2: "uid-c", 3: "uid-d"},
-		Reports: map[int32]builderstatus.Report{0: {Rank: 0}, 1: {Rank: 1}, 3: {Rank: 3}},
-	}
-	current := map[int32]string{0: "uid-a", 1: "uid-b-new", 2: "uid-c", 3: ""}
-	if got := ReportsOfPods(poll, current); len(got) != 1 || got[0].Rank != 0 {
-		t.Errorf("ReportsOfPods = %v, want rank 0's alone (1: another pod answered; 2: none; 3: no UID known)", got)
-	}
-	if got := MovedAddresses(table, given, moved, ReportsOfPods(poll, current)); got != nil {
-		t.Errorf("MovedAddresses with a replaced pod's report = %v, want none: its successor has not answered", got)
-	}
-
 	rec := Readdress(table, []int{3, 1})
 	if rec.Table.Epoch != 4 || rec.Outcome != ebv1.OutcomeRejoined || len(rec.Moves) != 2 ||
 		rec.Moves[0].FailedRank != 1 || rec.Moves[1].FailedRank != 3 || rec.Moves[0].Reason != ReasonAddressChanged || rec.Moves[0].SpareRank != nil {
