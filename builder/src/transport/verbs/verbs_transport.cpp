@@ -106,7 +106,8 @@ Verbs_transport::Verbs_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop
       control_slot_bytes_((max_control_bytes(static_cast<Rank>(mesh.to.size())) + 63) / 64 * 64),
       tcp_(rank, Tcp_mesh{std::vector<Fd>(mesh.to.size()), std::vector<Fd>(mesh.to.size())}, stop,
            [this](Rank peer, Link_failure failure, const std::string& detail) { forget_lost_peer(peer, failure, detail); },
-           {std::chrono::milliseconds(settings_.peer_timeout_ms), std::chrono::milliseconds(settings_.setup_timeout_ms)}),
+           {std::chrono::milliseconds(settings_.peer_timeout_ms), std::chrono::milliseconds(settings_.setup_timeout_ms)},
+           Busy_poll(std::chrono::microseconds(settings_.busy_poll_us))),
       peers_(mesh.to.size()),
       self_(rank, static_cast<Rank>(mesh.to.size()), "Verbs_transport") {
     open_device();
