@@ -9,10 +9,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "process_run.hpp"
 #include "rank_table.hpp"
@@ -89,6 +91,39 @@ INSTANTIATE_TEST_SUITE_P(
                     Shape{"Unfolded4Centralized", 4, Layout::unfolded, {}, "centralized", "1"},
                     Shape{"Unfolded8DummyNone", 8, Layout::unfolded, {5}, "none", "1"}),
     [](const auto& shape) { return std::string(shape.param.name); });
+
+// Over verbs an MFP reaches its BU only once the receive at its place in the
+// MEP is posted: the credit each receive sends its RU holds the SEND back.
+// Without it about one MFP in ten met a receive not posted yet and stalled
+// the link for an RNR NAK's timer (docs/verbs.md). Soft-RoCE counts the RNR
+// NAKs it received; the units must add none.
+TEST_F(Run, NoMfpReachesABuBeforeItsReceiveIsPosted) {
+    const std::vector<std::string> transport = test::transport_flags();
+    if (transport.empty() || transport.back() != "verbs")
+        GTEST_SKIP() << "verbs only (over TCP an MFP waits in the socket's buffer); make test-verbs runs it";
+    const char* device = std::getenv("EB_RDMA_DEVICE");
+    const std::string counter = std::string("/sys/class/infiniband/") + (device ? device : "") +
+                                "/ports/1/hw_counters/rcvd_rnr_err";
+    const auto rnr_naks = [&]() -> std::optional<std::uint64_t> {
+        std::ifstream file(counter);
+        std::uint64_t value = 0;
+        if (!(file >> value)) return std::nullopt;
+        return value;
+    };
+    const std::optional<std::uint64_t> before = rnr_naks();
+    if (!before) GTEST_SKIP() << "no " << counter << " (Soft-RoCE's count of RNR NAKs received) on this device";
+    const Rank units = 3;
+    const std::vector<std::string> args = {"--peers", peers(units), "--packing-factor", "2000", "--events", "200000",
+                                           "--fragment-size", "128"};
+    std::vector<Child*> started;
+    for (Rank rank = 0; rank < units; ++rank) started.push_back(&start_builder(rank, args));
+    for (Rank rank = 0; rank < units; ++rank) {
+        ASSERT_EQ(started[rank]->wait_exit(60s), 0) << "rank " << rank;
+        EXPECT_NE(started[rank]->log().find("stopped: 200000 events built, 0 incomplete, 100 MEPs"), std::string::npos)
+            << started[rank]->log();
+    }
+    EXPECT_EQ(rnr_naks(), before) << "RNR NAKs during 100 cycles of 3 units";
+}
 
 // Emulators feed the RUs through MFP rings, consumers check the BUs' MEP
 // rings; every ring is gone afterwards.

@@ -1,5 +1,6 @@
 #include "verbs_transport.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <stdexcept>
@@ -24,6 +26,10 @@ constexpr int completions_per_poll = 16;
 constexpr std::uint8_t min_rnr_timer = 12;
 constexpr std::uint8_t rnr_retry_forever = 7;
 constexpr std::uint32_t max_inline = 64;
+// A credit is a zero-byte SEND with this immediate ("CRDT"); no other
+// control message carries one. Its send's work id has this slot.
+constexpr std::uint32_t credit_immediate = 0x43524454;
+constexpr std::uint32_t credit_slot = 1;
 
 std::string verbs_error(const std::string& what, int error) { return what + ": " + error_text(error); }
 
@@ -177,10 +183,11 @@ void Verbs_transport::open_device() {
     if (channel_ == nullptr) throw Transport_error(verbs_error("creating a completion channel", errno));
     set_non_blocking(channel_->fd, "completion channel");
     set_non_blocking(context_->async_fd, "asynchronous event queue");
-    // Per peer: a control send, control_slots control receives, a data send
-    // and receive; twice that, for the flushed work of queue pairs destroyed
-    // (a lost peer, a rejoin) whose completions may still be queued.
-    const int depth = static_cast<int>(2 * peers_.size() * (control_slots + 3) + 64);
+    // Per peer: a control send and the credits not yet acknowledged,
+    // control_slots control receives, a data send and receive; twice that,
+    // for the flushed work of queue pairs destroyed (a lost peer, a rejoin)
+    // whose completions may still be queued.
+    const int depth = static_cast<int>(2 * peers_.size() * (control_slots + max_credits_unacked + 3) + 64);
     cq_.reset(ibv_create_cq(context_.get(), depth, nullptr, channel_.get(), 0));
     if (cq_ == nullptr) throw Transport_error(verbs_error("creating a completion queue of " + std::to_string(depth), errno));
     control_memory_.resize(peers_.size() * (1 + control_slots) * control_slot_bytes_);
@@ -213,7 +220,7 @@ Verbs_transport::Qp Verbs_transport::create_qp() {
     init.send_cq = cq_.get();
     init.recv_cq = cq_.get();
     init.qp_type = IBV_QPT_RC;
-    init.cap.max_send_wr = 2;
+    init.cap.max_send_wr = 1 + max_credits_unacked;  // control: a message and the credits
     init.cap.max_recv_wr = control_slots;
     init.cap.max_send_sge = 1;
     init.cap.max_recv_sge = 1;
@@ -360,6 +367,45 @@ void Verbs_transport::post_send(Rank peer, Channel channel, const std::byte* byt
     peers_[peer].busy[channel][sending] = true;
 }
 
+void Verbs_transport::send_credit(Rank rank) {
+    Peer& peer = peers_[rank];
+    if (peer.credits_unacked == max_credits_unacked) {
+        // Their ACKs are being retransmitted: one completes, or the QP's
+        // retries run out and the peer is lost, within the peer timeout.
+        waited_.assign(1, rank);
+        if (!progress_until([&] { return lost(rank) || peer.credits_unacked < max_credits_unacked; }, waited_) ||
+            lost(rank))
+            return;
+    }
+    ibv_send_wr request{};
+    request.wr_id = work_id(rank, control, sending, credit_slot);
+    request.opcode = IBV_WR_SEND_WITH_IMM;
+    request.imm_data = htonl(credit_immediate);
+    request.send_flags = IBV_SEND_SIGNALED;
+    ibv_send_wr* bad = nullptr;
+    if (const int error = ibv_post_send(peer.qps[control].get(), &request, &bad); error != 0)
+        throw Transport_error(verbs_error("posting a credit to rank " + std::to_string(rank), error));
+    ++peer.credits_unacked;
+}
+
+void Verbs_transport::take_credit(Rank rank, std::uint32_t immediate) {
+    if (immediate != credit_immediate) {
+        char text[16];
+        std::snprintf(text, sizeof text, "0x%08x", immediate);
+        lose(rank, Link_failure::error,
+             std::string("it sent a control message with immediate data ") + text +
+                 " where only credits carry one: the units speak different protocols");
+        return;
+    }
+    Peer& peer = peers_[rank];
+    ++peer.credits;
+    if (!peer.held) return;
+    const Held_send held = *peer.held;
+    peer.held.reset();
+    --peer.credits;
+    post_send(rank, data, held.data, held.bytes, held.lkey);
+}
+
 bool Verbs_transport::transfer(std::span<const Send> sends, std::span<const Receive> receives) {
     if (stop_.requested()) return false;
     if (quiesced_) throw std::logic_error("Verbs_transport: used after quiesce");
@@ -466,6 +512,7 @@ void Verbs_transport::post_data(std::span<const Send> sends, std::span<const Rec
             throw Transport_error(verbs_error("posting a data receive for rank " + std::to_string(receive.peer), error));
         peer.busy[data][receiving] = true;
         peer.data_receive_bytes = static_cast<std::uint32_t>(receive.into.size());
+        send_credit(receive.peer);
     }
     for (const Send& send : sends) {
         if (send.peer == rank_) {
@@ -473,10 +520,18 @@ void Verbs_transport::post_data(std::span<const Send> sends, std::span<const Rec
             continue;
         }
         if (lost(send.peer)) continue;
-        if (peers_[send.peer].busy[data][sending])
+        Peer& peer = peers_[send.peer];
+        if (peer.busy[data][sending])
             throw std::logic_error("Verbs_transport: a second data send to rank " + std::to_string(send.peer));
-        peers_[send.peer].data_send_bytes = static_cast<std::uint32_t>(send.data.size());
-        post_send(send.peer, data, send.data.data(), static_cast<std::uint32_t>(send.data.size()), lkey_of(send.data));
+        peer.data_send_bytes = static_cast<std::uint32_t>(send.data.size());
+        const Held_send held{send.data.data(), peer.data_send_bytes, lkey_of(send.data)};
+        if (peer.credits == 0) {  // its receive is not posted yet: sent when the credit comes
+            peer.held = held;
+            peer.busy[data][sending] = true;
+            continue;
+        }
+        --peer.credits;
+        post_send(send.peer, data, held.data, held.bytes, held.lkey);
     }
 }
 
@@ -507,6 +562,8 @@ void Verbs_transport::drop_qps(Peer& peer) {
     ++peer.generation;  // completions still queued for them are stale
     peer.arrived.clear();
     for (auto& channel : peer.busy) channel[sending] = channel[receiving] = false;
+    peer.credits = peer.credits_unacked = 0;
+    peer.held.reset();
 }
 
 void Verbs_transport::disconnect(Rank peer) {
@@ -560,8 +617,18 @@ void Verbs_transport::handle(const ibv_wc& completion) {
                  (channel == data ? "data" : "control") + "): " + ibv_wc_status_str(completion.status));
         return;
     }
+    const auto slot = static_cast<std::uint32_t>((completion.wr_id >> 32) & 0xff);
     if (channel == control && direction == receiving) {
-        peer.arrived.emplace_back(static_cast<std::uint32_t>((completion.wr_id >> 32) & 0xff), completion.byte_len);
+        if ((completion.wc_flags & IBV_WC_WITH_IMM) == 0) {
+            peer.arrived.emplace_back(slot, completion.byte_len);
+            return;
+        }
+        post_control_receive(rank, slot);  // a credit keeps no slot
+        take_credit(rank, ntohl(completion.imm_data));
+        return;
+    }
+    if (channel == control && slot == credit_slot) {
+        --peer.credits_unacked;
         return;
     }
     peer.busy[channel][direction] = false;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,9 +30,13 @@ namespace eb {
 // Data: SEND/RECV (docs/verbs.md says why not RDMA WRITE WITH IMMEDIATE):
 // the BU posts a receive straight at each MFP's offset in the MEP, in
 // memory registered once, so an MFP lands in place with no copy; the RU
-// sends from its registered source. Control: small messages, copied through
-// registered slots; every peer keeps `control_slots` receives posted, so a
-// peer that runs ahead never waits for a receive (no RNR).
+// sends from its registered source. Each data receive posted sends the RU a
+// credit (a zero-byte SEND with an immediate, on the control QP), and the RU
+// holds its data send until the credit is there: an MFP never reaches a
+// receive not yet posted (no RNR NAK, whose retry timer stalls the link).
+// Control: small messages, copied through registered slots; every peer
+// keeps `control_slots` receives posted, so a peer that runs ahead never
+// waits for a receive.
 //
 // A completion in error, an asynchronous QP event or a closed TCP connection
 // loses the peer: its QPs are destroyed at once (nothing it was posted into
@@ -74,6 +79,9 @@ public:
     Transport_report report() const override;
 
     static constexpr std::uint32_t control_slots = 8;
+    // Credits sent to one peer and not yet acknowledged: one per cycle, so
+    // more than one only while a credit's ACK is retransmitted.
+    static constexpr std::uint32_t max_credits_unacked = 3;
 
 private:
     enum Channel : std::uint8_t { control = 0, data = 1 };
@@ -87,13 +95,21 @@ private:
     };
     using Qp = std::unique_ptr<ibv_qp, Deleter<ibv_destroy_qp>>;
 
+    // A data send waiting for the peer's credit.
+    struct Held_send {
+        const std::byte* data;
+        std::uint32_t bytes, lkey;
+    };
     struct Peer {
         Qp qps[2];                     // by Channel
         std::uint32_t generation = 0;  // completions of older QPs are stale
-        bool busy[2][2] = {};          // [Channel][Direction]: posted, not complete
+        bool busy[2][2] = {};          // [Channel][Direction]: posted (or held), not complete
         std::uint32_t data_receive_bytes = 0;
         std::uint32_t data_send_bytes = 0;  // of the data send posted last
         std::deque<std::pair<std::uint32_t, std::uint32_t>> arrived;  // control: (slot, bytes), oldest first
+        std::uint32_t credits = 0;          // data receives the peer posted for this unit, not yet sent into
+        std::optional<Held_send> held;      // the data send waiting for a credit
+        std::uint32_t credits_unacked = 0;  // credits sent to the peer, not yet complete
     };
     class Registration;
     struct Region {
@@ -114,6 +130,9 @@ private:
                     std::uint32_t local_psn);
     void post_control_receive(Rank peer, std::uint32_t slot);
     void post_send(Rank peer, Channel channel, const std::byte* data, std::uint32_t bytes, std::uint32_t lkey);
+    // Tells `peer` a data receive for it is posted; takes one it sent.
+    void send_credit(Rank peer);
+    void take_credit(Rank peer, std::uint32_t immediate);
     std::uint32_t lkey_of(std::span<const std::byte> bytes) const;
     std::byte* control_slot(Rank peer, Direction direction, std::uint32_t slot);
     std::uint64_t work_id(Rank peer, Channel channel, Direction direction, std::uint32_t slot = 0) const;
