@@ -61,7 +61,8 @@ run_builder() {
 cpu_seconds() { cat "$@" 2>/dev/null | awk '{ s += $1 + $2 } END { printf "%.2f", s }'; }
 # per_gb SECONDS BYTES: CPU seconds per GB moved.
 per_gb() { awk -v c="$1" -v b="$2" 'BEGIN { printf "%.2f", c / (b / 1e9) }'; }
-gbps() { awk -v b="$1" -v t="$2" 'BEGIN { printf "%.2f", b * 8 / t / 1e9 }'; }
+# gbps BYTES SECONDS: Gb/s to 4 significant digits (Soft-RoCE moves under 1).
+gbps() { awk -v b="$1" -v t="$2" 'BEGIN { printf "%.4g", b * 8 / t / 1e9 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 # spread VALUE...: "median min max" of the values.
 spread() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)], v[1], v[NR] }'; }

@@ -50,7 +50,9 @@ perftest_pair() {
   fi
 }
 
-# average_gbits OUT: the 'BW average[Gb/sec]' column of a --report_gbits run.
+# average_gbits OUT: the 'BW average' column of a perftest run in its
+# default unit, MiB/s (2^20 bytes, printed to 2 decimals: 4 significant
+# digits where --report_gbits gives 2 at Soft-RoCE's rates), in Gb/s.
 average_gbits() {
-  awk '/BW average/ { h = 1; next } h && $1 ~ /^[0-9]+$/ { print $4; exit }' "$1"
+  awk '/BW average/ { h = 1; next } h && $1 ~ /^[0-9]+$/ { printf "%.4g\n", $4 * 1048576 * 8 / 1e9; exit }' "$1"
 }

@@ -27,9 +27,9 @@ ok "ibv_devinfo -d $dev: PORT_ACTIVE, GID index for RoCE v2/IPv4: $(gid_index "$
 ok "ib_write_bw 64 KiB for 5 s between two processes"
 
 # Two pairs at once: 4 processes with their own QPs, MRs and CQs on one device.
-perftest_pair ib_write_bw 18600 "$work/a" -s 65536 -D 3 --report_gbits &
+perftest_pair ib_write_bw 18600 "$work/a" -s 65536 -D 3 &
 a=$!
-perftest_pair ib_write_bw 18601 "$work/b" -s 65536 -D 3 --report_gbits &
+perftest_pair ib_write_bw 18601 "$work/b" -s 65536 -D 3 &
 b=$!
 wait "$a" && wait "$b"
 ok "two ib_write_bw pairs at once: $(average_gbits "$work/a") and $(average_gbits "$work/b") Gb/s"
@@ -38,7 +38,7 @@ ok "two ib_write_bw pairs at once: $(average_gbits "$work/a") and $(average_gbit
 # help text is written (SIGPIPE).
 help=$(ib_write_bw --help 2>&1 || true)
 if grep -q write_with_imm <<<"$help"; then
-  perftest_pair ib_write_bw 18602 "$work/imm" -s 65536 -D 3 --report_gbits --write_with_imm
+  perftest_pair ib_write_bw 18602 "$work/imm" -s 65536 -D 3 --write_with_imm
   ok "ib_write_bw --write_with_imm: $(average_gbits "$work/imm") Gb/s"
 else
   echo "note: this perftest ($(dpkg-query -W -f='${Version}' perftest 2>/dev/null || echo '?')) has no --write_with_imm; RDMA WRITE WITH IMMEDIATE not checked here"
