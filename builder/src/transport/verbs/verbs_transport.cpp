@@ -21,8 +21,9 @@ namespace {
 
 constexpr int completions_per_poll = 16;
 // RNR NAK timer code 12 (0.64 ms, as rc_pingpong) and unlimited RNR retries:
-// a receive not posted yet is waited for, never a failure (receives are
-// posted ahead; the peer timeout covers a peer that is gone).
+// a receive not posted yet is waited for, never a failure (data sends wait
+// for their credit, control receives are posted ahead: a safety net; the
+// peer timeout covers a peer that is gone).
 constexpr std::uint8_t min_rnr_timer = 12;
 constexpr std::uint8_t rnr_retry_forever = 7;
 constexpr std::uint32_t max_inline = 64;
