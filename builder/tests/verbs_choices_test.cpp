@@ -95,7 +95,7 @@ TEST(CheckQpAddress, NamesWhatIsWrongWithAPeersAddress) {
     const Case cases[] = {
         {"good", [](Qp_address&) {}, nullptr},
         {"a TCP peer's bytes", [](Qp_address& a) { a.magic = 0x12345678; }, "--transport verbs"},
-        {"another version", [](Qp_address& a) { a.version = 2; }, "version 2"},
+        {"the version before credits", [](Qp_address& a) { a.version = 1; }, "version 1, this unit 2"},
         {"another rank", [](Qp_address& a) { a.rank = 4; }, "says rank 4, expected 3"},
         {"an InfiniBand peer", [](Qp_address& a) { a.link_layer = 1; }, "InfiniBand, this unit's Ethernet"},
         {"MTU code 0", [](Qp_address& a) { a.mtu = 0; }, "MTU code 0"},

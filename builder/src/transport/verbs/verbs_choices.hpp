@@ -51,7 +51,9 @@ Link_failure link_failure_of(ibv_wc_status status);
 // pairs to it (the rc_pingpong "destination"): fixed-size, little endian.
 struct Qp_address {
     static constexpr std::uint32_t magic_value = 0x50514245;  // "EBQP"
-    static constexpr std::uint16_t version_value = 1;
+    // 2: a data send waits for its BU's credit, which version 1 never sends
+    // (and would take for a control message): the two cannot be mixed.
+    static constexpr std::uint16_t version_value = 2;
 
     std::uint32_t magic = magic_value;
     std::uint16_t version = version_value;
