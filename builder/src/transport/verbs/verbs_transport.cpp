@@ -398,9 +398,13 @@ void Verbs_transport::take_credit(Rank rank, std::uint32_t immediate) {
                  " where only credits carry one: the units speak different protocols");
         return;
     }
+    ++peers_[rank].credits;
+    send_held(rank);
+}
+
+void Verbs_transport::send_held(Rank rank) {
     Peer& peer = peers_[rank];
-    ++peer.credits;
-    if (!peer.held) return;
+    if (!peer.held || peer.credits == 0) return;
     const Held_send held = *peer.held;
     peer.held.reset();
     --peer.credits;
@@ -525,14 +529,9 @@ void Verbs_transport::post_data(std::span<const Send> sends, std::span<const Rec
         if (peer.busy[data][sending])
             throw std::logic_error("Verbs_transport: a second data send to rank " + std::to_string(send.peer));
         peer.data_send_bytes = static_cast<std::uint32_t>(send.data.size());
-        const Held_send held{send.data.data(), peer.data_send_bytes, lkey_of(send.data)};
-        if (peer.credits == 0) {  // its receive is not posted yet: sent when the credit comes
-            peer.held = held;
-            peer.busy[data][sending] = true;
-            continue;
-        }
-        --peer.credits;
-        post_send(send.peer, data, held.data, held.bytes, held.lkey);
+        peer.held = Held_send{send.data.data(), peer.data_send_bytes, lkey_of(send.data)};
+        peer.busy[data][sending] = true;
+        send_held(send.peer);  // now if its receive is posted, else when the credit comes
     }
 }
 

@@ -133,6 +133,8 @@ private:
     // Tells `peer` a data receive for it is posted; takes one it sent.
     void send_credit(Rank peer);
     void take_credit(Rank peer, std::uint32_t immediate);
+    // Posts the held data send to `peer` if it has a credit for it.
+    void send_held(Rank peer);
     std::uint32_t lkey_of(std::span<const std::byte> bytes) const;
     std::byte* control_slot(Rank peer, Direction direction, std::uint32_t slot);
     std::uint64_t work_id(Rank peer, Channel channel, Direction direction, std::uint32_t slot = 0) const;
