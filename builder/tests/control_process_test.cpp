@@ -346,6 +346,33 @@ TEST(ControlProcess, APauseAndResumeToOneUnitLeaveNoResumeForALaterPause) {
     EXPECT_TRUE(set.all_report(set.ranks(), R"("state":"RUNNING","activity":"building")", 0ms)) << set.logs();
 }
 
+// A unit reports READY as soon as it is stopped, but the set stops only at
+// the end of the cycle that carries the unit's stop vote. A start that
+// reaches the unit inside that cycle is kept: the set stops there, the other
+// units go READY, and this one stays RUNNING and connects for the next
+// session, so an operator that starts the others sees every unit build.
+// Slow cycles (500 events/s per source) make the start land inside it.
+TEST(ControlProcess, AStartBeforeTheSetHasStoppedIsKept) {
+    Controlled_set set(3, Controlled_set::all_ranks(3), {"--rate", "500"});
+    const std::set<Rank> everyone = set.ranks();
+    ASSERT_TRUE(set.all_answer()) << set.logs();
+    set.configure_all(1, everyone);
+    set.command_all("start");
+    ASSERT_TRUE(set.all_report(everyone, R"("activity":"building")", 10s)) << set.logs();
+    ASSERT_TRUE(test::eventually([&] { return set.number(0, "next_event") > 0; }, 10s)) << set.logs();
+
+    const std::uint64_t before = set.number(0, "next_event");
+    ASSERT_EQ(set.command(0, "stop").status, 200);
+    ASSERT_TRUE(test::eventually([&] { return set.number(0, "next_event") > before; }, 10s))
+        << "the cycle after the stop carries its vote\n" << set.logs();
+    ASSERT_EQ(set.command(0, "start").status, 200);
+    ASSERT_TRUE(set.all_report({1, 2}, R"("state":"READY","activity":"idle")", 10s)) << "the set stops\n" << set.logs();
+    EXPECT_TRUE(set.all_report({0}, R"("state":"RUNNING","activity":"connecting")", 10s))
+        << "the start is kept\n" << set.logs();
+    for (const Rank rank : {1, 2}) ASSERT_EQ(set.command(rank, "start").status, 200) << rank;
+    EXPECT_TRUE(set.all_report(everyone, R"("state":"RUNNING","activity":"building")", 10s)) << set.logs();
+}
+
 // After a stop, the stopped units of `ranks` agree on the next event and
 // hold `epoch`; none built an event incomplete, dropped one or rejected an
 // MFP; and together they built every event below the next exactly once

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -73,7 +74,9 @@ public:
         starts_.resize(units_);
         std::vector<std::string> args{"--rank", std::to_string(rank), "--http-port", std::to_string(http_port(rank)),
                                       "--token-file", dir_ + "/token", "--packing-factor", std::to_string(controlled_packing_factor),
-                                      "--fragment-size", "64", "--rate", "200000", "--barrier", "tournament"};
+                                      "--fragment-size", "64", "--barrier", "tournament"};
+        // A test's own --rate replaces the default: the builder takes each flag once.
+        if (std::find(flags_.begin(), flags_.end(), "--rate") == flags_.end()) args.insert(args.end(), {"--rate", "200000"});
         args.insert(args.end(), flags_.begin(), flags_.end());
         const std::vector<std::string> transport = transport_flags();
         args.insert(args.end(), transport.begin(), transport.end());

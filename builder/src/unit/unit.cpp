@@ -119,7 +119,10 @@ Command_outcome Unit::command(Command command, const Configure_request* request)
             if (outcome.kind != Command_outcome::Kind::done) return outcome;
             break;
         }
-        case Command::start: stop_vote_ = false; break;
+        case Command::start:
+            stop_vote_ = false;
+            kept_start_ = in_session_;
+            break;
         case Command::pause:
             pause_vote_ = true;
             kept_resume_ = false;
@@ -134,6 +137,7 @@ Command_outcome Unit::command(Command command, const Configure_request* request)
             // Building: the set stops together at the end of a cycle. Paused
             // (the set is at a common boundary), connecting or standby: at once.
             stop_vote_ = true;
+            kept_start_ = false;
             if (phase_ != Session_phase::building && in_session_) session_stop_.request();
             break;
         case Command::reset:
@@ -229,6 +233,7 @@ bool Unit::run() {
             // A unit paused before its session (standby, connecting) pauses the set.
             pause_vote_ = status_.state() == Control_state::paused;
             kept_resume_ = false;
+            kept_start_ = false;
             if (process_stop_.requested()) session_stop_.request();
         }
         Session_end end = Session_end::stopped;
@@ -389,8 +394,12 @@ Unit::Session_end Unit::run_session(Configure_request table) {
                 std::lock_guard lock(mutex_);
                 stop_vote_ = false;
                 if (next) current_ = *next;
-                status_.set_state(Control_state::ready);
-                log_info("the set stopped at chunk ", next_chunk_);
+                if (kept_start_) {
+                    log_info("the set stopped at chunk ", next_chunk_, "; started again since: connecting for the next session");
+                } else {
+                    status_.set_state(Control_state::ready);
+                    log_info("the set stopped at chunk ", next_chunk_);
+                }
                 return Session_end::stopped;
             }
             if (decision->pause && !wait_while_paused()) return Session_end::stopped;

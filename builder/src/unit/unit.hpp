@@ -109,6 +109,10 @@ private:
     // Lives no longer than pause_vote_, so it is used at the first such
     // boundary, one cycle later at most.
     bool kept_resume_ = false;
+    // Started again after a stop, before the set stopped at the end of the
+    // cycle that carries the stop vote: when it does, the unit stays RUNNING
+    // and connects for the next session instead of going idle.
+    bool kept_start_ = false;
     Session_phase phase_ = Session_phase::none;
     bool in_session_ = false;  // run() is in a session, which session_stop_ ends
 
