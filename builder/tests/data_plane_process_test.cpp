@@ -125,6 +125,49 @@ TEST_F(Run, NoMfpReachesABuBeforeItsReceiveIsPosted) {
     EXPECT_EQ(rnr_naks(), before) << "RNR NAKs during 100 cycles of 3 units";
 }
 
+// A BU whose consumer has stopped reading waits --output-timeout-ms for ring
+// space before it posts its receives (once: after that it drops at once).
+// Over verbs its RU peer holds the MFP for it that long (no MFP before its
+// receive), and /status and /metrics count the held send and its wait,
+// which show a late BU on a farm; over TCP the socket buffers the MFP and
+// nothing is held.
+TEST_F(Run, AnRuHoldsItsMfpForABuThatIsLateToPostItsReceive) {
+    const std::vector<std::string> transport = test::transport_flags();
+    const bool verbs = !transport.empty() && transport.back() == "verbs";
+    const std::vector<std::string> common = {"--peers", peers(2), "--packing-factor", "100", "--run", run_name_,
+                                             "--ring-mib", "1", "--output", "shm", "--output-timeout-ms", "500"};
+    Child& late_builder = start_builder(0, common);
+    Child& builder = start_builder(1, common);
+    Child& stuck = start("stuck-consumer", "eb-consumer", with(common, {"--rank", "0", "--meps", "2"}));
+    Child& consumer = start("consumer", "eb-consumer", with(common, {"--rank", "1"}));
+    ASSERT_EQ(stuck.wait_exit(10s), 0) << "it takes 2 MEPs and leaves";
+    ASSERT_TRUE(test::eventually(
+        [&] { return test::json_number(status_body(0), "meps_discarded").value_or(0) >= 2; }, 20s))
+        << "rank 0 waits 500 ms for room once, then drops its MEPs\n" << status_body(0);
+    const std::string status = status_body(1);
+    const std::uint64_t held = test::json_number(status, "network_sends_held").value_or(0);
+    const double held_seconds = test::json_real(status, "network_send_held_seconds").value_or(0);
+    std::printf("rank 1 held %lu MFP sends for %.3f s in all\n", held, held_seconds);
+    if (verbs) {
+        EXPECT_GE(held, 1u) << status;
+        EXPECT_GE(held_seconds, 0.4) << "the one for rank 0 waited about 500 ms\n" << status;
+    } else {
+        EXPECT_EQ(held, 0u) << status;
+        EXPECT_EQ(held_seconds, 0.0) << status;
+    }
+    const auto metrics = get(1, "/metrics");
+    ASSERT_TRUE(metrics);
+    for (const char* metric : {"eb_network_sends_held_total ", "eb_network_send_held_seconds_total "})
+        EXPECT_NE(metrics->body.find(verbs ? std::string(metric) : std::string(metric) + "0\n"), std::string::npos)
+            << metrics->body;
+
+    late_builder.signal(SIGTERM);
+    builder.signal(SIGTERM);
+    ASSERT_EQ(late_builder.wait_exit(10s), 0);
+    ASSERT_EQ(builder.wait_exit(10s), 0);
+    EXPECT_EQ(consumer.wait_exit(10s), 0) << consumer.log();
+}
+
 // Emulators feed the RUs through MFP rings, consumers check the BUs' MEP
 // rings; every ring is gone afterwards.
 TEST_F(Run, SharedMemorySourceAndOutputDeliverEveryEvent) {

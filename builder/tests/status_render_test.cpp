@@ -31,6 +31,8 @@ Status_snapshot sample(Control_state state) {
     status.network_bytes_sent = 53137152;
     status.network_bytes_received = 53137150;
     status.network_seconds = 1.25;
+    status.network_sends_held = 96;
+    status.network_send_held_seconds = 0.125;
     status.events_per_second = 1.5e6;
     status.bytes_per_second = 2.5e8;
     status.peers = {Link_state::up, Link_state::lost, Link_state::self, Link_state::dummy};
@@ -50,7 +52,8 @@ TEST(StatusRender, StatusJsonHasEveryFieldWithEscapedError) {
               R"({"rank":2,"units":4,"state":"RUNNING","activity":"building","role":"live","epoch":3,"pending_epoch":4,"next_event":0,)"
               R"("events_built":123000,"events_incomplete":7,"events_dropped":2000,"events_in_doubt":100,"meps_built":123,"meps_discarded":0,)"
               R"("output_stalled_seconds":0,"bytes_built":70849536,"building_seconds":2.5,"network_bytes_sent":53137152,"network_bytes_received":53137150,)"
-              R"("network_seconds":1.25,"events_per_second":1.5e+06,"bytes_per_second":2.5e+08,)"
+              R"("network_seconds":1.25,"network_sends_held":96,"network_send_held_seconds":0.125,)"
+              R"("events_per_second":1.5e+06,"bytes_per_second":2.5e+08,)"
               R"("peers":[{"rank":0,"state":"up"},{"rank":1,"state":"lost"},{"rank":2,"state":"self"},)"
               R"({"rank":3,"state":"dummy"}],"lost_peers":[1],)"
               R"("data_refusals":{"key":3,"epoch":0,"table":1,"protocol":0,"slow":0},"consumer":null,"numa":null,"transport":{"kind":"tcp"},)"
@@ -99,7 +102,8 @@ TEST(StatusRender, MetricsCarryCountersGaugesAndHistograms) {
     const std::string metrics = prometheus_metrics(sample(Control_state::running));
     for (const char* line :
          {"eb_events_built_total 123000\n", "eb_building_seconds_total 2.5\n", "eb_network_sent_bytes_total 53137152\n",
-          "eb_network_received_bytes_total 53137150\n", "eb_network_transfer_seconds_total 1.25\n", "eb_events_dropped_total 2000\n", "eb_events_in_doubt_total 100\n", "eb_parse_errors_total{error=\"bad_magic\"} 5\n",
+          "eb_network_received_bytes_total 53137150\n", "eb_network_transfer_seconds_total 1.25\n",
+          "eb_network_sends_held_total 96\n", "eb_network_send_held_seconds_total 0.125\n", "eb_events_dropped_total 2000\n", "eb_events_in_doubt_total 100\n", "eb_parse_errors_total{error=\"bad_magic\"} 5\n",
           "eb_transport_errors_total{kind=\"reset\"} 1\n", "eb_transport_errors_total{kind=\"join_timeout\"} 0\n", "eb_transport_errors_total{kind=\"excluded\"} 0\n",
           "eb_data_connections_refused_total{reason=\"key\"} 3\n", "eb_data_connections_refused_total{reason=\"slow\"} 0\n", "eb_peers_lost_total 1\n", "eb_peer_up{peer=\"0\"} 1\n",
           "eb_peer_up{peer=\"1\"} 0\n", "eb_state{state=\"RUNNING\"} 1\n", "eb_state{state=\"PAUSED\"} 0\n",

@@ -85,6 +85,8 @@ std::string status_json(const Status_snapshot& status) {
            ",\"network_bytes_sent\":" + std::to_string(status.network_bytes_sent) +
            ",\"network_bytes_received\":" + std::to_string(status.network_bytes_received) +
            ",\"network_seconds\":" + number(status.network_seconds) +
+           ",\"network_sends_held\":" + std::to_string(status.network_sends_held) +
+           ",\"network_send_held_seconds\":" + number(status.network_send_held_seconds) +
            ",\"events_per_second\":" + number(status.events_per_second) +
            ",\"bytes_per_second\":" + number(status.bytes_per_second) + ",\"peers\":" + peers +
            "],\"lost_peers\":" + lost + "],\"data_refusals\":" + refused + "},\"consumer\":" + consumer_json(status.consumer) +
@@ -132,6 +134,13 @@ std::string prometheus_metrics(const Status_snapshot& status) {
     add_metric(out, "eb_network_transfer_seconds_total", "counter",
                "Time spent waiting for data transfers with other units to complete.",
                number(status.network_seconds));
+    add_metric(out, "eb_network_sends_held_total", "counter",
+               "MFP sends this readout unit held because their builder unit had not yet posted the receive "
+               "(verbs: until its credit came; TCP holds none). Many: its builder units are late.",
+               std::to_string(status.network_sends_held));
+    add_metric(out, "eb_network_send_held_seconds_total", "counter",
+               "Time the held MFP sends waited for their builder unit's receive.",
+               number(status.network_send_held_seconds));
     add_help(out, "eb_parse_errors_total", "counter", "MFPs and MEPs rejected as malformed, by reason.");
     for (std::size_t kind = 1; kind < parse_error_kinds; ++kind)
         add_sample(out, "eb_parse_errors_total", "error", parse_error_name(static_cast<Parse_error>(kind)),

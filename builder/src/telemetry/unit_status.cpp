@@ -140,6 +140,8 @@ Status_snapshot Unit_status::snapshot() const {
     snapshot.network_bytes_sent = traffic_.bytes_sent.load(std::memory_order_relaxed);
     snapshot.network_bytes_received = traffic_.bytes_received.load(std::memory_order_relaxed);
     snapshot.network_seconds = static_cast<double>(traffic_.moving_ns.load(std::memory_order_relaxed)) / 1e9;
+    snapshot.network_sends_held = traffic_.sends_held.load(std::memory_order_relaxed);
+    snapshot.network_send_held_seconds = static_cast<double>(traffic_.held_ns.load(std::memory_order_relaxed)) / 1e9;
     for (std::size_t kind = 0; kind < parse_error_kinds; ++kind)
         snapshot.parse_errors[kind] = parse_errors_.get(static_cast<Parse_error>(kind));
     snapshot.phase_time = phase_time_.snapshot();

@@ -53,6 +53,8 @@ struct Status_snapshot {
     std::uint64_t network_bytes_sent = 0;      // data the transport moved to other units (Data_traffic)
     std::uint64_t network_bytes_received = 0;  // and from them
     double network_seconds = 0;                // time spent waiting for data transfers to complete
+    std::uint64_t network_sends_held = 0;      // MFP sends held until their BU had posted the receive
+    double network_send_held_seconds = 0;      // and how long they waited
     double events_per_second = 0;
     double bytes_per_second = 0;
     std::vector<Link_state> peers;  // by rank

@@ -15,7 +15,19 @@ struct Data_traffic {
     std::atomic<std::uint64_t> bytes_sent{0};
     std::atomic<std::uint64_t> bytes_received{0};
     std::atomic<std::uint64_t> moving_ns{0};
+    // MFP sends an RU held because their BU had not yet posted the receive
+    // (over verbs, until its credit came; TCP holds none: the socket buffers
+    // them), and how long they waited. Many on one RU: its BUs are late.
+    std::atomic<std::uint64_t> sends_held{0};
+    std::atomic<std::uint64_t> held_ns{0};
 };
+
+// Adds the time since `since` to the counter `ns`.
+inline void add_time_since(std::atomic<std::uint64_t>& ns, std::chrono::steady_clock::time_point since) {
+    ns.fetch_add(static_cast<std::uint64_t>(
+                     std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count()),
+                 std::memory_order_relaxed);
+}
 
 // Adds the time from its construction to its end to traffic.moving_ns
 // (nothing for a null traffic).
@@ -24,11 +36,7 @@ public:
     explicit Moving_time(Data_traffic* traffic)
         : traffic_(traffic), began_(traffic ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{}) {}
     ~Moving_time() {
-        if (traffic_)
-            traffic_->moving_ns.fetch_add(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                                          std::chrono::steady_clock::now() - began_)
-                                                                          .count()),
-                                          std::memory_order_relaxed);
+        if (traffic_) add_time_since(traffic_->moving_ns, began_);
     }
     Moving_time(const Moving_time&) = delete;
     Moving_time& operator=(const Moving_time&) = delete;

@@ -74,9 +74,14 @@ type Report struct {
 	NetworkBytesSent     int64   `json:"network_bytes_sent"`
 	NetworkBytesReceived int64   `json:"network_bytes_received"`
 	NetworkSeconds       float64 `json:"network_seconds"`
-	EventsPerSecond      float64 `json:"events_per_second"`
-	BytesPerSecond       float64 `json:"bytes_per_second"`
-	Peers                []Peer  `json:"peers"`
+	// NetworkSendsHeld are MFP sends its RU held because their BU had not
+	// yet posted the receive (verbs; TCP holds none), waiting
+	// NetworkSendHeldSeconds in all: many point at late BUs.
+	NetworkSendsHeld       int64   `json:"network_sends_held"`
+	NetworkSendHeldSeconds float64 `json:"network_send_held_seconds"`
+	EventsPerSecond        float64 `json:"events_per_second"`
+	BytesPerSecond         float64 `json:"bytes_per_second"`
+	Peers                  []Peer  `json:"peers"`
 	// LostPeers are the ranks this builder lost in its epoch.
 	LostPeers []int32 `json:"lost_peers"`
 	// DataRefusals counts the data connections refused, by reason (key,

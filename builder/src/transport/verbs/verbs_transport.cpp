@@ -409,6 +409,7 @@ void Verbs_transport::send_held(Rank rank) {
     peer.held.reset();
     --peer.credits;
     post_send(rank, data, held.data, held.bytes, held.lkey);
+    if (held.since != std::chrono::steady_clock::time_point{} && traffic_) add_time_since(traffic_->held_ns, held.since);
 }
 
 bool Verbs_transport::transfer(std::span<const Send> sends, std::span<const Receive> receives) {
@@ -532,6 +533,10 @@ void Verbs_transport::post_data(std::span<const Send> sends, std::span<const Rec
         peer.held = Held_send{send.data.data(), peer.data_send_bytes, lkey_of(send.data)};
         peer.busy[data][sending] = true;
         send_held(send.peer);  // now if its receive is posted, else when the credit comes
+        if (peer.held) {
+            peer.held->since = std::chrono::steady_clock::now();
+            if (traffic_) traffic_->sends_held.fetch_add(1, std::memory_order_relaxed);
+        }
     }
 }
 

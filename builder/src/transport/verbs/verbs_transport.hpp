@@ -3,6 +3,7 @@
 #include <infiniband/verbs.h>
 #include <poll.h>
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -99,6 +100,7 @@ private:
     struct Held_send {
         const std::byte* data;
         std::uint32_t bytes, lkey;
+        std::chrono::steady_clock::time_point since{};  // set once it waits for its credit
     };
     struct Peer {
         Qp qps[2];                     // by Channel
