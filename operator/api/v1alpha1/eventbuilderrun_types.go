@@ -351,6 +351,15 @@ type BuilderSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100ms') && duration(self) <= duration('300s')",message="spec.builder.joinTimeout must be between 100ms and 300s"
 	// +optional
 	JoinTimeout *metav1.Duration `json:"joinTimeout,omitempty"`
+
+	// busyPoll: a unit waiting for data looks again for this long, yielding
+	// the core between looks, before it sleeps (eb-builder --busy-poll-us;
+	// Linux's net.core.busy_poll, done in the unit). Longer shortens each
+	// wait on cores of its own; 0s never spins, for cores it shares.
+	// Default 300us.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('10ms')",message="spec.builder.busyPoll must be between 0s and 10ms"
+	// +optional
+	BusyPoll *metav1.Duration `json:"busyPoll,omitempty"`
 }
 
 // IncompletePolicy is what a BU does with an event missing a lost source.

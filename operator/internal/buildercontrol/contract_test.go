@@ -17,8 +17,11 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 	"daq.io/eventbuilder/operator/internal/builderemu"
+	"daq.io/eventbuilder/operator/internal/builderpod"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/planner"
 	"daq.io/eventbuilder/operator/internal/ranktable"
@@ -741,5 +744,70 @@ func TestContractEmptyTokenFileStopsTheStart(t *testing.T) {
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() <= 0 || !strings.Contains(string(out), "the file is empty") {
 		t.Errorf("eb-builder with an empty token file: %v, %q; want it to exit non-zero saying the file is empty", err, out)
+	}
+}
+
+// A pod's command line is one eb-builder takes: every builder setting of a
+// run away from its default (builderpod.Args) starts a real eb-builder that
+// serves /healthz, where an unknown flag or a value out of its range would
+// stop it at once (exit 2, naming the flag).
+func TestContractEbBuilderTakesThePodsCommandLine(t *testing.T) {
+	bin := os.Getenv("EB_BUILDER")
+	if bin == "" {
+		t.Skip("EB_BUILDER is not set: no eb-builder binary to start (make test-operator builds one and sets it)")
+	}
+	dir := t.TempDir()
+	files := map[string]string{"--token-file": filepath.Join(dir, "token"), "--data-key-file": filepath.Join(dir, "data-key")}
+	for _, path := range files {
+		if err := os.WriteFile(path, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := &ebv1.EventBuilderRun{Spec: ebv1.EventBuilderRunSpec{Units: 2, Builder: ebv1.BuilderSpec{
+		Transport: ebv1.TransportTCP, PackingFactor: 100,
+		Source:           &ebv1.SourceSpec{Generator: &ebv1.GeneratorSource{FragmentSize: 64}},
+		Output:           &ebv1.OutputSpec{Discard: &ebv1.DiscardOutput{}},
+		IncompleteEvents: ebv1.IncompleteFlag,
+		PeerTimeout:      &metav1.Duration{Duration: 1500 * time.Millisecond},
+		JoinTimeout:      &metav1.Duration{Duration: 10 * time.Second},
+		BusyPoll:         &metav1.Duration{Duration: 2 * time.Millisecond},
+	}}}
+	args := builderpod.Args(run, 1, nil)
+	port := strconv.Itoa(freePorts(t, 1)[0])
+	for i := 0; i+1 < len(args); i++ { // the pod's paths and port, here
+		if path, ok := files[args[i]]; ok {
+			args[i+1] = path
+		} else if args[i] == "--http-port" {
+			args[i+1] = port
+		}
+	}
+	cmd := exec.Command(bin, args...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("EB_BUILDER=%s: %v", bin, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("eb-builder %q exited (%v): %s", args, err, out.String())
+		case <-deadline:
+			t.Fatalf("eb-builder %q did not serve /healthz within 10s: %s", args, out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if resp, err := http.Get("http://127.0.0.1:" + port + "/healthz"); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
 	}
 }

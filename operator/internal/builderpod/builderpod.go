@@ -189,6 +189,9 @@ func Args(run *ebv1.EventBuilderRun, rank int32, place *Placement) []string {
 	if b.JoinTimeout != nil {
 		args = append(args, "--join-timeout-ms", strconv.FormatInt(b.JoinTimeout.Milliseconds(), 10))
 	}
+	if b.BusyPoll != nil {
+		args = append(args, "--busy-poll-us", strconv.FormatInt(b.BusyPoll.Microseconds(), 10))
+	}
 	return args
 }
 

@@ -1136,6 +1136,8 @@ func TestInvalidRunsAreRejected(t *testing.T) {
 		{"zero event rate floor", "", func(s map[string]any) { s["minEventRate"] = int64(0) }, "spec.minEventRate"},
 		{"peer timeout too short", "", func(s map[string]any) { s["builder"].(map[string]any)["peerTimeout"] = "10ms" }, "spec.builder.peerTimeout must be between 100ms and 60s"},
 		{"join timeout too long", "", func(s map[string]any) { s["builder"].(map[string]any)["joinTimeout"] = "1h" }, "spec.builder.joinTimeout must be between 100ms and 300s"},
+		{"busy poll too long", "", func(s map[string]any) { s["builder"].(map[string]any)["busyPoll"] = "20ms" }, "spec.builder.busyPoll must be between 0s and 10ms"},
+		{"negative busy poll", "", func(s map[string]any) { s["builder"].(map[string]any)["busyPoll"] = "-1us" }, "spec.builder.busyPoll must be between 0s and 10ms"},
 		{"two outputs", "", func(s map[string]any) {
 			s["builder"].(map[string]any)["output"] = map[string]any{"check": map[string]any{}, "discard": map[string]any{}}
 		}, "spec.builder.output must name exactly one output"},
