@@ -134,12 +134,7 @@ TEST_F(Run, NoMfpReachesABuBeforeItsReceiveIsPosted) {
 TEST_F(Run, AnRuHoldsItsMfpForABuThatIsLateToPostItsReceive) {
     const std::vector<std::string> transport = test::transport_flags();
     const bool verbs = !transport.empty() && transport.back() == "verbs";
-    const std::vector<std::string> common = {"--peers", peers(2), "--packing-factor", "100", "--run", run_name_,
-                                             "--ring-mib", "1", "--output", "shm", "--output-timeout-ms", "500"};
-    Child& late_builder = start_builder(0, common);
-    Child& builder = start_builder(1, common);
-    Child& stuck = start("stuck-consumer", "eb-consumer", with(common, {"--rank", "0", "--meps", "2"}));
-    Child& consumer = start("consumer", "eb-consumer", with(common, {"--rank", "1"}));
+    auto [late_builder, builder, stuck, consumer] = start_with_stuck_consumer(500);
     ASSERT_EQ(stuck.wait_exit(10s), 0) << "it takes 2 MEPs and leaves";
     ASSERT_TRUE(test::eventually(
         [&] { return test::json_number(status_body(0), "meps_discarded").value_or(0) >= 2; }, 20s))

@@ -122,12 +122,7 @@ bool all_go_on(const Controlled_set& set, const std::set<Rank>& ranks, std::stri
 class SlowConsumer : public test::Run {};
 
 TEST_F(SlowConsumer, CostsOnlyItsOwnBuildersMeps) {
-    const std::vector<std::string> common = {"--peers", peers(2), "--packing-factor", "100", "--run", run_name_,
-                                             "--ring-mib", "1", "--output", "shm", "--output-timeout-ms", "50"};
-    Child& stuck_builder = start_builder(0, common);
-    Child& builder = start_builder(1, common);
-    Child& stuck = start("stuck-consumer", "eb-consumer", with(common, {"--rank", "0", "--meps", "2"}));
-    Child& consumer = start("consumer", "eb-consumer", with(common, {"--rank", "1"}));
+    auto [stuck_builder, builder, stuck, consumer] = start_with_stuck_consumer(50);
     ASSERT_EQ(stuck.wait_exit(10s), 0) << "it takes 2 MEPs and leaves";
     // A 1 MiB ring holds about 80 MEPs of 13 KB: far more than that are built
     // on, and rank 0 drops what its ring cannot take.

@@ -64,6 +64,24 @@ protected:
         args.insert(args.end(), transport.begin(), transport.end());
         return start("builder-" + std::to_string(rank), "eb-builder", args);
     }
+    // Two units whose MEPs go to shared-memory rings (--ring-mib 1): rank 0's
+    // consumer takes 2 MEPs and leaves (its ring fills, and after
+    // `output_timeout_ms` rank 0 drops its MEPs), rank 1's reads them all.
+    struct Stuck_consumer_pair {
+        Child& stuck_builder;
+        Child& builder;
+        Child& stuck_consumer;
+        Child& consumer;
+    };
+    Stuck_consumer_pair start_with_stuck_consumer(int output_timeout_ms) {
+        const std::vector<std::string> common = {"--peers", peers(2), "--packing-factor", "100", "--run", run_name_,
+                                                 "--ring-mib", "1", "--output", "shm", "--output-timeout-ms",
+                                                 std::to_string(output_timeout_ms)};
+        Child& stuck_builder = start_builder(0, common);
+        Child& builder = start_builder(1, common);
+        Child& stuck = start("stuck-consumer", "eb-consumer", with(common, {"--rank", "0", "--meps", "2"}));
+        return {stuck_builder, builder, stuck, start("consumer", "eb-consumer", with(common, {"--rank", "1"}))};
+    }
     bool ring_exists(Rank rank, const char* what) const {
         return std::filesystem::exists("/dev/shm/eb-" + run_name_ + "-" + std::to_string(rank) + "-" + what);
     }
