@@ -38,7 +38,8 @@ type runPass struct {
 
 	run, orig *ebv1.EventBuilderRun
 
-	// The run's Fabric as its nodes are (nil for a run without one).
+	// The run's Fabric as its nodes are, less the spares whose pods the
+	// kubelet refused (nil for a run without one).
 	fabric    *planner.Fabric
 	fabricKey string // the Fabric's UID and generation: an edit replans
 	nodeList  []corev1.Node
@@ -54,7 +55,7 @@ type runPass struct {
 	attempts runplan.RejoinAttempts
 	given    runplan.GivenAddresses
 	poll     *builderstatus.Poll // a poll to decide on; nil for none
-	pollDue  bool                // poll is one this reconcile has not seen yet
+	pollDue  bool                // a poll came that no reconcile has seen yet
 
 	published     bool // this pass published table
 	rec           *runplan.Recovery
@@ -212,7 +213,8 @@ func (p *runPass) publish(ctx context.Context, next planner.RankTable, rec *runp
 }
 
 // plan decides the table the run goes on under: planned afresh (a new
-// spec or Fabric), failed over to spares, rejoined, or the same.
+// spec or Fabric), failed over to spares, with servers that came back
+// offered as spares again, rejoined, or the same.
 func (p *runPass) plan(ctx context.Context) verdict {
 	r, run := p.r, p.run
 	// A table planned before the operator recorded its Fabric is taken as
