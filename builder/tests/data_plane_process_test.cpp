@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -28,6 +29,7 @@ using test::Child;
 
 using test::final_counts;
 using test::Run;
+using Clock = std::chrono::steady_clock;
 
 struct Shape {
     const char* name;
@@ -160,6 +162,46 @@ TEST_F(Run, AnRuHoldsItsMfpForABuThatIsLateToPostItsReceive) {
     builder.signal(SIGTERM);
     ASSERT_EQ(late_builder.wait_exit(10s), 0);
     ASSERT_EQ(builder.wait_exit(10s), 0);
+    EXPECT_EQ(consumer.wait_exit(10s), 0) << consumer.log();
+}
+
+// A BU that dies while it is late to post its receive (here: waiting up
+// to 10 s for ring space) is lost by its RU, which was holding its MFP for
+// it (over verbs; over TCP, waiting for it), within the peer timeout; the
+// RU's unit builds on alone, dropping the dead source's events.
+TEST_F(Run, AnRuWaitingForALateBuThatDiesLosesItAndBuildsOn) {
+    auto [late_builder, builder, stuck, consumer] = start_with_stuck_consumer(10'000);
+    ASSERT_EQ(stuck.wait_exit(10s), 0) << "it takes 2 MEPs and leaves";
+    // Rank 0's ring fills, and the set waits with it: rank 1's next event
+    // stands still for half a second (a cycle takes milliseconds).
+    std::uint64_t next_event = 0;
+    auto since = Clock::now();
+    ASSERT_TRUE(test::eventually([&] {
+        const std::uint64_t now_at = test::json_number(status_body(1), "next_event").value_or(0);
+        if (now_at != next_event) {
+            next_event = now_at;
+            since = Clock::now();
+        }
+        return next_event > 0 && Clock::now() - since >= 500ms;
+    }, 20s)) << status_body(0) << "\n" << status_body(1);
+    ASSERT_EQ(test::json_number(status_body(0), "meps_discarded"), 0u) << "still inside its first wait";
+
+    late_builder.signal(SIGKILL);
+    ASSERT_TRUE(late_builder.wait_exit(5s));
+    const auto killed = Clock::now();
+    ASSERT_TRUE(test::eventually(
+        [&] { return status_body(1).find(R"("lost_peers":[0])") != std::string::npos; }, 5s))
+        << status_body(1);
+    const double lost_after = std::chrono::duration<double>(Clock::now() - killed).count();
+    std::printf("rank 1 lost rank 0 %.3f s after it was killed\n", lost_after);
+    EXPECT_LT(lost_after, 2.0) << "within the peer timeout (1 s) and a poll";
+    const std::uint64_t dropped = test::json_number(status_body(1), "events_dropped").value_or(0);
+    EXPECT_TRUE(test::eventually(
+        [&] { return test::json_number(status_body(1), "events_dropped").value_or(0) > dropped + 100 * 100; }, 10s))
+        << "building goes on: " << status_body(1);
+
+    builder.signal(SIGTERM);
+    EXPECT_EQ(builder.wait_exit(10s), 0);
     EXPECT_EQ(consumer.wait_exit(10s), 0) << consumer.log();
 }
 
