@@ -793,21 +793,21 @@ func TestContractEbBuilderTakesThePodsCommandLine(t *testing.T) {
 		_ = cmd.Process.Kill()
 		<-exited
 	})
-	deadline := time.After(10 * time.Second)
-	for {
+	waitFor(t, fmt.Sprintf("eb-builder %q serving /healthz", args), func() error {
 		select {
 		case err := <-exited:
 			exited <- err
 			t.Fatalf("eb-builder %q exited (%v): %s", args, err, out.String())
-		case <-deadline:
-			t.Fatalf("eb-builder %q did not serve /healthz within 10s: %s", args, out.String())
-		case <-time.After(20 * time.Millisecond):
+		default:
 		}
-		if resp, err := http.Get("http://127.0.0.1:" + port + "/healthz"); err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		resp, err := http.Get("http://127.0.0.1:" + port + "/healthz")
+		if err != nil {
+			return err
 		}
-	}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/healthz: %d", resp.StatusCode)
+		}
+		return nil
+	})
 }
