@@ -100,8 +100,7 @@ INSTANTIATE_TEST_SUITE_P(
 // the link for an RNR NAK's timer (docs/verbs.md). Soft-RoCE counts the RNR
 // NAKs it received; the units must add none.
 TEST_F(Run, NoMfpReachesABuBeforeItsReceiveIsPosted) {
-    const std::vector<std::string> transport = test::transport_flags();
-    if (transport.empty() || transport.back() != "verbs")
+    if (!test::over_verbs())
         GTEST_SKIP() << "verbs only (over TCP an MFP waits in the socket's buffer); make test-verbs runs it";
     const char* device = std::getenv("EB_RDMA_DEVICE");
     const std::string counter = std::string("/sys/class/infiniband/") + (device ? device : "") +
@@ -134,8 +133,7 @@ TEST_F(Run, NoMfpReachesABuBeforeItsReceiveIsPosted) {
 // which show a late BU on a farm; over TCP the socket buffers the MFP and
 // nothing is held.
 TEST_F(Run, AnRuHoldsItsMfpForABuThatIsLateToPostItsReceive) {
-    const std::vector<std::string> transport = test::transport_flags();
-    const bool verbs = !transport.empty() && transport.back() == "verbs";
+    const bool verbs = test::over_verbs();
     auto [late_builder, builder, stuck, consumer] = start_with_stuck_consumer(500);
     ASSERT_EQ(stuck.wait_exit(10s), 0) << "it takes 2 MEPs and leaves";
     ASSERT_TRUE(test::eventually(

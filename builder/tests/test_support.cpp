@@ -215,6 +215,11 @@ std::vector<std::string> transport_flags() {
     return {"--transport", transport};
 }
 
+bool over_verbs() {
+    const std::vector<std::string> flags = transport_flags();
+    return !flags.empty() && flags.back() == "verbs";
+}
+
 std::optional<Final_counts> final_counts(const std::string& log) {
     const std::size_t at = log.rfind("stopped: ");
     Final_counts counts;

@@ -68,6 +68,8 @@ private:
 // $EB_TEST_TRANSPORT when set (make test-verbs runs the process suites with
 // verbs on a real device), nothing (TCP) otherwise.
 std::vector<std::string> transport_flags();
+// Whether the process suites run over verbs (EB_TEST_TRANSPORT=verbs).
+bool over_verbs();
 
 // The counts of a unit's last log line, "stopped: B events built, I
 // incomplete, M MEPs, Y bytes, D dropped ..."; nullopt without one.
