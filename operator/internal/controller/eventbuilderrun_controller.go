@@ -75,6 +75,11 @@ const (
 	annAddresses    = "eventbuilder.daq.io/given-addresses"
 	// annFabric: the Fabric (UID and generation) the table was planned on.
 	annFabric = "eventbuilder.daq.io/planned-on-fabric"
+	// annFabricReplan: what the last replan for a Fabric edit did, the
+	// message of condition FabricChanged. Published with the table it
+	// describes, so a status write lost after it (a conflict) cannot lose
+	// the condition: every reconcile sets it from here.
+	annFabricReplan = "eventbuilder.daq.io/fabric-replan"
 )
 
 // EventBuilderRunReconciler plans a run's ranks (on its Fabric, if any),
@@ -835,7 +840,7 @@ func (r *EventBuilderRunReconciler) publish(ctx context.Context, run *ebv1.Event
 }
 
 // announceFailover tells of a recovery once its table (with its record)
-// is published and the pods are in place, as an Event (Failover, or
+// is published, as an Event (Failover, or
 // UnitRejoined when lost units rejoin on their own ranks). The new epoch
 // reaches the running builders by configure (drive), without restarting
 // them; recordConfigured completes the record when it has.

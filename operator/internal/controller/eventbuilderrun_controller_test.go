@@ -540,10 +540,21 @@ func TestStalledSetIsNotReady(t *testing.T) {
 	key, pods, _ := startRun(t, "stall", 2)
 	farm.SetStalled(string(pods[1].UID), true)
 	stalledAt := time.Now()
-	cond := waitPhase(t, key, ebv1.PhaseDegraded, ebv1.ReasonUnitsNotBuilding)
+	waitPhase(t, key, ebv1.PhaseDegraded, ebv1.ReasonUnitsNotBuilding)
 	seen := time.Since(stalledAt)
-	for _, want := range []string{"ranks 0 (connecting, node scheduled-node), 1 (connecting, node scheduled-node) have built nothing for",
-		"rank 0 cannot connect to its peers", "every builder is RUNNING"} {
+	// Each rank's last progress is the poll that last saw it build, so the
+	// first message may name one rank: the other's stallAfter ends a
+	// poll later. Both are named once both stood still that long.
+	var cond *metav1.Condition
+	eventually(t, "both ranks named as not building", func() error {
+		cond = meta.FindStatusCondition(getRun(t, key).Status.Conditions, ebv1.ConditionReady)
+		if cond == nil || cond.Reason != ebv1.ReasonUnitsNotBuilding ||
+			!strings.Contains(cond.Message, "ranks 0 (connecting, node scheduled-node), 1 (connecting, node scheduled-node) have built nothing for") {
+			return fmt.Errorf("Ready condition %+v", cond)
+		}
+		return nil
+	})
+	for _, want := range []string{"rank 0 cannot connect to its peers", "every builder is RUNNING"} {
 		if !strings.Contains(cond.Message, want) {
 			t.Errorf("message %q does not say %q", cond.Message, want)
 		}
@@ -1260,4 +1271,20 @@ func expectEvent(t *testing.T, ns, run, reason string) {
 		}
 		return fmt.Errorf("events seen: %v", seen)
 	})
+}
+
+// eventNotes are the notes of the run's Events with reason.
+func eventNotes(t *testing.T, ns, run, reason string) []string {
+	t.Helper()
+	var list eventsv1.EventList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "EventBuilderRun" && e.Regarding.Name == run && e.Reason == reason {
+			notes = append(notes, e.Note)
+		}
+	}
+	return notes
 }

@@ -58,7 +58,6 @@ type runPass struct {
 	pollDue  bool                // a poll came that no reconcile has seen yet
 
 	published     bool // this pass published table
-	rec           *runplan.Recovery
 	replanFailed  bool
 	failedRejoins []int // ranks whose last rejoin this reconcile found did not hold
 	stopped       bool  // failed with no spare left under failurePolicy Stop
@@ -207,7 +206,9 @@ func (p *runPass) publish(ctx context.Context, next planner.RankTable, rec *runp
 	}
 	p.cm, p.table, p.published = cm, next, true
 	if rec != nil {
-		p.rec = rec
+		// Told at once: a step of this reconcile that fails after the
+		// publish must not leave a failover unannounced and uncounted.
+		p.r.announceFailover(p.run, cm, next, rec)
 	}
 	return nil
 }
@@ -252,6 +253,10 @@ func (p *runPass) plan(ctx context.Context) verdict {
 	if v.end {
 		return v
 	}
+	if msg := p.cm.Annotations[annFabricReplan]; msg != "" && !p.replanFailed {
+		meta.SetStatusCondition(&run.Status.Conditions, metav1.Condition{Type: ebv1.ConditionFabricChanged,
+			Status: metav1.ConditionTrue, Reason: ebv1.ReasonReplanned, Message: msg, ObservedGeneration: run.Generation})
+	}
 	if p.cm.Annotations[annFabric] != p.fabricKey && !p.replanFailed {
 		setOrDelete(p.cm.Annotations, annFabric, p.fabricKey)
 		if err := r.Update(ctx, p.cm); err != nil {
@@ -281,15 +286,17 @@ func (p *runPass) replan(ctx context.Context, planned planner.RankTable, planErr
 			return endWith(r.stopForResize(ctx, p.orig, run, p.table.N(), planned.N(), resize, p.pods, p.poll.Time, p.token()))
 		}
 	}
+	msg := ""
+	if fabricEdited {
+		msg = fmt.Sprintf("Fabric %s changed (generation %d): the rank table was planned afresh at epoch %d",
+			run.Spec.FabricRef.Name, fabricGeneration(p.fabricKey), planned.Epoch)
+		p.cm.Annotations[annFabricReplan] = msg // p.cm exists: only a published table is edited
+	}
 	if err := p.publish(ctx, planned, nil, true, p.fabricKey); err != nil {
 		return endWith(ctrl.Result{}, err)
 	}
 	p.attempts = runplan.RejoinAttempts{} // a new plan starts afresh
 	if fabricEdited {
-		msg := fmt.Sprintf("Fabric %s changed (generation %d): the rank table was planned afresh at epoch %d",
-			run.Spec.FabricRef.Name, fabricGeneration(p.fabricKey), p.table.Epoch)
-		meta.SetStatusCondition(&run.Status.Conditions, metav1.Condition{Type: ebv1.ConditionFabricChanged,
-			Status: metav1.ConditionTrue, Reason: ebv1.ReasonReplanned, Message: msg, ObservedGeneration: run.Generation})
 		r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, ebv1.ConditionFabricChanged, "Plan", msg)
 	}
 	r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, "RankTablePublished", "Plan",
@@ -422,9 +429,6 @@ func (p *runPass) placePods(ctx context.Context) verdict {
 			}
 		}
 		return endWith(ctrl.Result{}, err)
-	}
-	if p.rec != nil {
-		r.announceFailover(run, p.cm, p.table, p.rec)
 	}
 	return goOn
 }
