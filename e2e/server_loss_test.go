@@ -20,10 +20,11 @@ import (
 // (every 2s, each timing out after 1s) a unit fails over once two polls
 // in a row went unanswered for builderUnreachableAfter (2s): at worst the
 // server dies just after a poll it answered, the next two polls start 2s
-// and 4s later and the second times out at 5s. The bound adds a second for
-// the reconcile on a loaded 2-core machine (5.04s was measured once).
+// and 4s later and the second times out at 5s. The bound adds timingMargin
+// for polls and reconciles delayed on a loaded 2-core machine (5.04s was
+// measured once).
 const (
-	detectionBound  = 6 * time.Second
+	detectionBound  = 5*time.Second + timingMargin
 	serverLossBound = 30 * time.Second
 )
 

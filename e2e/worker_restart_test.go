@@ -25,6 +25,11 @@ import (
 //     grace): its builders wake up in their session, lost by their set,
 //     having lost it in turn; the operator resets the builders its majority
 //     rule finds lost and configures them back, and the set is whole again.
+// workerRejoinBound: a restarted worker's units are back on a new epoch
+// within 30s of its start (issue 14: the kind node's kubelet and the pods'
+// sandboxes take most of it; 29.7s was measured once), plus timingMargin.
+const workerRejoinBound = 30*time.Second + timingMargin
+
 func TestWorkerLostUnderARunWithoutAFabric(t *testing.T) {
 	for _, tc := range []struct {
 		name, lose, back string
@@ -72,9 +77,9 @@ func TestWorkerLostUnderARunWithoutAFabric(t *testing.T) {
 				// Its pods' new IPs must reach every builder: a new epoch.
 				waitForNewEpoch(ctx, t, run, before, 4, ebv1alpha1.PhaseRunning, "the worker's units to rejoin", &seen)
 				rejoined := time.Since(backAt)
-				t.Logf("every unit on a new epoch %s after docker %s (bound 30s)", rejoined.Round(time.Millisecond), tc.back)
-				if rejoined > 30*time.Second {
-					t.Errorf("the units rejoined %s after docker %s, want under 30s (issue 14)", rejoined.Round(time.Millisecond), tc.back)
+				t.Logf("every unit on a new epoch %s after docker %s (bound %s)", rejoined.Round(time.Millisecond), tc.back, workerRejoinBound)
+				if rejoined > workerRejoinBound {
+					t.Errorf("the units rejoined %s after docker %s, want under %s", rejoined.Round(time.Millisecond), tc.back, workerRejoinBound)
 				}
 				if fo := run.Status.LastFailover; fo == nil || fo.Outcome != ebv1alpha1.OutcomeRejoined {
 					t.Errorf("lastFailover %+v, want the victim's units Rejoined", fo)
