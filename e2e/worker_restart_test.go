@@ -14,6 +14,11 @@ import (
 	ebv1alpha1 "daq.io/eventbuilder/operator/api/v1alpha1"
 )
 
+// workerRejoinBound: a restarted worker's units are back on a new epoch
+// within 30s of its start (issue 14: the kind node's kubelet and the pods'
+// sandboxes take most of it; 29.7s was measured once), plus timingMargin.
+const workerRejoinBound = 30*time.Second + timingMargin
+
 // A worker is lost under a run without a Fabric (no spare to move its
 // units to): the run turns Degraded, its Ready condition naming the lost
 // ranks. Then it comes back, and every unit builds again; each step
@@ -25,11 +30,6 @@ import (
 //     grace): its builders wake up in their session, lost by their set,
 //     having lost it in turn; the operator resets the builders its majority
 //     rule finds lost and configures them back, and the set is whole again.
-// workerRejoinBound: a restarted worker's units are back on a new epoch
-// within 30s of its start (issue 14: the kind node's kubelet and the pods'
-// sandboxes take most of it; 29.7s was measured once), plus timingMargin.
-const workerRejoinBound = 30*time.Second + timingMargin
-
 func TestWorkerLostUnderARunWithoutAFabric(t *testing.T) {
 	for _, tc := range []struct {
 		name, lose, back string
