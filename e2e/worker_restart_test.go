@@ -14,6 +14,11 @@ import (
 	ebv1alpha1 "daq.io/eventbuilder/operator/api/v1alpha1"
 )
 
+// workerRejoinBound: a restarted worker's units are back on a new epoch
+// within 30s of its start (issue 14: the kind node's kubelet and the pods'
+// sandboxes take most of it; 29.7s was measured once), plus timingMargin.
+const workerRejoinBound = 30*time.Second + timingMargin
+
 // A worker is lost under a run without a Fabric (no spare to move its
 // units to): the run turns Degraded, its Ready condition naming the lost
 // ranks. Then it comes back, and every unit builds again; each step
@@ -25,11 +30,6 @@ import (
 //     grace): its builders wake up in their session, lost by their set,
 //     having lost it in turn; the operator resets the builders its majority
 //     rule finds lost and configures them back, and the set is whole again.
-// workerRejoinBound: a restarted worker's units are back on a new epoch
-// within 30s of its start (issue 14: the kind node's kubelet and the pods'
-// sandboxes take most of it; 29.7s was measured once), plus timingMargin.
-const workerRejoinBound = 30*time.Second + timingMargin
-
 func TestWorkerLostUnderARunWithoutAFabric(t *testing.T) {
 	for _, tc := range []struct {
 		name, lose, back string
@@ -111,8 +111,8 @@ func TestWorkerLostUnderARunWithoutAFabric(t *testing.T) {
 }
 
 // victimWorker picks a worker that holds units of the run and not the
-// operator (losing the operator with its node is another case), and the
-// ranks of the units on it.
+// leading operator (losing the leader with its node is another case), and
+// the ranks of the units on it.
 func victimWorker(ctx context.Context, t *testing.T, run *ebv1alpha1.EventBuilderRun) (string, []int32) {
 	t.Helper()
 	onNode := map[string][]int32{}
@@ -120,13 +120,13 @@ func victimWorker(ctx context.Context, t *testing.T, run *ebv1alpha1.EventBuilde
 		node := builderPod(ctx, t, run.Namespace, u.Pod).Spec.NodeName
 		onNode[node] = append(onNode[node], u.Rank)
 	}
-	operator := operatorNode(ctx, t)
+	operator := leaderNode(ctx, t)
 	for _, w := range workerNodes(ctx, t) {
 		if w != operator && len(onNode[w]) > 0 {
 			return w, onNode[w]
 		}
 	}
-	t.Fatalf("no worker holds units without the operator (%s): units by node %v", operator, onNode)
+	t.Fatalf("no worker holds units without the leading operator (%s): units by node %v", operator, onNode)
 	return "", nil
 }
 
