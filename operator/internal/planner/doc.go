@@ -68,4 +68,11 @@
 // its NUMA endpoints, and a leaf, which a failure seen only as lost peers
 // may be), that adds no link overload. With no spare left it returns
 // ErrNoSpare and the caller applies the run's failure policy.
+//
+// A table holds for the cabling it was planned on. Failover, MoveBU and
+// DropUnit refuse, as Plan does, a Fabric that is invalid, and one that no
+// longer describes the table (a rank's endpoint unlisted, or cabled to
+// another port): a move would put a unit on a port its endpoint has left,
+// or take the failed endpoint's server for unknown. The error names the
+// Fabric field and the fix (plan the run again, or correct the entry).
 package planner

@@ -64,24 +64,32 @@ func needsFibres(fabric Fabric, t RankTable, r Rank) bool {
 	return t.Layout == Unfolded && r.Function == RU && readsStreams(fabric)
 }
 
-// DropUnit makes live rank `rank` a dummy: its unit (or, where the unit
-// runs on two ranks, that half of it) is lost. Where the lost half read
-// streams and the unit's BU runs on, that BU's source is unread: every MEP
-// keeps the slot, as missing (Rank.SourceUnread).
-func DropUnit(t RankTable, rank int) RankTable {
+// DropUnit makes live rank `rank` a dummy and returns the new table; t is
+// left unchanged. Its unit (or, where the unit runs on two ranks, that
+// half of it) is lost. Where the lost half read streams and the unit's BU
+// runs on, that BU's source is unread: every MEP keeps the slot, as
+// missing (Rank.SourceUnread). Like Failover, it refuses a fabric that is
+// invalid or does not describe t.
+func DropUnit(fabric Fabric, t RankTable, rank int) (RankTable, error) {
+	if err := fabric.validateFor(t); err != nil {
+		return RankTable{}, err
+	}
+	lost, err := t.liveRank(rank)
+	if err != nil {
+		return RankTable{}, err
+	}
 	next := t
 	next.Ranks = slices.Clone(t.Ranks)
-	lost := next.Ranks[rank]
 	next.Ranks[rank] = Rank{Rank: rank, Leaf: lost.Leaf, Port: lost.Port, Role: Dummy, Unit: NoUnit}
 	if lost.Function == BU || (len(lost.Streams) == 0 && !lost.SourceUnread) {
-		return next
+		return next, nil
 	}
 	for i, r := range next.Ranks {
 		if r.Role == Live && r.Unit == lost.Unit && r.Function == BU {
 			next.Ranks[i].SourceUnread = true
 		}
 	}
-	return next
+	return next, nil
 }
 
 // MoveBU moves the BU of a live rank's unit onto a warm spare and returns
@@ -93,8 +101,11 @@ func DropUnit(t RankTable, rank int) RankTable {
 // GPU). A rank that runs its unit's BU alone moves whole (Failover). The
 // spare is chosen as Failover chooses it.
 func MoveBU(fabric Fabric, t RankTable, rank int) (RankTable, FailoverResult, error) {
-	if rank >= 0 && rank < t.N() && t.Ranks[rank].Role == Live {
-		switch t.Ranks[rank].Function {
+	if err := fabric.validateFor(t); err != nil {
+		return RankTable{}, FailoverResult{}, err
+	}
+	if r, err := t.liveRank(rank); err == nil {
+		switch r.Function {
 		case RU:
 			return RankTable{}, FailoverResult{}, fmt.Errorf("rank %d runs no BU: there is no BU to move", rank)
 		case BU:
@@ -115,12 +126,12 @@ func MoveBU(fabric Fabric, t RankTable, rank int) (RankTable, FailoverResult, er
 // toSpare moves what `move` moves off the live rank failedRank onto the
 // first usable spare (Failover says which) and says what it did.
 func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, ep Endpoint) RankTable) (RankTable, FailoverResult, error) {
-	if failedRank < 0 || failedRank >= t.N() {
-		return RankTable{}, FailoverResult{}, fmt.Errorf("failed rank %d is not in the table (ranks 0..%d)", failedRank, t.N()-1)
+	if err := fabric.validateFor(t); err != nil {
+		return RankTable{}, FailoverResult{}, err
 	}
-	failed := t.Ranks[failedRank]
-	if failed.Role != Live {
-		return RankTable{}, FailoverResult{}, fmt.Errorf("failed rank %d is %s, not live: there is no unit to move", failedRank, failed.Role)
+	failed, err := t.liveRank(failedRank)
+	if err != nil {
+		return RankTable{}, FailoverResult{}, fmt.Errorf("failed %w", err)
 	}
 	before, err := CheckLinkLoad(fabric, t)
 	if err != nil {
@@ -207,6 +218,17 @@ func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, e
 		}, nil
 	}
 	return RankTable{}, FailoverResult{}, fmt.Errorf("rank %d (%s) failed: %w: %s", failedRank, failed.Endpoint, ErrSpareWouldConflict, strings.Join(passed, ", "))
+}
+
+// liveRank returns rank `rank` of t, or why it runs no unit.
+func (t RankTable) liveRank(rank int) (Rank, error) {
+	if rank < 0 || rank >= t.N() {
+		return Rank{}, fmt.Errorf("rank %d is not in the table (ranks 0..%d)", rank, t.N()-1)
+	}
+	if r := t.Ranks[rank]; r.Role != Live {
+		return Rank{}, fmt.Errorf("rank %d is %s, not live: it runs no unit", rank, r.Role)
+	}
+	return t.Ranks[rank], nil
 }
 
 // split says whether the unit of live rank r runs on another live rank

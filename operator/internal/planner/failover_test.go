@@ -255,3 +255,50 @@ func TestFailoverNeverOnASibling(t *testing.T) {
 		t.Errorf("only the sibling left: %v; want ErrNoSpare naming it", err)
 	}
 }
+
+// Failover, MoveBU and DropUnit refuse a Fabric that is invalid or no
+// longer describes the table, naming the field: the issue's cases on the
+// LHCb plan with 8 spares (eb019-numa0 is spare rank 38, on leaf 1 port
+// 18; port 6 of leaf 17 is free).
+func TestMovesRefuseAFabricThatDoesNotDescribeTheTable(t *testing.T) {
+	table := mustPlan(t, lhcb(), Request{Units: 318, Spares: 8})
+	at := func(f Fabric, name string) int {
+		return slices.IndexFunc(f.Endpoints, func(ep Endpoint) bool { return ep.Name == name })
+	}
+	tests := []struct {
+		name  string
+		edit  func(f *Fabric)
+		field string
+		says  string
+	}{
+		{name: "two endpoints on one port", edit: func(f *Fabric) { f.Endpoints[1].Port = 0 },
+			field: "endpoints[1].port", says: `"eb000-numa1" is cabled to leaf 0 port 0, as is endpoints[0]`},
+		{name: "a spare re-cabled", edit: func(f *Fabric) {
+			i := at(*f, "eb019-numa0")
+			f.Endpoints[i].Leaf, f.Endpoints[i].Port = 17, 6
+		}, field: "endpoints[38].leaf", says: `endpoint "eb019-numa0" is cabled to leaf 17 port 6, but rank 38 runs it on leaf 1 port 18`},
+		{name: "the failed endpoint's entry removed", edit: func(f *Fabric) { f.Endpoints = slices.Delete(f.Endpoints, 0, 1) },
+			field: "endpoints", says: `rank 0 runs endpoint "eb000-numa0", which is not listed`},
+	}
+	moves := map[string]func(Fabric) error{
+		"Failover": func(f Fabric) error { _, _, err := Failover(f, table, 0); return err },
+		"MoveBU":   func(f Fabric) error { _, _, err := MoveBU(f, table, 0); return err },
+		"DropUnit": func(f Fabric) error { _, err := DropUnit(f, table, 0); return err },
+	}
+	for _, tc := range tests {
+		for name, move := range moves {
+			t.Run(tc.name+"/"+name, func(t *testing.T) {
+				f := lhcb()
+				tc.edit(&f)
+				err := move(f)
+				var fields []string
+				for _, fe := range fieldErrors(t, err) {
+					fields = append(fields, fe.Field)
+				}
+				if !slices.Equal(fields, []string{tc.field}) || !strings.Contains(err.Error(), tc.says) {
+					t.Errorf("%s() = %v; want it refused naming %s, saying %q", name, err, tc.field, tc.says)
+				}
+			})
+		}
+	}
+}

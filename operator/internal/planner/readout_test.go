@@ -307,7 +307,10 @@ func TestAnUnfoldedRUFailsOverOnlyWhereFibresAre(t *testing.T) {
 	if _, res, err := Failover(f, table, bu); err != nil || !strings.HasPrefix(res.SpareEndpoint, "x") {
 		t.Errorf("BU failover: %+v %v, want a spare without fibres", res, err)
 	}
-	dropped := DropUnit(table, ru)
+	dropped, err := DropUnit(f, table, ru)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, r := range dropped.Ranks {
 		if r.Role == Live && r.Unit == table.Ranks[ru].Unit && (r.Function != BU || !r.SourceUnread) {
 			t.Errorf("unit %d after its RU was lost: rank %d %+v, want its BU with the source unread", r.Unit, r.Rank, r)
