@@ -61,7 +61,9 @@
 // output. When a live rank fails, Failover makes it a dummy and gives its
 // unit to a spare rank, which goes live (reading the spare's own streams,
 // if it has any: the failed endpoint's stay unread until the Fabric shows
-// them cabled elsewhere); the epoch goes up by one so that all
+// them cabled elsewhere; an RU alone takes only a spare with fibres, and
+// a BU that builds without its unit's stream is marked SourceUnread
+// wherever it moves); the epoch goes up by one so that all
 // builders switch tables at the same phase boundary. The spare is the
 // lowest-ranked schedulable one on another server and, where one is left,
 // another leaf than the failed rank's (the failure domains: a server, all

@@ -39,8 +39,9 @@ type FailoverResult struct {
 // unread (UnreadStreams names them) until the Fabric shows them cabled to
 // another endpoint; an RU on the spare reads the spare's own streams, and a
 // folded unit on a spare without fibres (where the Fabric lists streams)
-// runs its BU alone; an unfolded RU takes only a spare with fibres (it
-// would read nothing elsewhere). Of the spares whose endpoint is still schedulable in fabric and
+// runs its BU alone; an RU alone (unfolded, or a folded unit's RU half
+// after MoveBU) takes only a spare with fibres (it would read nothing
+// elsewhere), and a BU alone keeps its source unread (SourceUnread). Of the spares whose endpoint is still schedulable in fabric and
 // on another server than the failed endpoint (never its sibling NUMA half),
 // it prefers one on another leaf than the failed rank's (a failure seen
 // only as lost peers may be that leaf), then the lowest rank, and takes the
@@ -53,15 +54,19 @@ func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverRe
 	})
 }
 
-// ErrNoFibredSpare: an unfolded unit's RU failed where the readout is
-// physical, and no spare left has fibres for it to read.
+// ErrNoFibredSpare: an RU alone (unfolded, or a folded unit's RU half
+// after MoveBU) failed where the readout is physical, and no spare left
+// has fibres for it to read.
 var ErrNoFibredSpare = fmt.Errorf("%w with readout fibres for an RU", ErrNoSpare)
 
-// needsFibres says whether the spare for failed rank r of t must have
-// readout streams: an unfolded RU reads nothing anywhere else (a folded
-// unit runs its BU alone there instead).
-func needsFibres(fabric Fabric, t RankTable, r Rank) bool {
-	return t.Layout == Unfolded && r.Function == RU && readsStreams(fabric)
+// needsFibres says whether the spare for failed rank r must have readout
+// streams: an RU alone (unfolded, or the RU half of a folded unit whose BU
+// moved) reads nothing anywhere else, and would hold a spare while its
+// BU builds without the source; dropped instead, it leaves that BU marked
+// SourceUnread. A whole folded unit runs its BU alone on a spare without
+// fibres instead.
+func needsFibres(fabric Fabric, r Rank) bool {
+	return r.Function == RU && readsStreams(fabric)
 }
 
 // DropUnit makes live rank `rank` a dummy and returns the new table; t is
@@ -146,7 +151,7 @@ func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, e
 	// what may have failed: the server, its power, its cabling.
 	node := func(name string) string { return endpoint[name].Node }
 	sibling := func(r Rank) bool { return node(r.Endpoint) != "" && node(r.Endpoint) == node(failed.Endpoint) }
-	fibres := needsFibres(fabric, t, failed)
+	fibres := needsFibres(fabric, failed)
 	var candidates []Rank
 	var gone, siblings, bare []string
 	for _, r := range t.Ranks {
@@ -240,20 +245,21 @@ func (t RankTable) split(r int) bool {
 // moveUnit returns a copy of t at the next epoch with the unit of rank
 // from moved onto the spare rank to, on endpoint spare, and from made a
 // dummy. In a folded table the function follows the spare's fibres
-// (foldedFunction), and a unit that read streams (or had lost them
-// before) and now runs its BU alone has its source unread; in an unfolded
-// one, and for either half of a folded unit whose BU moved, the spare runs
-// the failed function.
+// (foldedFunction); in an unfolded one, and for either half of a folded
+// unit whose BU moved, the spare runs the failed function. A BU alone on
+// the spare has its source unread where the moved rank read streams (a
+// whole unit onto a spare without fibres) or had its source unread
+// already (a BU whose RU was lost keeps that wherever it goes).
 func (t RankTable) moveUnit(from, to int, spare Endpoint, physical bool) RankTable {
 	next := t
 	next.Epoch++
 	next.Ranks = slices.Clone(t.Ranks)
 	src, dst := &next.Ranks[from], &next.Ranks[to]
-	dst.Role, dst.Unit, dst.Function, dst.Streams, dst.SourceUnread = Live, src.Unit, src.Function, nil, false
+	dst.Role, dst.Unit, dst.Function, dst.Streams = Live, src.Unit, src.Function, nil
 	if t.Layout == Folded && !t.split(from) {
 		dst.Function = foldedFunction(physical, spare)
-		dst.SourceUnread = dst.Function == BU && (len(src.Streams) > 0 || src.SourceUnread)
 	}
+	dst.SourceUnread = dst.Function == BU && (len(src.Streams) > 0 || src.SourceUnread)
 	if dst.Function != BU {
 		dst.Streams = slices.Clone(spare.Streams)
 	}
