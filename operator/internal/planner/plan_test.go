@@ -345,21 +345,46 @@ func TestPlanRanksOnlyThePortColumnsInUse(t *testing.T) {
 }
 
 // A fabric whose schedule would overload a link is refused with the link,
-// the phase and the fix.
+// the phase, and the cause that holds with its fixes: too few spine links
+// for a leaf's ports, or a port count the global-port routing spreads
+// unevenly over the spines (the 40 ports over 7 spines of 6 links
+// have room for 42 flows; 40 does not divide by 7).
 func TestPlanRefusesAnOverloadingFabric(t *testing.T) {
-	// The case: 3 leaves x 7 ports, 4 spines, 2 links per pair.
-	sevenPorts := halfCabled(3, 7, 7, 4, 2)
-	got, err := Plan(sevenPorts, Request{Units: 21})
-	if !errors.Is(err, ErrLinkOverload) {
-		t.Fatalf("Plan() = %d ranks, %v; want ErrLinkOverload", got.N(), err)
+	const uneven, short = "is not a multiple of spines", "is below portsPerLeaf"
+	tests := []struct {
+		name    string
+		fabric  Fabric
+		units   int
+		says    []string
+		notSays string
+		fixed   func(*Fabric) // the fix the message names, which plans
+	}{
+		{name: "7 ports over 4 spines of 2 links", fabric: halfCabled(3, 7, 7, 4, 2), units: 21,
+			says:    []string{"carries 3 flows over 2 links", "phase ", "leaf ", "spine ", "portsPerLeaf (7) " + uneven + " (4)", "routing LeafPortModSpines"},
+			notSays: short, fixed: func(f *Fabric) { f.Routing = RoutingLeafPortModSpines }},
+		{name: "40 ports over 7 spines of 6 links", fabric: halfCabled(3, 40, 40, 7, 6), units: 120,
+			says:    []string{"portsPerLeaf (40) " + uneven + " (7)", "routing LeafPortModSpines"},
+			notSays: short, fixed: func(f *Fabric) { f.Routing = RoutingLeafPortModSpines }},
+		{name: "4 ports over 2 spines of 1 link", fabric: halfCabled(2, 4, 4, 2, 1), units: 8,
+			says:    []string{"spines x linksPerPair (2 x 1 = 2) " + short + " (4): add spines or links per pair"},
+			notSays: uneven, fixed: func(f *Fabric) { f.LinksPerPair = 2 }},
 	}
-	for _, says := range []string{"carries 3 flows over 2 links", "phase ", "leaf ", "spine ",
-		"add spines or links per pair (spines x linksPerPair >= portsPerLeaf, 7)", "routing LeafPortModSpines"} {
-		if !strings.Contains(err.Error(), says) {
-			t.Errorf("Plan() = %q, want it to say %q", err, says)
-		}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Plan(tc.fabric, Request{Units: tc.units})
+			if !errors.Is(err, ErrLinkOverload) {
+				t.Fatalf("Plan() = %d ranks, %v; want ErrLinkOverload", got.N(), err)
+			}
+			for _, says := range tc.says {
+				if !strings.Contains(err.Error(), says) {
+					t.Errorf("Plan() = %q, want it to say %q", err, says)
+				}
+			}
+			if strings.Contains(err.Error(), tc.notSays) {
+				t.Errorf("Plan() = %q, names a cause that does not hold (%q)", err, tc.notSays)
+			}
+			tc.fixed(&tc.fabric)
+			assertNoOverload(t, tc.fabric, mustPlan(t, tc.fabric, Request{Units: tc.units}))
+		})
 	}
-	// The fix it names: routing by the port on the leaf.
-	sevenPorts.Routing = RoutingLeafPortModSpines
-	assertNoOverload(t, sevenPorts, mustPlan(t, sevenPorts, Request{Units: 21}))
 }
