@@ -45,7 +45,8 @@ type FailoverResult struct {
 // on another server than the failed endpoint (never its sibling NUMA half),
 // it prefers one on another leaf than the failed rank's (a failure seen
 // only as lost peers may be that leaf), then the lowest rank, and takes the
-// first whose table has no more link overloads (CheckLinkLoad) than t.
+// first whose table adds no link overload to t's (CheckLinkLoad): no
+// phase's link carries more flows than it did, where it is over capacity.
 // Use t.RankOf to find the rank of a failed endpoint.
 func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverResult, error) {
 	physical := readsStreams(fabric)
@@ -202,8 +203,8 @@ func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, e
 		if err != nil {
 			return RankTable{}, FailoverResult{}, err
 		}
-		if len(after) > len(before) {
-			passed = append(passed, fmt.Sprintf("%s (rank %d) would add %d link overloads", spare.Endpoint, spare.Rank, len(after)-len(before)))
+		if added := addedOverloads(before, after); len(added) > 0 {
+			passed = append(passed, fmt.Sprintf("%s (rank %d) would add %d link overloads (%s)", spare.Endpoint, spare.Rank, len(added), added[0]))
 			continue
 		}
 		why := fmt.Sprintf("spare %s (rank %d) is the lowest-ranked one on another leaf (%d) than the failed unit's (%d)",
@@ -223,6 +224,28 @@ func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, e
 		}, nil
 	}
 	return RankTable{}, FailoverResult{}, fmt.Errorf("rank %d (%s) failed: %w: %s", failedRank, failed.Endpoint, ErrSpareWouldConflict, strings.Join(passed, ", "))
+}
+
+// addedOverloads are the (phase, link)s of after that carry more flows
+// than in before: the overloads a move adds. On a table that overloads
+// already, fewer overloads elsewhere do not make up for a new one (the
+// counts of before and after say nothing of which links they are).
+func addedOverloads(before, after []Violation) []Violation {
+	type phaseLink struct {
+		phase int
+		link  Link
+	}
+	flows := map[phaseLink]int{}
+	for _, v := range before {
+		flows[phaseLink{v.Phase, v.Link}] = v.Flows
+	}
+	var added []Violation
+	for _, v := range after {
+		if v.Flows > flows[phaseLink{v.Phase, v.Link}] {
+			added = append(added, v)
+		}
+	}
+	return added
 }
 
 // liveRank returns rank `rank` of t, or why it runs no unit.

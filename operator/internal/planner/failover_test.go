@@ -139,22 +139,26 @@ func TestFailoverUntilNoSpareLeft(t *testing.T) {
 func TestFailoverLinkCheck(t *testing.T) {
 	base := Fabric{Leaves: 2, Spines: 2, PortsPerLeaf: 4, LinksPerPair: 1}
 	tests := []struct {
-		name  string
-		roles string
-		spare int
-		is    error
-		says  string
+		name   string
+		roles  string
+		failed int
+		spare  int
+		is     error
+		says   string
 	}{
-		{name: "passes over a spare that would overload a link", roles: "LLSS" + "LDLD", spare: 3,
-			says: "passed over e2 (rank 2) would add 4 link overloads"},
-		{name: "every spare would overload a link", roles: "LLSD" + "LDLD", is: ErrSpareWouldConflict,
+		{name: "passes over a spare that would overload a link", roles: "LLSS" + "LDLD", failed: 1, spare: 3,
+			says: "passed over e2 (rank 2) would add 4 link overloads (phase 4: leaf 0 -> spine 0 carries 2 flows over 1 links)"},
+		{name: "every spare would overload a link", roles: "LLSD" + "LDLD", failed: 1, is: ErrSpareWouldConflict,
 			says: "e2 (rank 2) would add 4 link overloads"},
+		// The table overloads 4 links already, and the move would overload
+		// 4 others instead: as many overloads, but new ones.
+		{name: "on an overloading table, a spare that moves the overloads to other links", roles: "LLLS" + "DLLL", failed: 0,
+			is: ErrSpareWouldConflict, says: "e3 (rank 3) would add 4 link overloads"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f, table := tableFromRoles(base, []int{0, 1}, tc.roles)
-			assertNoOverload(t, f, table)
-			after, res, err := Failover(f, table, 1)
+			after, res, err := Failover(f, table, tc.failed)
 			if tc.is != nil {
 				if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.says) {
 					t.Fatalf("Failover() = %v, want %v saying %q", err, tc.is, tc.says)
