@@ -70,8 +70,9 @@ func needsFibres(fabric Fabric, r Rank) bool {
 	return r.Function == RU && readsStreams(fabric)
 }
 
-// DropUnit makes live rank `rank` a dummy and returns the new table; t is
-// left unchanged. Its unit (or, where the unit runs on two ranks, that
+// DropUnit makes live rank `rank` a dummy and returns the new table at the
+// next epoch (builders switch to it as to a failover's); t is left
+// unchanged. Its unit (or, where the unit runs on two ranks, that
 // half of it) is lost. Where the lost half read streams and the unit's BU
 // runs on, that BU's source is unread: every MEP keeps the slot, as
 // missing (Rank.SourceUnread). Like Failover, it refuses a fabric that is
@@ -85,6 +86,7 @@ func DropUnit(fabric Fabric, t RankTable, rank int) (RankTable, error) {
 		return RankTable{}, err
 	}
 	next := t
+	next.Epoch++
 	next.Ranks = slices.Clone(t.Ranks)
 	next.Ranks[rank] = Rank{Rank: rank, Leaf: lost.Leaf, Port: lost.Port, Role: Dummy, Unit: NoUnit}
 	if lost.Function == BU || (len(lost.Streams) == 0 && !lost.SourceUnread) {

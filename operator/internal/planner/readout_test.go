@@ -147,7 +147,7 @@ func TestFailoverLeavesTheFailedEndpointsStreamsUnread(t *testing.T) {
 		t.Errorf("spare rank %+v (moved %s), want a spare of leaf 3 running the unit's BU alone (it has no fibres), its source unread",
 			spare, res.Function)
 	}
-	want := []string{"r2-numa1: no rank runs it: its unit moved to a spare (a failover or a drain)"}
+	want := []string{"r2-numa1: no rank runs it: its unit moved to a spare or, with none left, was dropped (a failure or a drain)"}
 	if got := unreadSummary(UnreadStreams(f, after)); !slices.Equal(got, want) {
 		t.Errorf("unread %v, want %v", got, want)
 	}
@@ -316,8 +316,14 @@ func TestAnUnfoldedRUFailsOverOnlyWhereFibresAre(t *testing.T) {
 			t.Errorf("unit %d after its RU was lost: rank %d %+v, want its BU with the source unread", r.Unit, r.Rank, r)
 		}
 	}
-	if dropped.Ranks[ru].Role != Dummy || table.Ranks[ru].Role != Live {
-		t.Errorf("DropUnit: rank %d %+v (t's %+v), want a dummy in the copy only", ru, dropped.Ranks[ru], table.Ranks[ru])
+	if dropped.Ranks[ru].Role != Dummy || table.Ranks[ru].Role != Live || dropped.Epoch != table.Epoch+1 {
+		t.Errorf("DropUnit: rank %d %+v (t's %+v), epoch %d; want a dummy in the copy only, at the next epoch", ru, dropped.Ranks[ru], table.Ranks[ru], dropped.Epoch)
+	}
+	// No spare took the RU: its streams are named unread without claiming
+	// that one did.
+	wantUnread := table.Ranks[ru].Endpoint + ": no rank runs it: its unit moved to a spare or, with none left, was dropped (a failure or a drain)"
+	if got := unreadSummary(UnreadStreams(f, dropped)); !slices.Contains(got, wantUnread) {
+		t.Errorf("unread after the RU was dropped: %v, want %q", got, wantUnread)
 	}
 
 	// A spare with fibres of its own: the RU moves there and reads them.
