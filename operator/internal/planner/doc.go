@@ -32,8 +32,12 @@
 // Spines (the paper's fabrics), and always of RoutingLeafPortModSpines
 // (spine = Port mod Spines). CheckLinkLoad verifies any table
 // by playing every phase; Plan refuses a fabric whose table would overload
-// a link (ErrLinkOverload, naming the phase, the link and the fixes), and
-// Failover never adds an overload.
+// a link (ErrLinkOverload, naming the phase, the link, the cause and its
+// fixes), and Failover never adds an overload. Plan also refuses spares
+// that no unit could move to without an overload (ErrLinkOverload, with a
+// FieldError on spares): a spare that can never be used would hide that
+// the run has none. A spare that fits some units but not others is kept,
+// and Failover passes over it for the others (ErrSpareWouldConflict).
 //
 // Dummies. A rank whose port has no live unit (nothing cabled, node not
 // schedulable, endpoint idle or failed, or a warm spare) is a dummy: it

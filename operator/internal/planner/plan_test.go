@@ -388,3 +388,26 @@ func TestPlanRefusesAnOverloadingFabric(t *testing.T) {
 		})
 	}
 }
+
+// Plan refuses spares that no unit could fail over to without overloading
+// a link, naming spec field spares and the fix: 3 leaves of 4 ports over 3
+// spines of one link, 9 endpoints, 7 units and one spare (l0p3, rank 3),
+// onto which every failover was refused. With a second link per pair, the
+// fix it names, the spare fits.
+func TestPlanRefusesSparesThatCouldTakeNoUnit(t *testing.T) {
+	f := Fabric{Leaves: 3, Spines: 3, PortsPerLeaf: 4, LinksPerPair: 1}
+	for _, name := range []string{"l0p0", "l0p1", "l0p2", "l0p3", "l1p1", "l1p2", "l2p0", "l2p1", "l2p3"} {
+		var leaf, port int
+		fmt.Sscanf(name, "l%dp%d", &leaf, &port)
+		f.Endpoints = append(f.Endpoints, Endpoint{Name: name, Node: name, Leaf: leaf, Port: port, Schedulable: true})
+	}
+	_, err := Plan(f, Request{Units: 7, Spares: 1})
+	fields := fieldErrors(t, err)
+	if !errors.Is(err, ErrLinkOverload) || len(fields) != 1 || fields[0].Field != "spares" ||
+		!strings.Contains(err.Error(), "1 of the 1 spares could take no unit: moving any live unit onto l0p3 overloads a link (phase ") ||
+		!strings.Contains(fields[0].Fix, "ask for fewer spares") {
+		t.Fatalf("Plan() = %v; want ErrLinkOverload with a FieldError on spares naming l0p3 and the fix", err)
+	}
+	f.LinksPerPair = 2
+	assertNoOverload(t, f, sparesLive(mustPlan(t, f, Request{Units: 7, Spares: 1})))
+}
