@@ -72,8 +72,16 @@
 // lowest-ranked schedulable one on another server and, where one is left,
 // another leaf than the failed rank's (the failure domains: a server, all
 // its NUMA endpoints, and a leaf, which a failure seen only as lost peers
-// may be), that adds no link overload. With no spare left it returns
-// ErrNoSpare and the caller applies the run's failure policy.
+// may be), that adds no link overload. The table keeps no history, so
+// Failover reads the traces failures leave in it, the vacated endpoints:
+// a leaf that has lost two units whose servers stay Ready looks lost (its
+// peers lost, its nodes fine), and its spares take no more units, its own
+// or another leaf's, since a unit moved there would likely be lost again;
+// a server that lost its other half sends this one to a spare server that
+// runs no unit where one is usable, so that one spare server does not hold
+// both units of a failed server. With no spare left it returns ErrNoSpare,
+// naming the spares passed over and why, and the caller applies the run's
+// failure policy.
 //
 // A table holds for the cabling it was planned on. Failover, MoveBU and
 // DropUnit refuse, as Plan does, a Fabric that is invalid, and one that no

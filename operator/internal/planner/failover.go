@@ -41,18 +41,25 @@ type FailoverResult struct {
 // folded unit on a spare without fibres (where the Fabric lists streams)
 // runs its BU alone; an RU alone (unfolded, or a folded unit's RU half
 // after MoveBU) takes only a spare with fibres (it would read nothing
-// elsewhere), and a BU alone keeps its source unread (SourceUnread). Of the spares whose endpoint is still schedulable in fabric and
-// on another server than the failed endpoint (never its sibling NUMA half),
-// it prefers one on another leaf than the failed rank's (a failure seen
-// only as lost peers may be that leaf), then the lowest rank, and takes the
-// first whose table adds no link overload to t's (CheckLinkLoad): no
+// elsewhere), and a BU alone keeps its source unread (SourceUnread).
+//
+// Of the spares whose endpoint is still schedulable in fabric, on another
+// server than the failed endpoint (never its sibling NUMA half) and not on
+// a leaf that looks lost (lostLeafAfter), it prefers, where the failed
+// endpoint's server lost its other half before, one on a server that runs
+// no unit; then one on another leaf than the failed rank's (a failure seen
+// only as lost peers may be that leaf); then the lowest rank; and takes
+// the first whose table adds no link overload to t's (CheckLinkLoad): no
 // phase's link carries more flows than it did, where it is over capacity.
 // Use t.RankOf to find the rank of a failed endpoint.
 func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverResult, error) {
+	return toSpare(fabric, t, failedRank, true, asItRuns(fabric, t, failedRank))
+}
+
+// asItRuns moves what rank `from` of t runs onto a spare (moveUnit).
+func asItRuns(fabric Fabric, t RankTable, from int) func(spare Rank, ep Endpoint) RankTable {
 	physical := readsStreams(fabric)
-	return toSpare(fabric, t, failedRank, func(spare Rank, ep Endpoint) RankTable {
-		return t.moveUnit(failedRank, spare.Rank, ep, physical)
-	})
+	return func(spare Rank, ep Endpoint) RankTable { return t.moveUnit(from, spare.Rank, ep, physical) }
 }
 
 // ErrNoFibredSpare: an RU alone (unfolded, or a folded unit's RU half
@@ -117,10 +124,10 @@ func MoveBU(fabric Fabric, t RankTable, rank int) (RankTable, FailoverResult, er
 		case RU:
 			return RankTable{}, FailoverResult{}, fmt.Errorf("rank %d runs no BU: there is no BU to move", rank)
 		case BU:
-			return Failover(fabric, t, rank)
+			return toSpare(fabric, t, rank, false, asItRuns(fabric, t, rank))
 		}
 	}
-	return toSpare(fabric, t, rank, func(spare Rank, _ Endpoint) RankTable {
+	return toSpare(fabric, t, rank, false, func(spare Rank, _ Endpoint) RankTable {
 		next := t
 		next.Epoch++
 		next.Ranks = slices.Clone(t.Ranks)
@@ -131,9 +138,17 @@ func MoveBU(fabric Fabric, t RankTable, rank int) (RankTable, FailoverResult, er
 	})
 }
 
+// lostLeafAfter is how many units a leaf loses while their servers stay
+// Ready before its spares are no longer used: what a lost leaf looks like
+// to the builders (every peer on it lost, every node Ready). One such loss
+// is more likely a process than the leaf.
+const lostLeafAfter = 2
+
 // toSpare moves what `move` moves off the live rank failedRank onto the
-// first usable spare (Failover says which) and says what it did.
-func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, ep Endpoint) RankTable) (RankTable, FailoverResult, error) {
+// first usable spare (Failover says which) and says what it did. failing
+// says that failedRank's endpoint failed (Failover), not that it reads on
+// with its BU moved away (MoveBU).
+func toSpare(fabric Fabric, t RankTable, failedRank int, failing bool, move func(spare Rank, ep Endpoint) RankTable) (RankTable, FailoverResult, error) {
 	if err := fabric.validateFor(t); err != nil {
 		return RankTable{}, FailoverResult{}, err
 	}
@@ -155,8 +170,23 @@ func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, e
 	node := func(name string) string { return endpoint[name].Node }
 	sibling := func(r Rank) bool { return node(r.Endpoint) != "" && node(r.Endpoint) == node(failed.Endpoint) }
 	fibres := needsFibres(fabric, failed)
+	// The table keeps no history, but its vacated endpoints are the traces
+	// of earlier failures: a leaf that lost units while their servers stay
+	// Ready may be lost itself, and a server that lost its other half
+	// should not put both its units on one spare server.
+	lostOnLeaf := map[int]int{}
+	if failing && endpoint[failed.Endpoint].Schedulable {
+		lostOnLeaf[failed.Leaf]++
+	}
+	serverLostAHalf := false
+	for _, ep := range vacated(fabric, t) {
+		if ep.Schedulable {
+			lostOnLeaf[ep.Leaf]++
+		}
+		serverLostAHalf = serverLostAHalf || ep.Node == node(failed.Endpoint)
+	}
 	var candidates []Rank
-	var gone, siblings, bare []string
+	var gone, siblings, bare, lostLeaf []string
 	for _, r := range t.Ranks {
 		switch {
 		case r.Role != Spare:
@@ -166,6 +196,8 @@ func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, e
 			siblings = append(siblings, r.Endpoint)
 		case fibres && len(endpoint[r.Endpoint].Streams) == 0:
 			bare = append(bare, r.Endpoint)
+		case lostOnLeaf[r.Leaf] >= lostLeafAfter:
+			lostLeaf = append(lostLeaf, fmt.Sprintf("%s (leaf %d lost %d units whose servers stay Ready)", r.Endpoint, r.Leaf, lostOnLeaf[r.Leaf]))
 		default:
 			candidates = append(candidates, r)
 		}
@@ -185,17 +217,21 @@ func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, e
 		if len(bare) > 0 {
 			err = fmt.Errorf("%w (spares without fibres, where an RU reads nothing: %s)", err, strings.Join(bare, ", "))
 		}
+		if len(lostLeaf) > 0 {
+			err = fmt.Errorf("%w (spares on a leaf that may be lost, never used: %s)", err, strings.Join(lostLeaf, ", "))
+		}
 		return RankTable{}, FailoverResult{}, err
 	}
-	sameLeaf := func(r Rank) bool { return r.Leaf == failed.Leaf }
-	slices.SortStableFunc(candidates, func(a, b Rank) int {
-		if sameLeaf(a) != sameLeaf(b) {
-			if sameLeaf(a) {
-				return 1
-			}
-			return -1
+	busy := map[string]bool{} // servers that run a unit
+	for _, r := range t.Ranks {
+		if r.Role == Live && r.Rank != failedRank {
+			busy[node(r.Endpoint)] = true
 		}
-		return cmp.Compare(a.Rank, b.Rank)
+	}
+	sameLeaf := func(r Rank) bool { return r.Leaf == failed.Leaf }
+	shared := func(r Rank) bool { return serverLostAHalf && busy[node(r.Endpoint)] }
+	slices.SortStableFunc(candidates, func(a, b Rank) int {
+		return cmp.Or(compareFalseFirst(shared(a), shared(b)), compareFalseFirst(sameLeaf(a), sameLeaf(b)), cmp.Compare(a.Rank, b.Rank))
 	})
 
 	var passed []string
@@ -213,6 +249,12 @@ func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, e
 			spare.Endpoint, spare.Rank, spare.Leaf, failed.Leaf)
 		if sameLeaf(spare) {
 			why = fmt.Sprintf("no usable spare on another leaf than %d; spare %s (rank %d) is on the failed unit's leaf", failed.Leaf, spare.Endpoint, spare.Rank)
+		}
+		switch {
+		case shared(spare):
+			why += "; no usable spare on a server that runs no unit, though the failed endpoint's server lost its other half before"
+		case serverLostAHalf:
+			why += "; its server runs no unit (the failed endpoint's server lost its other half before)"
 		}
 		why += fmt.Sprintf("; link check: %d overloads in %d phases", len(after), next.N())
 		if len(passed) > 0 {
@@ -248,6 +290,37 @@ func addedOverloads(before, after []Violation) []Violation {
 		}
 	}
 	return added
+}
+
+// compareFalseFirst orders false before true.
+func compareFalseFirst(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// vacated are the endpoints of fabric cabled to a port of t that run no
+// rank and are neither idle nor unschedulable when planned: their unit
+// moved to a spare or was dropped. (A table read back from its ConfigMap
+// has no Unschedulable list: an endpoint not Ready at the plan is then
+// counted too.)
+func vacated(fabric Fabric, t RankTable) []Endpoint {
+	ports, named := map[[2]int]bool{}, map[string]bool{}
+	for _, r := range t.Ranks {
+		ports[[2]int{r.Leaf, r.Port}] = true
+		named[r.Endpoint] = true
+	}
+	var out []Endpoint
+	for _, ep := range fabric.Endpoints {
+		if ports[[2]int{ep.Leaf, ep.Port}] && !named[ep.Name] && !slices.Contains(t.Idle, ep.Name) && !slices.Contains(t.Unschedulable, ep.Name) {
+			out = append(out, ep)
+		}
+	}
+	return out
 }
 
 // liveRank returns rank `rank` of t, or why it runs no unit.

@@ -197,10 +197,13 @@ func TestFailoverLHCb(t *testing.T) {
 		{failed: 61, spare: 59},  // leaf 3: leaf 2's last
 		{failed: 1, spare: 79},   // the last spare, on leaf 3
 	}
+	// Each unit fails with its server (node not Ready), as a server does:
+	// no leaf looks lost (see TestFailoverShunsALostLeaf).
 	table := initial
 	var failed []string
 	for i, s := range steps {
 		failed = append(failed, table.Ranks[s.failed].Endpoint)
+		f = unschedulable(f, table.Ranks[s.failed].Endpoint)
 		var res FailoverResult
 		var err error
 		table, res, err = Failover(f, table, s.failed)
@@ -304,5 +307,73 @@ func TestMovesRefuseAFabricThatDoesNotDescribeTheTable(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A leaf lost while its servers stay Ready loses every unit on it, as
+// lost peers: after two such losses its spares take no unit, neither its
+// own nor another leaf's, once the other leaves' spares run out. LHCb with
+// 8 spares: eb009 on leaf 0 (ranks 18, 19), eb019, eb029, eb039 on leaves
+// 1 to 3.
+func TestFailoverShunsALostLeaf(t *testing.T) {
+	f := lhcb()
+	table := mustPlan(t, f, Request{Units: 318, Spares: 8})
+	for _, step := range []struct {
+		failed  int
+		refused bool
+	}{
+		{failed: 0}, {failed: 1}, {failed: 2}, {failed: 3}, {failed: 4}, {failed: 5}, // the six spares on leaves 1-3
+		{failed: 6, refused: true},   // leaf 0's own spares, on the lost leaf
+		{failed: 100, refused: true}, // leaf 5: only the lost leaf's spares are left
+	} {
+		next, res, err := Failover(f, table, step.failed)
+		switch {
+		case step.refused:
+			if !errors.Is(err, ErrNoSpare) || !strings.Contains(err.Error(), "spares on a leaf that may be lost, never used: eb009-numa0 (leaf 0 lost ") {
+				t.Fatalf("rank %d: %+v %v; want ErrNoSpare naming leaf 0's spares", step.failed, res, err)
+			}
+			continue
+		case err != nil:
+			t.Fatalf("rank %d: %v", step.failed, err)
+		case next.Ranks[res.SpareRank].Leaf == 0:
+			t.Fatalf("rank %d failed over to rank %d, on the lost leaf 0", step.failed, res.SpareRank)
+		}
+		table = next
+	}
+}
+
+// The two halves of a failed server go to two spare servers while a spare
+// server that runs no unit is left; with one spare server, both go there.
+func TestFailoverKeepsAFailedServersHalvesApart(t *testing.T) {
+	tests := []struct {
+		name   string
+		spares int
+		failed [2]int // the two halves of one server, failing in turn
+		want   [2]string
+		reason string
+	}{
+		{name: "eb000's halves to eb019 and eb029", spares: 8, failed: [2]int{0, 1}, want: [2]string{"eb019-numa0", "eb029-numa0"},
+			reason: "its server runs no unit (the failed endpoint's server lost its other half before)"},
+		{name: "one spare server: eb010's halves both to eb009", spares: 2, failed: [2]int{20, 21}, want: [2]string{"eb009-numa0", "eb009-numa1"},
+			reason: "no usable spare on a server that runs no unit"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := lhcb()
+			table := mustPlan(t, f, Request{Units: 318, Spares: tc.spares})
+			var got [2]string
+			var res FailoverResult
+			for i, rank := range tc.failed {
+				f = unschedulable(f, table.Ranks[rank].Endpoint)
+				var err error
+				if table, res, err = Failover(f, table, rank); err != nil {
+					t.Fatal(err)
+				}
+				got[i] = res.SpareEndpoint
+			}
+			if got != tc.want || !strings.Contains(res.Reason, tc.reason) {
+				t.Errorf("halves to %v (%s), want %v saying %q", got, res.Reason, tc.want, tc.reason)
+			}
+		})
 	}
 }
