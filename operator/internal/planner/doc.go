@@ -73,15 +73,23 @@
 // another leaf than the failed rank's (the failure domains: a server, all
 // its NUMA endpoints, and a leaf, which a failure seen only as lost peers
 // may be), that adds no link overload. The table keeps no history, so
-// Failover reads the traces failures leave in it, the vacated endpoints:
-// a leaf that has lost two units whose servers stay Ready looks lost (its
-// peers lost, its nodes fine), and its spares take no more units, its own
-// or another leaf's, since a unit moved there would likely be lost again;
-// a server that lost its other half sends this one to a spare server that
-// runs no unit where one is usable, so that one spare server does not hold
-// both units of a failed server. With no spare left it returns ErrNoSpare,
-// naming the spares passed over and why, and the caller applies the run's
-// failure policy.
+// Failover reads the traces earlier moves leave in it, the vacated
+// endpoints: a server that lost its other half sends this one to a spare
+// server that runs no unit where one is usable, so that one spare server
+// does not hold both units of a failed server. With no spare left it
+// returns ErrNoSpare, naming the spares passed over and why, and the
+// caller applies the run's failure policy.
+//
+// Failover does not guess from the table that a leaf is lost: it never
+// refuses a leaf's spares because of the units that leaf lost. A whole
+// server lost (builders unreachable, its node still Ready) loses both its
+// NUMA units on one leaf, which the run fails over one after the other;
+// a leaf lost while its nodes stay Ready leaves the same traces. Shunning
+// a leaf after two such losses would drop, instead of moving, the second
+// unit of the most common failure wherever the spares share the failed
+// server's leaf (every one-leaf farm), to guard against a rarer one.
+// Spares on another leaf are preferred all the same; a caller that knows
+// a leaf is lost marks its endpoints not schedulable in the Fabric.
 //
 // A table holds for the cabling it was planned on. Failover, MoveBU and
 // DropUnit refuse, as Plan does, a Fabric that is invalid, and one that no

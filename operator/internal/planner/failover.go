@@ -44,16 +44,17 @@ type FailoverResult struct {
 // elsewhere), and a BU alone keeps its source unread (SourceUnread).
 //
 // Of the spares whose endpoint is still schedulable in fabric, on another
-// server than the failed endpoint (never its sibling NUMA half) and not on
-// a leaf that looks lost (lostLeafAfter), it prefers, where the failed
-// endpoint's server lost its other half before, one on a server that runs
-// no unit; then one on another leaf than the failed rank's (a failure seen
-// only as lost peers may be that leaf); then the lowest rank; and takes
-// the first whose table adds no link overload to t's (CheckLinkLoad): no
-// phase's link carries more flows than it did, where it is over capacity.
-// Use t.RankOf to find the rank of a failed endpoint.
+// server than the failed endpoint (never its sibling NUMA half), it
+// prefers, where the failed endpoint's server lost its other half before,
+// one on a server that runs no unit; then one on another leaf than the
+// failed rank's (a failure seen only as lost peers may be that leaf); then
+// the lowest rank; and takes the first whose table adds no link overload
+// to t's (CheckLinkLoad): no phase's link carries more flows than it did,
+// where it is over capacity. It never guesses from the table that a leaf
+// is lost (see the package doc). Use t.RankOf to find the rank of a failed
+// endpoint.
 func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverResult, error) {
-	return toSpare(fabric, t, failedRank, true, asItRuns(fabric, t, failedRank))
+	return toSpare(fabric, t, failedRank, asItRuns(fabric, t, failedRank))
 }
 
 // asItRuns moves what rank `from` of t runs onto a spare (moveUnit).
@@ -124,10 +125,10 @@ func MoveBU(fabric Fabric, t RankTable, rank int) (RankTable, FailoverResult, er
 		case RU:
 			return RankTable{}, FailoverResult{}, fmt.Errorf("rank %d runs no BU: there is no BU to move", rank)
 		case BU:
-			return toSpare(fabric, t, rank, false, asItRuns(fabric, t, rank))
+			return Failover(fabric, t, rank)
 		}
 	}
-	return toSpare(fabric, t, rank, false, func(spare Rank, _ Endpoint) RankTable {
+	return toSpare(fabric, t, rank, func(spare Rank, _ Endpoint) RankTable {
 		next := t
 		next.Epoch++
 		next.Ranks = slices.Clone(t.Ranks)
@@ -138,17 +139,9 @@ func MoveBU(fabric Fabric, t RankTable, rank int) (RankTable, FailoverResult, er
 	})
 }
 
-// lostLeafAfter is how many units a leaf loses while their servers stay
-// Ready before its spares are no longer used: what a lost leaf looks like
-// to the builders (every peer on it lost, every node Ready). One such loss
-// is more likely a process than the leaf.
-const lostLeafAfter = 2
-
 // toSpare moves what `move` moves off the live rank failedRank onto the
-// first usable spare (Failover says which) and says what it did. failing
-// says that failedRank's endpoint failed (Failover), not that it reads on
-// with its BU moved away (MoveBU).
-func toSpare(fabric Fabric, t RankTable, failedRank int, failing bool, move func(spare Rank, ep Endpoint) RankTable) (RankTable, FailoverResult, error) {
+// first usable spare (Failover says which) and says what it did.
+func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, ep Endpoint) RankTable) (RankTable, FailoverResult, error) {
 	if err := fabric.validateFor(t); err != nil {
 		return RankTable{}, FailoverResult{}, err
 	}
@@ -171,22 +164,15 @@ func toSpare(fabric Fabric, t RankTable, failedRank int, failing bool, move func
 	sibling := func(r Rank) bool { return node(r.Endpoint) != "" && node(r.Endpoint) == node(failed.Endpoint) }
 	fibres := needsFibres(fabric, failed)
 	// The table keeps no history, but its vacated endpoints are the traces
-	// of earlier failures: a leaf that lost units while their servers stay
-	// Ready may be lost itself, and a server that lost its other half
-	// should not put both its units on one spare server.
-	lostOnLeaf := map[int]int{}
-	if failing && endpoint[failed.Endpoint].Schedulable {
-		lostOnLeaf[failed.Leaf]++
-	}
+	// of earlier moves: a server that lost its other half should not put
+	// both its units on one spare server. (No lost leaf is read from them:
+	// see the package doc.)
 	serverLostAHalf := false
 	for _, ep := range vacated(fabric, t) {
-		if ep.Schedulable {
-			lostOnLeaf[ep.Leaf]++
-		}
 		serverLostAHalf = serverLostAHalf || ep.Node == node(failed.Endpoint)
 	}
 	var candidates []Rank
-	var gone, siblings, bare, lostLeaf []string
+	var gone, siblings, bare []string
 	for _, r := range t.Ranks {
 		switch {
 		case r.Role != Spare:
@@ -196,8 +182,6 @@ func toSpare(fabric Fabric, t RankTable, failedRank int, failing bool, move func
 			siblings = append(siblings, r.Endpoint)
 		case fibres && len(endpoint[r.Endpoint].Streams) == 0:
 			bare = append(bare, r.Endpoint)
-		case lostOnLeaf[r.Leaf] >= lostLeafAfter:
-			lostLeaf = append(lostLeaf, fmt.Sprintf("%s (leaf %d lost %d units whose servers stay Ready)", r.Endpoint, r.Leaf, lostOnLeaf[r.Leaf]))
 		default:
 			candidates = append(candidates, r)
 		}
@@ -216,9 +200,6 @@ func toSpare(fabric Fabric, t RankTable, failedRank int, failing bool, move func
 		}
 		if len(bare) > 0 {
 			err = fmt.Errorf("%w (spares without fibres, where an RU reads nothing: %s)", err, strings.Join(bare, ", "))
-		}
-		if len(lostLeaf) > 0 {
-			err = fmt.Errorf("%w (spares on a leaf that may be lost, never used: %s)", err, strings.Join(lostLeaf, ", "))
 		}
 		return RankTable{}, FailoverResult{}, err
 	}

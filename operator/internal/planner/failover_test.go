@@ -2,6 +2,7 @@ package planner
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -197,13 +198,10 @@ func TestFailoverLHCb(t *testing.T) {
 		{failed: 61, spare: 59},  // leaf 3: leaf 2's last
 		{failed: 1, spare: 79},   // the last spare, on leaf 3
 	}
-	// Each unit fails with its server (node not Ready), as a server does:
-	// no leaf looks lost (see TestFailoverShunsALostLeaf).
 	table := initial
 	var failed []string
 	for i, s := range steps {
 		failed = append(failed, table.Ranks[s.failed].Endpoint)
-		f = unschedulable(f, table.Ranks[s.failed].Endpoint)
 		var res FailoverResult
 		var err error
 		table, res, err = Failover(f, table, s.failed)
@@ -310,38 +308,6 @@ func TestMovesRefuseAFabricThatDoesNotDescribeTheTable(t *testing.T) {
 	}
 }
 
-// A leaf lost while its servers stay Ready loses every unit on it, as
-// lost peers: after two such losses its spares take no unit, neither its
-// own nor another leaf's, once the other leaves' spares run out. LHCb with
-// 8 spares: eb009 on leaf 0 (ranks 18, 19), eb019, eb029, eb039 on leaves
-// 1 to 3.
-func TestFailoverShunsALostLeaf(t *testing.T) {
-	f := lhcb()
-	table := mustPlan(t, f, Request{Units: 318, Spares: 8})
-	for _, step := range []struct {
-		failed  int
-		refused bool
-	}{
-		{failed: 0}, {failed: 1}, {failed: 2}, {failed: 3}, {failed: 4}, {failed: 5}, // the six spares on leaves 1-3
-		{failed: 6, refused: true},   // leaf 0's own spares, on the lost leaf
-		{failed: 100, refused: true}, // leaf 5: only the lost leaf's spares are left
-	} {
-		next, res, err := Failover(f, table, step.failed)
-		switch {
-		case step.refused:
-			if !errors.Is(err, ErrNoSpare) || !strings.Contains(err.Error(), "spares on a leaf that may be lost, never used: eb009-numa0 (leaf 0 lost ") {
-				t.Fatalf("rank %d: %+v %v; want ErrNoSpare naming leaf 0's spares", step.failed, res, err)
-			}
-			continue
-		case err != nil:
-			t.Fatalf("rank %d: %v", step.failed, err)
-		case next.Ranks[res.SpareRank].Leaf == 0:
-			t.Fatalf("rank %d failed over to rank %d, on the lost leaf 0", step.failed, res.SpareRank)
-		}
-		table = next
-	}
-}
-
 // The two halves of a failed server go to two spare servers while a spare
 // server that runs no unit is left; with one spare server, both go there.
 func TestFailoverKeepsAFailedServersHalvesApart(t *testing.T) {
@@ -373,6 +339,75 @@ func TestFailoverKeepsAFailedServersHalvesApart(t *testing.T) {
 			}
 			if got != tc.want || !strings.Contains(res.Reason, tc.reason) {
 				t.Errorf("halves to %v (%s), want %v saying %q", got, res.Reason, tc.want, tc.reason)
+			}
+		})
+	}
+}
+
+// servers is a fabric of dual-NUMA servers s0, s1, ... filled onto the
+// leaves in order, perLeaf[l] on leaf l, their halves on adjacent ports;
+// every node Ready, no readout streams.
+func servers(portsPerLeaf, spines int, perLeaf ...int) Fabric {
+	f := Fabric{Leaves: len(perLeaf), Spines: spines, PortsPerLeaf: portsPerLeaf, LinksPerPair: 1}
+	s := 0
+	for leaf, n := range perLeaf {
+		for slot := range n {
+			for numa := range 2 {
+				node := fmt.Sprintf("s%d", s)
+				f.Endpoints = append(f.Endpoints, Endpoint{Name: fmt.Sprintf("%s-numa%d", node, numa), Node: node, NUMA: numa,
+					Leaf: leaf, Port: 2*slot + numa, Schedulable: true})
+			}
+			s++
+		}
+	}
+	return f
+}
+
+// A whole server lost while its node stays Ready (its builders
+// unreachable, the commonest failure) loses its two units on one leaf,
+// and the run fails them over one after the other. The second must move
+// like the first, onto the leaf's spares where those are all there is (no
+// guess that the leaf is lost), and onto another spare server than the
+// first where one is usable.
+func TestFailoverMovesBothUnitsOfAServerLostWhileReady(t *testing.T) {
+	tests := []struct {
+		name   string
+		fabric Fabric
+		req    Request
+		want   [2]string // where ranks 0 and 1 (s0's halves) go, in turn
+	}{
+		// e2e's workerFabric: the victim's halves on ports 0 and 1, the
+		// survivor's (the spares) on 2 and 3.
+		{name: "one leaf, one spare server: both to it", fabric: servers(4, 1, 2), req: Request{Units: 2, Spares: 2},
+			want: [2]string{"s1-numa0", "s1-numa1"}},
+		// The envtests' smallFabric: 2 units use leaf 0 only.
+		{name: "smallFabric, 2 units 2 spares", fabric: servers(4, 2, 2, 2), req: Request{Units: 2, Spares: 2},
+			want: [2]string{"s1-numa0", "s1-numa1"}},
+		{name: "one leaf, two spare servers: one each", fabric: servers(6, 1, 3), req: Request{Units: 2, Spares: 4},
+			want: [2]string{"s1-numa0", "s2-numa0"}},
+		// Spares s1 (leaf 0) and s3-numa1 (leaf 1, beside a unit): the
+		// first goes to the other leaf, the second to the free server on
+		// the failed server's leaf.
+		{name: "smallFabric, 5 units 3 spares", fabric: servers(4, 2, 2, 2), req: Request{Units: 5, Spares: 3},
+			want: [2]string{"s3-numa1", "s1-numa0"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			table := mustPlan(t, tc.fabric, tc.req)
+			if table.Ranks[0].Endpoint != "s0-numa0" || table.Ranks[1].Endpoint != "s0-numa1" {
+				t.Fatalf("plan %s: want s0's halves live on ranks 0 and 1", roles(table))
+			}
+			var got [2]string
+			for i, rank := range []int{0, 1} {
+				next, res, err := Failover(tc.fabric, table, rank) // s0 stays Ready
+				if err != nil {
+					t.Fatalf("rank %d: %v", rank, err)
+				}
+				got[i], table = res.SpareEndpoint, next
+				assertNoOverload(t, tc.fabric, table)
+			}
+			if got != tc.want || table.Count(Live) != tc.req.Units {
+				t.Errorf("s0's units to %v, %d live; want %v, %d", got, table.Count(Live), tc.want, tc.req.Units)
 			}
 		})
 	}

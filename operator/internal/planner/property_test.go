@@ -20,7 +20,10 @@ const propertySequences = 10_000
 // every step what an online crew relies on: every stream is read by one
 // RU or named unread, every BU that lost its source says so, no link is
 // overloaded, the two halves of a failed server do not land on one spare
-// server while a free one was usable, and a Fabric that does not match
+// server while a free one was usable, a failover finds no spare only when
+// none is schedulable, off the failed server and (for an RU alone)
+// fibred, whatever the unit's server or leaf lost before (a server lost
+// while its node stays Ready included), and a Fabric that does not match
 // the table is refused, naming the field.
 func TestPlannerInvariants(t *testing.T) {
 	planned := 0
@@ -132,8 +135,10 @@ func (s *scenario) play() string {
 		switch op := s.rng.IntN(20); {
 		case op < 6:
 			bad = s.failOver(rank)
-		case op < 9:
-			bad = s.serverDown(s.table.Ranks[rank].Endpoint)
+		case op < 8:
+			bad = s.serverDown(s.table.Ranks[rank].Endpoint, true)
+		case op < 10:
+			bad = s.serverDown(s.table.Ranks[rank].Endpoint, false)
 		case op < 11:
 			bad = s.drop(rank)
 		case op < 14:
@@ -194,6 +199,9 @@ func (s *scenario) failOver(rank int) string {
 	next, res, err := Failover(s.fabric, s.table, rank)
 	if noSpare(err) {
 		s.log("Failover(rank %d, %s %s unit %d): %v", rank, failed.Endpoint, failed.Function, failed.Unit, err)
+		if spare, ok := s.usableSpare(failed); ok && errors.Is(err, ErrNoSpare) {
+			return fmt.Sprintf("Failover(rank %d) found no spare, though spare %s is schedulable, on another server and fibred where an RU needs it", rank, spare)
+		}
 		return s.drop(rank)
 	}
 	if err != nil {
@@ -246,14 +254,33 @@ func (s *scenario) apartFromSibling(rank int, res FailoverResult, next RankTable
 	return ""
 }
 
-// serverDown takes the server of endpoint name out (node not Ready) and
-// fails over each of its live units, in rank order.
-func (s *scenario) serverDown(name string) string {
+// usableSpare is a spare of the table that Failover of failed may take,
+// link load aside: schedulable, on another server, and fibred where
+// failed is an RU alone and the readout is physical.
+func (s *scenario) usableSpare(failed Rank) (string, bool) {
+	fibres := failed.Function == RU && readsStreams(s.fabric)
+	for _, r := range s.table.Ranks {
+		ep, ok := s.endpoint(r.Endpoint)
+		if r.Role == Spare && ok && ep.Schedulable && ep.Node != s.node(failed.Endpoint) && (!fibres || len(ep.Streams) > 0) {
+			return r.Endpoint, true
+		}
+	}
+	return "", false
+}
+
+// serverDown fails over each live unit of the server of endpoint name, in
+// rank order: the server taken out (node not Ready, notReady), or lost
+// while its node stays Ready (its builders unreachable).
+func (s *scenario) serverDown(name string, notReady bool) string {
 	node := s.node(name)
-	s.log("server %s not Ready", node)
-	for i := range s.fabric.Endpoints {
-		if s.fabric.Endpoints[i].Node == node {
-			s.fabric.Endpoints[i].Schedulable = false
+	if !notReady {
+		s.log("server %s lost, its node Ready", node)
+	} else {
+		s.log("server %s not Ready", node)
+		for i := range s.fabric.Endpoints {
+			if s.fabric.Endpoints[i].Node == node {
+				s.fabric.Endpoints[i].Schedulable = false
+			}
 		}
 	}
 	for _, r := range s.live() {
