@@ -411,3 +411,78 @@ func TestPlanRefusesSparesThatCouldTakeNoUnit(t *testing.T) {
 	f.LinksPerPair = 2
 	assertNoOverload(t, f, sparesLive(mustPlan(t, f, Request{Units: 7, Spares: 1})))
 }
+
+// fibred gives the named servers' endpoints a readout stream each.
+func fibred(f Fabric, nodes ...string) Fabric {
+	f.Endpoints = slices.Clone(f.Endpoints)
+	for i, ep := range f.Endpoints {
+		if slices.Contains(nodes, ep.Node) {
+			f.Endpoints[i].Streams = []string{ep.Name + "-mfp0"}
+		}
+	}
+	return f
+}
+
+// The fabrics and runs of the controller's envtests (smallFabric: 2
+// leaves of 4 ports, 2 spines, four dual-NUMA servers) and of e2e
+// (workerFabric: one leaf of 4 ports, one spine, two servers) plan as
+// those tests expect, spares included: Plan refuses only spares that could
+// never take a unit, and these can. Each live rank failing alone (its
+// node Ready) then moves to a spare, but for those listed in stuck: with
+// no spare, or only its sibling, or none that adds no link overload.
+func TestPlanAcceptsTheOperatorTestsFabrics(t *testing.T) {
+	small, workers := servers(4, 2, 2, 2), servers(4, 1, 2)
+	tests := []struct {
+		name      string
+		fabric    Fabric
+		req       Request
+		functions string
+		stuck     []int
+	}{
+		{"smallFabric 5 units 2 spares", small, Request{Units: 5, Spares: 2}, "RU+BU RU+BU S S RU+BU RU+BU RU+BU -", []int{5}},
+		{"smallFabric 5 units 3 spares", small, Request{Units: 5, Spares: 3}, "RU+BU RU+BU S S RU+BU RU+BU RU+BU S", nil},
+		{"smallFabric 5 units 1 spare", small, Request{Units: 5, Spares: 1}, "RU+BU RU+BU RU+BU S RU+BU RU+BU - -", []int{2}},
+		{"smallFabric 3 units 1 spare", small, Request{Units: 3, Spares: 1}, "RU+BU RU+BU RU+BU S", []int{2}},
+		{"smallFabric 2 units 2 spares", small, Request{Units: 2, Spares: 2}, "RU+BU RU+BU S S", nil},
+		{"smallFabric 4 units", small, Request{Units: 4}, "RU+BU RU+BU RU+BU RU+BU", []int{0, 1, 2, 3}},
+		{"smallFabric 2 units", small, Request{Units: 2}, "RU+BU RU+BU", []int{0, 1}},
+		{"smallFabric unfolded 3 units 2 spares, all fibred", fibred(small, "s0", "s1", "s2", "s3"), Request{Units: 3, Spares: 2, Layout: Unfolded},
+			"RU RU S S RU BU BU BU", []int{4}},
+		{"smallFabric 5 units 2 spares, s0 and s1 fibred", fibred(small, "s0", "s1"), Request{Units: 5, Spares: 2},
+			"RU+BU RU+BU RU+BU RU+BU BU - S S", nil},
+		{"smallFabric 5 units 2 spares, s3 fibred", fibred(small, "s3"), Request{Units: 5, Spares: 2},
+			"BU - S S BU BU RU+BU RU+BU", nil},
+		{"workerFabric 2 units 2 spares", workers, Request{Units: 2, Spares: 2}, "RU+BU RU+BU S S", nil},
+		{"readoutFabric 2 units 2 spares, both fibred", fibred(workers, "s0", "s1"), Request{Units: 2, Spares: 2}, "RU+BU RU+BU S S", nil},
+		{"readoutFabric 2 units 2 spares, s0 fibred", fibred(workers, "s0"), Request{Units: 2, Spares: 2}, "RU+BU RU+BU S S", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			table := mustPlan(t, tc.fabric, tc.req)
+			var got []string
+			for _, r := range table.Ranks {
+				switch r.Role {
+				case Live:
+					got = append(got, string(r.Function))
+				case Spare:
+					got = append(got, "S")
+				default:
+					got = append(got, "-")
+				}
+			}
+			if s := strings.Join(got, " "); s != tc.functions {
+				t.Fatalf("planned %s, want %s", s, tc.functions)
+			}
+			for _, r := range table.Ranks {
+				if r.Role != Live {
+					continue
+				}
+				_, _, err := Failover(tc.fabric, table, r.Rank)
+				noSpare := errors.Is(err, ErrNoSpare) || errors.Is(err, ErrSpareWouldConflict)
+				if stuck := slices.Contains(tc.stuck, r.Rank); (err != nil && !noSpare) || noSpare != stuck {
+					t.Errorf("rank %d fails over: %v; want it stuck: %v", r.Rank, err, stuck)
+				}
+			}
+		})
+	}
+}
