@@ -203,7 +203,7 @@ func TestFabricEditReplansTheRun(t *testing.T) {
 	}
 
 	// An edit that leaves too few endpoints cannot be planned on: the run
-	// goes on under the table it has, watched over, and says why.
+	// goes on under the table it has, and says why.
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(fab), fab); err != nil {
 		t.Fatal(err)
 	}
@@ -222,6 +222,20 @@ func TestFabricEditReplansTheRun(t *testing.T) {
 		}
 		return nil
 	})
+	// The ranks on the endpoints the edit removed look lost to the
+	// operator (their nodes no longer in the Fabric), but a Fabric that no
+	// longer describes the table moves nothing: the run says so, naming
+	// the field and the fix, and keeps its table (its builders build on).
+	kept := st.Epoch
+	cond := waitPhase(t, key, ebv1.PhaseDegraded, ebv1.ReasonFailoverFailed)
+	for _, want := range []string{"endpoints: rank", "which is not listed", "correct Fabric edit"} {
+		if !strings.Contains(cond.Message, want) {
+			t.Errorf("message %q does not say %q", cond.Message, want)
+		}
+	}
+	if epoch := getRun(t, key).Status.Epoch; epoch != kept {
+		t.Errorf("epoch %d -> %d: the table must be kept", kept, epoch)
+	}
 }
 
 // A node that does not offer what its builder pods ask for (its device

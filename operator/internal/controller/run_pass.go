@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -333,7 +334,12 @@ func (p *runPass) failOver(ctx context.Context) verdict {
 	}
 	next, err := runplan.Recover(*p.fabric, table, failures, run.Spec.FailurePolicy)
 	if err != nil {
-		return endWith(ctrl.Result{}, err)
+		// Said in the status, not only in the log: nothing fails over
+		// until the Fabric describes the table again (retried meanwhile).
+		setPhase(run, ebv1.PhaseDegraded, ebv1.ReasonFailoverFailed, clip(fmt.Sprintf(
+			"units failed but cannot be moved: correct Fabric %s so that it describes the run's table again, or change the run to replan it: %s",
+			run.Spec.FabricRef.Name, strings.ReplaceAll(err.Error(), "\n", "; "))))
+		return endWith(ctrl.Result{}, errors.Join(err, p.r.patchStatus(ctx, p.orig, run)))
 	}
 	r.announceHeld(run, next.Held)
 	if len(next.Moves) > 0 {
