@@ -9,30 +9,33 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ebv1alpha1 "daq.io/eventbuilder/operator/api/v1alpha1"
 )
 
-// operatorPod is the operator's running pod, or nil while there is none.
-func operatorPod(ctx context.Context) (*corev1.Pod, error) {
-	var pods corev1.PodList
-	if err := k8sClient.List(ctx, &pods, client.InNamespace(operatorNamespace),
-		client.MatchingLabels{"app.kubernetes.io/name": "eventbuilder-operator"}); err != nil {
-		return nil, err
+// leaderPod is the operator pod that holds the leader lease
+// (ebv1alpha1.LeaderLease), running and not being deleted, or nil while
+// there is none: only the leader reconciles; the other replica stands by.
+func leaderPod(ctx context.Context) (*corev1.Pod, error) {
+	var lease coordinationv1.Lease
+	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: ebv1alpha1.LeaderLease}, &lease); err != nil {
+		return nil, client.IgnoreNotFound(err)
 	}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.DeletionTimestamp.IsZero() && p.Status.Phase == corev1.PodRunning {
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-					return p, nil
-				}
-			}
-		}
+	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+		return nil, nil
 	}
-	return nil, nil
+	name, _, _ := strings.Cut(*lease.Spec.HolderIdentity, "_") // pod name _ random suffix
+	var pod corev1.Pod
+	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name}, &pod); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if !pod.DeletionTimestamp.IsZero() || pod.Status.Phase != corev1.PodRunning {
+		return nil, nil
+	}
+	return &pod, nil
 }
 
 // epochWatch samples a run's status epoch every 100 ms until stopped and
@@ -77,8 +80,8 @@ func (w *epochWatch) stop() ([]int64, string) {
 	return w.seen, w.back
 }
 
-// The operator's pod is killed (deleted at once, no grace) right after a
-// cordon starts a planned move of both live units: the next operator,
+// The leading operator's pod is killed (deleted at once, no grace) right
+// after a cordon starts a planned move of both live units: the standby,
 // once it holds the leader lease, completes the move from what the first
 // one published (or plans it afresh); the epoch never steps back and no
 // unit is ever live on two ranks.
@@ -95,9 +98,9 @@ func TestOperatorKilledInTheMiddleOfAFailover(t *testing.T) {
 	key := client.ObjectKey{Namespace: namespaceName, Name: runName}
 	run := runOnTwoServers(ctx, t, key, fabricName, victim, survivor)
 	before := run.DeepCopy()
-	first, err := operatorPod(ctx)
+	first, err := leaderPod(ctx)
 	if err != nil || first == nil {
-		t.Fatalf("the operator's pod: %v", err)
+		t.Fatalf("the leading operator's pod: %v", err)
 	}
 	epochs := watchEpochs(ctx, key)
 	duplicates := watchDuplicateUnits(ctx, key)
@@ -114,13 +117,13 @@ func TestOperatorKilledInTheMiddleOfAFailover(t *testing.T) {
 	}
 
 	var next *corev1.Pod
-	waitFor(ctx, t, "a new operator pod ready", 3*time.Minute, func() (bool, string) {
-		p, err := operatorPod(ctx)
+	waitFor(ctx, t, "another operator pod leading", 3*time.Minute, func() (bool, string) {
+		p, err := leaderPod(ctx)
 		if err != nil {
 			return false, err.Error()
 		}
 		next = p
-		return p != nil && p.UID != first.UID, "no other ready operator pod yet"
+		return p != nil && p.UID != first.UID, "no other operator pod leads yet"
 	})
 	operatorBack := time.Since(killed)
 	var seen incompleteSeen
@@ -135,7 +138,7 @@ func TestOperatorKilledInTheMiddleOfAFailover(t *testing.T) {
 	if twice != "" {
 		t.Errorf("a unit was live twice: %s", twice)
 	}
-	t.Logf("operator killed in a failover: next operator %s ready %s later; every unit building on the spares %s after the kill; epochs seen %v",
+	t.Logf("operator killed in a failover: next operator %s leading %s later; every unit building on the spares %s after the kill; epochs seen %v",
 		next.Name, operatorBack.Round(time.Millisecond), building.Round(time.Millisecond), seenEpochs)
 	removeRunAndFabric(ctx, t, key, fabricName)
 }
@@ -201,9 +204,9 @@ func TestAPIServerRestartedDuringARun(t *testing.T) {
 	}
 	controlPlane := controlPlaneNode(ctx, t)
 
-	operatorBefore, err := operatorPod(ctx)
+	operatorBefore, err := leaderPod(ctx)
 	if err != nil || operatorBefore == nil {
-		t.Fatalf("the operator's pod: %v", err)
+		t.Fatalf("the leading operator's pod: %v", err)
 	}
 	// Killed (a crash); the kubelet starts the static pod's container again.
 	// Its process id tells the restart, however quick: a failed request
@@ -241,10 +244,10 @@ func TestAPIServerRestartedDuringARun(t *testing.T) {
 		return st.LastSampleTime != nil && st.LastSampleTime.After(back) &&
 			st.EventsBuilt > before.Status.EventsBuilt && st.Phase == ebv1alpha1.PhaseRunning, describeFailover(run)
 	})
-	operatorAfter, _ := operatorPod(ctx)
-	operatorRestarts := "no operator pod ready"
+	operatorAfter, _ := leaderPod(ctx)
+	operatorRestarts := "no operator pod leading"
 	if operatorAfter != nil {
-		operatorRestarts = fmt.Sprintf("operator pod %s (was %s), %d restarts", operatorAfter.Name, operatorBefore.Name,
+		operatorRestarts = fmt.Sprintf("leading operator pod %s (was %s), %d restarts", operatorAfter.Name, operatorBefore.Name,
 			operatorAfter.Status.ContainerStatuses[0].RestartCount)
 	}
 	t.Logf("API server killed: it answered again %s later; the run's status was written again %s after that (%s): %s",

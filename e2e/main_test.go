@@ -86,11 +86,34 @@ func run(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
+	if code == 0 {
+		code = checkSuiteEvents()
+	}
 	if code != 0 {
 		dumpClusterState(os.Stderr)
 	}
 	tearDown()
 	return code
+}
+
+// checkSuiteEvents fails the suite on Events that no test asserts but that
+// must never appear over the suite's runs: the disruption controller
+// failing to count a run's expected pods (a PodDisruptionBudget it needs
+// the run's scale for).
+func checkSuiteEvents() int {
+	var events corev1.EventList
+	if err := k8sClient.List(context.Background(), &events, client.MatchingFields{"reason": "CalculateExpectedPodCountFailed"}); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: listing the suite's events: %v\n", err)
+		return 1
+	}
+	for _, e := range events.Items {
+		fmt.Fprintf(os.Stderr, "e2e: FAIL: event %s on %s %s/%s: %s\n", e.Reason, e.InvolvedObject.Kind, e.Namespace, e.InvolvedObject.Name, e.Message)
+	}
+	if len(events.Items) > 0 {
+		return 1
+	}
+	fmt.Println("e2e: no CalculateExpectedPodCountFailed event over the suite")
+	return 0
 }
 
 // bringUp creates a fresh cluster (unless E2E_REUSE_CLUSTER=1), loads the images,

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,8 +27,12 @@ func TestNamespacedOperatorActsInItsNamespacesOnly(t *testing.T) {
 	for _, ns := range []string{releaseNS, watched, unwatched} {
 		ensureNamespace(ctx, t, ns)
 	}
+	var operator appsv1.Deployment
+	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: operatorRelease}, &operator); err != nil || operator.Spec.Replicas == nil {
+		t.Fatalf("the operator's Deployment: %v", err)
+	}
 	scaleOperator(t, 0)
-	defer scaleOperator(t, 1)
+	defer scaleOperator(t, int(*operator.Spec.Replicas))
 	repository, tag := splitImage(env.operatorImage)
 	if out, err := exec.Command(env.helm, "upgrade", "--install", release, "../charts/eventbuilder-operator", "--kubeconfig", env.kubeconfig,
 		"--namespace", releaseNS, "--skip-crds", "--set", "image.repository="+repository, "--set", "image.tag="+tag,

@@ -131,15 +131,18 @@ func standingSpares(run *ebv1alpha1.EventBuilderRun, node string) int {
 	return n
 }
 
-// operatorNode is the node the operator's pod runs on.
-func operatorNode(ctx context.Context, t *testing.T) string {
+// leaderNode is the node the leading operator's pod runs on.
+func leaderNode(ctx context.Context, t *testing.T) string {
 	t.Helper()
-	var pods corev1.PodList
-	if err := k8sClient.List(ctx, &pods, client.InNamespace(operatorNamespace),
-		client.MatchingLabels{"app.kubernetes.io/name": "eventbuilder-operator"}); err != nil || len(pods.Items) == 0 {
-		t.Fatalf("the operator's pod: %v (%d found)", err, len(pods.Items))
-	}
-	return pods.Items[0].Spec.NodeName
+	var pod *corev1.Pod
+	waitFor(ctx, t, "an operator pod leading", 2*time.Minute, func() (bool, string) {
+		var err error
+		if pod, err = leaderPod(ctx); err != nil {
+			return false, err.Error()
+		}
+		return pod != nil, "no leader"
+	})
+	return pod.Spec.NodeName
 }
 
 // nodeReady says whether node's Ready condition is True, and what it is.
@@ -189,9 +192,9 @@ func docker(t *testing.T, verb, node string) {
 	}
 }
 
-// victimAndSurvivor are the two kind workers, the victim one the operator
-// does not run on (losing or draining the operator with the server is
-// another case).
+// victimAndSurvivor are the two kind workers, the victim one the leading
+// operator does not run on (the standby may; losing the leader with the
+// server is TestLosingTheLeadingOperatorsServer).
 func victimAndSurvivor(ctx context.Context, t *testing.T) (victim, survivor string) {
 	t.Helper()
 	workers := workerNodes(ctx, t)
@@ -199,7 +202,7 @@ func victimAndSurvivor(ctx context.Context, t *testing.T) (victim, survivor stri
 		t.Fatalf("need 2 worker nodes, found %v", workers)
 	}
 	victim, survivor = workers[0], workers[1]
-	if operatorNode(ctx, t) == victim {
+	if leaderNode(ctx, t) == victim {
 		victim, survivor = survivor, victim
 	}
 	return victim, survivor

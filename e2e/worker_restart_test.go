@@ -111,8 +111,8 @@ func TestWorkerLostUnderARunWithoutAFabric(t *testing.T) {
 }
 
 // victimWorker picks a worker that holds units of the run and not the
-// operator (losing the operator with its node is another case), and the
-// ranks of the units on it.
+// leading operator (losing the leader with its node is another case), and
+// the ranks of the units on it.
 func victimWorker(ctx context.Context, t *testing.T, run *ebv1alpha1.EventBuilderRun) (string, []int32) {
 	t.Helper()
 	onNode := map[string][]int32{}
@@ -120,13 +120,13 @@ func victimWorker(ctx context.Context, t *testing.T, run *ebv1alpha1.EventBuilde
 		node := builderPod(ctx, t, run.Namespace, u.Pod).Spec.NodeName
 		onNode[node] = append(onNode[node], u.Rank)
 	}
-	operator := operatorNode(ctx, t)
+	operator := leaderNode(ctx, t)
 	for _, w := range workerNodes(ctx, t) {
 		if w != operator && len(onNode[w]) > 0 {
 			return w, onNode[w]
 		}
 	}
-	t.Fatalf("no worker holds units without the operator (%s): units by node %v", operator, onNode)
+	t.Fatalf("no worker holds units without the leading operator (%s): units by node %v", operator, onNode)
 	return "", nil
 }
 

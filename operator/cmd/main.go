@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/leaderelection"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -33,27 +34,29 @@ import (
 
 // options are the manager's command-line flags.
 type options struct {
-	metricsAddr, probeAddr     string
-	secureMetrics, enableHTTP2 bool
-	leaderElect                bool
-	pollInterval, pollTimeout  time.Duration
-	controlTimeout             time.Duration
-	notReadyGrace              time.Duration
-	unreachableAfter           time.Duration
-	stallAfter                 time.Duration
-	maxConcurrentReconciles    int
-	statusCountersInterval     time.Duration
-	watchNamespaces            string
-	networkPolicy              bool
-	operatorNamespace          string
-	operatorPodLabels          string
-	metricsNamespaces          string
+	metricsAddr, probeAddr                    string
+	secureMetrics, enableHTTP2                bool
+	leaderElect                               bool
+	leaseDuration, renewDeadline, retryPeriod time.Duration
+	pollInterval, pollTimeout                 time.Duration
+	controlTimeout                            time.Duration
+	notReadyGrace                             time.Duration
+	unreachableAfter                          time.Duration
+	stallAfter                                time.Duration
+	maxConcurrentReconciles                   int
+	statusCountersInterval                    time.Duration
+	watchNamespaces                           string
+	networkPolicy                             bool
+	operatorNamespace                         string
+	operatorPodLabels                         string
+	metricsNamespaces                         string
 }
 
 // tunedFlags are the flags a farm tunes; the Helm chart has a value for
 // each (a test checks that it renders them with these defaults).
 var tunedFlags = []string{"builder-poll-interval", "builder-poll-timeout", "builder-control-timeout", "node-not-ready-grace",
-	"builder-unreachable-after", "builder-stall-after", "max-concurrent-reconciles", "status-counters-interval"}
+	"builder-unreachable-after", "builder-stall-after", "max-concurrent-reconciles", "status-counters-interval",
+	"leader-elect-lease-duration", "leader-elect-renew-deadline", "leader-elect-retry-period"}
 
 // bindFlags defines the manager's flags on fs.
 func bindFlags(fs *flag.FlagSet) *options {
@@ -67,6 +70,16 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false,
 		"Elect a leader, so that only one of several replicas reconciles.")
+	// Shorter than client-go's 15s/10s/2s: a standby must lead within
+	// seconds of the leader's server going silent, since nothing fails a
+	// lost server's units over meanwhile. A renewal is one small write.
+	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 6*time.Second,
+		"How long a standby waits, after the leader last renewed its lease, before it takes over.")
+	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 5*time.Second,
+		"How long the leader keeps trying to renew its lease before it stops leading (and exits); "+
+			"below --leader-elect-lease-duration, so that it has stopped before a standby takes over.")
+	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", time.Second,
+		"How often the leader renews its lease and a standby tries to take it.")
 	fs.DurationVar(&o.pollInterval, "builder-poll-interval", 2*time.Second, "How often each run's builders are polled for status.")
 	fs.DurationVar(&o.pollTimeout, "builder-poll-timeout", time.Second, "Timeout of one builder status request.")
 	fs.DurationVar(&o.controlTimeout, "builder-control-timeout", 2*time.Second,
@@ -104,6 +117,22 @@ func bindFlags(fs *flag.FlagSet) *options {
 		"Label selector of the namespaces whose pods may scrape the builders' /metrics through their NetworkPolicy, "+
 			"e.g. kubernetes.io/metadata.name=monitoring; empty: none.")
 	return o
+}
+
+// leaseTimes checks the leader election's durations against each other
+// (client-go refuses them later, naming no flag).
+func (o *options) leaseTimes() error {
+	switch {
+	case o.retryPeriod <= 0:
+		return fmt.Errorf("--leader-elect-retry-period %s: must be above 0", o.retryPeriod)
+	case o.renewDeadline <= time.Duration(leaderelection.JitterFactor*float64(o.retryPeriod)):
+		return fmt.Errorf("--leader-elect-renew-deadline %s must exceed %.1f x --leader-elect-retry-period (%s): raise it or lower the retry period",
+			o.renewDeadline, leaderelection.JitterFactor, o.retryPeriod)
+	case o.leaseDuration <= o.renewDeadline:
+		return fmt.Errorf("--leader-elect-lease-duration %s must exceed --leader-elect-renew-deadline %s, "+
+			"or a standby could lead while the leader still does: raise it or lower the deadline", o.leaseDuration, o.renewDeadline)
+	}
+	return nil
 }
 
 // controlClients is who may reach the builders' HTTP port, or nil when
@@ -166,6 +195,9 @@ func main() {
 	}
 
 	clients, err := o.controlClients()
+	if err == nil {
+		err = o.leaseTimes()
+	}
 	if err != nil {
 		log.Error(err, "invalid flags")
 		os.Exit(2)
@@ -178,7 +210,10 @@ func main() {
 		Metrics:                metricsOpts,
 		HealthProbeBindAddress: o.probeAddr,
 		LeaderElection:         o.leaderElect,
-		LeaderElectionID:       "eventbuilder-operator.eventbuilder.daq.io",
+		LeaderElectionID:       ebv1.LeaderLease,
+		LeaseDuration:          &o.leaseDuration,
+		RenewDeadline:          &o.renewDeadline,
+		RetryPeriod:            &o.retryPeriod,
 		// Safe: the process exits right after the manager stops.
 		LeaderElectionReleaseOnCancel: true,
 	})

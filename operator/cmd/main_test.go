@@ -51,14 +51,17 @@ func TestChartPassesTunedFlags(t *testing.T) {
 	bindFlags(fs)
 	defaults := helmTemplate(t)
 	values := map[string]string{
-		"builder-poll-interval":     "builderPollInterval",
-		"builder-poll-timeout":      "builderPollTimeout",
-		"builder-control-timeout":   "builderControlTimeout",
-		"node-not-ready-grace":      "nodeNotReadyGrace",
-		"builder-unreachable-after": "builderUnreachableAfter",
-		"builder-stall-after":       "builderStallAfter",
-		"max-concurrent-reconciles": "maxConcurrentReconciles",
-		"status-counters-interval":  "statusCountersInterval",
+		"builder-poll-interval":       "builderPollInterval",
+		"builder-poll-timeout":        "builderPollTimeout",
+		"builder-control-timeout":     "builderControlTimeout",
+		"node-not-ready-grace":        "nodeNotReadyGrace",
+		"builder-unreachable-after":   "builderUnreachableAfter",
+		"builder-stall-after":         "builderStallAfter",
+		"max-concurrent-reconciles":   "maxConcurrentReconciles",
+		"status-counters-interval":    "statusCountersInterval",
+		"leader-elect-lease-duration": "leaderElection.leaseDuration",
+		"leader-elect-renew-deadline": "leaderElection.renewDeadline",
+		"leader-elect-retry-period":   "leaderElection.retryPeriod",
 	}
 	for i, name := range tunedFlags {
 		value, ok := values[name]
@@ -77,5 +80,37 @@ func TestChartPassesTunedFlags(t *testing.T) {
 		if got := renderedFlag(t, helmTemplate(t, value+"="+set), name); got != set {
 			t.Errorf("--set %s=%s rendered --%s=%s", value, set, name, got)
 		}
+	}
+}
+
+// The leader election's durations are checked against each other at
+// start, the message naming the flag to change; the defaults pass.
+func TestLeaseTimesAreChecked(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		lease, renew, retry time.Duration
+		wantErr             string
+	}{
+		{name: "defaults"},
+		{name: "renew deadline at the lease", lease: 5 * time.Second, wantErr: "--leader-elect-lease-duration 5s must exceed --leader-elect-renew-deadline 5s"},
+		{name: "retry too slow for the deadline", retry: 5 * time.Second, wantErr: "--leader-elect-renew-deadline 5s must exceed 1.2 x --leader-elect-retry-period (5s)"},
+		{name: "no retry period", retry: -time.Second, wantErr: "--leader-elect-retry-period -1s: must be above 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+			o := bindFlags(fs)
+			for name, d := range map[string]time.Duration{"leader-elect-lease-duration": tc.lease,
+				"leader-elect-renew-deadline": tc.renew, "leader-elect-retry-period": tc.retry} {
+				if d != 0 {
+					if err := fs.Set(name, d.String()); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			err := o.leaseTimes()
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("leaseTimes() = %v, want %q", err, tc.wantErr)
+			}
+		})
 	}
 }

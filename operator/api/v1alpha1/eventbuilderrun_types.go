@@ -665,6 +665,10 @@ const (
 	// number of ranks of a running set: it is stopped, then started again
 	// on the new table.
 	ReasonResizing = "Resizing"
+	// Units failed and the planner refused to move them: the run's Fabric
+	// no longer describes its table (an edit it could not be replanned
+	// on); the message names the field. The units stay where they are.
+	ReasonFailoverFailed = "FailoverFailed"
 
 	// Reasons of the Configured condition.
 	ReasonEpochConfigured = "EpochConfigured"

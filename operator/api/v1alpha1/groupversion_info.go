@@ -18,3 +18,8 @@ var (
 	// AddToScheme adds the types in this group-version to the given scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// LeaderLease names the Lease, in the operator's namespace, that its
+// replicas elect a leader with: its holder identity is the leading pod's
+// name, "_", and a random suffix. Only the leader reconciles runs.
+const LeaderLease = "eventbuilder-operator.eventbuilder.daq.io"

@@ -126,18 +126,23 @@ func ownedBy(run *ebv1.EventBuilderRun, name string) metav1.ObjectMeta {
 // DisruptionBudgetName is the PodDisruptionBudget of a run on a fabric.
 func DisruptionBudgetName(run string) string { return ServiceName(run) }
 
-// DisruptionBudget renders the PodDisruptionBudget of a run on a fabric:
-// no builder pod may be evicted (maxUnavailable 0). A drain therefore
-// waits while the operator moves the units off the cordoned node to spares
-// and deletes their old pods itself (runplan.Draining); a unit with no
-// spare holds the drain rather than be lost silently. Runs without a
-// fabric have none: their units rejoin wherever the scheduler puts them.
-func DisruptionBudget(run *ebv1.EventBuilderRun) *policyv1.PodDisruptionBudget {
+// DisruptionBudget renders the PodDisruptionBudget of a run on a fabric
+// whose rank table has ranks ranks: no builder pod may be evicted. A drain
+// therefore waits while the operator moves the units off the cordoned node
+// to spares and deletes their old pods itself (runplan.Draining); a unit
+// with no spare holds the drain rather than be lost silently. Runs without
+// a fabric have none: their units rejoin wherever the scheduler puts them.
+//
+// minAvailable is every rank (no run has more pods than ranks), a count:
+// the disruption controller takes it as it is, where maxUnavailable (or a
+// percentage) would make it ask the run's scale for the pods expected,
+// which counts units, not their spares' pods.
+func DisruptionBudget(run *ebv1.EventBuilderRun, ranks int32) *policyv1.PodDisruptionBudget {
 	return &policyv1.PodDisruptionBudget{
 		ObjectMeta: ownedBy(run, DisruptionBudgetName(run.Name)),
 		Spec: policyv1.PodDisruptionBudgetSpec{
-			MaxUnavailable: ptr.To(intstr.FromInt32(0)),
-			Selector:       &metav1.LabelSelector{MatchLabels: Selector(run.Name)},
+			MinAvailable: ptr.To(intstr.FromInt32(ranks)),
+			Selector:     &metav1.LabelSelector{MatchLabels: Selector(run.Name)},
 		},
 	}
 }

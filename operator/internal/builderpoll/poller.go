@@ -25,9 +25,10 @@ const maxInFlight = 64
 
 // Target is one builder pod to poll.
 type Target struct {
-	Rank int32
-	Pod  string // the pod's UID: a report is the pod's, not the rank's
-	URL  string // base URL of its HTTP API
+	Rank  int32
+	Pod   string // the pod's UID: a report is the pod's, not the rank's
+	URL   string // base URL of its HTTP API
+	Ready bool   // the kubelet finds the pod Ready: its builder has answered (builderstatus.Silences)
 }
 
 // Get asks the builder at base URL for its status.
@@ -187,7 +188,7 @@ func (p *Poller) loop(ctx context.Context, run types.NamespacedName, t *tracked)
 		}
 		p.mu.Lock()
 		t.latest, t.taken = poll, poll.Time.Before(t.changed)
-		t.silences = t.silences.After(poll)
+		t.silences = t.silences.After(poll, readyPods(targets))
 		if len(t.silences.Rows) > 0 {
 			interval /= 2
 		}
@@ -220,6 +221,17 @@ func (p *Poller) pollOnce(ctx context.Context, targets []Target) *builderstatus.
 	}
 	_ = g.Wait() // the goroutines never fail
 	return poll
+}
+
+// readyPods are the pods of targets the kubelet finds Ready.
+func readyPods(targets []Target) map[string]bool {
+	ready := map[string]bool{}
+	for _, target := range targets {
+		if target.Ready {
+			ready[target.Pod] = true
+		}
+	}
+	return ready
 }
 
 // clone copies a poll's maps (reports are values), so that a reconcile

@@ -47,16 +47,19 @@ type Silences struct {
 
 // After carries s over poll p. A pod that answered, or that was not asked
 // (gone, not running), has no row; one that did not answer extends its row
-// or starts one, if it has answered before: a builder still starting is
-// not silent, it has not spoken yet.
-func (s Silences) After(p *Poll) Silences {
+// or starts one, if it has spoken before: a builder still starting is not
+// silent, it has not spoken yet. A pod in ready (those the kubelet finds
+// Ready: their builder answered its readiness probe) has spoken, even if
+// not to this operator: a new leader counts the silence of a server lost
+// with the old one from its first poll.
+func (s Silences) After(p *Poll, ready map[string]bool) Silences {
 	next := Silences{Rows: map[int32]Silence{}, Heard: map[string]bool{}}
 	for rank, pod := range p.Pods {
 		if _, answered := p.Reports[rank]; answered {
 			next.Heard[pod] = true
 			continue
 		}
-		if !s.Heard[pod] {
+		if !s.Heard[pod] && !ready[pod] {
 			continue
 		}
 		next.Heard[pod] = true

@@ -274,10 +274,10 @@ func TestSilencesAfterPolls(t *testing.T) {
 		}
 		return p
 	}
-	s := Silences{}.After(poll(0, pods, 4))                                                     // d has never answered
-	s = s.After(poll(time.Second, pods, 1, 2, 4))                                               // a and b fall silent
-	s = s.After(poll(2*time.Second, pods, 1, 3, 4))                                             // b answers again, c falls silent
-	s = s.After(poll(3*time.Second, map[int32]string{1: "a", 2: "b", 3: "e", 4: "d"}, 1, 3, 4)) // rank 3 has a new pod
+	s := Silences{}.After(poll(0, pods, 4), nil)                                                     // d has never answered
+	s = s.After(poll(time.Second, pods, 1, 2, 4), nil)                                               // a and b fall silent
+	s = s.After(poll(2*time.Second, pods, 1, 3, 4), nil)                                             // b answers again, c falls silent
+	s = s.After(poll(3*time.Second, map[int32]string{1: "a", 2: "b", 3: "e", 4: "d"}, 1, 3, 4), nil) // rank 3 has a new pod
 	want := map[int32]Silence{1: {"a", start.Add(time.Second), 3}}
 	if len(s.Rows) != len(want) {
 		t.Fatalf("rows %+v, want %+v", s.Rows, want)
@@ -289,6 +289,27 @@ func TestSilencesAfterPolls(t *testing.T) {
 	}
 	if s.Heard["d"] || s.Heard["e"] || s.Heard["c"] {
 		t.Errorf("heard %v: c is gone, d and e never answered", s.Heard)
+	}
+}
+
+// An operator that has heard no builder yet (a new leader) counts the
+// silence of a Ready pod from its first poll: the kubelet's readiness
+// probe heard its builder. A pod that is not Ready and never answered is
+// still starting, not silent.
+func TestSilencesOfReadyPodsCountForANewLeader(t *testing.T) {
+	start := time.Unix(100, 0)
+	pods := map[int32]string{0: "a", 1: "b", 2: "c"}
+	ready := map[string]bool{"a": true, "b": true} // c is still starting
+	first := &Poll{Time: start, Pods: pods, Reports: map[int32]Report{1: {}}}
+	s := Silences{}.After(first, ready)
+	s = s.After(&Poll{Time: start.Add(time.Second), Pods: pods, Reports: map[int32]Report{1: {}}}, ready)
+	if got := s.Rows[0]; got.Pod != "a" || !got.Since.Equal(start) || got.Polls != 2 {
+		t.Errorf("rank 0 (Ready, silent to this operator): %+v, want silent since the first poll, for 2 polls", got)
+	}
+	for _, rank := range []int32{1, 2} {
+		if row, ok := s.Rows[rank]; ok {
+			t.Errorf("rank %d: row %+v, want none (1 answers, 2 is starting)", rank, row)
+		}
 	}
 }
 

@@ -203,7 +203,7 @@ func TestFabricEditReplansTheRun(t *testing.T) {
 	}
 
 	// An edit that leaves too few endpoints cannot be planned on: the run
-	// goes on under the table it has, watched over, and says why.
+	// goes on under the table it has, and says why.
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(fab), fab); err != nil {
 		t.Fatal(err)
 	}
@@ -222,6 +222,20 @@ func TestFabricEditReplansTheRun(t *testing.T) {
 		}
 		return nil
 	})
+	// The ranks on the endpoints the edit removed look lost to the
+	// operator (their nodes no longer in the Fabric), but a Fabric that no
+	// longer describes the table moves nothing: the run says so, naming
+	// the field and the fix, and keeps its table (its builders build on).
+	kept := st.Epoch
+	cond := waitPhase(t, key, ebv1.PhaseDegraded, ebv1.ReasonFailoverFailed)
+	for _, want := range []string{"endpoints: rank", "which is not listed", "correct Fabric edit"} {
+		if !strings.Contains(cond.Message, want) {
+			t.Errorf("message %q does not say %q", cond.Message, want)
+		}
+	}
+	if epoch := getRun(t, key).Status.Epoch; epoch != kept {
+		t.Errorf("epoch %d -> %d: the table must be kept", kept, epoch)
+	}
 }
 
 // A node that does not offer what its builder pods ask for (its device
@@ -355,9 +369,12 @@ func TestMissingNetworksAreNamed(t *testing.T) {
 	waitCondition(t, key, ebv1.ConditionNetworksFound, metav1.ConditionTrue, ebv1.ReasonAllNetworksFound, "every running builder pod has its data address there")
 }
 
-// A run taken off its Fabric loses its PodDisruptionBudget: with no
-// operator to move its units off a drained node, a drain must be free to
-// evict them (they are recreated elsewhere).
+// A run on a Fabric has a PodDisruptionBudget that holds every pod its
+// rank table may have (minAvailable: the ranks, a count, so that the
+// disruption controller needs no scale of the run), following the table's
+// size. A run taken off its Fabric loses it: with no operator to move its
+// units off a drained node, a drain must be free to evict them (they are
+// recreated elsewhere).
 func TestDisruptionBudgetGoesWithTheFabric(t *testing.T) {
 	requireEnvtest(t)
 	ctx := context.Background()
@@ -368,11 +385,35 @@ func TestDisruptionBudgetGoesWithTheFabric(t *testing.T) {
 	if err := k8s.Create(ctx, run); err != nil {
 		t.Fatal(err)
 	}
+	key := client.ObjectKeyFromObject(run)
 	pdbKey := client.ObjectKey{Namespace: ns, Name: builderpod.DisruptionBudgetName("pdb")}
-	eventually(t, "the run's PodDisruptionBudget", func() error { return k8s.Get(ctx, pdbKey, &policyv1.PodDisruptionBudget{}) })
+	holdsEveryRank := func() error {
+		var pdb policyv1.PodDisruptionBudget
+		if err := k8s.Get(ctx, pdbKey, &pdb); err != nil {
+			return err
+		}
+		ranks := getRun(t, key).Status.RankCount
+		if min := pdb.Spec.MinAvailable; ranks == 0 || pdb.Spec.MaxUnavailable != nil || min == nil || min.IntValue() != int(ranks) || min.Type != intstr.Int {
+			return fmt.Errorf("minAvailable %v, maxUnavailable %v; want minAvailable %d, the table's ranks", min, pdb.Spec.MaxUnavailable, ranks)
+		}
+		return nil
+	}
+	eventually(t, "the run's PodDisruptionBudget holding every rank", holdsEveryRank)
+	grown := getRun(t, key)
+	patch := client.MergeFrom(grown.DeepCopy())
+	grown.Spec.Units = 3
+	if err := k8s.Patch(ctx, grown, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the PodDisruptionBudget following the table to 3 units", func() error {
+		if n := getRun(t, key).Status.RankCount; n < 3 {
+			return fmt.Errorf("%d ranks", n)
+		}
+		return holdsEveryRank()
+	})
 
-	run = getRun(t, client.ObjectKeyFromObject(run))
-	patch := client.MergeFrom(run.DeepCopy()) // no resourceVersion: the operator writes the status meanwhile
+	run = getRun(t, key)
+	patch = client.MergeFrom(run.DeepCopy()) // no resourceVersion: the operator writes the status meanwhile
 	run.Spec.FabricRef = nil
 	if err := k8s.Patch(ctx, run, patch); err != nil {
 		t.Fatal(err)

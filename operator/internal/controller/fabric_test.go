@@ -657,16 +657,36 @@ func TestLostPeerFailsOver(t *testing.T) {
 }
 
 // A whole server lost with every peer that could report it: both live
-// units' builders stop answering (their pods still look Running, their
-// node still Ready), and the spares, in standby, watch nobody. The
+// units' builders stop answering (their pods still look Running and Ready,
+// their node still Ready), and the spares, in standby, watch nobody. The
 // operator's own polls find them unreachable and move both units to the
-// spares within a few polls, without waiting for the node to turn NotReady.
+// spares within a few polls, without waiting for the node to turn NotReady;
+// so does an operator that never heard them (a new leader, the old one lost
+// with the server): the kubelet found their pods Ready.
 func TestUnreachableUnitsFailOverWithNoPeerLeftToReportThem(t *testing.T) {
 	requireEnvtest(t)
+	for _, tc := range []struct {
+		name      string
+		newLeader bool
+	}{
+		{name: "heard by this operator", newLeader: false},
+		{name: "by a new leader that heard none of them", newLeader: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prefix := "unr"
+			if tc.newLeader {
+				prefix = "unr-leader"
+			}
+			unreachableUnitsFailOver(t, prefix, tc.newLeader)
+		})
+	}
+}
+
+func unreachableUnitsFailOver(t *testing.T, prefix string, newLeader bool) {
 	ctx := context.Background()
 	ns := newNamespace(t)
-	smallFabric(t, "unr")
-	run := fabricRun(ns, "unr", "unr", 2, 2)
+	smallFabric(t, prefix)
+	run := fabricRun(ns, "unr", prefix, 2, 2)
 	if err := k8s.Create(ctx, run); err != nil {
 		t.Fatal(err)
 	}
@@ -682,11 +702,17 @@ func TestUnreachableUnitsFailOverWithNoPeerLeftToReportThem(t *testing.T) {
 		startPod(t, &pod)
 	}
 	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+	if newLeader {
+		// What a new leader knows of the run's builders: nothing.
+		reconciler.polls.Forget(key)
+	}
 	var live []int32
 	for _, r := range getRun(t, key).Status.Ranks {
 		if r.Role == ebv1.RoleLive {
 			live = append(live, r.Rank)
-			farm.Kill(string(pods[r.Pod].UID))
+			uid := pods[r.Pod].UID
+			prober.lose(uid) // with the server: its kubelet, then its builders
+			farm.Kill(string(uid))
 		}
 	}
 	killed := time.Now()

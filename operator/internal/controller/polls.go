@@ -33,7 +33,7 @@ func (r *EventBuilderRunReconciler) pollTargets(pods map[int32]*corev1.Pod) []bu
 		if pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" || !pod.DeletionTimestamp.IsZero() {
 			continue
 		}
-		targets = append(targets, builderpoll.Target{Rank: rank, Pod: string(pod.UID), URL: r.StatusURL(pod)})
+		targets = append(targets, builderpoll.Target{Rank: rank, Pod: string(pod.UID), URL: r.StatusURL(pod), Ready: podReady(pod)})
 	}
 	return targets
 }

@@ -19,23 +19,32 @@ import (
 // The objects a run owns besides its pods and rank table: its headless
 // Service, its PodDisruptionBudget (on a Fabric), its NetworkPolicy.
 
-// syncDisruptionBudget keeps the run's PodDisruptionBudget while it is on
-// a Fabric (where the operator moves units off a drained node itself) and
+// syncDisruptionBudget keeps the run's PodDisruptionBudget, holding all
+// of its table's ranks pods, while it is on a Fabric (where the operator
+// moves units off a drained node itself) and
 // removes it when spec.fabricRef is removed: a run without a Fabric lets
 // drains evict its pods, which are recreated elsewhere.
-func (r *EventBuilderRunReconciler) syncDisruptionBudget(ctx context.Context, run *ebv1.EventBuilderRun, onFabric bool) error {
-	if onFabric {
-		return r.ensure(ctx, builderpod.DisruptionBudget(run), &policyv1.PodDisruptionBudget{})
-	}
+func (r *EventBuilderRunReconciler) syncDisruptionBudget(ctx context.Context, run *ebv1.EventBuilderRun, onFabric bool, ranks int32) error {
 	pdb := &policyv1.PodDisruptionBudget{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: builderpod.DisruptionBudgetName(run.Name)}, pdb)
-	if apierrors.IsNotFound(err) {
+	switch {
+	case err != nil && !apierrors.IsNotFound(err):
+		return err
+	case !onFabric && err == nil:
+		return client.IgnoreNotFound(r.Delete(ctx, pdb))
+	case !onFabric:
 		return nil
 	}
-	if err != nil {
-		return err
+	want := builderpod.DisruptionBudget(run, ranks)
+	if apierrors.IsNotFound(err) {
+		logf.FromContext(ctx).Info("creating", "kind", "PodDisruptionBudget", "name", want.Name)
+		return client.IgnoreAlreadyExists(r.Create(ctx, want))
 	}
-	return client.IgnoreNotFound(r.Delete(ctx, pdb))
+	if equality.Semantic.DeepEqual(pdb.Spec.MinAvailable, want.Spec.MinAvailable) && pdb.Spec.MaxUnavailable == nil {
+		return nil
+	}
+	pdb.Spec.MinAvailable, pdb.Spec.MaxUnavailable = want.Spec.MinAvailable, nil
+	return r.Update(ctx, pdb)
 }
 
 // ensureService creates the run's headless Service if it is missing.

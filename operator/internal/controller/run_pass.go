@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -130,14 +131,11 @@ func (p *runPass) load(ctx context.Context) verdict {
 	return goOn
 }
 
-// ensureObjects keeps the run's Service, PodDisruptionBudget,
-// NetworkPolicy and control Secret as they should be.
+// ensureObjects keeps the run's Service, NetworkPolicy and control Secret
+// as they should be.
 func (p *runPass) ensureObjects(ctx context.Context) verdict {
 	r := p.r
 	if err := r.ensureService(ctx, p.run); err != nil {
-		return endWith(ctrl.Result{}, err)
-	}
-	if err := r.syncDisruptionBudget(ctx, p.run, p.fabric != nil); err != nil {
 		return endWith(ctrl.Result{}, err)
 	}
 	if err := r.syncNetworkPolicy(ctx, p.run); err != nil {
@@ -336,7 +334,12 @@ func (p *runPass) failOver(ctx context.Context) verdict {
 	}
 	next, err := runplan.Recover(*p.fabric, table, failures, run.Spec.FailurePolicy)
 	if err != nil {
-		return endWith(ctrl.Result{}, err)
+		// Said in the status, not only in the log: nothing fails over
+		// until the Fabric describes the table again (retried meanwhile).
+		setPhase(run, ebv1.PhaseDegraded, ebv1.ReasonFailoverFailed, clip(fmt.Sprintf(
+			"units failed but cannot be moved: correct Fabric %s so that it describes the run's table again, or change the run to replan it: %s",
+			run.Spec.FabricRef.Name, strings.ReplaceAll(err.Error(), "\n", "; "))))
+		return endWith(ctrl.Result{}, errors.Join(err, p.r.patchStatus(ctx, p.orig, run)))
 	}
 	r.announceHeld(run, next.Held)
 	if len(next.Moves) > 0 {
@@ -390,7 +393,8 @@ func (p *runPass) rejoin(ctx context.Context) verdict {
 
 // placePods takes back, by a new epoch, ranks whose pods answer from
 // another address than their peers were given, checks what the table needs
-// of nodes and networks, and makes the pods the table asks for.
+// of nodes and networks, keeps the disruption budget at the table's size,
+// and makes the pods the table asks for.
 func (p *runPass) placePods(ctx context.Context) verdict {
 	r, run := p.r, p.run
 	unattached := map[int32]error{} // running pods without a data address, and why
@@ -413,6 +417,9 @@ func (p *runPass) placePods(ctx context.Context) verdict {
 		r.checkResources(run, p.table, p.endpoints, p.nodeList)
 	}
 	if err := r.checkNetworks(ctx, run, p.table, p.endpoints, p.pods, unattached); err != nil {
+		return endWith(ctrl.Result{}, err)
+	}
+	if err := r.syncDisruptionBudget(ctx, run, p.fabric != nil, int32(p.table.N())); err != nil {
 		return endWith(ctrl.Result{}, err)
 	}
 	// A planned move's old pods build on until the set switched.

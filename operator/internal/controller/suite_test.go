@@ -51,6 +51,8 @@ var rejoinBackoff = runplan.RejoinBackoff{First: 2 * time.Second, Max: 4 * time.
 var (
 	k8s        client.Client // direct, uncached: what tests read is what the API server has
 	skipReason string        // why the envtest suite cannot run, if it cannot
+	// reconciler is the suite's: a test may make it forget what it heard.
+	reconciler *EventBuilderRunReconciler
 	// farm runs the emulated builders, one per started pod (by UID).
 	farm    *builderemu.Farm
 	prober  = &readinessProber{pods: map[types.UID]client.ObjectKey{}, ready: map[types.UID]bool{}}
@@ -100,7 +102,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		return 1
 	}
-	err = errors.Join((&EventBuilderRunReconciler{
+	reconciler = &EventBuilderRunReconciler{
 		Client:            mgr.GetClient(),
 		APIReader:         mgr.GetAPIReader(),
 		Recorder:          mgr.GetEventRecorder("eventbuilderrun-controller"),
@@ -114,7 +116,8 @@ func runSuite(m *testing.M) int {
 		MaxConcurrent:     4, // as deployed: -race sees runs reconciled side by side
 		RejoinBackoff:     rejoinBackoff,
 		ControlClients:    &testControlClients, // as the chart deploys it
-	}).SetupWithManager(mgr), (&FabricReconciler{
+	}
+	err = errors.Join(reconciler.SetupWithManager(mgr), (&FabricReconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("fabric-controller"),
 	}).SetupWithManager(mgr))
@@ -194,6 +197,14 @@ func (p *readinessProber) add(pod *corev1.Pod) {
 	p.ready[pod.UID] = false
 }
 
+// lose stops probing a pod: its kubelet is lost with its server, so the
+// pod's Ready condition stays as it was.
+func (p *readinessProber) lose(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.pods, uid)
+}
+
 func (p *readinessProber) run(ctx context.Context) {
 	probe := &http.Client{Timeout: time.Second}
 	for ctx.Err() == nil {
@@ -208,7 +219,8 @@ func (p *readinessProber) run(ctx context.Context) {
 				resp.Body.Close()
 			}
 			p.mu.Lock()
-			changed := p.ready[uid] != ready
+			_, probed := p.pods[uid] // not lost meanwhile
+			changed := probed && p.ready[uid] != ready
 			p.mu.Unlock()
 			if !changed {
 				continue

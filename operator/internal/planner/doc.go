@@ -32,8 +32,12 @@
 // Spines (the paper's fabrics), and always of RoutingLeafPortModSpines
 // (spine = Port mod Spines). CheckLinkLoad verifies any table
 // by playing every phase; Plan refuses a fabric whose table would overload
-// a link (ErrLinkOverload, naming the phase, the link and the fixes), and
-// Failover never adds an overload.
+// a link (ErrLinkOverload, naming the phase, the link, the cause and its
+// fixes), and Failover never adds an overload. Plan also refuses spares
+// that no unit could move to without an overload (ErrLinkOverload, with a
+// FieldError on spares): a spare that can never be used would hide that
+// the run has none. A spare that fits some units but not others is kept,
+// and Failover passes over it for the others (ErrSpareWouldConflict).
 //
 // Dummies. A rank whose port has no live unit (nothing cabled, node not
 // schedulable, endpoint idle or failed, or a warm spare) is a dummy: it
@@ -61,11 +65,36 @@
 // output. When a live rank fails, Failover makes it a dummy and gives its
 // unit to a spare rank, which goes live (reading the spare's own streams,
 // if it has any: the failed endpoint's stay unread until the Fabric shows
-// them cabled elsewhere); the epoch goes up by one so that all
+// them cabled elsewhere; an RU alone takes only a spare with fibres, and
+// a BU that builds without its unit's stream is marked SourceUnread
+// wherever it moves); the epoch goes up by one so that all
 // builders switch tables at the same phase boundary. The spare is the
 // lowest-ranked schedulable one on another server and, where one is left,
 // another leaf than the failed rank's (the failure domains: a server, all
 // its NUMA endpoints, and a leaf, which a failure seen only as lost peers
-// may be), that adds no link overload. With no spare left it returns
-// ErrNoSpare and the caller applies the run's failure policy.
+// may be), that adds no link overload. The table keeps no history, so
+// Failover reads the traces earlier moves leave in it, the vacated
+// endpoints: a server that lost its other half sends this one to a spare
+// server that runs no unit where one is usable, so that one spare server
+// does not hold both units of a failed server. With no spare left it
+// returns ErrNoSpare, naming the spares passed over and why, and the
+// caller applies the run's failure policy.
+//
+// Failover does not guess from the table that a leaf is lost: it never
+// refuses a leaf's spares because of the units that leaf lost. A whole
+// server lost (builders unreachable, its node still Ready) loses both its
+// NUMA units on one leaf, which the run fails over one after the other;
+// a leaf lost while its nodes stay Ready leaves the same traces. Shunning
+// a leaf after two such losses would drop, instead of moving, the second
+// unit of the most common failure wherever the spares share the failed
+// server's leaf (every one-leaf farm), to guard against a rarer one.
+// Spares on another leaf are preferred all the same; a caller that knows
+// a leaf is lost marks its endpoints not schedulable in the Fabric.
+//
+// A table holds for the cabling it was planned on. Failover, MoveBU and
+// DropUnit refuse, as Plan does, a Fabric that is invalid, and one that no
+// longer describes the table (a rank's endpoint unlisted, or cabled to
+// another port): a move would put a unit on a port its endpoint has left,
+// or take the failed endpoint's server for unknown. The error names the
+// Fabric field and the fix (plan the run again, or correct the entry).
 package planner

@@ -39,49 +39,73 @@ type FailoverResult struct {
 // unread (UnreadStreams names them) until the Fabric shows them cabled to
 // another endpoint; an RU on the spare reads the spare's own streams, and a
 // folded unit on a spare without fibres (where the Fabric lists streams)
-// runs its BU alone; an unfolded RU takes only a spare with fibres (it
-// would read nothing elsewhere). Of the spares whose endpoint is still schedulable in fabric and
-// on another server than the failed endpoint (never its sibling NUMA half),
-// it prefers one on another leaf than the failed rank's (a failure seen
-// only as lost peers may be that leaf), then the lowest rank, and takes the
-// first whose table has no more link overloads (CheckLinkLoad) than t.
-// Use t.RankOf to find the rank of a failed endpoint.
+// runs its BU alone; an RU alone (unfolded, or a folded unit's RU half
+// after MoveBU) takes only a spare with fibres (it would read nothing
+// elsewhere), and a BU alone keeps its source unread (SourceUnread).
+//
+// Of the spares whose endpoint is still schedulable in fabric, on another
+// server than the failed endpoint (never its sibling NUMA half), it
+// prefers, where the failed endpoint's server lost its other half before,
+// one on a server that runs no unit; then one on another leaf than the
+// failed rank's (a failure seen only as lost peers may be that leaf); then
+// the lowest rank; and takes the first whose table adds no link overload
+// to t's (CheckLinkLoad): no phase's link carries more flows than it did,
+// where it is over capacity. It never guesses from the table that a leaf
+// is lost (see the package doc). Use t.RankOf to find the rank of a failed
+// endpoint.
 func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverResult, error) {
-	physical := readsStreams(fabric)
-	return toSpare(fabric, t, failedRank, func(spare Rank, ep Endpoint) RankTable {
-		return t.moveUnit(failedRank, spare.Rank, ep, physical)
-	})
+	return toSpare(fabric, t, failedRank, asItRuns(fabric, t, failedRank))
 }
 
-// ErrNoFibredSpare: an unfolded unit's RU failed where the readout is
-// physical, and no spare left has fibres for it to read.
+// asItRuns moves what rank `from` of t runs onto a spare (moveUnit).
+func asItRuns(fabric Fabric, t RankTable, from int) func(spare Rank, ep Endpoint) RankTable {
+	physical := readsStreams(fabric)
+	return func(spare Rank, ep Endpoint) RankTable { return t.moveUnit(from, spare.Rank, ep, physical) }
+}
+
+// ErrNoFibredSpare: an RU alone (unfolded, or a folded unit's RU half
+// after MoveBU) failed where the readout is physical, and no spare left
+// has fibres for it to read.
 var ErrNoFibredSpare = fmt.Errorf("%w with readout fibres for an RU", ErrNoSpare)
 
-// needsFibres says whether the spare for failed rank r of t must have
-// readout streams: an unfolded RU reads nothing anywhere else (a folded
-// unit runs its BU alone there instead).
-func needsFibres(fabric Fabric, t RankTable, r Rank) bool {
-	return t.Layout == Unfolded && r.Function == RU && readsStreams(fabric)
+// needsFibres says whether the spare for failed rank r must have readout
+// streams: an RU alone (unfolded, or the RU half of a folded unit whose BU
+// moved) reads nothing anywhere else, and would hold a spare while its
+// BU builds without the source; dropped instead, it leaves that BU marked
+// SourceUnread. A whole folded unit runs its BU alone on a spare without
+// fibres instead.
+func needsFibres(fabric Fabric, r Rank) bool {
+	return r.Function == RU && readsStreams(fabric)
 }
 
-// DropUnit makes live rank `rank` a dummy: its unit (or, where the unit
-// runs on two ranks, that half of it) is lost. Where the lost half read
-// streams and the unit's BU runs on, that BU's source is unread: every MEP
-// keeps the slot, as missing (Rank.SourceUnread).
-func DropUnit(t RankTable, rank int) RankTable {
+// DropUnit makes live rank `rank` a dummy and returns the new table at the
+// next epoch (builders switch to it as to a failover's); t is left
+// unchanged. Its unit (or, where the unit runs on two ranks, that
+// half of it) is lost. Where the lost half read streams and the unit's BU
+// runs on, that BU's source is unread: every MEP keeps the slot, as
+// missing (Rank.SourceUnread). Like Failover, it refuses a fabric that is
+// invalid or does not describe t.
+func DropUnit(fabric Fabric, t RankTable, rank int) (RankTable, error) {
+	if err := fabric.validateFor(t); err != nil {
+		return RankTable{}, err
+	}
+	lost, err := t.liveRank(rank)
+	if err != nil {
+		return RankTable{}, err
+	}
 	next := t
+	next.Epoch++
 	next.Ranks = slices.Clone(t.Ranks)
-	lost := next.Ranks[rank]
 	next.Ranks[rank] = Rank{Rank: rank, Leaf: lost.Leaf, Port: lost.Port, Role: Dummy, Unit: NoUnit}
 	if lost.Function == BU || (len(lost.Streams) == 0 && !lost.SourceUnread) {
-		return next
+		return next, nil
 	}
 	for i, r := range next.Ranks {
 		if r.Role == Live && r.Unit == lost.Unit && r.Function == BU {
 			next.Ranks[i].SourceUnread = true
 		}
 	}
-	return next
+	return next, nil
 }
 
 // MoveBU moves the BU of a live rank's unit onto a warm spare and returns
@@ -93,8 +117,11 @@ func DropUnit(t RankTable, rank int) RankTable {
 // GPU). A rank that runs its unit's BU alone moves whole (Failover). The
 // spare is chosen as Failover chooses it.
 func MoveBU(fabric Fabric, t RankTable, rank int) (RankTable, FailoverResult, error) {
-	if rank >= 0 && rank < t.N() && t.Ranks[rank].Role == Live {
-		switch t.Ranks[rank].Function {
+	if err := fabric.validateFor(t); err != nil {
+		return RankTable{}, FailoverResult{}, err
+	}
+	if r, err := t.liveRank(rank); err == nil {
+		switch r.Function {
 		case RU:
 			return RankTable{}, FailoverResult{}, fmt.Errorf("rank %d runs no BU: there is no BU to move", rank)
 		case BU:
@@ -115,12 +142,12 @@ func MoveBU(fabric Fabric, t RankTable, rank int) (RankTable, FailoverResult, er
 // toSpare moves what `move` moves off the live rank failedRank onto the
 // first usable spare (Failover says which) and says what it did.
 func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, ep Endpoint) RankTable) (RankTable, FailoverResult, error) {
-	if failedRank < 0 || failedRank >= t.N() {
-		return RankTable{}, FailoverResult{}, fmt.Errorf("failed rank %d is not in the table (ranks 0..%d)", failedRank, t.N()-1)
+	if err := fabric.validateFor(t); err != nil {
+		return RankTable{}, FailoverResult{}, err
 	}
-	failed := t.Ranks[failedRank]
-	if failed.Role != Live {
-		return RankTable{}, FailoverResult{}, fmt.Errorf("failed rank %d is %s, not live: there is no unit to move", failedRank, failed.Role)
+	failed, err := t.liveRank(failedRank)
+	if err != nil {
+		return RankTable{}, FailoverResult{}, fmt.Errorf("failed %w", err)
 	}
 	before, err := CheckLinkLoad(fabric, t)
 	if err != nil {
@@ -135,7 +162,15 @@ func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, e
 	// what may have failed: the server, its power, its cabling.
 	node := func(name string) string { return endpoint[name].Node }
 	sibling := func(r Rank) bool { return node(r.Endpoint) != "" && node(r.Endpoint) == node(failed.Endpoint) }
-	fibres := needsFibres(fabric, t, failed)
+	fibres := needsFibres(fabric, failed)
+	// The table keeps no history, but its vacated endpoints are the traces
+	// of earlier moves: a server that lost its other half should not put
+	// both its units on one spare server. (No lost leaf is read from them:
+	// see the package doc.)
+	serverLostAHalf := false
+	for _, ep := range vacated(fabric, t) {
+		serverLostAHalf = serverLostAHalf || ep.Node == node(failed.Endpoint)
+	}
 	var candidates []Rank
 	var gone, siblings, bare []string
 	for _, r := range t.Ranks {
@@ -168,15 +203,16 @@ func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, e
 		}
 		return RankTable{}, FailoverResult{}, err
 	}
-	sameLeaf := func(r Rank) bool { return r.Leaf == failed.Leaf }
-	slices.SortStableFunc(candidates, func(a, b Rank) int {
-		if sameLeaf(a) != sameLeaf(b) {
-			if sameLeaf(a) {
-				return 1
-			}
-			return -1
+	busy := map[string]bool{} // servers that run a unit
+	for _, r := range t.Ranks {
+		if r.Role == Live && r.Rank != failedRank {
+			busy[node(r.Endpoint)] = true
 		}
-		return cmp.Compare(a.Rank, b.Rank)
+	}
+	sameLeaf := func(r Rank) bool { return r.Leaf == failed.Leaf }
+	shared := func(r Rank) bool { return serverLostAHalf && busy[node(r.Endpoint)] }
+	slices.SortStableFunc(candidates, func(a, b Rank) int {
+		return cmp.Or(compareFalseFirst(shared(a), shared(b)), compareFalseFirst(sameLeaf(a), sameLeaf(b)), cmp.Compare(a.Rank, b.Rank))
 	})
 
 	var passed []string
@@ -186,14 +222,20 @@ func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, e
 		if err != nil {
 			return RankTable{}, FailoverResult{}, err
 		}
-		if len(after) > len(before) {
-			passed = append(passed, fmt.Sprintf("%s (rank %d) would add %d link overloads", spare.Endpoint, spare.Rank, len(after)-len(before)))
+		if added := addedOverloads(before, after); len(added) > 0 {
+			passed = append(passed, fmt.Sprintf("%s (rank %d) would add %d link overloads (%s)", spare.Endpoint, spare.Rank, len(added), added[0]))
 			continue
 		}
 		why := fmt.Sprintf("spare %s (rank %d) is the lowest-ranked one on another leaf (%d) than the failed unit's (%d)",
 			spare.Endpoint, spare.Rank, spare.Leaf, failed.Leaf)
 		if sameLeaf(spare) {
 			why = fmt.Sprintf("no usable spare on another leaf than %d; spare %s (rank %d) is on the failed unit's leaf", failed.Leaf, spare.Endpoint, spare.Rank)
+		}
+		switch {
+		case shared(spare):
+			why += "; no usable spare on a server that runs no unit, though the failed endpoint's server lost its other half before"
+		case serverLostAHalf:
+			why += "; its server runs no unit (the failed endpoint's server lost its other half before)"
 		}
 		why += fmt.Sprintf("; link check: %d overloads in %d phases", len(after), next.N())
 		if len(passed) > 0 {
@@ -209,6 +251,70 @@ func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, e
 	return RankTable{}, FailoverResult{}, fmt.Errorf("rank %d (%s) failed: %w: %s", failedRank, failed.Endpoint, ErrSpareWouldConflict, strings.Join(passed, ", "))
 }
 
+// addedOverloads are the (phase, link)s of after that carry more flows
+// than in before: the overloads a move adds. On a table that overloads
+// already, fewer overloads elsewhere do not make up for a new one (the
+// counts of before and after say nothing of which links they are).
+func addedOverloads(before, after []Violation) []Violation {
+	type phaseLink struct {
+		phase int
+		link  Link
+	}
+	flows := map[phaseLink]int{}
+	for _, v := range before {
+		flows[phaseLink{v.Phase, v.Link}] = v.Flows
+	}
+	var added []Violation
+	for _, v := range after {
+		if v.Flows > flows[phaseLink{v.Phase, v.Link}] {
+			added = append(added, v)
+		}
+	}
+	return added
+}
+
+// compareFalseFirst orders false before true.
+func compareFalseFirst(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// vacated are the endpoints of fabric cabled to a port of t that run no
+// rank and are neither idle nor unschedulable when planned: their unit
+// moved to a spare or was dropped. (A table read back from its ConfigMap
+// has no Unschedulable list: an endpoint not Ready at the plan is then
+// counted too.)
+func vacated(fabric Fabric, t RankTable) []Endpoint {
+	ports, named := map[[2]int]bool{}, map[string]bool{}
+	for _, r := range t.Ranks {
+		ports[[2]int{r.Leaf, r.Port}] = true
+		named[r.Endpoint] = true
+	}
+	var out []Endpoint
+	for _, ep := range fabric.Endpoints {
+		if ports[[2]int{ep.Leaf, ep.Port}] && !named[ep.Name] && !slices.Contains(t.Idle, ep.Name) && !slices.Contains(t.Unschedulable, ep.Name) {
+			out = append(out, ep)
+		}
+	}
+	return out
+}
+
+// liveRank returns rank `rank` of t, or why it runs no unit.
+func (t RankTable) liveRank(rank int) (Rank, error) {
+	if rank < 0 || rank >= t.N() {
+		return Rank{}, fmt.Errorf("rank %d is not in the table (ranks 0..%d)", rank, t.N()-1)
+	}
+	if r := t.Ranks[rank]; r.Role != Live {
+		return Rank{}, fmt.Errorf("rank %d is %s, not live: it runs no unit", rank, r.Role)
+	}
+	return t.Ranks[rank], nil
+}
+
 // split says whether the unit of live rank r runs on another live rank
 // too: its BU moved (MoveBU), so r runs its RU and the other its BU.
 func (t RankTable) split(r int) bool {
@@ -218,20 +324,21 @@ func (t RankTable) split(r int) bool {
 // moveUnit returns a copy of t at the next epoch with the unit of rank
 // from moved onto the spare rank to, on endpoint spare, and from made a
 // dummy. In a folded table the function follows the spare's fibres
-// (foldedFunction), and a unit that read streams (or had lost them
-// before) and now runs its BU alone has its source unread; in an unfolded
-// one, and for either half of a folded unit whose BU moved, the spare runs
-// the failed function.
+// (foldedFunction); in an unfolded one, and for either half of a folded
+// unit whose BU moved, the spare runs the failed function. A BU alone on
+// the spare has its source unread where the moved rank read streams (a
+// whole unit onto a spare without fibres) or had its source unread
+// already (a BU whose RU was lost keeps that wherever it goes).
 func (t RankTable) moveUnit(from, to int, spare Endpoint, physical bool) RankTable {
 	next := t
 	next.Epoch++
 	next.Ranks = slices.Clone(t.Ranks)
 	src, dst := &next.Ranks[from], &next.Ranks[to]
-	dst.Role, dst.Unit, dst.Function, dst.Streams, dst.SourceUnread = Live, src.Unit, src.Function, nil, false
+	dst.Role, dst.Unit, dst.Function, dst.Streams = Live, src.Unit, src.Function, nil
 	if t.Layout == Folded && !t.split(from) {
 		dst.Function = foldedFunction(physical, spare)
-		dst.SourceUnread = dst.Function == BU && (len(src.Streams) > 0 || src.SourceUnread)
 	}
+	dst.SourceUnread = dst.Function == BU && (len(src.Streams) > 0 || src.SourceUnread)
 	if dst.Function != BU {
 		dst.Streams = slices.Clone(spare.Streams)
 	}

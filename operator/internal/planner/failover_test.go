@@ -2,6 +2,7 @@ package planner
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -139,22 +140,26 @@ func TestFailoverUntilNoSpareLeft(t *testing.T) {
 func TestFailoverLinkCheck(t *testing.T) {
 	base := Fabric{Leaves: 2, Spines: 2, PortsPerLeaf: 4, LinksPerPair: 1}
 	tests := []struct {
-		name  string
-		roles string
-		spare int
-		is    error
-		says  string
+		name   string
+		roles  string
+		failed int
+		spare  int
+		is     error
+		says   string
 	}{
-		{name: "passes over a spare that would overload a link", roles: "LLSS" + "LDLD", spare: 3,
-			says: "passed over e2 (rank 2) would add 4 link overloads"},
-		{name: "every spare would overload a link", roles: "LLSD" + "LDLD", is: ErrSpareWouldConflict,
+		{name: "passes over a spare that would overload a link", roles: "LLSS" + "LDLD", failed: 1, spare: 3,
+			says: "passed over e2 (rank 2) would add 4 link overloads (phase 4: leaf 0 -> spine 0 carries 2 flows over 1 links)"},
+		{name: "every spare would overload a link", roles: "LLSD" + "LDLD", failed: 1, is: ErrSpareWouldConflict,
 			says: "e2 (rank 2) would add 4 link overloads"},
+		// The table overloads 4 links already, and the move would overload
+		// 4 others instead: as many overloads, but new ones.
+		{name: "on an overloading table, a spare that moves the overloads to other links", roles: "LLLS" + "DLLL", failed: 0,
+			is: ErrSpareWouldConflict, says: "e3 (rank 3) would add 4 link overloads"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f, table := tableFromRoles(base, []int{0, 1}, tc.roles)
-			assertNoOverload(t, f, table)
-			after, res, err := Failover(f, table, 1)
+			after, res, err := Failover(f, table, tc.failed)
 			if tc.is != nil {
 				if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.says) {
 					t.Fatalf("Failover() = %v, want %v saying %q", err, tc.is, tc.says)
@@ -253,5 +258,157 @@ func TestFailoverNeverOnASibling(t *testing.T) {
 	_, _, err = Failover(f, table, 0)
 	if !errors.Is(err, ErrNoSpare) || !strings.Contains(err.Error(), "spares on the failed endpoint's server, never used for it: s0-numa1") {
 		t.Errorf("only the sibling left: %v; want ErrNoSpare naming it", err)
+	}
+}
+
+// Failover, MoveBU and DropUnit refuse a Fabric that is invalid or no
+// longer describes the table, naming the field: the issue's cases on the
+// LHCb plan with 8 spares (eb019-numa0 is spare rank 38, on leaf 1 port
+// 18; port 6 of leaf 17 is free).
+func TestMovesRefuseAFabricThatDoesNotDescribeTheTable(t *testing.T) {
+	table := mustPlan(t, lhcb(), Request{Units: 318, Spares: 8})
+	at := func(f Fabric, name string) int {
+		return slices.IndexFunc(f.Endpoints, func(ep Endpoint) bool { return ep.Name == name })
+	}
+	tests := []struct {
+		name  string
+		edit  func(f *Fabric)
+		field string
+		says  string
+	}{
+		{name: "two endpoints on one port", edit: func(f *Fabric) { f.Endpoints[1].Port = 0 },
+			field: "endpoints[1].port", says: `"eb000-numa1" is cabled to leaf 0 port 0, as is endpoints[0]`},
+		{name: "a spare re-cabled", edit: func(f *Fabric) {
+			i := at(*f, "eb019-numa0")
+			f.Endpoints[i].Leaf, f.Endpoints[i].Port = 17, 6
+		}, field: "endpoints[38].leaf", says: `endpoint "eb019-numa0" is cabled to leaf 17 port 6, but rank 38 runs it on leaf 1 port 18`},
+		{name: "the failed endpoint's entry removed", edit: func(f *Fabric) { f.Endpoints = slices.Delete(f.Endpoints, 0, 1) },
+			field: "endpoints", says: `rank 0 runs endpoint "eb000-numa0", which is not listed`},
+	}
+	moves := map[string]func(Fabric) error{
+		"Failover": func(f Fabric) error { _, _, err := Failover(f, table, 0); return err },
+		"MoveBU":   func(f Fabric) error { _, _, err := MoveBU(f, table, 0); return err },
+		"DropUnit": func(f Fabric) error { _, err := DropUnit(f, table, 0); return err },
+	}
+	for _, tc := range tests {
+		for name, move := range moves {
+			t.Run(tc.name+"/"+name, func(t *testing.T) {
+				f := lhcb()
+				tc.edit(&f)
+				err := move(f)
+				var fields []string
+				for _, fe := range fieldErrors(t, err) {
+					fields = append(fields, fe.Field)
+				}
+				if !slices.Equal(fields, []string{tc.field}) || !strings.Contains(err.Error(), tc.says) {
+					t.Errorf("%s() = %v; want it refused naming %s, saying %q", name, err, tc.field, tc.says)
+				}
+			})
+		}
+	}
+}
+
+// The two halves of a failed server go to two spare servers while a spare
+// server that runs no unit is left; with one spare server, both go there.
+func TestFailoverKeepsAFailedServersHalvesApart(t *testing.T) {
+	tests := []struct {
+		name   string
+		spares int
+		failed [2]int // the two halves of one server, failing in turn
+		want   [2]string
+		reason string
+	}{
+		{name: "eb000's halves to eb019 and eb029", spares: 8, failed: [2]int{0, 1}, want: [2]string{"eb019-numa0", "eb029-numa0"},
+			reason: "its server runs no unit (the failed endpoint's server lost its other half before)"},
+		{name: "one spare server: eb010's halves both to eb009", spares: 2, failed: [2]int{20, 21}, want: [2]string{"eb009-numa0", "eb009-numa1"},
+			reason: "no usable spare on a server that runs no unit"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := lhcb()
+			table := mustPlan(t, f, Request{Units: 318, Spares: tc.spares})
+			var got [2]string
+			var res FailoverResult
+			for i, rank := range tc.failed {
+				f = unschedulable(f, table.Ranks[rank].Endpoint)
+				var err error
+				if table, res, err = Failover(f, table, rank); err != nil {
+					t.Fatal(err)
+				}
+				got[i] = res.SpareEndpoint
+			}
+			if got != tc.want || !strings.Contains(res.Reason, tc.reason) {
+				t.Errorf("halves to %v (%s), want %v saying %q", got, res.Reason, tc.want, tc.reason)
+			}
+		})
+	}
+}
+
+// servers is a fabric of dual-NUMA servers s0, s1, ... filled onto the
+// leaves in order, perLeaf[l] on leaf l, their halves on adjacent ports;
+// every node Ready, no readout streams.
+func servers(portsPerLeaf, spines int, perLeaf ...int) Fabric {
+	f := Fabric{Leaves: len(perLeaf), Spines: spines, PortsPerLeaf: portsPerLeaf, LinksPerPair: 1}
+	s := 0
+	for leaf, n := range perLeaf {
+		for slot := range n {
+			for numa := range 2 {
+				node := fmt.Sprintf("s%d", s)
+				f.Endpoints = append(f.Endpoints, Endpoint{Name: fmt.Sprintf("%s-numa%d", node, numa), Node: node, NUMA: numa,
+					Leaf: leaf, Port: 2*slot + numa, Schedulable: true})
+			}
+			s++
+		}
+	}
+	return f
+}
+
+// A whole server lost while its node stays Ready (its builders
+// unreachable, the commonest failure) loses its two units on one leaf,
+// and the run fails them over one after the other. The second must move
+// like the first, onto the leaf's spares where those are all there is (no
+// guess that the leaf is lost), and onto another spare server than the
+// first where one is usable.
+func TestFailoverMovesBothUnitsOfAServerLostWhileReady(t *testing.T) {
+	tests := []struct {
+		name   string
+		fabric Fabric
+		req    Request
+		want   [2]string // where ranks 0 and 1 (s0's halves) go, in turn
+	}{
+		// e2e's workerFabric: the victim's halves on ports 0 and 1, the
+		// survivor's (the spares) on 2 and 3.
+		{name: "one leaf, one spare server: both to it", fabric: servers(4, 1, 2), req: Request{Units: 2, Spares: 2},
+			want: [2]string{"s1-numa0", "s1-numa1"}},
+		// The envtests' smallFabric: 2 units use leaf 0 only.
+		{name: "smallFabric, 2 units 2 spares", fabric: servers(4, 2, 2, 2), req: Request{Units: 2, Spares: 2},
+			want: [2]string{"s1-numa0", "s1-numa1"}},
+		{name: "one leaf, two spare servers: one each", fabric: servers(6, 1, 3), req: Request{Units: 2, Spares: 4},
+			want: [2]string{"s1-numa0", "s2-numa0"}},
+		// Spares s1 (leaf 0) and s3-numa1 (leaf 1, beside a unit): the
+		// first goes to the other leaf, the second to the free server on
+		// the failed server's leaf.
+		{name: "smallFabric, 5 units 3 spares", fabric: servers(4, 2, 2, 2), req: Request{Units: 5, Spares: 3},
+			want: [2]string{"s3-numa1", "s1-numa0"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			table := mustPlan(t, tc.fabric, tc.req)
+			if table.Ranks[0].Endpoint != "s0-numa0" || table.Ranks[1].Endpoint != "s0-numa1" {
+				t.Fatalf("plan %s: want s0's halves live on ranks 0 and 1", roles(table))
+			}
+			var got [2]string
+			for i, rank := range []int{0, 1} {
+				next, res, err := Failover(tc.fabric, table, rank) // s0 stays Ready
+				if err != nil {
+					t.Fatalf("rank %d: %v", rank, err)
+				}
+				got[i], table = res.SpareEndpoint, next
+				assertNoOverload(t, tc.fabric, table)
+			}
+			if got != tc.want || table.Count(Live) != tc.req.Units {
+				t.Errorf("s0's units to %v, %d live; want %v, %d", got, table.Count(Live), tc.want, tc.req.Units)
+			}
+		})
 	}
 }

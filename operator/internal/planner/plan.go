@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"daq.io/eventbuilder/operator/internal/shortlist"
 )
@@ -200,12 +201,87 @@ func Plan(fabric Fabric, req Request) (RankTable, error) {
 		return RankTable{}, err
 	}
 	if len(violations) > 0 {
-		return RankTable{}, fmt.Errorf("%w: %s%s; every link needs at most linksPerPair (%d) flows in every phase: "+
-			"add spines or links per pair (spines x linksPerPair >= portsPerLeaf, %d), route by the port on the leaf "+
-			"(routing %s), or cable the endpoints on fewer ports per leaf",
-			ErrLinkOverload, violations[0], more(len(violations)-1), fabric.LinksPerPair, fabric.PortsPerLeaf, RoutingLeafPortModSpines)
+		return RankTable{}, fmt.Errorf("%w: %s%s; every link carries at most linksPerPair (%d) flows in a phase: %s",
+			ErrLinkOverload, violations[0], more(len(violations)-1), fabric.LinksPerPair, overloadCause(fabric))
+	}
+	// A spare no unit can ever move to would let the run believe it has a
+	// spare it has not: refused, so the crew sizes spares to what fits.
+	if stranded, first := strandedSpares(fabric, t); len(stranded) > 0 {
+		return RankTable{}, fmt.Errorf("%w: %w", ErrLinkOverload, fieldErr("spares",
+			"ask for fewer spares, or give the links room for them: "+overloadCause(fabric),
+			"%d of the %d spares could take no unit: moving any live unit onto %s overloads a link (%s)",
+			len(stranded), req.Spares, strings.Join(stranded, ", "), first))
 	}
 	return t, nil
+}
+
+// strandedSpares are the spares of t (which overloads no link) onto which
+// every live unit that may fail over there would overload a link, with
+// the first such overload. Where t plays with every spare live at once,
+// none is: a link's flows only grow with the ranks that send or receive,
+// so any failover fits. A spare no unit may move to for other reasons (the
+// same server, no fibres for an RU) is not counted: that is no link's
+// doing.
+func strandedSpares(fabric Fabric, t RankTable) (stranded []string, first Violation) {
+	if v, err := CheckLinkLoad(fabric, sparesLive(t)); err != nil || len(v) == 0 {
+		return nil, Violation{}
+	}
+	endpoint := map[string]Endpoint{}
+	for _, ep := range fabric.Endpoints {
+		endpoint[ep.Name] = ep
+	}
+	physical := readsStreams(fabric)
+	for _, spare := range t.Ranks {
+		if spare.Role != Spare {
+			continue
+		}
+		ep := endpoint[spare.Endpoint]
+		var refused []Violation
+		fits := false
+		for _, r := range t.Ranks {
+			if r.Role != Live || endpoint[r.Endpoint].Node == ep.Node || (needsFibres(fabric, r) && len(ep.Streams) == 0) {
+				continue
+			}
+			v, _ := CheckLinkLoad(fabric, t.moveUnit(r.Rank, spare.Rank, ep, physical))
+			if fits = len(v) == 0; fits {
+				break
+			}
+			refused = append(refused, v[0])
+		}
+		if !fits && len(refused) > 0 {
+			if len(stranded) == 0 {
+				first = refused[0]
+			}
+			stranded = append(stranded, spare.Endpoint)
+		}
+	}
+	return stranded, first
+}
+
+// overloadCause says why a leaf's ports overload its links to the spines,
+// and the fixes for that cause: fewer spine links than ports (spines x
+// linksPerPair < portsPerLeaf), or a port count the global-port routing
+// does not spread evenly over the spines. Only a cause that holds is named:
+// 40 ports over 7 spines of 6 links have room (42) but spread unevenly.
+func overloadCause(f Fabric) string {
+	var causes []string
+	if room := f.Spines * f.LinksPerPair; room < f.PortsPerLeaf {
+		causes = append(causes, fmt.Sprintf("spines x linksPerPair (%d x %d = %d) is below portsPerLeaf (%d): "+
+			"add spines or links per pair, or cable the endpoints on at most %d ports per leaf",
+			f.Spines, f.LinksPerPair, room, f.PortsPerLeaf, room))
+	}
+	if f.Routing != RoutingLeafPortModSpines && f.PortsPerLeaf%f.Spines != 0 {
+		causes = append(causes, fmt.Sprintf("portsPerLeaf (%d) is not a multiple of spines (%d), so routing %s (by the global port) "+
+			"spreads a leaf's ports unevenly over the spines: route by the port on the leaf (routing %s), "+
+			"or add spines or links per pair until the uneven spread fits",
+			f.PortsPerLeaf, f.Spines, cmp.Or(f.Routing, RoutingPortModSpines), RoutingLeafPortModSpines))
+	}
+	if len(causes) == 0 {
+		// Not a table Plan builds: its ranks break the same port order on
+		// every leaf.
+		return "the ranks do not keep the same port order on every leaf: plan the run again"
+	}
+	return strings.Join(causes, "; and ")
 }
 
 // ErrLinkOverload: the schedule would put more flows on a leaf-spine link

@@ -345,21 +345,144 @@ func TestPlanRanksOnlyThePortColumnsInUse(t *testing.T) {
 }
 
 // A fabric whose schedule would overload a link is refused with the link,
-// the phase and the fix.
+// the phase, and the cause that holds with its fixes: too few spine links
+// for a leaf's ports, or a port count the global-port routing spreads
+// unevenly over the spines (the 40 ports over 7 spines of 6 links
+// have room for 42 flows; 40 does not divide by 7).
 func TestPlanRefusesAnOverloadingFabric(t *testing.T) {
-	// The case: 3 leaves x 7 ports, 4 spines, 2 links per pair.
-	sevenPorts := halfCabled(3, 7, 7, 4, 2)
-	got, err := Plan(sevenPorts, Request{Units: 21})
-	if !errors.Is(err, ErrLinkOverload) {
-		t.Fatalf("Plan() = %d ranks, %v; want ErrLinkOverload", got.N(), err)
+	const uneven, short = "is not a multiple of spines", "is below portsPerLeaf"
+	tests := []struct {
+		name    string
+		fabric  Fabric
+		units   int
+		says    []string
+		notSays string
+		fixed   func(*Fabric) // the fix the message names, which plans
+	}{
+		{name: "7 ports over 4 spines of 2 links", fabric: halfCabled(3, 7, 7, 4, 2), units: 21,
+			says:    []string{"carries 3 flows over 2 links", "phase ", "leaf ", "spine ", "portsPerLeaf (7) " + uneven + " (4)", "routing LeafPortModSpines"},
+			notSays: short, fixed: func(f *Fabric) { f.Routing = RoutingLeafPortModSpines }},
+		{name: "40 ports over 7 spines of 6 links", fabric: halfCabled(3, 40, 40, 7, 6), units: 120,
+			says:    []string{"portsPerLeaf (40) " + uneven + " (7)", "routing LeafPortModSpines"},
+			notSays: short, fixed: func(f *Fabric) { f.Routing = RoutingLeafPortModSpines }},
+		{name: "4 ports over 2 spines of 1 link", fabric: halfCabled(2, 4, 4, 2, 1), units: 8,
+			says:    []string{"spines x linksPerPair (2 x 1 = 2) " + short + " (4): add spines or links per pair"},
+			notSays: uneven, fixed: func(f *Fabric) { f.LinksPerPair = 2 }},
 	}
-	for _, says := range []string{"carries 3 flows over 2 links", "phase ", "leaf ", "spine ",
-		"add spines or links per pair (spines x linksPerPair >= portsPerLeaf, 7)", "routing LeafPortModSpines"} {
-		if !strings.Contains(err.Error(), says) {
-			t.Errorf("Plan() = %q, want it to say %q", err, says)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Plan(tc.fabric, Request{Units: tc.units})
+			if !errors.Is(err, ErrLinkOverload) {
+				t.Fatalf("Plan() = %d ranks, %v; want ErrLinkOverload", got.N(), err)
+			}
+			for _, says := range tc.says {
+				if !strings.Contains(err.Error(), says) {
+					t.Errorf("Plan() = %q, want it to say %q", err, says)
+				}
+			}
+			if strings.Contains(err.Error(), tc.notSays) {
+				t.Errorf("Plan() = %q, names a cause that does not hold (%q)", err, tc.notSays)
+			}
+			tc.fixed(&tc.fabric)
+			assertNoOverload(t, tc.fabric, mustPlan(t, tc.fabric, Request{Units: tc.units}))
+		})
+	}
+}
+
+// Plan refuses spares that no unit could fail over to without overloading
+// a link, naming spec field spares and the fix: 3 leaves of 4 ports over 3
+// spines of one link, 9 endpoints, 7 units and one spare (l0p3, rank 3),
+// onto which every failover was refused. With a second link per pair, the
+// fix it names, the spare fits.
+func TestPlanRefusesSparesThatCouldTakeNoUnit(t *testing.T) {
+	f := Fabric{Leaves: 3, Spines: 3, PortsPerLeaf: 4, LinksPerPair: 1}
+	for _, name := range []string{"l0p0", "l0p1", "l0p2", "l0p3", "l1p1", "l1p2", "l2p0", "l2p1", "l2p3"} {
+		var leaf, port int
+		fmt.Sscanf(name, "l%dp%d", &leaf, &port)
+		f.Endpoints = append(f.Endpoints, Endpoint{Name: name, Node: name, Leaf: leaf, Port: port, Schedulable: true})
+	}
+	_, err := Plan(f, Request{Units: 7, Spares: 1})
+	fields := fieldErrors(t, err)
+	if !errors.Is(err, ErrLinkOverload) || len(fields) != 1 || fields[0].Field != "spares" ||
+		!strings.Contains(err.Error(), "1 of the 1 spares could take no unit: moving any live unit onto l0p3 overloads a link (phase ") ||
+		!strings.Contains(fields[0].Fix, "ask for fewer spares") {
+		t.Fatalf("Plan() = %v; want ErrLinkOverload with a FieldError on spares naming l0p3 and the fix", err)
+	}
+	f.LinksPerPair = 2
+	assertNoOverload(t, f, sparesLive(mustPlan(t, f, Request{Units: 7, Spares: 1})))
+}
+
+// fibred gives the named servers' endpoints a readout stream each.
+func fibred(f Fabric, nodes ...string) Fabric {
+	f.Endpoints = slices.Clone(f.Endpoints)
+	for i, ep := range f.Endpoints {
+		if slices.Contains(nodes, ep.Node) {
+			f.Endpoints[i].Streams = []string{ep.Name + "-mfp0"}
 		}
 	}
-	// The fix it names: routing by the port on the leaf.
-	sevenPorts.Routing = RoutingLeafPortModSpines
-	assertNoOverload(t, sevenPorts, mustPlan(t, sevenPorts, Request{Units: 21}))
+	return f
+}
+
+// The fabrics and runs of the controller's envtests (smallFabric: 2
+// leaves of 4 ports, 2 spines, four dual-NUMA servers) and of e2e
+// (workerFabric: one leaf of 4 ports, one spine, two servers) plan as
+// those tests expect, spares included: Plan refuses only spares that could
+// never take a unit, and these can. Each live rank failing alone (its
+// node Ready) then moves to a spare, but for those listed in stuck: with
+// no spare, or only its sibling, or none that adds no link overload.
+func TestPlanAcceptsTheOperatorTestsFabrics(t *testing.T) {
+	small, workers := servers(4, 2, 2, 2), servers(4, 1, 2)
+	tests := []struct {
+		name      string
+		fabric    Fabric
+		req       Request
+		functions string
+		stuck     []int
+	}{
+		{"smallFabric 5 units 2 spares", small, Request{Units: 5, Spares: 2}, "RU+BU RU+BU S S RU+BU RU+BU RU+BU -", []int{5}},
+		{"smallFabric 5 units 3 spares", small, Request{Units: 5, Spares: 3}, "RU+BU RU+BU S S RU+BU RU+BU RU+BU S", nil},
+		{"smallFabric 5 units 1 spare", small, Request{Units: 5, Spares: 1}, "RU+BU RU+BU RU+BU S RU+BU RU+BU - -", []int{2}},
+		{"smallFabric 3 units 1 spare", small, Request{Units: 3, Spares: 1}, "RU+BU RU+BU RU+BU S", []int{2}},
+		{"smallFabric 2 units 2 spares", small, Request{Units: 2, Spares: 2}, "RU+BU RU+BU S S", nil},
+		{"smallFabric 4 units", small, Request{Units: 4}, "RU+BU RU+BU RU+BU RU+BU", []int{0, 1, 2, 3}},
+		{"smallFabric 2 units", small, Request{Units: 2}, "RU+BU RU+BU", []int{0, 1}},
+		{"smallFabric unfolded 3 units 2 spares, all fibred", fibred(small, "s0", "s1", "s2", "s3"), Request{Units: 3, Spares: 2, Layout: Unfolded},
+			"RU RU S S RU BU BU BU", []int{4}},
+		{"smallFabric 5 units 2 spares, s0 and s1 fibred", fibred(small, "s0", "s1"), Request{Units: 5, Spares: 2},
+			"RU+BU RU+BU RU+BU RU+BU BU - S S", nil},
+		{"smallFabric 5 units 2 spares, s3 fibred", fibred(small, "s3"), Request{Units: 5, Spares: 2},
+			"BU - S S BU BU RU+BU RU+BU", nil},
+		{"workerFabric 2 units 2 spares", workers, Request{Units: 2, Spares: 2}, "RU+BU RU+BU S S", nil},
+		{"readoutFabric 2 units 2 spares, both fibred", fibred(workers, "s0", "s1"), Request{Units: 2, Spares: 2}, "RU+BU RU+BU S S", nil},
+		{"readoutFabric 2 units 2 spares, s0 fibred", fibred(workers, "s0"), Request{Units: 2, Spares: 2}, "RU+BU RU+BU S S", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			table := mustPlan(t, tc.fabric, tc.req)
+			var got []string
+			for _, r := range table.Ranks {
+				switch r.Role {
+				case Live:
+					got = append(got, string(r.Function))
+				case Spare:
+					got = append(got, "S")
+				default:
+					got = append(got, "-")
+				}
+			}
+			if s := strings.Join(got, " "); s != tc.functions {
+				t.Fatalf("planned %s, want %s", s, tc.functions)
+			}
+			for _, r := range table.Ranks {
+				if r.Role != Live {
+					continue
+				}
+				_, _, err := Failover(tc.fabric, table, r.Rank)
+				noSpare := errors.Is(err, ErrNoSpare) || errors.Is(err, ErrSpareWouldConflict)
+				if stuck := slices.Contains(tc.stuck, r.Rank); (err != nil && !noSpare) || noSpare != stuck {
+					t.Errorf("rank %d fails over: %v; want it stuck: %v", r.Rank, err, stuck)
+				}
+			}
+		})
+	}
 }

@@ -51,7 +51,9 @@ func UnreadStreams(fabric Fabric, t RankTable) []Unread {
 		case !slices.Contains(t.LeavesInUse, ep.Leaf):
 			why = fmt.Sprintf("on leaf %d, which the schedule does not span: the run has no unit for it", ep.Leaf)
 		default:
-			why, lost = "no rank runs it: its unit moved to a spare (a failover or a drain)", true
+			// The table keeps no history of where a unit went, so both
+			// outcomes are named; the run's failover record says which.
+			why, lost = "no rank runs it: its unit moved to a spare or, with none left, was dropped (a failure or a drain)", true
 		}
 		unread = append(unread, Unread{Endpoint: ep.Name, Node: ep.Node, Streams: slices.Clone(ep.Streams), Why: why, Lost: lost})
 	}

@@ -147,7 +147,7 @@ func TestFailoverLeavesTheFailedEndpointsStreamsUnread(t *testing.T) {
 		t.Errorf("spare rank %+v (moved %s), want a spare of leaf 3 running the unit's BU alone (it has no fibres), its source unread",
 			spare, res.Function)
 	}
-	want := []string{"r2-numa1: no rank runs it: its unit moved to a spare (a failover or a drain)"}
+	want := []string{"r2-numa1: no rank runs it: its unit moved to a spare or, with none left, was dropped (a failure or a drain)"}
 	if got := unreadSummary(UnreadStreams(f, after)); !slices.Equal(got, want) {
 		t.Errorf("unread %v, want %v", got, want)
 	}
@@ -307,14 +307,23 @@ func TestAnUnfoldedRUFailsOverOnlyWhereFibresAre(t *testing.T) {
 	if _, res, err := Failover(f, table, bu); err != nil || !strings.HasPrefix(res.SpareEndpoint, "x") {
 		t.Errorf("BU failover: %+v %v, want a spare without fibres", res, err)
 	}
-	dropped := DropUnit(table, ru)
+	dropped, err := DropUnit(f, table, ru)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, r := range dropped.Ranks {
 		if r.Role == Live && r.Unit == table.Ranks[ru].Unit && (r.Function != BU || !r.SourceUnread) {
 			t.Errorf("unit %d after its RU was lost: rank %d %+v, want its BU with the source unread", r.Unit, r.Rank, r)
 		}
 	}
-	if dropped.Ranks[ru].Role != Dummy || table.Ranks[ru].Role != Live {
-		t.Errorf("DropUnit: rank %d %+v (t's %+v), want a dummy in the copy only", ru, dropped.Ranks[ru], table.Ranks[ru])
+	if dropped.Ranks[ru].Role != Dummy || table.Ranks[ru].Role != Live || dropped.Epoch != table.Epoch+1 {
+		t.Errorf("DropUnit: rank %d %+v (t's %+v), epoch %d; want a dummy in the copy only, at the next epoch", ru, dropped.Ranks[ru], table.Ranks[ru], dropped.Epoch)
+	}
+	// No spare took the RU: its streams are named unread without claiming
+	// that one did.
+	wantUnread := table.Ranks[ru].Endpoint + ": no rank runs it: its unit moved to a spare or, with none left, was dropped (a failure or a drain)"
+	if got := unreadSummary(UnreadStreams(f, dropped)); !slices.Contains(got, wantUnread) {
+		t.Errorf("unread after the RU was dropped: %v, want %q", got, wantUnread)
 	}
 
 	// A spare with fibres of its own: the RU moves there and reads them.
@@ -326,5 +335,87 @@ func TestAnUnfoldedRUFailsOverOnlyWhereFibresAre(t *testing.T) {
 	}
 	if s := next.Ranks[res.SpareRank]; s.Function != RU || len(s.Streams) == 0 || s.SourceUnread {
 		t.Errorf("RU failover with fibred spares: %+v, want an RU reading the spare's streams", s)
+	}
+}
+
+// A BU that builds without the stream its unit read is marked
+// SourceUnread however it got there, and an RU half never moves where it
+// would read nothing: the reproducers on readoutFabric (the spares
+// of 12 folded units are x0 and x1, ranks 12 to 15, without fibres; those
+// of 10 are r1, ranks 2 and 3, with fibres).
+func TestSourceUnreadFollowsTheUnitsBU(t *testing.T) {
+	folded, foldedFibredSpares := Request{Units: 12, Spares: 4}, Request{Units: 10, Spares: 2}
+	unfolded := Request{Units: 4, Spares: 2, Layout: Unfolded}
+	tests := []struct {
+		name   string
+		req    Request
+		steps  []string // "MoveBU r", "DropUnit r", or "fail r": Failover, dropping the unit with no spare left (runplan.Recover)
+		trace  []string
+		unread []int // live ranks marked SourceUnread at the end
+	}{
+		{name: "a split unit's RU finds no spare with fibres: dropped, its BU's source unread", req: folded,
+			steps: []string{"MoveBU 0", "fail 0"},
+			trace: []string{"MoveBU 0: BU to rank 12 (x0-numa0)", "fail 0: dropped, no spare with fibres left"}, unread: []int{12}},
+		{name: "a split unit's RU moves onto a spare with fibres and reads there", req: foldedFibredSpares,
+			steps: []string{"MoveBU 0", "fail 0"},
+			trace: []string{"MoveBU 0: BU to rank 2 (r1-numa0)", "fail 0: RU to rank 3 (r1-numa1)"}},
+		{name: "the BU of a split unit whose RU was lost keeps its source unread when it fails over", req: folded,
+			steps: []string{"MoveBU 0", "DropUnit 0", "fail 12"},
+			trace: []string{"MoveBU 0: BU to rank 12 (x0-numa0)", "DropUnit 0", "fail 12: BU to rank 14 (x1-numa0)"}, unread: []int{14}},
+		{name: "an unfolded BU whose RU was lost keeps its source unread when it fails over", req: unfolded,
+			steps: []string{"DropUnit 0", "fail 4"},
+			trace: []string{"DropUnit 0", "fail 4: BU to rank 10 (x1-numa0)"}, unread: []int{10}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := readoutFabric()
+			table := mustPlan(t, f, tc.req)
+			var trace []string
+			for _, step := range tc.steps {
+				var op string
+				var rank int
+				fmt.Sscanf(step, "%s %d", &op, &rank)
+				var next RankTable
+				var res FailoverResult
+				var err error
+				switch op {
+				case "MoveBU":
+					next, res, err = MoveBU(f, table, rank)
+				case "fail":
+					next, res, err = Failover(f, table, rank)
+					if errors.Is(err, ErrNoSpare) {
+						why := "no spare left"
+						if errors.Is(err, ErrNoFibredSpare) {
+							why = "no spare with fibres left"
+						}
+						trace = append(trace, fmt.Sprintf("%s: dropped, %s", step, why))
+						next, err = DropUnit(f, table, rank)
+					}
+				case "DropUnit":
+					next, err = DropUnit(f, table, rank)
+				}
+				if err != nil {
+					t.Fatalf("%s: %v", step, err)
+				}
+				if res.SpareEndpoint != "" {
+					trace = append(trace, fmt.Sprintf("%s: %s to rank %d (%s)", step, res.Function, res.SpareRank, res.SpareEndpoint))
+				} else if op == "DropUnit" {
+					trace = append(trace, step)
+				}
+				table = next
+			}
+			var unread []int
+			for _, r := range table.Ranks {
+				if r.SourceUnread {
+					unread = append(unread, r.Rank)
+				}
+				if r.Role == Live && r.Function != BU && len(r.Streams) == 0 {
+					t.Errorf("rank %d (%s) runs %s with no streams to read", r.Rank, r.Endpoint, r.Function)
+				}
+			}
+			if !slices.Equal(trace, tc.trace) || !slices.Equal(unread, tc.unread) {
+				t.Errorf("steps:\n%s\nSourceUnread on %v; want:\n%s\non %v", strings.Join(trace, "\n"), unread, strings.Join(tc.trace, "\n"), tc.unread)
+			}
+		})
 	}
 }

@@ -88,6 +88,52 @@ func (f Fabric) Validate() error {
 	return errors.Join(errs...)
 }
 
+// validateFor checks the fabric as Plan does and that it still describes
+// the table: what Failover, MoveBU and DropUnit need before they change it.
+func (f Fabric) validateFor(t RankTable) error {
+	if err := f.Validate(); err != nil {
+		return fmt.Errorf("invalid fabric: %w", err)
+	}
+	if err := f.describes(t); err != nil {
+		return fmt.Errorf("the fabric does not describe the table at epoch %d: %w", t.Epoch, err)
+	}
+	return nil
+}
+
+// describes reports every rank of t the fabric contradicts: on a switch
+// port it does not have, or running an endpoint it does not list or lists
+// on another port. A table holds for the cabling it was planned on; on
+// any other, a move would put a unit where its endpoint is not, and check
+// links it does not use.
+func (f Fabric) describes(t RankTable) error {
+	const replan = "a table holds for the cabling it was planned on: plan the run again, or correct the entry"
+	at := map[string]int{}
+	for i, ep := range f.Endpoints {
+		at[ep.Name] = i
+	}
+	var errs []error
+	for _, r := range t.Ranks {
+		switch i, listed := at[r.Endpoint]; {
+		case r.Leaf < 0 || r.Leaf >= f.Leaves:
+			errs = append(errs, fieldErr("leaves", replan, "rank %d is on leaf %d; the fabric has %d", r.Rank, r.Leaf, f.Leaves))
+		case r.Port < 0 || r.Port >= f.PortsPerLeaf:
+			errs = append(errs, fieldErr("portsPerLeaf", replan, "rank %d is on port %d; the fabric has %d per leaf", r.Rank, r.Port, f.PortsPerLeaf))
+		case r.Endpoint == "":
+		case !listed:
+			errs = append(errs, fieldErr("endpoints", "list it again (a failed server stays listed, its node not Ready), or plan the run again without it",
+				"rank %d runs endpoint %q, which is not listed", r.Rank, r.Endpoint))
+		case f.Endpoints[i].Leaf != r.Leaf || f.Endpoints[i].Port != r.Port:
+			field := "port"
+			if f.Endpoints[i].Leaf != r.Leaf {
+				field = "leaf"
+			}
+			errs = append(errs, fieldErr(fmt.Sprintf("endpoints[%d].%s", i, field), replan, "endpoint %q is cabled to leaf %d port %d, but rank %d runs it on leaf %d port %d",
+				r.Endpoint, f.Endpoints[i].Leaf, f.Endpoints[i].Port, r.Rank, r.Leaf, r.Port))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // validateShape checks the switch counts and the routing rule: what
 // CheckLinkLoad needs, without the endpoints.
 func (f Fabric) validateShape() []error {

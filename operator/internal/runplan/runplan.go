@@ -544,7 +544,9 @@ func Recover(fabric planner.Fabric, t planner.RankTable, failures []Failure, pol
 			rec.Held = append(rec.Held, record)
 			continue
 		case noSpare:
-			rec.Table = planner.DropUnit(rec.Table, f.Rank)
+			if rec.Table, err = planner.DropUnit(fabric, rec.Table, f.Rank); err != nil {
+				return Recovery{}, err
+			}
 			rec.Outcome = ebv1.OutcomeDegraded
 			if policy == ebv1.FailureStop {
 				rec.Outcome = ebv1.OutcomeStopped

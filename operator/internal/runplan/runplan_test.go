@@ -282,9 +282,21 @@ func TestMovesSummaryIsBounded(t *testing.T) {
 func TestLiveUnits(t *testing.T) {
 	folded, _ := Plan(&ebv1.EventBuilderRunSpec{Units: 3}, nil, 0)
 	unfolded, _ := Plan(&ebv1.EventBuilderRunSpec{Units: 3, Layout: ebv1.LayoutUnfolded}, nil, 0) // RU0 RU1 RU2 BU0 BU1 BU2
-	moved := planner.DropUnit(unfolded, 0)
+	// The tables of a run without a Fabric sit on ports 0..5 of one leaf
+	// and name no endpoint: DropUnit needs a fabric with such ports.
+	ports := planner.Fabric{Leaves: 1, Spines: 1, PortsPerLeaf: 6, LinksPerPair: 1,
+		Endpoints: []planner.Endpoint{{Name: "unused", Node: "unused", Schedulable: true}}}
+	drop := func(table planner.RankTable, rank int) planner.RankTable {
+		t.Helper()
+		next, err := planner.DropUnit(ports, table, rank)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return next
+	}
+	moved := drop(unfolded, 0)
 	moved.Ranks = append(moved.Ranks, planner.Rank{Rank: 6, Role: planner.Live, Unit: 0, Function: planner.RU})
-	buAlone := planner.DropUnit(folded, 1)
+	buAlone := drop(folded, 1)
 	buAlone.Ranks = append(buAlone.Ranks, planner.Rank{Rank: 3, Role: planner.Live, Unit: 1, Function: planner.BU})
 	for _, tc := range []struct {
 		name  string
@@ -292,12 +304,12 @@ func TestLiveUnits(t *testing.T) {
 		want  int32
 	}{
 		{"folded", folded, 3},
-		{"folded, a unit lost", planner.DropUnit(folded, 1), 2},
+		{"folded, a unit lost", drop(folded, 1), 2},
 		{"unfolded: a unit is its RU and its BU", unfolded, 3},
-		{"unfolded, an RU lost", planner.DropUnit(unfolded, 1), 2},
-		{"unfolded, a BU lost", planner.DropUnit(unfolded, 5), 2},
-		{"unfolded, a unit's RU and BU lost", planner.DropUnit(planner.DropUnit(unfolded, 2), 5), 2},
-		{"unfolded, an RU and another unit's BU lost", planner.DropUnit(planner.DropUnit(unfolded, 1), 5), 1},
+		{"unfolded, an RU lost", drop(unfolded, 1), 2},
+		{"unfolded, a BU lost", drop(unfolded, 5), 2},
+		{"unfolded, a unit's RU and BU lost", drop(drop(unfolded, 2), 5), 2},
+		{"unfolded, an RU and another unit's BU lost", drop(drop(unfolded, 1), 5), 1},
 		{"unfolded, an RU moved to a spare rank", moved, 3},
 		{"folded, a unit on a spare without fibres runs its BU alone", buAlone, 3},
 	} {

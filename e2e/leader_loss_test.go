@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ebv1alpha1 "daq.io/eventbuilder/operator/api/v1alpha1"
+)
+
+// leaderLossBound: every unit builds on the spares within this of losing
+// the server that held both live units and the leading operator. The
+// standby leads once the lease runs out (the chart's leaseDuration, 6s),
+// finds the units' builders silent by its own polls (their pods were Ready:
+// they had answered) and fails them over (issue 32 asks for 20s).
+const leaderLossBound = 20 * time.Second
+
+// The server holding both live units and the leading operator is killed:
+// the standby operator, on the other worker, takes the lease over and
+// fails the units over to the spares there, with one lease holder at
+// every sample (the old leader, then the standby), epochs never stepping
+// back, and every unit building within leaderLossBound. Started again, the
+// server's endpoints become warm spares again and the operator has its two
+// replicas back.
+func TestLosingTheLeadingOperatorsServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	const (
+		namespaceName = "e2e-leader-loss"
+		fabricName    = "e2e-leader-loss"
+		runName       = "leader-loss"
+	)
+	leader, err := leaderPod(ctx)
+	if err != nil || leader == nil {
+		t.Fatalf("the leading operator's pod: %v", err)
+	}
+	victim, survivor := leader.Spec.NodeName, ""
+	for _, w := range workerNodes(ctx, t) {
+		if w != victim {
+			survivor = w
+		}
+	}
+	if survivor == "" || !slices.Contains(workerNodes(ctx, t), victim) {
+		t.Fatalf("the leader %s runs on %s: want it on one of the workers %v (the chart spreads the operator over them)",
+			leader.Name, victim, workerNodes(ctx, t))
+	}
+	key := client.ObjectKey{Namespace: namespaceName, Name: runName}
+	run := runOnTwoServers(ctx, t, key, fabricName, victim, survivor)
+	before := run.DeepCopy()
+	epochs := watchEpochs(ctx, key)
+	holders := watchLeaseHolders(ctx)
+
+	killed := time.Now()
+	docker(t, "kill", victim)
+	t.Logf("killed server %s (both live units, the leading operator %s)", victim, leader.Name)
+	var seen incompleteSeen
+	fo := waitForMoveToSurvivor(ctx, t, run, before, survivor, 3*time.Minute, unreachableReason, &seen)
+	waitForEveryUnitToBuild(ctx, t, run, run.DeepCopy(), "on the spares", &seen)
+	building := time.Since(killed)
+	seenEpochs, back := epochs.stop()
+	seenHolders, gaps := holders.stop()
+	newLeader, _ := leaderPod(ctx)
+	took := "no leader now"
+	if newLeader != nil {
+		took = newLeader.Name + " on " + newLeader.Spec.NodeName
+	}
+	t.Logf("leader loss figures: failover observed %s after the kill (table published %s later); every unit building on the spares %s after the kill (bound %s); lease holders %v, now %s; epochs %v",
+		fo.ObservedTime.Sub(killed).Round(time.Millisecond), fo.Duration.Duration, building.Round(time.Millisecond), leaderLossBound,
+		seenHolders, took, seenEpochs)
+	if building > leaderLossBound {
+		t.Errorf("every unit building %s after the leader's server was lost, want under %s", building.Round(time.Millisecond), leaderLossBound)
+	}
+	if back != "" {
+		t.Errorf("the run's epoch stepped back: %s (epochs seen %v)", back, seenEpochs)
+	}
+	if gaps > 0 {
+		t.Errorf("the lease named no holder at %d samples (holders %v)", gaps, seenHolders)
+	}
+	if len(seenHolders) != 2 || !strings.HasPrefix(seenHolders[0], leader.Name+"_") || newLeader == nil ||
+		newLeader.Spec.NodeName != survivor || !strings.HasPrefix(seenHolders[1], newLeader.Name+"_") {
+		t.Errorf("lease holders %v, now %s: want the old leader %s, then the standby on %s, once each", seenHolders, took, leader.Name, survivor)
+	}
+
+	waitFor(ctx, t, "the victim's node NotReady", 3*time.Minute, func() (bool, string) {
+		ready, why := nodeReady(ctx, victim)
+		return !ready, why
+	})
+	docker(t, "start", victim)
+	waitFor(ctx, t, "the victim's endpoints warm spares again", 4*time.Minute, func() (bool, string) {
+		if err := k8sClient.Get(ctx, key, run); err != nil {
+			return false, err.Error()
+		}
+		return run.Status.SparesLeft == 2 && standingSpares(run, victim) == 2, describeFailover(run)
+	})
+	waitFor(ctx, t, "the operator's two replicas available again", 4*time.Minute, func() (bool, string) {
+		var d appsv1.Deployment
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: operatorRelease}, &d); err != nil {
+			return false, err.Error()
+		}
+		st := d.Status
+		return d.Spec.Replicas != nil && st.AvailableReplicas == *d.Spec.Replicas && st.UpdatedReplicas == *d.Spec.Replicas,
+			fmt.Sprintf("replicas %d updated %d available %d", st.Replicas, st.UpdatedReplicas, st.AvailableReplicas)
+	})
+	removeRunAndFabric(ctx, t, key, fabricName)
+}
+
+// leaseWatch samples the leader lease every 100 ms until stopped: each new
+// holder in order, and how many samples found none.
+type leaseWatch struct {
+	mu      sync.Mutex
+	holders []string
+	gaps    int
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+func watchLeaseHolders(ctx context.Context) *leaseWatch {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &leaseWatch{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for ctx.Err() == nil {
+			var lease coordinationv1.Lease
+			if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: ebv1alpha1.LeaderLease}, &lease); err == nil {
+				w.mu.Lock()
+				switch holder := lease.Spec.HolderIdentity; {
+				case holder == nil || *holder == "":
+					w.gaps++
+				case len(w.holders) == 0 || w.holders[len(w.holders)-1] != *holder:
+					w.holders = append(w.holders, *holder)
+				}
+				w.mu.Unlock()
+			}
+			time.Sleep(100 * time.Millisecond) // sampling, not synchronisation
+		}
+	}()
+	return w
+}
+
+func (w *leaseWatch) stop() ([]string, int) {
+	w.cancel()
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.holders, w.gaps
+}
