@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ebv1alpha1 "daq.io/eventbuilder/operator/api/v1alpha1"
@@ -38,10 +39,7 @@ func TestLosingTheLeadingOperatorsServer(t *testing.T) {
 		fabricName    = "e2e-leader-loss"
 		runName       = "leader-loss"
 	)
-	leader, err := leaderPod(ctx)
-	if err != nil || leader == nil {
-		t.Fatalf("the leading operator's pod: %v", err)
-	}
+	leader := spreadOperators(ctx, t)
 	victim, survivor := leader.Spec.NodeName, ""
 	for _, w := range workerNodes(ctx, t) {
 		if w != victim {
@@ -112,6 +110,47 @@ func TestLosingTheLeadingOperatorsServer(t *testing.T) {
 	removeRunAndFabric(ctx, t, key, fabricName)
 }
 
+// spreadOperators returns the leading operator pod once the standby runs
+// on another node. An earlier test's drain or lost worker may have left
+// both on one node (a replacement goes where it may, and nothing moves it
+// back): the standby is then deleted, and its replacement goes to the
+// other worker (the chart's topology spread).
+func spreadOperators(ctx context.Context, t *testing.T) *corev1.Pod {
+	t.Helper()
+	var leader *corev1.Pod
+	deleted := false
+	waitFor(ctx, t, "the leading and the standby operator on two nodes", 4*time.Minute, func() (bool, string) {
+		var err error
+		if leader, err = leaderPod(ctx); err != nil || leader == nil {
+			return false, fmt.Sprintf("no leader: %v", err)
+		}
+		var pods corev1.PodList
+		if err := k8sClient.List(ctx, &pods, client.InNamespace(operatorNamespace),
+			client.MatchingLabels{"app.kubernetes.io/name": "eventbuilder-operator"}); err != nil {
+			return false, err.Error()
+		}
+		var standby *corev1.Pod
+		for i := range pods.Items {
+			if p := &pods.Items[i]; p.UID != leader.UID && p.DeletionTimestamp.IsZero() && podIsReady(p) {
+				standby = p
+			}
+		}
+		switch {
+		case standby == nil:
+			return false, "no ready standby"
+		case standby.Spec.NodeName != leader.Spec.NodeName:
+			return true, ""
+		case !deleted:
+			if err := k8sClient.Delete(ctx, standby); err != nil {
+				return false, err.Error()
+			}
+			deleted = true
+		}
+		return false, fmt.Sprintf("leader %s and standby %s both on %s", leader.Name, standby.Name, leader.Spec.NodeName)
+	})
+	return leader
+}
+
 // leaseWatch samples the leader lease every 100 ms until stopped: each new
 // holder in order, and how many samples found none.
 type leaseWatch struct {
@@ -151,4 +190,14 @@ func (w *leaseWatch) stop() ([]string, int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.holders, w.gaps
+}
+
+// podIsReady: the pod's Ready condition is True.
+func podIsReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
