@@ -61,9 +61,11 @@ func TestCordonedServerIsDrainedToSpares(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: builderpod.DisruptionBudgetName("drain")}, pdb); err != nil {
 		t.Fatalf("the run's PodDisruptionBudget: %v", err)
 	}
-	if mu := pdb.Spec.MaxUnavailable; mu == nil || *mu != intstr.FromInt32(0) || pdb.Spec.Selector == nil ||
+	ranks := getRun(t, key).Status.RankCount
+	if min := pdb.Spec.MinAvailable; min == nil || *min != intstr.FromInt32(ranks) || pdb.Spec.MaxUnavailable != nil || pdb.Spec.Selector == nil ||
 		pdb.Spec.Selector.MatchLabels[builderpod.LabelRun] != "drain" || len(pdb.OwnerReferences) != 1 {
-		t.Errorf("PodDisruptionBudget spec %+v owners %v, want maxUnavailable 0 over the run's pods, owned by the run", pdb.Spec, pdb.OwnerReferences)
+		t.Errorf("PodDisruptionBudget spec %+v owners %v, want minAvailable %d (every rank) over the run's pods, owned by the run",
+			pdb.Spec, pdb.OwnerReferences, ranks)
 	}
 
 	setCordoned(t, "drain-srv0", true)
