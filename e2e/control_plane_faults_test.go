@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -41,42 +40,31 @@ func leaderPod(ctx context.Context) (*corev1.Pod, error) {
 // epochWatch samples a run's status epoch every 100 ms until stopped and
 // remembers any step back.
 type epochWatch struct {
-	mu     sync.Mutex
-	seen   []int64 // each new value, in order
-	back   string  // the first step back, if any
-	cancel context.CancelFunc
-	done   chan struct{}
+	*sampler
+	seen []int64 // each new value, in order
+	back string  // the first step back, if any
 }
 
 func watchEpochs(ctx context.Context, key client.ObjectKey) *epochWatch {
-	ctx, cancel := context.WithCancel(ctx)
-	w := &epochWatch{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		for ctx.Err() == nil {
-			var run ebv1alpha1.EventBuilderRun
-			if err := k8sClient.Get(ctx, key, &run); err == nil {
-				w.mu.Lock()
-				if n := len(w.seen); n == 0 || w.seen[n-1] != run.Status.Epoch {
-					if n > 0 && run.Status.Epoch < w.seen[n-1] && w.back == "" {
-						w.back = fmt.Sprintf("%d after %d", run.Status.Epoch, w.seen[n-1])
-					}
-					w.seen = append(w.seen, run.Status.Epoch)
-				}
-				w.mu.Unlock()
-			}
-			time.Sleep(100 * time.Millisecond) // sampling, not synchronisation
+	w := &epochWatch{}
+	w.sampler = startSampling(ctx, func(ctx context.Context) {
+		var run ebv1alpha1.EventBuilderRun
+		if err := k8sClient.Get(ctx, key, &run); err != nil {
+			return
 		}
-	}()
+		if n := len(w.seen); n == 0 || w.seen[n-1] != run.Status.Epoch {
+			if n > 0 && run.Status.Epoch < w.seen[n-1] && w.back == "" {
+				w.back = fmt.Sprintf("%d after %d", run.Status.Epoch, w.seen[n-1])
+			}
+			w.seen = append(w.seen, run.Status.Epoch)
+		}
+	})
 	return w
 }
 
 // stop ends the sampling and returns the epochs seen and any step back.
 func (w *epochWatch) stop() ([]int64, string) {
-	w.cancel()
-	<-w.done
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	w.halt()
 	return w.seen, w.back
 }
 
@@ -147,45 +135,34 @@ func TestOperatorKilledInTheMiddleOfAFailover(t *testing.T) {
 // seen live on two ranks at once (its events built twice, or its sources
 // read twice).
 type duplicateWatch struct {
-	mu     sync.Mutex
-	twice  string
-	cancel context.CancelFunc
-	done   chan struct{}
+	*sampler
+	twice string
 }
 
 func watchDuplicateUnits(ctx context.Context, key client.ObjectKey) *duplicateWatch {
-	ctx, cancel := context.WithCancel(ctx)
-	w := &duplicateWatch{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		for ctx.Err() == nil {
-			var run ebv1alpha1.EventBuilderRun
-			if err := k8sClient.Get(ctx, key, &run); err == nil {
-				ranks := map[int32][]string{}
-				for _, rk := range run.Status.Ranks {
-					if rk.Role == ebv1alpha1.RoleLive && rk.Unit != nil {
-						ranks[*rk.Unit] = append(ranks[*rk.Unit], fmt.Sprint(rk.Rank))
-					}
-				}
-				for unit, on := range ranks {
-					w.mu.Lock()
-					if len(on) > 1 && w.twice == "" {
-						w.twice = fmt.Sprintf("unit %d live on ranks %s at epoch %d", unit, strings.Join(on, ", "), run.Status.Epoch)
-					}
-					w.mu.Unlock()
-				}
-			}
-			time.Sleep(100 * time.Millisecond) // sampling, not synchronisation
+	w := &duplicateWatch{}
+	w.sampler = startSampling(ctx, func(ctx context.Context) {
+		var run ebv1alpha1.EventBuilderRun
+		if err := k8sClient.Get(ctx, key, &run); err != nil {
+			return
 		}
-	}()
+		ranks := map[int32][]string{}
+		for _, rk := range run.Status.Ranks {
+			if rk.Role == ebv1alpha1.RoleLive && rk.Unit != nil {
+				ranks[*rk.Unit] = append(ranks[*rk.Unit], fmt.Sprint(rk.Rank))
+			}
+		}
+		for unit, on := range ranks {
+			if len(on) > 1 && w.twice == "" {
+				w.twice = fmt.Sprintf("unit %d live on ranks %s at epoch %d", unit, strings.Join(on, ", "), run.Status.Epoch)
+			}
+		}
+	})
 	return w
 }
 
 func (w *duplicateWatch) stop() string {
-	w.cancel()
-	<-w.done
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	w.halt()
 	return w.twice
 }
 

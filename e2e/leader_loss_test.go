@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -154,41 +153,30 @@ func spreadOperators(ctx context.Context, t *testing.T) *corev1.Pod {
 // leaseWatch samples the leader lease every 100 ms until stopped: each new
 // holder in order, and how many samples found none.
 type leaseWatch struct {
-	mu      sync.Mutex
+	*sampler
 	holders []string
 	gaps    int
-	cancel  context.CancelFunc
-	done    chan struct{}
 }
 
 func watchLeaseHolders(ctx context.Context) *leaseWatch {
-	ctx, cancel := context.WithCancel(ctx)
-	w := &leaseWatch{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		for ctx.Err() == nil {
-			var lease coordinationv1.Lease
-			if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: ebv1alpha1.LeaderLease}, &lease); err == nil {
-				w.mu.Lock()
-				switch holder := lease.Spec.HolderIdentity; {
-				case holder == nil || *holder == "":
-					w.gaps++
-				case len(w.holders) == 0 || w.holders[len(w.holders)-1] != *holder:
-					w.holders = append(w.holders, *holder)
-				}
-				w.mu.Unlock()
-			}
-			time.Sleep(100 * time.Millisecond) // sampling, not synchronisation
+	w := &leaseWatch{}
+	w.sampler = startSampling(ctx, func(ctx context.Context) {
+		var lease coordinationv1.Lease
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: ebv1alpha1.LeaderLease}, &lease); err != nil {
+			return
 		}
-	}()
+		switch holder := lease.Spec.HolderIdentity; {
+		case holder == nil || *holder == "":
+			w.gaps++
+		case len(w.holders) == 0 || w.holders[len(w.holders)-1] != *holder:
+			w.holders = append(w.holders, *holder)
+		}
+	})
 	return w
 }
 
 func (w *leaseWatch) stop() ([]string, int) {
-	w.cancel()
-	<-w.done
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	w.halt()
 	return w.holders, w.gaps
 }
 
