@@ -19,11 +19,11 @@ import (
 // The objects a run owns besides its pods and rank table: its headless
 // Service, its PodDisruptionBudget (on a Fabric), its NetworkPolicy.
 
-// syncDisruptionBudget keeps the run's PodDisruptionBudget, holding all
-// of its table's ranks pods, while it is on a Fabric (where the operator
-// moves units off a drained node itself) and
-// removes it when spec.fabricRef is removed: a run without a Fabric lets
-// drains evict its pods, which are recreated elsewhere.
+// syncDisruptionBudget keeps the run's PodDisruptionBudget, holding a pod
+// for every rank of its table, while it is on a Fabric (where the operator
+// moves units off a drained node itself), and removes it when
+// spec.fabricRef is removed: a run without a Fabric lets drains evict its
+// pods, which are recreated elsewhere.
 func (r *EventBuilderRunReconciler) syncDisruptionBudget(ctx context.Context, run *ebv1.EventBuilderRun, onFabric bool, ranks int32) error {
 	pdb := &policyv1.PodDisruptionBudget{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: builderpod.DisruptionBudgetName(run.Name)}, pdb)
