@@ -59,6 +59,7 @@ func startPod(t *testing.T, pod *corev1.Pod, edit ...func(*corev1.Secret)) *buil
 		t.Fatalf("starting the builder of pod %s: %v", pod.Name, err)
 	}
 	prober.add(pod)
+	t.Cleanup(func() { prober.lose(pod.UID) })
 	attachDataNetwork(t, pod)
 	ip := nextPodIP()
 	pod.Status = corev1.PodStatus{

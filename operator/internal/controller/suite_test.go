@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 	"daq.io/eventbuilder/operator/internal/buildercontrol"
 	"daq.io/eventbuilder/operator/internal/builderemu"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
@@ -206,53 +207,71 @@ func (p *readinessProber) lose(uid types.UID) {
 }
 
 func (p *readinessProber) run(ctx context.Context) {
-	probe := &http.Client{Timeout: time.Second}
+	hc := &http.Client{Timeout: time.Second}
 	for ctx.Err() == nil {
 		time.Sleep(50 * time.Millisecond)
 		p.mu.Lock()
 		pods := maps.Clone(p.pods)
 		p.mu.Unlock()
+		// Each pod on its own, as kubelets probe: a hung builder costs
+		// its own pod a timeout, not every other pod's readiness.
+		var wg sync.WaitGroup
 		for uid, key := range pods {
-			ready := false
-			if resp, err := probe.Get(farm.URL(string(uid)) + "/readyz"); err == nil {
-				ready = resp.StatusCode == http.StatusOK
-				resp.Body.Close()
-			}
-			p.mu.Lock()
-			_, probed := p.pods[uid] // not lost meanwhile
-			changed := probed && p.ready[uid] != ready
-			p.mu.Unlock()
-			if !changed {
-				continue
-			}
-			pod := &corev1.Pod{}
-			if err := k8s.Get(ctx, key, pod); err != nil || pod.UID != uid {
-				p.mu.Lock()
-				delete(p.pods, uid) // gone
-				p.mu.Unlock()
-				continue
-			}
-			status := corev1.ConditionFalse
-			if ready {
-				status = corev1.ConditionTrue
-			}
-			pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
-			if err := k8s.Status().Update(ctx, pod); err == nil {
-				p.mu.Lock()
-				p.ready[uid] = ready
-				p.mu.Unlock()
-			}
+			wg.Go(func() { p.probe(ctx, hc, uid, key) })
 		}
+		wg.Wait()
 	}
 }
 
-// newNamespace gives each test its own namespace.
+// probe asks the pod's builder GET /readyz and records a change in the
+// pod's Ready condition.
+func (p *readinessProber) probe(ctx context.Context, hc *http.Client, uid types.UID, key client.ObjectKey) {
+	ready := false
+	if resp, err := hc.Get(farm.URL(string(uid)) + "/readyz"); err == nil {
+		ready = resp.StatusCode == http.StatusOK
+		resp.Body.Close()
+	}
+	p.mu.Lock()
+	_, probed := p.pods[uid] // not lost meanwhile
+	changed := probed && p.ready[uid] != ready
+	p.mu.Unlock()
+	if !changed {
+		return
+	}
+	pod := &corev1.Pod{}
+	if err := k8s.Get(ctx, key, pod); err != nil || pod.UID != uid {
+		p.mu.Lock()
+		delete(p.pods, uid) // gone
+		p.mu.Unlock()
+		return
+	}
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
+	if err := k8s.Status().Update(ctx, pod); err == nil {
+		p.mu.Lock()
+		p.ready[uid] = ready
+		p.mu.Unlock()
+	}
+}
+
+// newNamespace gives each test its own namespace. Its runs are deleted when
+// the test ends (envtest has no namespace controller to do it): the
+// operator stops polling and reconciling them, so a late test does not
+// share the operator with every run of the tests before it.
 func newNamespace(t *testing.T) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ebtest-"}}
 	if err := k8s.Create(context.Background(), ns); err != nil {
 		t.Fatalf("create namespace: %v", err)
 	}
+	t.Cleanup(func() {
+		if err := k8s.DeleteAllOf(context.Background(), &ebv1.EventBuilderRun{}, client.InNamespace(ns.Name)); err != nil {
+			t.Errorf("deleting the runs of namespace %s: %v", ns.Name, err)
+		}
+	})
 	return ns.Name
 }
 
