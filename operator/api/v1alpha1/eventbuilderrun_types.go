@@ -914,6 +914,20 @@ type EventBuilderRunStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
+	// observedTime is when the operator last looked at the run (each
+	// reconcile, at least every few poll intervals); it writes it with the
+	// counters, at least every --status-counters-interval (10 s by
+	// default). An age well beyond twice that means no operator is
+	// watching the run, and every other field is as old: kubectl get
+	// ebrun shows it as OBSERVED.
+	// +optional
+	ObservedTime *metav1.MicroTime `json:"observedTime,omitempty"`
+
+	// selector is the label selector of the run's builder pods, for the
+	// scale subresource (kubectl scale, autoscalers).
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
 	// conditions of the run; Ready tells whether every unit is building.
 	// +listType=map
 	// +listMapKey=type
@@ -1003,8 +1017,14 @@ type EventBuilderRunStatus struct {
 //
 // The name names the builder Service (<name>-eb) and pods (<name>-eb-<rank>),
 // which must be DNS labels: hence the rule on it.
+//
+// Its scale subresource counts units: spec.units, and status.liveUnits
+// (readyUnits counts ranks, two per unit when Unfolded). kubectl scale
+// ebrun NAME --replicas N is an edit of spec.units, validated and resized
+// the same way.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.units,statuspath=.status.liveUnits,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=ebrun
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.spec.state`,priority=1,description="desired state"
@@ -1016,6 +1036,7 @@ type EventBuilderRunStatus struct {
 // +kubebuilder:printcolumn:name="Events",type=integer,JSONPath=`.status.eventsBuilt`,priority=1
 // +kubebuilder:printcolumn:name="Rate",type=integer,JSONPath=`.status.eventRate`,description="events per second"
 // +kubebuilder:printcolumn:name="Gb/s",type=string,JSONPath=`.status.throughputGbps`
+// +kubebuilder:printcolumn:name="Observed",type=date,JSONPath=`.status.observedTime`,description="when the operator last looked at the run"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 55 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be at most 55 characters of lowercase letters, digits and '-', starting with a letter and not ending with '-': it names the Service <name>-eb and the pods <name>-eb-<rank>"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.phase) || !(oldSelf.status.phase in ['Running', 'Degraded', 'Paused']) || (self.spec.builder.image == oldSelf.spec.builder.image)",message="spec.builder.image cannot change while the run is Running, Degraded or Paused (every builder pod would be replaced at once): set spec.state to Stopped, wait for phase Stopped, then change it and set spec.state back to Running"

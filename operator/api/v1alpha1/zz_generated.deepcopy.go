@@ -206,6 +206,10 @@ func (in *EventBuilderRunStatus) DeepCopyInto(out *EventBuilderRunStatus) {
 		*out = new(int64)
 		**out = **in
 	}
+	if in.ObservedTime != nil {
+		in, out := &in.ObservedTime, &out.ObservedTime
+		*out = (*in).DeepCopy()
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

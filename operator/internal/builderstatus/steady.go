@@ -7,8 +7,8 @@ import (
 )
 
 // SteadyChange says whether status b differs from a only as a steady run's
-// status changes on every poll: event and byte counters, rates and the
-// sample time, each unit's counters, next event and progress time, and the
+// status changes on every poll: event and byte counters, rates, the
+// sample and observed times, each unit's counters, next event and progress time, and the
 // consumers' counts, while the run goes on building (or goes on standing
 // still: the event rate stays nonzero, or zero). Anything else, a phase,
 // a condition, a unit's state, epoch, activity or lost peers, a rank, the
@@ -27,7 +27,7 @@ func SteadyChange(a, b *ebv1.EventBuilderRunStatus) bool {
 func withoutCounters(s *ebv1.EventBuilderRunStatus) *ebv1.EventBuilderRunStatus {
 	c := s.DeepCopy()
 	c.EventsBuilt, c.EventsIncomplete, c.EventsDropped, c.BytesBuilt = 0, 0, 0, 0
-	c.EventRate, c.ThroughputGbps, c.LastSampleTime, c.Consumed = 0, "", nil, nil
+	c.EventRate, c.ThroughputGbps, c.LastSampleTime, c.ObservedTime, c.Consumed = 0, "", nil, nil, nil
 	for i := range c.Units {
 		u := &c.Units[i]
 		u.EventsBuilt, u.EventsIncomplete, u.EventsDropped, u.BytesBuilt = 0, 0, 0, 0

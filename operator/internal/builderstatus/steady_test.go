@@ -14,7 +14,7 @@ func TestSteadyChange(t *testing.T) {
 	at := func(s int) *metav1.MicroTime { m := metav1.NewMicroTime(time.Unix(int64(s), 0)); return &m }
 	building := ebv1.EventBuilderRunStatus{
 		Phase: ebv1.PhaseRunning, Epoch: 3, EventsBuilt: 1000, BytesBuilt: 64000, EventRate: 500, ThroughputGbps: "0.256",
-		LastSampleTime: at(10), Consumed: &ebv1.ConsumerCounts{MEPs: 1},
+		LastSampleTime: at(10), ObservedTime: at(10), Consumed: &ebv1.ConsumerCounts{MEPs: 1},
 		Units: []ebv1.UnitStatus{{Rank: 0, State: "RUNNING", Activity: "building", Epoch: 3, NextEvent: 1000, ProgressTime: at(10),
 			EventsBuilt: 1000, BytesBuilt: 64000, Consumer: &ebv1.ConsumerCounts{MEPs: 1}}},
 		Ranks: []ebv1.RankStatus{{Rank: 0, Role: "Live", State: "RUNNING"}},
@@ -27,10 +27,12 @@ func TestSteadyChange(t *testing.T) {
 		{"nothing", func(*ebv1.EventBuilderRunStatus) {}, true},
 		{"counters, rates and times move on", func(s *ebv1.EventBuilderRunStatus) {
 			s.EventsBuilt, s.BytesBuilt, s.EventRate, s.ThroughputGbps, s.LastSampleTime = 2000, 128000, 400, "0.205", at(12)
+			s.ObservedTime = at(12)
 			s.Consumed = &ebv1.ConsumerCounts{MEPs: 2}
 			u := &s.Units[0]
 			u.NextEvent, u.ProgressTime, u.EventsBuilt, u.BytesBuilt, u.Consumer = 2000, at(12), 2000, 128000, &ebv1.ConsumerCounts{MEPs: 2}
 		}, true},
+		{"only the operator looked again", func(s *ebv1.EventBuilderRunStatus) { s.ObservedTime = at(20) }, true},
 		{"the set stops building", func(s *ebv1.EventBuilderRunStatus) { s.EventRate, s.LastSampleTime = 0, at(12) }, false},
 		{"a phase", func(s *ebv1.EventBuilderRunStatus) { s.Phase = ebv1.PhaseDegraded }, false},
 		{"a condition", func(s *ebv1.EventBuilderRunStatus) {

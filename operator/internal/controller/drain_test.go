@@ -401,10 +401,9 @@ func TestDisruptionBudgetGoesWithTheFabric(t *testing.T) {
 		return nil
 	}
 	eventually(t, "the run's PodDisruptionBudget holding every rank", holdsEveryRank)
-	grown := getRun(t, key)
-	patch := client.MergeFrom(grown.DeepCopy())
-	grown.Spec.Units = 3
-	if err := k8s.Patch(ctx, grown, patch); err != nil {
+	// kubectl scale ebrun pdb --replicas 3: the disruption controller reads
+	// no scale, the budget still counts ranks.
+	if err := scaleRun(ctx, key, 3); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the PodDisruptionBudget following the table to 3 units", func() error {
@@ -415,7 +414,7 @@ func TestDisruptionBudgetGoesWithTheFabric(t *testing.T) {
 	})
 
 	run = getRun(t, key)
-	patch = client.MergeFrom(run.DeepCopy()) // no resourceVersion: the operator writes the status meanwhile
+	patch := client.MergeFrom(run.DeepCopy()) // no resourceVersion: the operator writes the status meanwhile
 	run.Spec.FabricRef = nil
 	if err := k8s.Patch(ctx, run, patch); err != nil {
 		t.Fatal(err)

@@ -172,6 +172,7 @@ func (r *EventBuilderRunReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 // one after the other unless one ends the pass early.
 func (r *EventBuilderRunReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	p := &runPass{r: r, key: req.NamespacedName, now: time.Now()}
+	opmetrics.Beat()
 	for _, step := range []func(context.Context) verdict{
 		p.load,          // the run; its Fabric and nodes
 		p.ensureObjects, // its Service, PodDisruptionBudget, NetworkPolicy, control Secret
@@ -980,7 +981,9 @@ func setPhase(run *ebv1.EventBuilderRun, phase ebv1.RunPhase, reason, message st
 // optimistic lock makes a patch computed from a stale cached run fail (and
 // retry) rather than undo a newer status.
 func (r *EventBuilderRunReconciler) patchStatus(ctx context.Context, orig, run *ebv1.EventBuilderRun) error {
-	if equality.Semantic.DeepEqual(orig.Status, run.Status) || r.countersCanWait(&orig.Status, &run.Status) {
+	now := metav1.NewMicroTime(time.Now())
+	run.Status.ObservedTime = &now
+	if r.countersCanWait(&orig.Status, &run.Status) {
 		return nil
 	}
 	if err := r.Status().Patch(ctx, run, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -999,14 +1002,16 @@ func (r *EventBuilderRunReconciler) patchStatus(ctx context.Context, orig, run *
 }
 
 // countersCanWait says whether status is a steady change of written
-// (builderstatus.SteadyChange) that comes less than StatusCountersInterval
-// after the sample written: it waits, and the rates computed when it is
-// written span the whole interval.
+// (builderstatus.SteadyChange: counters, rates, observedTime) that comes
+// less than StatusCountersInterval after the status written: it waits, and
+// the rates computed when it is written span the whole interval. A run
+// whose status says nothing new is still written every interval, so an
+// old observedTime means no operator looks at it.
 func (r *EventBuilderRunReconciler) countersCanWait(written, status *ebv1.EventBuilderRunStatus) bool {
-	if r.StatusCountersInterval <= 0 || written.LastSampleTime == nil || status.LastSampleTime == nil {
+	if r.StatusCountersInterval <= 0 || written.ObservedTime == nil {
 		return false
 	}
-	return status.LastSampleTime.Sub(written.LastSampleTime.Time) < r.StatusCountersInterval &&
+	return status.ObservedTime.Sub(written.ObservedTime.Time) < r.StatusCountersInterval &&
 		builderstatus.SteadyChange(written, status)
 }
 

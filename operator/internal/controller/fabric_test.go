@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -976,9 +977,30 @@ func TestRunWaitsForItsFabric(t *testing.T) {
 	if err := k8s.Create(context.Background(), run); err != nil {
 		t.Fatalf("create run: %v", err)
 	}
-	cond := waitPhase(t, client.ObjectKeyFromObject(run), ebv1.PhasePending, ebv1.ReasonFabricNotFound)
+	key := client.ObjectKeyFromObject(run)
+	cond := waitPhase(t, key, ebv1.PhasePending, ebv1.ReasonFabricNotFound)
 	if !strings.Contains(cond.Message, "spec.fabricRef") {
 		t.Errorf("message %q", cond.Message)
+	}
+	// Nothing changes while it waits (no pods, no polls), yet the operator
+	// keeps saying it looked: an old observedTime means no operator does.
+	first := getRun(t, key).Status.ObservedTime
+	if first == nil {
+		t.Fatal("status.observedTime unset")
+	}
+	eventually(t, "status.observedTime moving on while the run waits", func() error {
+		if now := getRun(t, key).Status.ObservedTime; !now.After(first.Time) {
+			return fmt.Errorf("still %v", now)
+		}
+		return nil
+	})
+	// kubectl get ebrun shows its age.
+	row, err := printedRow(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if age, _ := row["Observed"].(string); !regexp.MustCompile(`^[0-9]+s$`).MatchString(age) {
+		t.Errorf("kubectl get ebrun shows Observed %q (row %v), want an age in seconds", row["Observed"], row)
 	}
 	smallFabric(t, "early")
 	waitPods(t, ns, "early", "early-eb-0", "early-eb-1", "early-eb-2", "early-eb-3")

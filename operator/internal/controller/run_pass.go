@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -82,8 +83,10 @@ func endWith(result ctrl.Result, err error) verdict {
 }
 
 // endWithStatus ends the reconcile once the status says what stopped it.
+// Watches bring the run back when that changes; the resync keeps its
+// observedTime current meanwhile (a run with no pods has no polls).
 func (p *runPass) endWithStatus(ctx context.Context) verdict {
-	return endWith(ctrl.Result{}, p.r.patchStatus(ctx, p.orig, p.run))
+	return endWith(ctrl.Result{RequeueAfter: resyncPolls * p.r.PollInterval}, p.r.patchStatus(ctx, p.orig, p.run))
 }
 
 func (p *runPass) token() string { return string(p.secret.Data[builderpod.ControlTokenKey]) }
@@ -113,7 +116,7 @@ func (p *runPass) load(ctx context.Context) verdict {
 	if err := r.Get(ctx, client.ObjectKey{Name: ref.Name}, fab); apierrors.IsNotFound(err) {
 		setPhase(p.run, ebv1.PhasePending, ebv1.ReasonFabricNotFound,
 			fmt.Sprintf("spec.fabricRef: Fabric %q does not exist; create it or correct spec.fabricRef.name", ref.Name))
-		return p.endWithStatus(ctx) // the Fabric watch brings the run back
+		return p.endWithStatus(ctx) // the Fabric watch brings the run back, the resync meanwhile
 	} else if err != nil {
 		return endWith(ctrl.Result{}, err)
 	}
@@ -528,6 +531,7 @@ func (p *runPass) report(ctx context.Context) (ctrl.Result, error) {
 	st.EventRate, st.ThroughputGbps, st.LastSampleTime = s.EventRate, s.ThroughputGbps, s.LastSampleTime
 	st.Epoch, st.RankCount, st.LiveUnits = table.Epoch, int32(table.N()), runplan.LiveUnits(table)
 	st.RunNumber, st.Partition = run.Spec.RunNumber, run.Spec.Partition
+	st.Selector = labels.SelectorFromSet(builderpod.Selector(run.Name)).String()
 	st.SparesLeft = runplan.SparesLeft(table, p.endpoints)
 	st.Ranks = rankStatus(table, p.endpoints, p.pods, p.poll, p.orig.Status.Ranks)
 	if c, ok := runplan.NUMAAlignment(st.Ranks, run.Generation); ok {

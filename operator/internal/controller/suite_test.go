@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -51,6 +52,7 @@ var rejoinBackoff = runplan.RejoinBackoff{First: 2 * time.Second, Max: 4 * time.
 
 var (
 	k8s        client.Client // direct, uncached: what tests read is what the API server has
+	apiConfig  *rest.Config  // the API server's, for what client.Client does not ask (tables)
 	skipReason string        // why the envtest suite cannot run, if it cannot
 	// reconciler is the suite's: a test may make it forget what it heard.
 	reconciler *EventBuilderRunReconciler
@@ -94,6 +96,7 @@ func runSuite(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "stopping envtest:", err)
 		}
 	}()
+	apiConfig = env.Config
 	if k8s, err = client.New(env.Config, client.Options{Scheme: env.Scheme}); err != nil {
 		fmt.Fprintln(os.Stderr, "client:", err)
 		return 1

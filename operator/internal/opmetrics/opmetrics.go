@@ -8,6 +8,7 @@ package opmetrics
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,10 +57,40 @@ var (
 		Name: "eb_operator_builder_control_failed_total",
 		Help: "Builder control commands refused or unanswered, by command.",
 	}, []string{"command"})
+	// Runs and Heartbeat let an alert tell a silent operator from one with
+	// nothing to do: a standby replica exports 0 for both.
+	Runs = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "eb_operator_runs",
+		Help: "The runs this operator replica reconciles (0 on a standby: only the leader reconciles).",
+	})
+	Heartbeat = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "eb_operator_heartbeat_timestamp_seconds",
+		Help: "When this replica last began to reconcile a run (Unix time; 0 on a standby). Each run is reconciled at least every few poll intervals.",
+	})
 )
 
 // collectors are every metric of the package.
-var collectors = []prometheus.Collector{Failovers, FailoverDuration, Epoch, SparesLeft, Spares, Phase, MinEventRate, PollsFailed, ControlFailed}
+var collectors = []prometheus.Collector{Failovers, FailoverDuration, Epoch, SparesLeft, Spares, Phase, MinEventRate, PollsFailed, ControlFailed, Runs, Heartbeat}
+
+// known are the runs recorded by Run and not yet forgotten: Runs counts them.
+var known = struct {
+	sync.Mutex
+	runs map[[2]string]bool
+}{runs: map[[2]string]bool{}}
+
+func countRun(namespace, run string, exists bool) {
+	known.Lock()
+	defer known.Unlock()
+	if exists {
+		known.runs[[2]string{namespace, run}] = true
+	} else {
+		delete(known.runs, [2]string{namespace, run})
+	}
+	Runs.Set(float64(len(known.runs)))
+}
+
+// Beat records that a reconcile of a run begins.
+func Beat() { Heartbeat.SetToCurrentTime() }
 
 func init() {
 	metrics.Registry.MustRegister(collectors...)
@@ -79,6 +110,7 @@ type RunState struct {
 // Run records a run's epoch, spares asked for and left, phase and event
 // rate floor.
 func Run(namespace, run string, s RunState) {
+	countRun(namespace, run, true)
 	Epoch.WithLabelValues(namespace, run).Set(float64(s.Epoch))
 	Spares.WithLabelValues(namespace, run).Set(float64(s.Spares))
 	SparesLeft.WithLabelValues(namespace, run).Set(float64(s.SparesLeft))
@@ -98,6 +130,7 @@ func Run(namespace, run string, s RunState) {
 
 // Forget drops a deleted run's series.
 func Forget(namespace, run string) {
+	countRun(namespace, run, false)
 	for _, v := range []*prometheus.GaugeVec{Epoch, Spares, SparesLeft, MinEventRate} {
 		v.DeleteLabelValues(namespace, run)
 	}

@@ -50,7 +50,21 @@ eb_operator_run_spares_left{namespace="ns",run="r"} 2
 	if n, _ := testutil.GatherAndCount(metrics.Registry, "eb_operator_run_min_event_rate"); n != 0 {
 		t.Errorf("eb_operator_run_min_event_rate: %d series once the run sets no floor, want 0", n)
 	}
+	Run("ns", "other", RunState{Phase: "Pending"})
+	Run("ns", "other", RunState{Phase: "Running"})
+	if got := testutil.ToFloat64(Runs); got != 2 {
+		t.Errorf("eb_operator_runs %v with runs r and other recorded, want 2", got)
+	}
+	before := time.Now()
+	Beat()
+	if got := testutil.ToFloat64(Heartbeat); got < float64(before.Unix()) {
+		t.Errorf("eb_operator_heartbeat_timestamp_seconds %v after a beat at %v", got, before.Unix())
+	}
+	Forget("ns", "other")
 	Forget("ns", "r")
+	if got := testutil.ToFloat64(Runs); got != 0 {
+		t.Errorf("eb_operator_runs %v with both runs deleted, want 0", got)
+	}
 	for _, name := range []string{"eb_operator_run_epoch", "eb_operator_run_spares_left", "eb_operator_run_spares", "eb_operator_run_phase",
 		"eb_operator_builder_polls_failed_total"} {
 		if n, _ := testutil.GatherAndCount(metrics.Registry, name); n != 0 {
