@@ -118,8 +118,10 @@ verbs-selftest: ## Check the verbs runner itself (device ACTIVE, ib_write_bw, 4 
 	hack/verbs-vm/selftest.sh
 
 .PHONY: test-operator
+# -timeout 20m: go test's default 10 minutes per package is too close on a
+# slow 2-core machine; a hang still fails.
 test-operator: packages build-builder $(K8S_BIN)/etcd ## Go tests under -race: envtest against a real API server, the control-API contract suite against the emulation and real eb-builder processes.
-	cd operator && KUBEBUILDER_ASSETS=$(K8S_BIN) EB_BUILDER=$(abspath $(BUILD)/builder/eb-builder) go test -race ./...
+	cd operator && KUBEBUILDER_ASSETS=$(K8S_BIN) EB_BUILDER=$(abspath $(BUILD)/builder/eb-builder) go test -race -timeout 20m ./...
 	cd hack/runc-wrapper && go test ./...
 
 .PHONY: test-chart

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"maps"
 	"net/http"
@@ -96,6 +97,16 @@ func runSuite(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "stopping envtest:", err)
 		}
 	}()
+	// go test's -timeout panics without running deferred calls, which
+	// would leave the API server and etcd running: stop them just before.
+	flag.Parse()
+	if d := flag.Lookup("test.timeout").Value.(flag.Getter).Get().(time.Duration); d > time.Minute {
+		alarm := time.AfterFunc(d-30*time.Second, func() {
+			fmt.Fprintln(os.Stderr, "go test's -timeout is 30 s away: stopping envtest's API server and etcd")
+			_ = env.Stop()
+		})
+		defer alarm.Stop()
+	}
 	apiConfig = env.Config
 	if k8s, err = client.New(env.Config, client.Options{Scheme: env.Scheme}); err != nil {
 		fmt.Fprintln(os.Stderr, "client:", err)
