@@ -73,10 +73,14 @@ PROMETHEUS_CONFIG_RELOADER_IMAGE := eventbuilder/prometheus-config-reloader:$(PR
 PROMETHEUS_IMAGE := eventbuilder/prometheus:$(PROMETHEUS_VERSION)
 
 DEMO_CLUSTER := eventbuilder-demo
-PACKAGES := build-essential cmake ninja-build libgtest-dev debootstrap clang libclang-rt-14-dev iperf3 nlohmann-json3-dev prometheus \
+PACKAGES := build-essential ccache cmake ninja-build libgtest-dev debootstrap clang libclang-rt-14-dev iperf3 nlohmann-json3-dev prometheus \
   libibverbs-dev libmicrohttpd-dev libssl-dev zlib1g-dev
 
 export PATH := $(K8S_BIN):$(PATH)
+# ccache (builder/CMakeLists.txt): paths under the clone hashed as relative,
+# so that a clone in another folder (CI's) reads what this one compiled.
+export CCACHE_BASEDIR ?= $(CURDIR)
+export CCACHE_NOHASHDIR ?= 1
 
 .PHONY: help
 help: ## Show the targets.
