@@ -129,7 +129,7 @@ type EventBuilderRunReconciler struct {
 	// StatusCountersInterval is how often a steady run's status is written
 	// when only its counters, rates and sample times changed
 	// (builderstatus.SteadyChange); any other change is written at once.
-	// Zero writes every change.
+	// Zero writes every change, and so every reconcile (observedTime).
 	StatusCountersInterval time.Duration
 	// ControlClients, when set, are the only pods a NetworkPolicy per run
 	// lets reach the builders' HTTP port (the run's own pods alone reach
@@ -975,14 +975,16 @@ func setPhase(run *ebv1.EventBuilderRun, phase ebv1.RunPhase, reason, message st
 	})
 }
 
-// patchStatus writes run's status if it changed (a steady change only
-// every StatusCountersInterval), then announces a change
+// patchStatus stamps run's status with the time and its pods' selector,
+// writes it if it changed (a steady change only every
+// StatusCountersInterval), then announces a change
 // of phase or of the Ready condition's reason with an Event. The
 // optimistic lock makes a patch computed from a stale cached run fail (and
 // retry) rather than undo a newer status.
 func (r *EventBuilderRunReconciler) patchStatus(ctx context.Context, orig, run *ebv1.EventBuilderRun) error {
 	now := metav1.NewMicroTime(time.Now())
 	run.Status.ObservedTime = &now
+	run.Status.Selector = labels.SelectorFromSet(builderpod.Selector(run.Name)).String()
 	if r.countersCanWait(&orig.Status, &run.Status) {
 		return nil
 	}

@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -531,7 +530,6 @@ func (p *runPass) report(ctx context.Context) (ctrl.Result, error) {
 	st.EventRate, st.ThroughputGbps, st.LastSampleTime = s.EventRate, s.ThroughputGbps, s.LastSampleTime
 	st.Epoch, st.RankCount, st.LiveUnits = table.Epoch, int32(table.N()), runplan.LiveUnits(table)
 	st.RunNumber, st.Partition = run.Spec.RunNumber, run.Spec.Partition
-	st.Selector = labels.SelectorFromSet(builderpod.Selector(run.Name)).String()
 	st.SparesLeft = runplan.SparesLeft(table, p.endpoints)
 	st.Ranks = rankStatus(table, p.endpoints, p.pods, p.poll, p.orig.Status.Ranks)
 	if c, ok := runplan.NUMAAlignment(st.Ranks, run.Generation); ok {

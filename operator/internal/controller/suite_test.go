@@ -92,18 +92,22 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	stopEnv := sync.OnceValue(env.Stop)
 	defer func() {
-		if err := env.Stop(); err != nil {
+		if err := stopEnv(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping envtest:", err)
 		}
 	}()
 	// go test's -timeout panics without running deferred calls, which
-	// would leave the API server and etcd running: stop them just before.
+	// would leave the API server and etcd running: stop them just before,
+	// with every goroutine's stack first (the tests that hang), as the
+	// panic would have printed them.
 	flag.Parse()
 	if d := flag.Lookup("test.timeout").Value.(flag.Getter).Get().(time.Duration); d > time.Minute {
 		alarm := time.AfterFunc(d-30*time.Second, func() {
-			fmt.Fprintln(os.Stderr, "go test's -timeout is 30 s away: stopping envtest's API server and etcd")
-			_ = env.Stop()
+			fmt.Fprintln(os.Stderr, "go test's -timeout is 30 s away: the goroutines, then envtest's API server and etcd stopped")
+			_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
+			_ = stopEnv()
 		})
 		defer alarm.Stop()
 	}

@@ -23,12 +23,18 @@ const (
 // metricName is an eb_ metric's name in a PromQL expression.
 var metricName = regexp.MustCompile(`\beb_[a-z_]+\b`)
 
-// checkQuery fails the test unless expr names at least one eb_ metric and
-// every one it names is exported.
+// builderScrapeLabel is the run label the chart's PodMonitor puts on
+// every series of a builder pod's target, up included (podTargetLabels
+// eventbuilder.daq.io/run): a query of the scrape itself selects by it.
+const builderScrapeLabel = "eventbuilder_daq_io_run"
+
+// checkQuery fails the test unless expr names at least one eb_ metric (or
+// selects builder targets by builderScrapeLabel) and every one it names is
+// exported.
 func checkQuery(t *testing.T, known map[string]bool, what, expr string) {
 	t.Helper()
 	names := metricName.FindAllString(expr, -1)
-	if len(names) == 0 {
+	if len(names) == 0 && !strings.Contains(expr, builderScrapeLabel) {
 		t.Errorf("%s names no eb_ metric: %s", what, expr)
 	}
 	for _, name := range names {
@@ -147,5 +153,17 @@ func TestDashboardQueriesNameExportedMetrics(t *testing.T) {
 		for _, q := range p.Targets {
 			checkQuery(t, known, "panel "+strconv.Quote(p.Title), q.Expr)
 		}
+	}
+}
+
+// The alerts that select builder targets by builderScrapeLabel rely on the
+// chart's PodMonitor copying the pod's run label onto them.
+func TestPodMonitorLabelsBuilderTargetsByRun(t *testing.T) {
+	raw, err := os.ReadFile("../../../charts/eventbuilder-operator/templates/podmonitor.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`podTargetLabels:\s*\n(\s*- .*\n)*\s*- eventbuilder\.daq\.io/run\n`).Match(raw) {
+		t.Errorf("the PodMonitor's podTargetLabels lack eventbuilder.daq.io/run (which Prometheus names %s): alerts on builder targets select by it", builderScrapeLabel)
 	}
 }
