@@ -135,19 +135,31 @@ func describe(run *ebv1alpha1.EventBuilderRun) string {
 		run.Status.EventsIncomplete, run.Status.EventRate, run.Status.ThroughputGbps)
 }
 
+// waitReportEvery: a wait longer than this says what it still waits for,
+// and how long it took, so a slow step in CI shows which it was.
+const waitReportEvery = 30 * time.Second
+
 // waitFor polls condition every second until it holds, failing the test with
 // the last observation when timeout passes.
 func waitFor(ctx context.Context, t *testing.T, what string, timeout time.Duration, condition func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline, report := start.Add(timeout), start.Add(waitReportEvery)
 	var last string
 	for {
 		var ok bool
 		if ok, last = condition(); ok {
+			if took := time.Since(start); took > waitReportEvery {
+				t.Logf("%s after %s", what, took.Round(time.Second))
+			}
 			return
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			t.Fatalf("timed out after %s waiting for %s; last seen: %s", timeout, what, last)
+		}
+		if time.Now().After(report) {
+			t.Logf("still waiting for %s after %s; now: %s", what, time.Since(start).Round(time.Second), last)
+			report = report.Add(waitReportEvery)
 		}
 		select {
 		case <-ctx.Done():
