@@ -130,9 +130,13 @@ func runningRun(ctx context.Context, t *testing.T, key client.ObjectKey, units i
 }
 
 func describe(run *ebv1alpha1.EventBuilderRun) string {
-	return fmt.Sprintf("phase=%s ready=%d/%d events=%d incomplete=%d rate=%d/s throughput=%s Gb/s",
+	observed := "never"
+	if at := run.Status.ObservedTime; at != nil {
+		observed = time.Since(at.Time).Round(100*time.Millisecond).String() + " ago"
+	}
+	return fmt.Sprintf("phase=%s ready=%d/%d events=%d incomplete=%d rate=%d/s throughput=%s Gb/s observed=%s",
 		run.Status.Phase, run.Status.ReadyUnits, run.Spec.Units, run.Status.EventsBuilt,
-		run.Status.EventsIncomplete, run.Status.EventRate, run.Status.ThroughputGbps)
+		run.Status.EventsIncomplete, run.Status.EventRate, run.Status.ThroughputGbps, observed)
 }
 
 // waitReportEvery: a wait longer than this says what it still waits for,
