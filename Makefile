@@ -150,7 +150,7 @@ test-e2e: images cluster-images node-image $(KIND) $(HELM) ## The kind end-to-en
 	  go test -count=1 -timeout 30m -v -p 1 ./...
 
 .PHONY: test-stress
-test-stress: packages build-builder $(K8S_BIN)/etcd ## Outside make test (over an hour on 2 cores): the operator's packages (-race, -count=5, shuffled) and the builder's multi-process suites (--gtest_repeat=5, shuffled) under a CPU hog on every core; prints each failure with its seed. STRESS_COUNT, STRESS_CPU_LOAD.
+test-stress: packages build-builder $(K8S_BIN)/etcd ## Outside make test (about 15 min on 2 cores): the operator's packages (-race, -count=5, shuffled) and the builder's multi-process suites (--gtest_repeat=5, shuffled) under a CPU hog on every core; prints each failure with its seed. STRESS_COUNT, STRESS_CPU_LOAD.
 	@hack/ensure-packages.sh stress-ng
 	hack/test-stress.sh $(BUILD)/builder $(K8S_BIN) $(abspath $(BUILD)/builder/eb-builder)
 

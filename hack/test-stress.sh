@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # make test-stress: the suites most exposed to timing, run again and again on
 # a loaded machine, to find the tests that wait on a window instead of on the
-# condition they assert. Outside make test: over an hour on 2 cores (the
-# controller package alone, 5 times under -race with half the CPU, took
-# more than 55 min on the project's 2-core machine); STRESS_COUNT=2 for a
-# shorter look.
+# condition they assert. Outside make test: about 15 minutes on 2 cores
+# (the operator's packages 11 min, the builder's suites 3 min; before each
+# envtest cleaned up its runs, the controller package alone took over an
+# hour); STRESS_COUNT=2 for a shorter look.
 #   - a CPU hog (stress-ng, one worker per core at STRESS_CPU_LOAD percent)
 #     keeps every core busy for the whole run;
 #   - the operator's Go packages under -race, -count=STRESS_COUNT, in a

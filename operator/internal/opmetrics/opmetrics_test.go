@@ -17,6 +17,11 @@ import (
 // Every metric is on the manager's registry under its documented name,
 // and a deleted run's series go.
 func TestMetricsAreRegisteredAndForgotten(t *testing.T) {
+	// Counted from empty: the registry is global, and other tests (or an
+	// earlier -count pass) leave series in it.
+	for _, v := range []interface{ Reset() }{Failovers, Epoch, SparesLeft, Spares, Phase, MinEventRate, PollsFailed, ControlFailed} {
+		v.Reset()
+	}
 	floor := int64(1000000)
 	Run("ns", "r", RunState{Epoch: 3, Spares: 2, SparesLeft: 2, Phase: "Degraded", MinEventRate: &floor})
 	Failovers.WithLabelValues("Unreachable", "MovedToSpare").Inc()
