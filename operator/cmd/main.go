@@ -101,7 +101,7 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.DurationVar(&o.statusCountersInterval, "status-counters-interval", 10*time.Second,
 		"How often a steady run's status is written when only its event counters, rates and sample times changed "+
 			"(any other change, a phase, condition, unit state, epoch, or the set starting or stopping to build, is "+
-			"written at once); rates then span the interval. Every run's status.observedTime is written at least this often. "+
+			"written at once); rates then span the interval. Every run's status.observedTime is written at least every twice this. "+
 			"0 writes at every reconcile.")
 	fs.StringVar(&o.watchNamespaces, "watch-namespaces", "",
 		"Comma-separated namespaces whose runs the operator manages (it then needs Roles in those only); "+

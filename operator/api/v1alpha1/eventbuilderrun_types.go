@@ -916,10 +916,10 @@ type EventBuilderRunStatus struct {
 
 	// observedTime is when the operator last looked at the run (each
 	// reconcile, at least every few poll intervals); it writes it with the
-	// counters, at least every --status-counters-interval (10 s by
-	// default). An age well beyond twice that means no operator is
-	// watching the run, and every other field is as old: kubectl get
-	// ebrun shows it as OBSERVED.
+	// counters every --status-counters-interval (10 s by default) while
+	// builders answer, and alone at least every twice that. An age well
+	// beyond 30 s (by default) means no operator is watching the run, and
+	// every other field is as old: kubectl get ebrun shows it as OBSERVED.
 	// +optional
 	ObservedTime *metav1.MicroTime `json:"observedTime,omitempty"`
 

@@ -1,6 +1,8 @@
 package builderstatus
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
@@ -34,4 +36,26 @@ func withoutCounters(s *ebv1.EventBuilderRunStatus) *ebv1.EventBuilderRunStatus 
 		u.NextEvent, u.ProgressTime, u.Consumer = 0, nil, nil
 	}
 	return c
+}
+
+// CanWait says whether status, computed after written (the status last
+// written), may go unwritten: a steady change (SteadyChange) whose counters
+// were sampled less than interval after the written ones, and whose
+// observedTime is less than twice interval after the written one. Counters
+// are due by their sample time, not by the pass: a pass without a poll
+// (a resync) carries the old counters, and must not take their turn. The
+// heartbeat alone is due at twice the interval, so that a run whose
+// builders answer is written once per interval, with both. interval <= 0:
+// nothing waits.
+func CanWait(written, status *ebv1.EventBuilderRunStatus, interval time.Duration) bool {
+	if interval <= 0 || written.ObservedTime == nil || status.ObservedTime == nil || !SteadyChange(written, status) {
+		return false
+	}
+	if status.ObservedTime.Sub(written.ObservedTime.Time) >= 2*interval {
+		return false
+	}
+	if s, w := status.LastSampleTime, written.LastSampleTime; s != nil && (w == nil || s.Sub(w.Time) >= interval) {
+		return false
+	}
+	return true
 }

@@ -56,3 +56,39 @@ func TestSteadyChange(t *testing.T) {
 		})
 	}
 }
+
+func TestCanWait(t *testing.T) {
+	at := func(s int) *metav1.MicroTime { m := metav1.NewMicroTime(time.Unix(int64(s), 0)); return &m }
+	written := ebv1.EventBuilderRunStatus{Phase: ebv1.PhaseRunning, EventsBuilt: 1000, EventRate: 100, LastSampleTime: at(0), ObservedTime: at(0)}
+	const interval = 10 * time.Second
+	cases := []struct {
+		name             string
+		sample, observed int
+		events           int64
+		interval         time.Duration
+		want             bool
+	}{
+		{"new counters within the interval", 4, 4, 1400, interval, true},
+		{"new counters at the interval", 10, 10, 2000, interval, false},
+		// A resync (no poll) at the interval carries the written counters:
+		// it must not take their turn, or a run whose resyncs come first
+		// would never show new counters.
+		{"a pass without a poll at the interval", 0, 10, 1000, interval, true},
+		{"a pass without a poll at twice the interval", 0, 20, 1000, interval, false},
+		{"no interval", 1, 1, 1010, 0, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := written.DeepCopy()
+			s.LastSampleTime, s.ObservedTime, s.EventsBuilt = at(c.sample), at(c.observed), c.events
+			if got := CanWait(&written, s, c.interval); got != c.want {
+				t.Errorf("CanWait = %v, want %v", got, c.want)
+			}
+		})
+	}
+	phase := written.DeepCopy()
+	phase.Phase, phase.ObservedTime = ebv1.PhaseDegraded, at(1)
+	if CanWait(&written, phase, interval) {
+		t.Error("a phase change waits")
+	}
+}

@@ -1003,18 +1003,10 @@ func (r *EventBuilderRunReconciler) patchStatus(ctx context.Context, orig, run *
 	return nil
 }
 
-// countersCanWait says whether status is a steady change of written
-// (builderstatus.SteadyChange: counters, rates, observedTime) that comes
-// less than StatusCountersInterval after the status written: it waits, and
-// the rates computed when it is written span the whole interval. A run
-// whose status says nothing new is still written every interval, so an
-// old observedTime means no operator looks at it.
+// countersCanWait says whether status may wait
+// (builderstatus.CanWait with StatusCountersInterval).
 func (r *EventBuilderRunReconciler) countersCanWait(written, status *ebv1.EventBuilderRunStatus) bool {
-	if r.StatusCountersInterval <= 0 || written.ObservedTime == nil {
-		return false
-	}
-	return status.ObservedTime.Sub(written.ObservedTime.Time) < r.StatusCountersInterval &&
-		builderstatus.SteadyChange(written, status)
+	return builderstatus.CanWait(written, status, r.StatusCountersInterval)
 }
 
 func phaseName(p ebv1.RunPhase) string {
