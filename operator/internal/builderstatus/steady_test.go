@@ -10,8 +10,10 @@ import (
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 )
 
+// at is the time s seconds after the Unix epoch (micro, of aggregate_test).
+func at(s int) *metav1.MicroTime { return micro(time.Unix(int64(s), 0)) }
+
 func TestSteadyChange(t *testing.T) {
-	at := func(s int) *metav1.MicroTime { m := metav1.NewMicroTime(time.Unix(int64(s), 0)); return &m }
 	building := ebv1.EventBuilderRunStatus{
 		Phase: ebv1.PhaseRunning, Epoch: 3, EventsBuilt: 1000, BytesBuilt: 64000, EventRate: 500, ThroughputGbps: "0.256",
 		LastSampleTime: at(10), ObservedTime: at(10), Consumed: &ebv1.ConsumerCounts{MEPs: 1},
@@ -58,7 +60,6 @@ func TestSteadyChange(t *testing.T) {
 }
 
 func TestCanWait(t *testing.T) {
-	at := func(s int) *metav1.MicroTime { m := metav1.NewMicroTime(time.Unix(int64(s), 0)); return &m }
 	written := ebv1.EventBuilderRunStatus{Phase: ebv1.PhaseRunning, EventsBuilt: 1000, EventRate: 100, LastSampleTime: at(0), ObservedTime: at(0)}
 	const interval = 10 * time.Second
 	cases := []struct {
