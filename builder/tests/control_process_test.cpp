@@ -94,7 +94,7 @@ TEST(ControlProcess, ARunningSetMovesAUnitToASpareWithoutRestartOrLoss) {
 
     // One stop stops the whole set at one cycle boundary.
     ASSERT_EQ(set.command(0, "stop").status, 200);
-    ASSERT_TRUE(set.all_report({0, 1, 3, 4}, R"("state":"READY")", 10s)) << set.logs();
+    ASSERT_TRUE(set.all_report({0, 1, 3, 4}, test::stopped, 10s)) << set.logs();
     const std::uint64_t next_event = set.number(0, "next_event");
     std::uint64_t built = 0;
     for (Rank rank = 0; rank < 5; ++rank) {
@@ -156,7 +156,7 @@ TEST(ControlProcess, APodsReadoutDriverAndConsumerFollowAFailover) {
     set.configure_all(2, {0, 2});  // rank 1 fails over to the spare, rank 2
     ASSERT_TRUE(test::eventually([&] { return consumed(2, "meps") > 0; }, 20s)) << helper_logs();
     ASSERT_EQ(set.command(0, "stop").status, 200);
-    ASSERT_TRUE(set.all_report({0, 2}, R"("state":"READY")", 10s)) << helper_logs();
+    ASSERT_TRUE(set.all_report({0, 2}, test::stopped, 10s)) << helper_logs();
 
     // Each consumer checked every event its builder handed it, all complete.
     const std::uint64_t next_event = set.number(0, "next_event");
@@ -205,7 +205,7 @@ TEST(ControlProcess, SparesTakingOverTheWholeSetGoOnFromTheResumeEvent) {
     }
     ASSERT_TRUE(test::eventually([&] { return set.number(3, "events_built") > 0; }, 20s)) << set.logs();
     ASSERT_EQ(set.command(2, "stop").status, 200);
-    ASSERT_TRUE(set.all_report({2, 3}, R"("state":"READY")", 10s)) << set.logs();
+    ASSERT_TRUE(set.all_report({2, 3}, test::stopped, 10s)) << set.logs();
     const Controlled_set::Totals spares = set.totals({2, 3});
     const std::uint64_t next_event = set.number(2, "next_event");
     EXPECT_EQ(spares.built, next_event - resume) << "the spares built exactly the events from " << resume << " on";
@@ -233,7 +233,7 @@ TEST(ControlProcess, AKilledUnitIsReportedWithinASecondAndTheCountsAddUp) {
     const std::uint64_t built_before = set.number(0, "events_built");
     ASSERT_TRUE(test::eventually([&] { return set.number(0, "events_dropped") > 0; }, 10s)) << set.logs();
     ASSERT_EQ(set.command(1, "stop").status, 200);
-    ASSERT_TRUE(set.all_report({0, 1, 2}, R"("state":"READY")", 10s)) << set.logs();
+    ASSERT_TRUE(set.all_report({0, 1, 2}, test::stopped, 10s)) << set.logs();
     EXPECT_EQ(set.number(0, "events_built"), built_before) << "nothing missing a source counts as built";
     std::uint64_t delivered = built_by_victim, dropped = 0;
     for (const Rank rank : {0, 1, 2}) {
@@ -366,7 +366,7 @@ TEST(ControlProcess, AStartBeforeTheSetHasStoppedIsKept) {
     ASSERT_TRUE(test::eventually([&] { return set.number(0, "next_event") > before; }, 10s))
         << "the cycle after the stop carries its vote\n" << set.logs();
     ASSERT_EQ(set.command(0, "start").status, 200);
-    ASSERT_TRUE(set.all_report({1, 2}, R"("state":"READY","activity":"idle")", 10s)) << "the set stops\n" << set.logs();
+    ASSERT_TRUE(set.all_report({1, 2}, test::stopped, 10s)) << "the set stops\n" << set.logs();
     EXPECT_TRUE(set.all_report({0}, R"("state":"RUNNING","activity":"connecting")", 10s))
         << "the start is kept\n" << set.logs();
     for (const Rank rank : {1, 2}) ASSERT_EQ(set.command(rank, "start").status, 200) << rank;
@@ -412,7 +412,7 @@ TEST(ControlProcess, AnUnfoldedSetBuildsWithRusAndBusWhereTheTablePutsThem) {
     ASSERT_TRUE(test::eventually([&] { return set.number(0, "meps_built") >= 3; }, 20s)) << set.logs();
     const std::uint64_t built_by_2 = set.number(2, "events_built");
     ASSERT_EQ(set.command(0, "stop").status, 200);
-    ASSERT_TRUE(set.all_report({0, 1, 2, 3}, R"("state":"READY")", 10s)) << set.logs();
+    ASSERT_TRUE(set.all_report({0, 1, 2, 3}, test::stopped, 10s)) << set.logs();
     EXPECT_EQ(set.number(2, "events_built"), built_by_2) << "rank 2 built nothing once it ran the RU";
     EXPECT_EQ(set.number(1, "events_built"), 0u);
 
@@ -439,7 +439,7 @@ TEST(ControlProcess, AUnitsBUMovesToASpareWhileItsRUGoesOnReading) {
     ASSERT_TRUE(test::eventually([&] { return set.number(0, "network_bytes_sent") > sent_by_0; }, 10s))
         << "rank 0's RU goes on sending\n" << set.logs();
     ASSERT_EQ(set.command(0, "stop").status, 200);
-    ASSERT_TRUE(set.all_report(set.ranks(), R"("state":"READY")", 10s)) << set.logs();
+    ASSERT_TRUE(set.all_report(set.ranks(), test::stopped, 10s)) << set.logs();
     EXPECT_EQ(set.number(0, "events_built"), built_by_0) << "rank 0 runs no BU since epoch 2";
     expect_every_event_built_once(set, set.ranks(), 2);
     EXPECT_EQ(test::json_number(set.status(3), "network_bytes_sent"), 0u) << "rank 3 reads nothing, so sends nothing";
@@ -467,7 +467,7 @@ TEST_P(UnreadSource, HasItsSlotInEveryMEPAndThePolicyDecides) {
         return true;
     }, 20s)) << set.logs();
     ASSERT_EQ(set.command(0, "stop").status, 200);
-    ASSERT_TRUE(set.all_report(set.ranks(), R"("state":"READY")", 10s)) << set.logs();
+    ASSERT_TRUE(set.all_report(set.ranks(), test::stopped, 10s)) << set.logs();
     const std::uint64_t next_event = set.number(0, "next_event");
     std::uint64_t accounted = 0;
     for (const Rank rank : set.ranks()) {
@@ -517,7 +517,7 @@ TEST(ControlProcess, ASessionResetMidCycleLeavesTheNextOneBuildingFromTheSetsPla
         }
     }
     ASSERT_EQ(set.command(0, "stop").status, 200);
-    ASSERT_TRUE(set.all_report(set.ranks(), R"("state":"READY")", 10s)) << set.logs();
+    ASSERT_TRUE(set.all_report(set.ranks(), test::stopped, 10s)) << set.logs();
     EXPECT_EQ(set.logs().find("rejected"), std::string::npos) << set.logs();
 }
 
@@ -569,7 +569,7 @@ TEST_P(RestartedUnit, RejoinsTheRunningSetUnderANewEpoch) {
     }
 
     ASSERT_EQ(set.command(0, "stop").status, 200);
-    ASSERT_TRUE(set.all_report(everyone, R"("state":"READY")", 10s)) << set.logs();
+    ASSERT_TRUE(set.all_report(everyone, test::stopped, 10s)) << set.logs();
     const std::uint64_t next_event = set.number(0, "next_event");
     std::uint64_t delivered = built_by_victim, dropped = 0;
     for (const Rank rank : everyone) {
@@ -662,7 +662,7 @@ TEST_P(UnreachableJoiner, IsLostForTheWholeSetWithinTheJoinTimeoutAndJoinsLater)
     EXPECT_TRUE(set.all_report(everyone, R"("state":"RUNNING","activity":"building")", 0ms)) << set.logs();
 
     ASSERT_EQ(set.command(0, "stop").status, 200);
-    ASSERT_TRUE(set.all_report(everyone, R"("state":"READY")", 10s)) << set.logs();
+    ASSERT_TRUE(set.all_report(everyone, test::stopped, 10s)) << set.logs();
     const std::uint64_t next_event = set.number(0, "next_event");
     std::uint64_t delivered = 0, all_dropped = 0;
     for (const Rank rank : everyone) {

@@ -33,6 +33,11 @@ using namespace std::chrono_literals;
 inline constexpr const char* controlled_token = "s3cret-token";
 inline constexpr std::uint64_t controlled_packing_factor = 100;
 
+// A stopped unit's status. The unit told to stop reports READY at once, but
+// its set stops at the end of the cycle that carries the vote, and until
+// then it is still building: its counters are final only once it is idle.
+inline constexpr std::string_view stopped = R"("state":"READY","activity":"idle")";
+
 // One HTTP request over a real socket: "METHOD path" with an optional bearer
 // token and JSON body. Returns the status code and body (0 if nobody answered).
 inline Http_reply request(std::uint16_t port, std::string_view method, std::string_view path,

@@ -65,15 +65,15 @@ void expect_no_error(const Controlled_set& set) {
 }
 
 // Stops the set through `via`; a unit the set put out (it cycles alone) is
-// told on its own. Returns the set's next event once all are READY.
+// told on its own. Returns the set's next event once all have stopped.
 std::uint64_t stop_everyone(Controlled_set& set, Rank via) {
     EXPECT_EQ(set.command(via, "stop").status, 200);
-    EXPECT_TRUE(set.all_report({via}, R"("state":"READY")", 10s)) << set.logs();
+    EXPECT_TRUE(set.all_report({via}, test::stopped, 10s)) << set.logs();
     for (const Rank rank : set.ranks())
         if (!set.all_report({rank}, R"("state":"READY")", 2s)) {
             EXPECT_EQ(set.command(rank, "stop").status, 200) << rank;
         }
-    EXPECT_TRUE(set.all_report(set.ranks(), R"("state":"READY")", 10s)) << set.logs();
+    EXPECT_TRUE(set.all_report(set.ranks(), test::stopped, 10s)) << set.logs();
     return set.number(via, "next_event");
 }
 
@@ -328,7 +328,7 @@ TEST(Faults, AConnectionStormOnTheControlAndDataPortsLeavesTheSetBuilding) {
 
     // The data port takes dials while the unit connects: at the next start.
     ASSERT_EQ(set.command(0, "stop").status, 200);
-    ASSERT_TRUE(set.all_report(everyone, R"("state":"READY")", 10s)) << set.logs();
+    ASSERT_TRUE(set.all_report(everyone, test::stopped, 10s)) << set.logs();
     const auto started = Clock::now();
     set.command_all("start");
     ASSERT_TRUE(set.all_report(everyone, R"("activity":"building")", 10s)) << set.logs();
@@ -416,7 +416,7 @@ TEST(Faults, AKilledBuOfAnUnfoldedSetIsCountedByALeaderThatRunsOnlyABu) {
     for (const Rank ru : {1, 3}) EXPECT_EQ(set.number(static_cast<Rank>(ru), "events_dropped"), 0u) << ru;
 
     EXPECT_EQ(set.command(0, "stop").status, 200);
-    ASSERT_TRUE(set.all_report({0, 1, 3}, R"("state":"READY")", 10s)) << set.logs();
+    ASSERT_TRUE(set.all_report({0, 1, 3}, test::stopped, 10s)) << set.logs();
     const std::uint64_t next_event = set.number(0, "next_event");
     const auto totals = set.totals({0, 1, 3});
     EXPECT_EQ(totals.incomplete, 0u);
