@@ -462,7 +462,9 @@ TEST_F(Run, FileReplayFeedsTheRu) {
 }
 
 // N probes run 30 barriers; each counts itself into a shared witness before
-// a barrier and checks after it that all N had.
+// a barrier and checks after it that all N had. No probe is to be lost: 64
+// processes on a loaded 2-core machine can go a second unscheduled, so the
+// peer timeout is 30 s (a lost peer would let the others pass without it).
 class Barriers : public Run, public testing::WithParamInterface<std::pair<const char*, Rank>> {};
 
 TEST_P(Barriers, NoProcessLeavesBeforeAllArrived) {
@@ -475,7 +477,7 @@ TEST_P(Barriers, NoProcessLeavesBeforeAllArrived) {
     for (Rank rank = 0; rank < units; ++rank)
         probes.push_back(&start("probe-" + std::to_string(rank), "eb-barrier-probe",
                                 {"--rank", std::to_string(rank), "--peers", list, "--barrier", kind, "--events",
-                                 std::to_string(rounds), "--http-port", "1", witness}));
+                                 std::to_string(rounds), "--http-port", "1", "--peer-timeout-ms", "30000", witness}));
     int left_early = 0;
     for (Child* probe : probes) {
         const auto code = probe->wait_exit(60s);
