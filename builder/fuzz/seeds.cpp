@@ -8,6 +8,7 @@
 #include "event_model.hpp"
 #include "mep_layout.hpp"
 #include "mfp.hpp"
+#include "seed_streams.hpp"
 
 namespace {
 
@@ -34,9 +35,10 @@ int main(int argc, char** argv) {
     const std::filesystem::path dir = argv[1];
     std::vector<std::uint64_t> mfp_sizes;
     for (std::uint32_t source = 0; source < 3; ++source) mfp_sizes.push_back(eb::mfp_bytes(sizes_of(source)));
-    const eb::Mep_layout layout = eb::mep_layout(mfp_sizes);
+    const std::vector<std::byte> streams = eb::encode_stream_map(eb::seed_stream_map());
+    const eb::Mep_layout layout = eb::mep_layout(mfp_sizes, streams.size());
     std::vector<std::byte> mep(layout.total_bytes);
-    eb::write_mep_header(mep, layout, 8, 4, 1);
+    eb::write_mep_header(mep, layout, 8, 4, 1, streams);
     for (std::uint32_t source = 0; source < 3; ++source)
         eb::write_mfp(std::span(mep).subspan(layout.offsets[source], mfp_sizes[source]),
                       {source, 8, eb::fragment_type(source)}, sizes_of(source));

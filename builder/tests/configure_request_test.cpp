@@ -40,7 +40,10 @@ TEST(ConfigureRequest, ReadsTheDocumentedExample) {
                                       {"small-eb-1.small-eb", 7000},
                                       {"small-eb-2.small-eb", 7000}},
                                      {Rank_function::ru_bu, Rank_function::dummy, Rank_function::dummy},
-                                     "small"};
+                                     "small",
+                                     0,
+                                     {},
+                                     {{{"eb0-tell40-0a", "eb0-tell40-0b"}, {}, {}}, {}}};
     EXPECT_EQ(*request, expected);
 
     // The process's --rank, when given, is the one the body must name.
@@ -186,8 +189,28 @@ TEST(ConfigureRequest, ErrorsNameTheFieldAndTheFix) {
         {changed("/table/ranks/0/state", "dummy"), "table.ranks: no live rank runs an RU; make at least one rank live"},
         {changed({{"/table/layout", "Unfolded"}, {"/table/ranks/0/function", "RU"}}),
          "table.ranks: no live rank runs a BU; make at least one rank live with function BU"},
-        {changed({{"/table/layout", "Unfolded"}, {"/table/ranks/0/function", "BU"}}),
+        {changed({{"/table/layout", "Unfolded"}, {"/table/ranks/0/function", "BU"}, {"/table/ranks/0/sources", Json::array()}}),
          "table.ranks: no live rank runs an RU; make at least one rank live with function RU"},
+        // Readout streams: named as the Fabric names them, each in one place.
+        {changed("/table/ranks/0/sources", "eb0-tell40-0a"), "table.ranks[0].sources: expected an array of stream names"},
+        {changed("/table/ranks/0/sources/1", "tell 40"),
+         "table.ranks[0].sources[1] 'tell 40': expected a stream name of 1 to 128 characters, letters, digits and . _ : / "
+         "- (starting with a letter or digit), as the Fabric's endpoints[].streams"},
+        {changed("/table/ranks/0/sources/0", "-a"), "table.ranks[0].sources[0] '-a': expected a stream name"},
+        {changed("/table/ranks/0/sources/0", ""), "table.ranks[0].sources[0] '': expected a stream name"},
+        {changed("/table/ranks/0/sources/0", std::string(129, 'a')), "table.ranks[0].sources[0] 'aaaa"},
+        {changed("/table/ranks/0/sources/0", 7), "table.ranks[0].sources[0] '7': expected a stream name"},
+        {changed("/table/ranks/0/sources/1", "eb0-tell40-0a"),
+         "table.ranks[0].sources[1] 'eb0-tell40-0a': also at table.ranks[0].sources[0]; each stream is read by one RU or "
+         "listed unread once"},
+        {changed("/table/unreadStreams", Json::array({"eb1-tell40-0a", "eb0-tell40-0b"})),
+         "table.unreadStreams[1] 'eb0-tell40-0b': also at table.ranks[0].sources[1]; each stream is read by one RU or "
+         "listed unread once"},
+        {changed("/table/unreadStreams", "eb1-tell40-0a"), "table.unreadStreams: expected an array of stream names"},
+        {changed("/table/unreadStreams", Json::array({"ok", "not ok"})),
+         "table.unreadStreams[1] 'not ok': expected a stream name"},
+        {changed("/table/ranks/0/function", "BU"),
+         "table.ranks[0].sources: on a rank that runs no RU (function BU); a BU reads no streams: remove them"},
     };
     for (const auto& c : cases) {
         const auto parsed = parse_configure_request(c.body, c.required_rank);
@@ -195,6 +218,23 @@ TEST(ConfigureRequest, ErrorsNameTheFieldAndTheFix) {
         ASSERT_NE(error, nullptr) << c.body;
         EXPECT_TRUE(error->starts_with(c.error)) << "got:  " << *error << "\nwant: " << c.error;
     }
+}
+
+// The streams every MEP names: each RU's, in slot order, and the run's
+// unread ones. A dummy's sources are ignored like its other fields, and
+// stream names may use every character the Fabric's pattern allows.
+TEST(ConfigureRequest, ReadsTheReadoutStreams) {
+    Json body = {{"rank", 1}, {"table", Json::parse(example_table)}};
+    body["table"]["ranks"][1]["state"] = "live";
+    body["table"]["ranks"][1]["sources"] = {"ut:1/a_b.c"};
+    body["table"]["ranks"][2]["sources"] = {"eb0-tell40-0a"};
+    body["table"]["unreadStreams"] = {"eb1-tell40-0a", "eb1-tell40-0b"};
+    const auto parsed = parse_configure_request(body.dump(), std::nullopt);
+    const auto* request = std::get_if<Configure_request>(&parsed);
+    ASSERT_NE(request, nullptr) << std::get<std::string>(parsed);
+    const Readout_streams expected{{{"eb0-tell40-0a", "eb0-tell40-0b"}, {"ut:1/a_b.c"}, {}},
+                                   {"eb1-tell40-0a", "eb1-tell40-0b"}};
+    EXPECT_EQ(request->streams, expected);
 }
 
 TEST(ConfigureRequest, BoundsTheTableSize) {

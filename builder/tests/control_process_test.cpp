@@ -25,6 +25,7 @@
 #include "rank.hpp"
 #include "stop_flag.hpp"
 #include "controlled_set.hpp"
+#include "pod_helpers.hpp"
 #include "relay.hpp"
 #include "test_support.hpp"
 
@@ -120,66 +121,78 @@ TEST(ControlProcess, ARunningSetMovesAUnitToASpareWithoutRestartOrLoss) {
 // a failover through what the builder publishes beside its ring, checks
 // every event, and its counts reach the builder's /status.
 TEST(ControlProcess, APodsReadoutDriverAndConsumerFollowAFailover) {
-    const std::string run = "pod" + std::to_string(::getpid());
+    const std::string run = test::unique_run_name("pod");
     Controlled_set set(3, Controlled_set::all_ranks(3), {"--source", "shm", "--output", "shm", "--run", run, "--ring-mib", "4"});
     ASSERT_TRUE(set.all_answer()) << set.logs();
-    const std::string dir = test::make_temp_dir();
-    const std::string table = dir + "/ranks.json";
-    {
-        const std::string body = set.configure_body(0, 1, {0, 1});
-        const std::size_t start = body.find("\"table\":") + 8;
-        std::ofstream(table) << body.substr(start, body.size() - 1 - start);  // the table document alone
-    }
-    std::vector<std::unique_ptr<test::Child>> helpers;
-    for (Rank rank = 0; rank < 3; ++rank)
-        for (const std::string tool : {"eb-readout-emulator", "eb-consumer"})
-            helpers.push_back(std::make_unique<test::Child>(
-                "/usr/bin/env",
-                std::vector<std::string>{"EB_RANK=" + std::to_string(rank), "EB_PACKING_FACTOR=100", "EB_MFP_RING_MIB=4",
-                                         "EB_RANK_TABLE=" + table, EB_TOOLS_DIR "/" + tool, "--run", run,
-                                         "--fragment-size", "64"},
-                dir + "/" + tool + "-" + std::to_string(rank) + ".log"));
-    const auto consumed = [&](Rank rank, std::string_view key) {
-        const std::string status = set.status(rank);
-        const std::size_t at = status.find("\"consumer\":{");
-        return at == std::string::npos ? 0 : test::json_number(status.substr(at), key).value_or(0);
-    };
-    const auto helper_logs = [&] {
-        std::string logs;
-        for (const auto& helper : helpers) logs += helper->log();
-        return logs + set.logs();
-    };
+    test::Pod_helpers pods(set, run, set.configure_body(0, 1, {0, 1}));
     set.configure_all(1, {0, 1});
     set.command_all("start");
-    ASSERT_TRUE(test::eventually([&] { return consumed(1, "meps") > 0; }, 20s)) << helper_logs();
+    ASSERT_TRUE(test::eventually([&] { return pods.consumed(1, "meps") > 0; }, 20s)) << pods.logs();
 
     set.configure_all(2, {0, 2});  // rank 1 fails over to the spare, rank 2
-    ASSERT_TRUE(test::eventually([&] { return consumed(2, "meps") > 0; }, 20s)) << helper_logs();
+    ASSERT_TRUE(test::eventually([&] { return pods.consumed(2, "meps") > 0; }, 20s)) << pods.logs();
     ASSERT_EQ(set.command(0, "stop").status, 200);
-    ASSERT_TRUE(set.all_report({0, 2}, test::stopped, 10s)) << helper_logs();
+    ASSERT_TRUE(set.all_report({0, 2}, test::stopped, 10s)) << pods.logs();
 
     // Each consumer checked every event its builder handed it, all complete.
     const std::uint64_t next_event = set.number(0, "next_event");
     std::uint64_t built = 0;
     for (Rank rank = 0; rank < 3; ++rank) {
         const std::uint64_t handed = set.number(rank, "events_built");
-        EXPECT_TRUE(test::eventually([&] { return consumed(rank, "events_complete") == handed; }, 10s))
-            << "rank " << rank << ": built " << handed << ", consumer " << set.status(rank) << helper_logs();
-        EXPECT_EQ(consumed(rank, "events_incomplete"), 0u) << rank;
-        EXPECT_EQ(consumed(rank, "rejected"), 0u) << rank;
+        EXPECT_TRUE(test::eventually([&] { return pods.consumed(rank, "events_complete") == handed; }, 10s))
+            << "rank " << rank << ": built " << handed << ", consumer " << set.status(rank) << pods.logs();
+        EXPECT_EQ(pods.consumed(rank, "events_incomplete"), 0u) << rank;
+        EXPECT_EQ(pods.consumed(rank, "rejected"), 0u) << rank;
         built += handed;
     }
     EXPECT_EQ(built, next_event) << "every event id below next_event built once, none lost in the failover";
-    EXPECT_GT(consumed(1, "events_complete"), 0u) << "the BU that moved keeps its consumer's final counts";
-    EXPECT_NE(helpers[5]->log().find("MEPs of rank table epoch 2"), std::string::npos) << helpers[5]->log();
+    EXPECT_GT(pods.consumed(1, "events_complete"), 0u) << "the BU that moved keeps its consumer's final counts";
+    EXPECT_NE(pods.consumer(2).log().find("MEPs of rank table epoch 2"), std::string::npos) << pods.consumer(2).log();
 
-    // Ended by SIGTERM, as the kubelet ends a pod: nothing is left in /dev/shm.
-    for (Rank rank = 0; rank < 3; ++rank) set.process(rank).signal(SIGTERM);
-    for (const auto& helper : helpers) helper->signal(SIGTERM);
-    for (Rank rank = 0; rank < 3; ++rank) EXPECT_TRUE(set.process(rank).wait_exit(10s)) << rank;
-    for (const auto& helper : helpers) EXPECT_TRUE(helper->wait_exit(10s)) << helper->log();
-    for (const auto& entry : std::filesystem::directory_iterator("/dev/shm"))
-        EXPECT_FALSE(entry.path().filename().string().starts_with("eb-" + run + "-")) << entry.path() << " left behind";
+    pods.terminate_all();
+}
+
+// Readout is physical: when rank 1's server fails, its unit moves to the
+// spare (rank 2), which reads its own fibres, and rank 1's stream is read
+// by no one (the table's unreadStreams). Every MEP says so in its stream
+// map: under --incomplete flag each consumer counts, per stream, the events
+// of the new epoch as lacking the lost stream and holding the spare's, and
+// counts them incomplete; nothing is rejected.
+TEST(ControlProcess, AfterAFailoverEveryMepSaysWhichDetectorStreamItLacks) {
+    const std::string run = test::unique_run_name("streams");
+    Controlled_set set(3, Controlled_set::all_ranks(3),
+                       {"--source", "shm", "--output", "shm", "--run", run, "--ring-mib", "4", "--incomplete", "flag"});
+    ASSERT_TRUE(set.all_answer()) << set.logs();
+    set.name_streams({{{"velo-0a", "velo-0b"}, {"ut-1"}, {"spare:2/a"}}, {}});
+    test::Pod_helpers pods(set, run, set.configure_body(0, 1, {0, 1}));
+    set.configure_all(1, {0, 1});
+    set.command_all("start");
+    const auto held = [&](Rank rank, const std::string& stream) { return pods.streams(rank)[stream].first; };
+    const auto lacked = [&](Rank rank, const std::string& stream) { return pods.streams(rank)[stream].second; };
+    ASSERT_TRUE(test::eventually([&] { return held(0, "ut-1") > 0 && held(1, "velo-0a") > 0; }, 20s)) << pods.logs();
+    EXPECT_EQ(pods.consumed(0, "events_incomplete") + pods.consumed(1, "events_incomplete"), 0u) << "nothing lacked yet";
+    EXPECT_EQ(pods.streams(0).count("spare:2/a"), 0u) << "the spare's stream is in no event yet";
+
+    set.name_streams({{{"velo-0a", "velo-0b"}, {}, {"spare:2/a"}}, {"ut-1"}});
+    set.configure_all(2, {0, 2});
+    for (const Rank rank : {0, 2})
+        ASSERT_TRUE(test::eventually([&] { return lacked(rank, "ut-1") > 0 && held(rank, "spare:2/a") > 0; }, 20s))
+            << "rank " << rank << pods.logs();
+    ASSERT_EQ(set.command(0, "stop").status, 200);
+    ASSERT_TRUE(set.all_report({0, 2}, test::stopped, 10s)) << pods.logs();
+    for (const Rank rank : {0, 2}) {
+        const std::uint64_t flagged = set.number(rank, "events_incomplete");
+        ASSERT_TRUE(test::eventually([&] { return pods.consumed(rank, "events_incomplete") == flagged; }, 10s))
+            << "rank " << rank << ": " << set.status(rank) << pods.logs();
+        const auto counts = pods.streams(rank);
+        EXPECT_GT(flagged, 0u) << rank;
+        EXPECT_EQ(counts.at("ut-1").second, flagged) << "rank " << rank << ": every flagged event lacks ut-1, and only those";
+        EXPECT_EQ(counts.at("spare:2/a").first, flagged) << "rank " << rank << ": the spare's stream is in each of them";
+        EXPECT_EQ(counts.at("velo-0a").second, 0u) << "rank " << rank << ": the surviving unit's streams are in every event";
+        EXPECT_EQ(pods.consumed(rank, "rejected"), 0u) << rank;
+    }
+    EXPECT_NE(pods.consumer(2).log().find("lacks ut-1"), std::string::npos) << pods.consumer(2).log();
+    pods.terminate_all();
 }
 
 // Every unit of a running set lost at once (a server with all of them): the
@@ -486,6 +499,30 @@ TEST_P(UnreadSource, HasItsSlotInEveryMEPAndThePolicyDecides) {
 
 INSTANTIATE_TEST_SUITE_P(ControlProcess, UnreadSource, testing::Values("flag", "drop"),
                          [](const auto& policy) { return policy.param; });
+
+// A stream of the run that no RU reads (the table's unreadStreams) leaves
+// every MEP without it: under the default --incomplete drop no event is
+// delivered, each counted dropped once; the BUs' checkers expect the map
+// the table gives and reject nothing.
+TEST(ControlProcess, AStreamNoRuReadsDropsEveryEventUnderDrop) {
+    Controlled_set set(2);
+    ASSERT_TRUE(set.all_answer()) << set.logs();
+    set.name_streams({{{"a-0"}, {"b-1", "b-2"}}, {"lost-3"}});
+    set.configure_all(1, set.ranks());
+    set.command_all("start");
+    ASSERT_TRUE(test::eventually([&] { return set.number(0, "events_dropped") >= 3 * test::controlled_packing_factor; }, 20s))
+        << set.logs();
+    ASSERT_EQ(set.command(0, "stop").status, 200);
+    ASSERT_TRUE(set.all_report(set.ranks(), test::stopped, 10s)) << set.logs();
+    std::uint64_t dropped = 0;
+    for (const Rank rank : set.ranks()) {
+        EXPECT_EQ(set.number(rank, "events_built"), 0u) << set.status(rank);
+        EXPECT_EQ(set.number(rank, "events_incomplete"), 0u) << set.status(rank);
+        EXPECT_EQ(set.parse_errors(rank), 0u) << "rank " << rank;
+        dropped += set.number(rank, "events_dropped");
+    }
+    EXPECT_EQ(dropped, set.number(0, "next_event")) << "every event dropped once\n" << set.logs();
+}
 
 // A reset ends a session inside a cycle: every RU has already taken that
 // cycle's MFPs from its source. The next session must start each source

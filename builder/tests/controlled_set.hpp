@@ -24,6 +24,7 @@
 
 #include "fd.hpp"
 #include "rank.hpp"
+#include "rank_table.hpp"
 #include "test_support.hpp"
 
 namespace eb::test {
@@ -108,16 +109,22 @@ public:
                                const std::vector<std::string>& functions) const {
         std::string ranks;
         for (Rank r = 0; r < units_; ++r) {
-            const std::string live = functions[r] == unread_bu ? "live\",\"function\":\"BU\",\"sourceUnread\":true"
-                                                               : "live\",\"function\":\"" + functions[r] + "\"";
+            std::string live = functions[r] == unread_bu ? "live\",\"function\":\"BU\",\"sourceUnread\":true"
+                                                         : "live\",\"function\":\"" + functions[r] + "\"";
+            if (r < streams_.by_rank.size() && !streams_.by_rank[r].empty() && functions[r].starts_with("RU"))
+                live += ",\"sources\":" + json_list(streams_.by_rank[r]);
             ranks += (r == 0 ? "" : ",") + std::string("{\"rank\":") + std::to_string(r) +
                      ",\"address\":\"127.0.0.1:" + std::to_string(ports_[r]) + "\",\"state\":\"" +
                      (functions[r].empty() ? "dummy\"" : live) + "}";
         }
         return "{\"rank\":" + std::to_string(rank) + ",\"table\":{\"version\":\"eventbuilder.daq.io/ranktable/v1\"," +
                "\"run\":\"test\",\"epoch\":" + std::to_string(epoch) + ",\"layout\":\"" + std::string(layout) +
-               "\",\"ranks\":[" + ranks + "]}}";
+               "\",\"ranks\":[" + ranks + "]" +
+               (streams_.unread.empty() ? "" : ",\"unreadStreams\":" + json_list(streams_.unread)) + "}}";
     }
+    // The readout streams of the tables configure_body writes from now on:
+    // each live RU's (by rank; dummies get none) and the unread ones.
+    void name_streams(Readout_streams streams) { streams_ = std::move(streams); }
     // A Folded table: the `live` ranks run RU+BU.
     std::string configure_body(Rank rank, std::uint64_t epoch, const std::set<Rank>& live) const {
         std::vector<std::string> functions(units_);
@@ -232,6 +239,13 @@ private:
     std::vector<std::string> flags_;  // added to every process's command line
     std::vector<std::unique_ptr<Child>> processes_;
     std::vector<int> starts_;  // by rank
+    Readout_streams streams_;
+
+    static std::string json_list(const std::vector<std::string>& names) {
+        std::string list;
+        for (const std::string& name : names) list += (list.empty() ? "\"" : ",\"") + name + "\"";
+        return "[" + list + "]";
+    }
 };
 
 

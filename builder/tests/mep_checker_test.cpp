@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <numeric>
 #include <vector>
 
@@ -20,14 +21,17 @@ constexpr std::uint32_t payload_bytes = 24;
 constexpr std::uint64_t first_event = 20;
 
 const Event_model model{Size_model::fixed, payload_bytes};
+// Streams on slots 0 and 2; slot 1's RU reads none (a generator, say).
+const Stream_map streams{{{"velo-0"}, {}, {"ut-2a", "ut-2b"}}, {}};
 
 // An intact MEP as a BU would assemble it from generator MFPs.
-std::vector<std::byte> intact_mep(std::uint64_t first = first_event) {
+std::vector<std::byte> intact_mep(std::uint64_t first = first_event, const Stream_map& map = streams) {
     const std::vector<std::uint16_t> fragment_sizes(events, payload_bytes);
     const std::vector<std::uint64_t> sizes(sources, mfp_bytes(fragment_sizes));
-    const Mep_layout layout = mep_layout(sizes);
+    const std::vector<std::byte> encoded = encode_stream_map(map);
+    const Mep_layout layout = mep_layout(sizes, encoded.size());
     std::vector<std::byte> mep(layout.total_bytes);
-    write_mep_header(mep, layout, first, events, 1);
+    write_mep_header(mep, layout, first, events, 1, encoded);
     for (std::uint32_t s = 0; s < sources; ++s)
         write_mfp(std::span(mep).subspan(layout.offsets[s], sizes[s]),
                   {.source_id = s, .first_event_id = first, .type = fragment_type(s)}, fragment_sizes);
@@ -35,6 +39,7 @@ std::vector<std::byte> intact_mep(std::uint64_t first = first_event) {
 }
 
 std::size_t offsets_entry(std::uint32_t source) { return sizeof(Mep_header) + 8 * source; }
+const std::size_t stream_map_at = offsets_entry(sources);
 std::size_t mfp_at(const std::vector<std::byte>& mep, std::uint32_t source) {
     return load<std::uint64_t>(mep, offsets_entry(source));
 }
@@ -55,10 +60,10 @@ void poke(std::vector<std::byte>& bytes, std::size_t at, Field Header::*field, F
     store(bytes, at, header);
 }
 
-Mep_checker checker(Parse_error_counts& errors) {
+Mep_checker checker(Parse_error_counts& errors, const Stream_map& map = streams) {
     std::vector<std::uint32_t> ids(sources);
     std::iota(ids.begin(), ids.end(), 0u);
-    return Mep_checker(ids, events, model, errors);
+    return Mep_checker(ids, events, model, errors, map);
 }
 
 struct Damage_case {
@@ -112,6 +117,17 @@ TEST(MepChecker, CountsEachEventAsCompleteOrIncomplete) {
          "bad_offset: slot 1"},
         {"misaligned offset", [](auto& m) { store(m, offsets_entry(1), load<std::uint64_t>(m, offsets_entry(1)) + 4); },
          0, "bad_alignment: slot 1"},
+        {"stream map of a size that is no multiple of 8",
+         [](auto& m) { poke(m, 0, &Mep_header::stream_map_bytes, std::uint32_t{12}); }, 0,
+         "bad_alignment: stream map of 12 bytes"},
+        {"stream map past the MEP", [](auto& m) { poke(m, 0, &Mep_header::stream_map_bytes, std::uint32_t{1} << 30); },
+         0, "MEP truncated: 3 sources and a 1073741824-byte stream map"},
+        // The map starts after the offsets: slot 0's count (u16), then "velo-0" (u8 length, bytes).
+        {"stream name damaged", [](auto& m) { m[stream_map_at + 3] = std::byte{' '}; }, 0,
+         "MEP bad_stream_map: stream map: slot 0: the name at byte 2 is not a stream name"},
+        {"stream count past the map", [](auto& m) { m[stream_map_at] = std::byte{200}; }, 0, "bad_stream_map"},
+        {"another stream in slot 0", [](auto& m) { m[stream_map_at + 3] = std::byte{'w'}; }, 0,
+         "MEP stream map slot 0 holds streams welo-0, expected velo-0"},
     };
     for (const auto& c : cases) {
         SCOPED_TRACE(c.name);
@@ -125,6 +141,38 @@ TEST(MepChecker, CountsEachEventAsCompleteOrIncomplete) {
         if (*c.problem == '\0') EXPECT_EQ(verdict.first_problem, "");
         else EXPECT_NE(verdict.first_problem.find(c.problem), std::string::npos) << verdict.first_problem;
     }
+}
+
+// A MEP that lacks a stream of the run holds no complete event; per stream,
+// the checker counts the events that held it intact and those that lacked
+// it, over every map it was given.
+TEST(MepChecker, CountsPerStreamTheEventsThatHeldOrLackedIt) {
+    Parse_error_counts errors;
+    Mep_checker check = checker(errors);
+    std::vector<std::byte> damaged = intact_mep();
+    damaged[payload_at(damaged, 2, 4)] ^= std::byte{1};
+    EXPECT_EQ(check.check(intact_mep()).events_complete, events);
+    EXPECT_EQ(check.check(damaged).events_complete, events - 1);
+    EXPECT_EQ(check.stream_tallies(), (std::map<std::string, Stream_tally>{
+                                          {"velo-0", {2 * events, 0}}, {"ut-2a", {2 * events - 1, 1}}, {"ut-2b", {2 * events - 1, 1}}}));
+
+    // A failover: slot 0's server is lost and its streams unread; the spare
+    // on slot 1 reads its own.
+    const Stream_map after{{{}, {"spare-1"}, {"ut-2a", "ut-2b"}}, {"velo-0"}};
+    check.expect_sources({0, 1, 2}, after);
+    const Mep_verdict lacking = check.check(intact_mep(first_event, after));
+    EXPECT_EQ(lacking.events_complete, 0u) << "every event lacks velo-0";
+    EXPECT_NE(lacking.first_problem.find("lacks velo-0 (unread since a failure)"), std::string::npos) << lacking.first_problem;
+    EXPECT_EQ(errors.get(Parse_error::wrong_streams) + errors.get(Parse_error::bad_stream_map), 0u) << "no MEP was malformed";
+    EXPECT_EQ(check.stream_tallies(),
+              (std::map<std::string, Stream_tally>{{"velo-0", {2 * events, events}},
+                                                   {"spare-1", {events, 0}},
+                                                   {"ut-2a", {3 * events - 1, 1}},
+                                                   {"ut-2b", {3 * events - 1, 1}}}));
+
+    // The old map on a MEP of the new epoch is no match.
+    EXPECT_EQ(check.check(intact_mep()).events_complete, 0u);
+    EXPECT_EQ(errors.get(Parse_error::wrong_streams), 1u);
 }
 
 TEST(MepChecker, ForgetsDamageOfThePreviousMep) {

@@ -41,7 +41,7 @@ TEST(Mfp, WritesHeaderTablesPayloadsAndZeroPadding) {
     Mfp_view view;
     ASSERT_TRUE(parse_mfp(mfp, view).ok());
     EXPECT_EQ(view.header.magic, mfp_magic);
-    EXPECT_EQ(view.header.version, wire_version);
+    EXPECT_EQ(view.header.version, mfp_version);
     EXPECT_EQ(view.header.fragment_count, 3u);
     EXPECT_EQ(view.header.first_event_id, 5000u);
     EXPECT_EQ(view.header.total_bytes, mfp.size());

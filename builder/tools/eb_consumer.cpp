@@ -8,14 +8,20 @@
 // (Mep_expectation), so it follows failovers; with --peers, from the flags.
 // Checks every event byte for byte: all live sources present, event ids
 // contiguous and in sequence (whole MEPs the builder dropped, which it
-// counts, may be missing), sizes and payloads as generated. Publishes its
-// counts beside the ring for the builder's status (Consumer_report_writer) and
-// prints
+// counts, may be missing), sizes and payloads as generated, and each MEP's
+// stream map the one the builder published (no readout stream lacked for
+// the event to be complete). Publishes its counts beside the ring for the
+// builder's status (Consumer_report_writer) and, per readout stream, the
+// events that held and lacked it (publish_stream_tallies, each time it has
+// caught up with the builder and at least once a second; removed at the
+// end), and prints
+//   stream NAME: H events held it, L lacked it     (one line per stream)
 //   consumer: M MEPs, E events complete, I incomplete, P rejected
 // and exits 0 only if every event was complete and none was rejected, the
 // builder did not fail, and (with --events or --meps) every expected MEP came
 // or was dropped by the builder.
 #include <charconv>
+#include <chrono>
 #include <deque>
 #include <iostream>
 #include <optional>
@@ -105,6 +111,7 @@ int main(int argc, char** argv) {
         eb::stop_on_signals(stop);
         eb::Shm_ring_reader ring(ring_name, stop);
         eb::Consumer_report_writer report(ring_name);
+        auto next_tallies = std::chrono::steady_clock::now();
         while (limit == 0 || meps < limit) {
             const auto mep = ring.next();
             if (mep.empty()) {  // the builder closed the ring, complete or stopped
@@ -120,12 +127,12 @@ int main(int argc, char** argv) {
             // and the sequence goes on from this MEP.
             if (in_pod && framed && header.epoch != epoch) {
                 const eb::Mep_expectation expectation = published(ring_name, header.epoch);
-                checker.expect_sources(expectation.sources);
+                checker.expect_sources(expectation.sources, expectation.streams);
                 checker.expect_sequence(header.first_event_id, expectation.stride);
                 stride = expectation.stride;
                 epoch = header.epoch;
-                eb::log_info("MEPs of rank table epoch ", epoch, ": ", expectation.sources.size(), " sources, from event ",
-                             header.first_event_id);
+                eb::log_info("MEPs of rank table epoch ", epoch, ": ", expectation.sources.size(), " sources (",
+                             eb::describe_stream_map(expectation.streams), "), from event ", header.first_event_id);
             }
             // Taking over from a crashed consumer, the sequence goes on from
             // wherever that one stopped.
@@ -141,6 +148,12 @@ int main(int argc, char** argv) {
             if (!verdict.first_problem.empty() && ++damaged <= 10)  // then only counted
                 eb::log_warning("MEP ", meps - 1, ": ", verdict.first_problem);
             report.publish({meps, complete, incomplete, rejected_count(errors)});
+            // Caught up with the builder (the counts are then final until
+            // the next MEP), or once a second while behind.
+            if (const auto now = std::chrono::steady_clock::now(); ring.fill() == 0 || now >= next_tallies) {
+                eb::publish_stream_tallies(ring_name, checker.stream_tallies());
+                next_tallies = now + std::chrono::seconds(1);
+            }
         }
     } catch (const eb::Stopped&) {
     } catch (const std::exception& error) {
@@ -160,6 +173,9 @@ int main(int argc, char** argv) {
         eb::log_error(meps, " MEPs should hold ", meps * config.packing_factor, " events, got ", complete + incomplete);
         exit_code = 1;
     }
+    eb::remove_stream_tallies(ring_name);  // printed below instead
+    for (const auto& [name, tally] : checker.stream_tallies())
+        std::cout << "stream " << name << ": " << tally.held << " events held it, " << tally.lacked << " lacked it\n";
     const std::uint64_t rejected = rejected_count(errors);
     std::cout << "consumer: " << meps << " MEPs, " << complete << " events complete, " << incomplete
               << " incomplete, " << rejected << " rejected" << std::endl;

@@ -12,6 +12,7 @@
 
 #include "fd.hpp"
 #include "socket.hpp"
+#include "shm_text.hpp"
 
 namespace eb {
 
@@ -36,6 +37,21 @@ Mapped_report map_report(int fd, int protection, const std::string& name) {
 }  // namespace
 
 std::string consumer_report_name(const std::string& ring) { return ring + "-consumer"; }
+
+std::string stream_tallies_name(const std::string& ring) { return ring + "-consumer-streams"; }
+
+std::string render_stream_tallies(const std::map<std::string, Stream_tally>& tallies) {
+    std::string text;
+    for (const auto& [name, tally] : tallies)
+        text += name + " held " + std::to_string(tally.held) + " lacked " + std::to_string(tally.lacked) + "\n";
+    return text;
+}
+
+void publish_stream_tallies(const std::string& ring, const std::map<std::string, Stream_tally>& tallies) {
+    write_shm_text(stream_tallies_name(ring), render_stream_tallies(tallies));
+}
+
+void remove_stream_tallies(const std::string& ring) { ::shm_unlink(stream_tallies_name(ring).c_str()); }
 
 Consumer_report_writer::Consumer_report_writer(std::string ring) : name_(consumer_report_name(ring)) {
     ::shm_unlink(name_.c_str());  // a crashed consumer's, counting from 0 again

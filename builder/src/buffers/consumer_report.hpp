@@ -1,9 +1,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+
+#include "mep_checker.hpp"
 
 namespace eb {
 
@@ -44,6 +47,15 @@ private:
     std::string name_;
     Mapped_report segment_;
 };
+
+// Per readout stream, what the consumer found (Mep_checker's tallies): a
+// text file beside the ring (stream_tallies_name), a line "NAME held H
+// lacked L" per stream, rewritten as the consumer goes and removed when it
+// ends (it prints them then), for people and tests to read.
+std::string stream_tallies_name(const std::string& ring);
+std::string render_stream_tallies(const std::map<std::string, Stream_tally>& tallies);
+void publish_stream_tallies(const std::string& ring, const std::map<std::string, Stream_tally>& tallies);
+void remove_stream_tallies(const std::string& ring);
 
 // The builder's end: reads the segment of the consumer there is (looking
 // for a new one at most once a second), or the last one's final counts.

@@ -1,15 +1,13 @@
 #include "mep_expectation.hpp"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
-#include <cerrno>
+#include <optional>
 #include <sstream>
+#include <string_view>
 #include <stdexcept>
 
-#include "fd.hpp"
-#include "socket.hpp"
+#include "shm_text.hpp"
 
 namespace eb {
 
@@ -22,42 +20,53 @@ void publish_mep_expectation(const std::string& ring, const Mep_expectation& exp
                        " sources";
     for (const std::uint32_t source : expectation.sources) text += " " + std::to_string(source);
     text += "\n";
-    const std::string name = mep_expectation_name(ring, expectation.epoch);
-    const Fd fd(::shm_open(name.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644));
-    if (!fd) throw std::runtime_error("shm_open " + name + ": " + error_text(errno));
-    for (std::size_t done = 0; done < text.size();) {
-        const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) throw std::runtime_error("writing " + name + ": " + error_text(errno));
-        done += static_cast<std::size_t>(n);
+    for (std::size_t slot = 0; slot < expectation.sources.size(); ++slot) {
+        text += "held " + std::to_string(expectation.sources[slot]);
+        if (slot < expectation.streams.held.size())
+            for (const std::string& name : expectation.streams.held[slot]) text += " " + name;
+        text += "\n";
     }
+    text += "lacked";
+    for (const std::string& name : expectation.streams.lacked) text += " " + name;
+    text += "\n";
+    write_shm_text(mep_expectation_name(ring, expectation.epoch), text);
 }
 
 std::optional<Mep_expectation> read_mep_expectation(const std::string& ring, std::uint32_t epoch) {
     const std::string name = mep_expectation_name(ring, epoch);
-    const Fd fd(::shm_open(name.c_str(), O_RDONLY | O_CLOEXEC, 0));
-    if (!fd) {
-        if (errno == ENOENT) return std::nullopt;
-        throw std::runtime_error("shm_open " + name + ": " + error_text(errno));
-    }
-    std::string text;
-    char chunk[4096];
-    while (true) {
-        const ssize_t n = ::read(fd.get(), chunk, sizeof chunk);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) throw std::runtime_error("reading " + name + ": " + error_text(errno));
-        if (n == 0) break;
-        text.append(chunk, static_cast<std::size_t>(n));
-    }
-    std::istringstream in(text);
+    const std::optional<std::string> text = read_shm_text(name);
+    if (!text) return std::nullopt;
+    std::istringstream lines(*text);
+    std::string line;
+    std::getline(lines, line);
+    std::istringstream in(line);
     Mep_expectation expectation;
     std::string epoch_word, stride_word, sources_word;
     in >> epoch_word >> expectation.epoch >> stride_word >> expectation.stride >> sources_word;
     for (std::uint32_t source = 0; in >> source;) expectation.sources.push_back(source);
     if (epoch_word != "epoch" || stride_word != "stride" || sources_word != "sources" || !in.eof() ||
         expectation.epoch != epoch || expectation.stride == 0 || expectation.sources.empty())
-        throw std::runtime_error(name + " holds '" + text.substr(0, text.find('\n')) +
-                                 "'; expected 'epoch " + std::to_string(epoch) + " stride S sources A B ...'");
+        throw std::runtime_error(name + " holds '" + line + "'; expected 'epoch " + std::to_string(epoch) +
+                                 " stride S sources A B ...'");
+    // Then the stream map: "held A name ..." per source in slot order, "lacked name ...".
+    const auto names_after = [&](std::string_view word, std::optional<std::uint32_t> source) {
+        std::istringstream words(line);
+        std::string first;
+        std::uint32_t id = 0;
+        words >> first;
+        if (first != word || (source && !(words >> id && id == *source)))
+            throw std::runtime_error(name + " holds '" + line + "' where '" + std::string(word) +
+                                     (source ? " " + std::to_string(*source) : std::string()) + " name ...' belongs");
+        std::vector<std::string> names;
+        for (std::string stream; words >> stream;) names.push_back(stream);
+        return names;
+    };
+    for (const std::uint32_t source : expectation.sources) {
+        if (!std::getline(lines, line)) line.clear();
+        expectation.streams.held.push_back(names_after("held", source));
+    }
+    if (!std::getline(lines, line)) line.clear();
+    expectation.streams.lacked = names_after("lacked", std::nullopt);
     return expectation;
 }
 

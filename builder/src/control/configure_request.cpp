@@ -1,8 +1,11 @@
 #include "configure_request.hpp"
 
 #include <nlohmann/json.hpp>
+#include <limits>
 #include <unordered_map>
 #include <utility>
+
+#include "stream_name.hpp"
 
 namespace eb {
 namespace {
@@ -93,6 +96,39 @@ bool parse_source_unread(const Json& entry, const std::string& path, Rank_functi
     return unread->get<bool>();
 }
 
+// Where each stream was named first (its JSON path): a stream is read by
+// one RU, or listed unread, once.
+using Stream_places = std::unordered_map<std::string, std::string>;
+
+// A list of stream names at `path` (ranks[i].sources, unreadStreams).
+std::vector<std::string> parse_streams(const Json& list, const std::string& path, Stream_places& places) {
+    if (!list.is_array()) fail(path + ": expected an array of stream names");
+    if (list.size() > std::numeric_limits<std::uint16_t>::max())
+        fail(path + ": " + std::to_string(list.size()) + " streams; at most 65535");
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        const std::string at = path + "[" + std::to_string(i) + "]";
+        if (!list[i].is_string() || !valid_stream_name(list[i].get_ref<const std::string&>()))
+            fail(at + shown(list[i]) + ": expected " + std::string(stream_name_rule) + ", as the Fabric's endpoints[].streams");
+        const std::string& name = list[i].get_ref<const std::string&>();
+        if (const auto [first, added] = places.emplace(name, at); !added)
+            fail(at + " '" + name + "': also at " + first->second + "; each stream is read by one RU or listed unread once");
+        names.push_back(name);
+    }
+    return names;
+}
+
+// table.ranks[i].sources: the streams the rank's RU reads. Ignored on a
+// dummy, like its other fields; a BU alone reads none.
+std::vector<std::string> parse_rank_streams(const Json& entry, const std::string& path, Rank_function function,
+                                            Stream_places& places) {
+    const auto sources = entry.find("sources");
+    if (sources == entry.end() || function == Rank_function::dummy) return {};
+    if (function == Rank_function::bu && !(sources->is_array() && sources->empty()))
+        fail(path + ".sources: on a rank that runs no RU (function BU); a BU reads no streams: remove them");
+    return parse_streams(*sources, path + ".sources", places);
+}
+
 // One entry of table.ranks: its address, and what it runs.
 std::pair<Peer_address, Rank_function> parse_entry(const Json& entry, std::size_t index, Layout layout) {
     const std::string path = entry_path(index);
@@ -146,6 +182,7 @@ Configure_request parse_document(const Json& body, std::optional<Rank> required_
     if (ranks.size() > max_table_ranks)
         fail("table.ranks: " + std::to_string(ranks.size()) + " entries; at most " + std::to_string(max_table_ranks));
     std::unordered_map<std::string, std::size_t> index_of_address;  // a set: 65536 entries make a scan too slow
+    Stream_places stream_places;
     for (std::size_t index = 0; index < ranks.size(); ++index) {
         auto [peer, function] = parse_entry(ranks[index], index, layout);
         const std::string address = peer.host + ":" + std::to_string(peer.port);
@@ -154,9 +191,13 @@ Configure_request parse_document(const Json& body, std::optional<Rank> required_
                  ".address; every rank needs its own host:port");
         if (parse_source_unread(ranks[index], entry_path(index), function))
             request.unread_sources.push_back(static_cast<Rank>(index));
+        request.streams.by_rank.push_back(parse_rank_streams(ranks[index], entry_path(index), function, stream_places));
         request.peers.push_back(std::move(peer));
         request.functions.push_back(function);
     }
+
+    if (const auto unread = table.find("unreadStreams"); unread != table.end())
+        request.streams.unread = parse_streams(*unread, "table.unreadStreams", stream_places);
 
     const auto units = static_cast<Rank>(request.peers.size());
     if (rank >= units)
@@ -168,7 +209,7 @@ Configure_request parse_document(const Json& body, std::optional<Rank> required_
              std::to_string(*required_rank) + "; send rank " + std::to_string(*required_rank) +
              " or start it without --rank");
 
-    const Rank_table roles(request.functions, request.unread_sources);
+    const Rank_table roles(request.functions, request.unread_sources, request.streams);
     const std::string fix = layout == Layout::folded ? "make at least one rank live"
                                                      : "make at least one rank live with function ";
     if (roles.rus().empty())

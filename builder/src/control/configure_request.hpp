@@ -38,6 +38,9 @@ struct Configure_request {
     std::uint64_t resume_event = 0;
     // Ascending: the live ranks with ranks[].sourceUnread true (each runs BU alone).
     std::vector<Rank> unread_sources{};
+    // ranks[].sources (one list per rank, empty where absent) and
+    // table.unreadStreams: the readout streams every MEP names.
+    Readout_streams streams{};
 
     friend bool operator==(const Configure_request&, const Configure_request&) = default;
 };

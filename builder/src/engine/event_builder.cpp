@@ -7,6 +7,7 @@
 #include <string>
 
 #include "log.hpp"
+#include "mep_stream_map.hpp"
 #include "mep_layout.hpp"
 #include "mfp.hpp"
 #include "mfp_parser.hpp"
@@ -40,6 +41,9 @@ Event_builder::Event_builder(Settings settings, const Rank_table& table, Transpo
     if (table.runs_bu(rank_)) {
         mfp_sizes_.resize(table.sources().size());
         slot_missing_.resize(table.sources().size());
+        const Stream_map streams = mep_stream_map(table);
+        stream_map_ = encode_stream_map(streams);
+        lacks_streams_ = streams.lacks_streams();
     }
     const std::vector<std::uint16_t> no_fragments(settings.packing_factor, 0);
     missing_mfp_.resize(mfp_bytes(no_fragments));
@@ -108,14 +112,14 @@ std::span<const std::byte> Event_builder::next_mfp(std::uint64_t chunk, Rank bu)
 
 void Event_builder::lay_out_mep(std::uint64_t cycle_chunk) {
     const std::uint64_t chunk = cycle_chunk + table_.bu_index(rank_);
-    bool missing = false;
+    bool missing = lacks_streams_;
     for (std::size_t slot = 0; slot < table_.sources().size(); ++slot) {
         const Rank source = table_.sources()[slot];
         slot_missing_[slot] = table_.source_unread(source) || transport_.lost(source);
         missing = missing || slot_missing_[slot];
         mfp_sizes_[slot] = slot_missing_[slot] ? missing_mfp_.size() : agreement_.header(source).bytes;
     }
-    Mep_layout layout = mep_layout(mfp_sizes_);
+    Mep_layout layout = mep_layout(mfp_sizes_, stream_map_.size());
     if (layout.total_bytes > unit_.output->max_element()) {
         // Each announced size is bounded; their sum must be too, before allocating it.
         const auto largest = std::max_element(mfp_sizes_.begin(), mfp_sizes_.end()) - mfp_sizes_.begin();
@@ -128,7 +132,8 @@ void Event_builder::lay_out_mep(std::uint64_t cycle_chunk) {
     }
     mep_ = unit_.output->allocate(layout.total_bytes);
     mep_open_ = true;
-    write_mep_header(mep_, layout, chunk * settings_.packing_factor, settings_.packing_factor, settings_.epoch);
+    write_mep_header(mep_, layout, chunk * settings_.packing_factor, settings_.packing_factor, settings_.epoch,
+                     stream_map_);
     offsets_ = std::move(layout.offsets);
     mep_damaged_ = false;
     if (!missing || settings_.drop_incomplete) return;
@@ -210,7 +215,8 @@ void Event_builder::finish_cycle() {
     }
     if (unit_.output == nullptr) return;
     mep_open_ = false;  // committed or discarded below
-    const bool missing = std::find(slot_missing_.begin(), slot_missing_.end(), true) != slot_missing_.end();
+    const bool missing =
+        lacks_streams_ || std::find(slot_missing_.begin(), slot_missing_.end(), true) != slot_missing_.end();
     if (agreement_.out_of_set()) {
         unit_.output->discard();  // its chunk is the set's to count
         if (agreement_.chunk_in_doubt(rank_)) unit_.events_in_doubt->fetch_add(settings_.packing_factor);

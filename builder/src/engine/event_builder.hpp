@@ -34,6 +34,8 @@ namespace eb {
 //   3. The units settle the cycle (Cycle_agreement): who is in it, what the
 //      votes decide. Release the MFPs, commit the MEP (a unit put out
 //      discards it); return what the set decided.
+// A MEP that lacks a readout stream of the run (the table's unread streams)
+// holds no complete event: dropped or delivered flagged, as below.
 // A lost peer is built around: its MFPs are missing from the MEPs (dropped,
 // or delivered flagged incomplete, as are those of an unread source) and the chunks it would have built are
 // dropped, all counted in `events_dropped`, once for the set: a BU in the
@@ -115,6 +117,8 @@ private:
     std::vector<Receive> data_receives_;  // the MFPs of this cycle's MEP
     bool data_posted_ = false;            // data operations posted and not all waited for
     std::vector<std::byte> missing_mfp_;  // a lost or unread source's slot in flagged MEPs
+    std::vector<std::byte> stream_map_;   // encoded, the same in every MEP of the table
+    bool lacks_streams_ = false;          // every MEP lacks a stream of the run
     std::span<std::byte> mep_;
     bool mep_open_ = false;               // allocated and neither committed nor discarded
     std::vector<std::uint64_t> offsets_;  // by slot

@@ -19,18 +19,47 @@ void note(std::string& problem, const Parts&... parts) {
     problem = text.str();
 }
 
+// The first difference between two maps of as many slots, for a person.
+std::string first_difference(const Stream_map& got, const Stream_map& expected) {
+    const auto listed = [](const std::vector<std::string>& names) {
+        if (names.empty()) return std::string("none");
+        std::string text;
+        for (const std::string& name : names) text += (text.empty() ? "" : ",") + name;
+        return text;
+    };
+    for (std::size_t slot = 0; slot < expected.held.size(); ++slot)
+        if (got.held[slot] != expected.held[slot])
+            return "slot " + std::to_string(slot) + " holds streams " + listed(got.held[slot]) + ", expected " +
+                   listed(expected.held[slot]);
+    return "lacks streams " + listed(got.lacked) + ", expected " + listed(expected.lacked);
+}
+
 }  // namespace
 
 Mep_checker::Mep_checker(std::vector<std::uint32_t> sources, std::uint32_t events_per_mep, const Event_model& model,
-                         Parse_error_counts& errors)
+                         Parse_error_counts& errors, Stream_map streams)
     : model_(model), events_per_mep_(events_per_mep), errors_(errors) {
-    expect_sources(std::move(sources));
+    expect_sources(std::move(sources), std::move(streams));
 }
 
-void Mep_checker::expect_sources(std::vector<std::uint32_t> sources) {
+void Mep_checker::expect_sources(std::vector<std::uint32_t> sources, Stream_map streams) {
     sources_ = std::move(sources);
     sizes_.clear();
     for (const std::uint32_t source : sources_) sizes_.emplace_back(model_, source);
+    if (streams.held.empty()) streams.held.resize(sources_.size());
+    streams_ = std::move(streams);
+    encoded_streams_ = encode_stream_map(streams_);
+    for (const auto& names : streams_.held)
+        for (const std::string& name : names) tallies_.try_emplace(name);
+    for (const std::string& name : streams_.lacked) tallies_.try_emplace(name);
+}
+
+Parse_status Mep_checker::check_stream_map(std::span<const std::byte> map, std::uint32_t slots) {
+    // The same bytes, as a BU writes them: the common case costs a compare.
+    if (std::ranges::equal(map, encoded_streams_)) return {};
+    if (Parse_status status = parse_stream_map(map, slots, got_streams_); !status.ok()) return status;
+    // The encoding is canonical: other bytes, another map.
+    return {Parse_error::wrong_streams, "MEP stream map " + first_difference(got_streams_, streams_)};
 }
 
 Mep_verdict Mep_checker::check(std::span<const std::byte> mep) {
@@ -44,6 +73,10 @@ Mep_verdict Mep_checker::check(std::span<const std::byte> mep) {
         frame = {Parse_error::wrong_source_count, "MEP holds " + std::to_string(view.header.source_count) +
                                                       " sources, expected one of each of the " +
                                                       std::to_string(sources_.size()) + " live sources"};
+    if (frame.ok() && streams_.held.size() != sources_.size())
+        frame = {Parse_error::wrong_streams, "the expected stream map has " + std::to_string(streams_.held.size()) +
+                                                 " slots for " + std::to_string(sources_.size()) + " sources"};
+    if (frame.ok()) frame = check_stream_map(view.stream_map(), view.header.source_count);
     if (!frame.ok()) {
         errors_.add(frame.error);
         return {0, events_per_mep_, std::move(frame.detail)};
@@ -63,15 +96,28 @@ Mep_verdict Mep_checker::check(std::span<const std::byte> mep) {
     }
 
     event_ok_.assign(events_per_mep_, 1);
+    intact_.assign(sources_.size(), 0);
     for (std::uint32_t slot = 0; slot < sources_.size(); ++slot)
-        check_mfp(view.slot(slot), slot, view.header.first_event_id, verdict.first_problem);
+        intact_[slot] = check_mfp(view.slot(slot), slot, view.header.first_event_id, verdict.first_problem);
+    for (std::uint32_t slot = 0; slot < sources_.size(); ++slot)
+        for (const std::string& name : streams_.held[slot]) {
+            Stream_tally& tally = tallies_[name];
+            tally.held += intact_[slot];
+            tally.lacked += events_per_mep_ - intact_[slot];
+        }
+    for (const std::string& name : streams_.lacked) tallies_[name].lacked += events_per_mep_;
+    if (streams_.lacks_streams()) {
+        // Built without a stream of the run: no event of it is complete.
+        note(verdict.first_problem, "MEP ", describe_stream_map(streams_), " (unread since a failure)");
+        std::fill(event_ok_.begin(), event_ok_.end(), 0);
+    }
     verdict.events_complete = static_cast<std::uint64_t>(std::count(event_ok_.begin(), event_ok_.end(), 1));
     verdict.events_incomplete = events_per_mep_ - verdict.events_complete;
     return verdict;
 }
 
-void Mep_checker::check_mfp(std::span<const std::byte> slot, std::size_t index, std::uint64_t first_event_id,
-                            std::string& problem) {
+std::uint64_t Mep_checker::check_mfp(std::span<const std::byte> slot, std::size_t index, std::uint64_t first_event_id,
+                                     std::string& problem) {
     const std::uint32_t source = sources_[index];
     Mfp_view mfp;
     const Parse_status status = parse_mfp(mfp_in_slot(slot), {source, first_event_id, events_per_mep_}, mfp);
@@ -79,19 +125,23 @@ void Mep_checker::check_mfp(std::span<const std::byte> slot, std::size_t index, 
         errors_.add(status.error);
         note(problem, "MEP slot ", index, ": ", status.detail);
         std::fill(event_ok_.begin(), event_ok_.end(), 0);
-        return;
+        return 0;
     }
     const Fragment_sizes& size_of = sizes_[index];
     const std::uint8_t type = fragment_type(source);
+    std::uint64_t intact = 0;
     for_each_fragment(mfp, [&](std::uint32_t i, std::uint8_t got_type, std::span<const std::byte> payload) {
         const std::uint64_t event_id = first_event_id + i;
-        if (got_type == type && payload.size() == size_of(event_id) && payload_matches(payload, source, event_id))
+        if (got_type == type && payload.size() == size_of(event_id) && payload_matches(payload, source, event_id)) {
+            ++intact;
             return;
+        }
         note(problem, "source ", source, " event ", event_id, ": fragment of type ", int{got_type}, " and ",
              payload.size(), " bytes (expected type ", int{type}, ", ", size_of(event_id),
              " bytes) or its payload differs");
         event_ok_[i] = 0;
     });
+    return intact;
 }
 
 }  // namespace eb

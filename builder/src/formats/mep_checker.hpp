@@ -2,12 +2,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "event_model.hpp"
 #include "parse_error.hpp"
+#include "stream_map.hpp"
 
 namespace eb {
 
@@ -19,21 +21,38 @@ struct Mep_verdict {
     std::string first_problem;  // empty when every event is complete
 };
 
+// Of one readout stream, over the MEPs checked: the events that held its
+// fragment intact, and those that lacked it (a stream the MEP lacks, or its
+// slot's fragment missing or damaged).
+struct Stream_tally {
+    std::uint64_t held = 0;
+    std::uint64_t lacked = 0;
+
+    friend bool operator==(const Stream_tally&, const Stream_tally&) = default;
+};
+
 // Checks a MEP event by event, as the trigger farm would need it: an event is
 // complete when every expected source holds a fragment of it with the type,
-// size and payload the generator made. A malformed MEP frame or MFP costs every
-// event it describes and is counted by kind in `errors`; a damaged fragment
-// costs only its event.
+// size and payload the generator made, and the MEP lacks no readout stream
+// of the run. A malformed MEP frame or MFP, or a stream map other than the
+// expected one, costs every event it describes and is counted by kind in
+// `errors`; a damaged fragment costs only its event.
 class Mep_checker {
 public:
-    // `sources`: the source id expected in each MEP slot, in order.
+    // `sources`: the source id expected in each MEP slot, in order;
+    // `streams`: the stream map every MEP must carry (empty: one with no
+    // streams named, a list per slot).
     Mep_checker(std::vector<std::uint32_t> sources, std::uint32_t events_per_mep, const Event_model& model,
-                Parse_error_counts& errors);
+                Parse_error_counts& errors, Stream_map streams = {});
 
     Mep_verdict check(std::span<const std::byte> mep);
 
-    // A new rank table: other sources fill the slots from the next MEP on.
-    void expect_sources(std::vector<std::uint32_t> sources);
+    // A new rank table: other sources fill the slots from the next MEP on,
+    // with another stream map.
+    void expect_sources(std::vector<std::uint32_t> sources, Stream_map streams = {});
+
+    // By stream name, every stream of every map expected so far.
+    const std::map<std::string, Stream_tally>& stream_tallies() const { return tallies_; }
 
     // Also checks that MEPs come in sequence: the first starts at event
     // `first`, each next one `stride` events later. A gap is counted as
@@ -52,11 +71,19 @@ public:
     std::uint64_t skipped_meps() const { return skipped_meps_; }
 
 private:
-    void check_mfp(std::span<const std::byte> slot, std::size_t index, std::uint64_t first_event_id,
-                   std::string& problem);
+    // Returns how many of the slot's fragments are intact.
+    std::uint64_t check_mfp(std::span<const std::byte> slot, std::size_t index, std::uint64_t first_event_id,
+                            std::string& problem);
+    // The MEP's map against the expected one; a failed status when it differs.
+    Parse_status check_stream_map(std::span<const std::byte> map, std::uint32_t slots);
 
     Event_model model_;
     std::vector<std::uint32_t> sources_;
+    Stream_map streams_;
+    std::vector<std::byte> encoded_streams_;  // streams_, as a BU writes it
+    Stream_map got_streams_;  // reused
+    std::map<std::string, Stream_tally> tallies_;
+    std::vector<std::uint64_t> intact_;  // per slot of the MEP being checked
     std::vector<Fragment_sizes> sizes_;  // per slot
     std::uint32_t events_per_mep_;
     Parse_error_counts& errors_;

@@ -1,6 +1,7 @@
 #include "mep_parser.hpp"
 
 #include <optional>
+#include <utility>
 
 #include "mep_layout.hpp"
 
@@ -13,15 +14,19 @@ Parse_status parse_mep_frame(std::span<const std::byte> bytes, Mep_view& view) {
     const auto header = load<Mep_header>(bytes, 0);
     if (header.magic != mep_magic)
         return parse_failure("MEP", Parse_error::bad_magic, "magic 0x", std::hex, header.magic, ", expected 0x", mep_magic);
-    if (header.version != wire_version)
-        return parse_failure("MEP", Parse_error::bad_version, "version ", header.version, ", this reader knows ", wire_version);
+    if (header.version != mep_version)
+        return parse_failure("MEP", Parse_error::bad_version, "version ", header.version, ", this reader knows ", mep_version);
     if (header.total_bytes != bytes.size())
         return parse_failure("MEP", Parse_error::size_mismatch, "header says ", header.total_bytes, " bytes, the packet has ",
                              bytes.size());
-    const std::uint64_t table_end = mep_header_bytes(header.source_count);  // no overflow: count is a u32
+    if (header.stream_map_bytes % wire_alignment != 0)
+        return parse_failure("MEP", Parse_error::bad_alignment, "stream map of ", header.stream_map_bytes,
+                             " bytes, not a multiple of ", wire_alignment);
+    // No overflow: both counts are u32.
+    const std::uint64_t table_end = mep_header_bytes(header.source_count, header.stream_map_bytes);
     if (table_end > bytes.size())
-        return parse_failure("MEP", Parse_error::truncated, header.source_count, " sources need a ", table_end,
-                             "-byte header and table, the packet has ", bytes.size());
+        return parse_failure("MEP", Parse_error::truncated, header.source_count, " sources and a ", header.stream_map_bytes,
+                             "-byte stream map need a ", table_end, "-byte header, the packet has ", bytes.size());
     const Mep_view candidate{header, bytes};
     std::uint64_t free_from = table_end;
     for (std::uint32_t i = 0; i < header.source_count; ++i) {
@@ -45,9 +50,12 @@ std::span<const std::byte> mfp_in_slot(std::span<const std::byte> slot) {
     return total <= slot.size() && align_up(total) == slot.size() ? slot.first(total) : slot;
 }
 
-Parse_status parse_mep(std::span<const std::byte> bytes, Mep_view& view) {
+Parse_status parse_mep(std::span<const std::byte> bytes, Mep_view& view, Stream_map& streams) {
     Mep_view candidate;
     if (Parse_status status = parse_mep_frame(bytes, candidate); !status.ok()) return status;
+    Stream_map map;
+    if (Parse_status status = parse_stream_map(candidate.stream_map(), candidate.header.source_count, map); !status.ok())
+        return status;
     std::optional<std::uint32_t> previous_source;
     for (std::uint32_t i = 0; i < candidate.header.source_count; ++i) {
         Mfp_view mfp;
@@ -62,6 +70,7 @@ Parse_status parse_mep(std::span<const std::byte> bytes, Mep_view& view) {
         previous_source = mfp.header.source_id;
     }
     view = candidate;
+    streams = std::move(map);
     return {};
 }
 

@@ -30,7 +30,7 @@ void write_mfp(std::span<std::byte> out, const Mfp_spec& spec, std::span<const s
     const auto count = static_cast<std::uint32_t>(sizes.size());
     store(out, 0,
           Mfp_header{.magic = mfp_magic,
-                     .version = wire_version,
+                     .version = mfp_version,
                      .fragment_count = count,
                      .first_event_id = spec.first_event_id,
                      .total_bytes = out.size(),

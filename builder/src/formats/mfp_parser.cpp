@@ -9,8 +9,8 @@ Parse_status parse_mfp(std::span<const std::byte> bytes, Mfp_view& view) {
     const auto header = load<Mfp_header>(bytes, 0);
     if (header.magic != mfp_magic)
         return parse_failure("MFP", Parse_error::bad_magic, "magic 0x", std::hex, header.magic, ", expected 0x", mfp_magic);
-    if (header.version != wire_version)
-        return parse_failure("MFP", Parse_error::bad_version, "version ", header.version, ", this reader knows ", wire_version);
+    if (header.version != mfp_version)
+        return parse_failure("MFP", Parse_error::bad_version, "version ", header.version, ", this reader knows ", mfp_version);
     if (header.align_log2 > max_mfp_align_log2)
         return parse_failure("MFP", Parse_error::bad_alignment, "align_log2 ", int{header.align_log2}, ", at most ",
                              int{max_mfp_align_log2});

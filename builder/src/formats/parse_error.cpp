@@ -17,6 +17,8 @@ std::string_view parse_error_name(Parse_error error) {
         case Parse_error::wrong_fragment_count: return "wrong_fragment_count";
         case Parse_error::bad_offset: return "bad_offset";
         case Parse_error::wrong_source_count: return "wrong_source_count";
+        case Parse_error::bad_stream_map: return "bad_stream_map";
+        case Parse_error::wrong_streams: return "wrong_streams";
     }
     return "unknown";
 }

@@ -26,8 +26,10 @@ enum class Parse_error : std::uint8_t {
     wrong_fragment_count,  // not the packing factor
     bad_offset,            // a MEP's MFP offset outside the MEP or out of order
     wrong_source_count,    // a MEP without one MFP of every live source
+    bad_stream_map,        // a MEP's stream map malformed
+    wrong_streams,         // a MEP's stream map is not the one its rank table gives
 };
-inline constexpr std::size_t parse_error_kinds = 13;
+inline constexpr std::size_t parse_error_kinds = 15;
 
 std::string_view parse_error_name(Parse_error error);
 

@@ -17,7 +17,10 @@ namespace eb {
 static_assert(std::endian::native == std::endian::little,
               "the wire format is little-endian; add byte swapping for this host");
 
-inline constexpr std::uint16_t wire_version = 2;
+// Versions of the two packet formats (docs/formats.md); a reader refuses
+// any other. The MEP went to 3 with its stream map.
+inline constexpr std::uint16_t mfp_version = 2;
+inline constexpr std::uint16_t mep_version = 3;
 
 // Every fragment, MFP and MEP starts on this boundary so headers stay aligned.
 inline constexpr std::size_t wire_alignment = 8;
@@ -61,7 +64,8 @@ inline constexpr std::uint32_t max_fragment_bytes = 0xFFFF;
 inline constexpr std::uint8_t fragment_type_missing = 0;
 
 // Multi-event packet: this header, then `source_count` uint64 offsets (from the
-// MEP start) of one MFP per source, then the MFPs.
+// MEP start) of one MFP per source, then the stream map (stream_map.hpp:
+// which readout streams each slot holds and which the MEP lacks), then the MFPs.
 inline constexpr std::uint16_t mep_magic = 0xCEFA;  // as the LHCb MEP
 struct Mep_header {
     std::uint16_t magic;
@@ -70,7 +74,9 @@ struct Mep_header {
     std::uint32_t event_count;
     std::uint32_t epoch;  // of the rank table the MEP was built under
     std::uint64_t first_event_id;
-    std::uint64_t total_bytes;  // header, offsets table and MFPs
+    std::uint64_t total_bytes;        // header, offsets table, stream map and MFPs
+    std::uint32_t stream_map_bytes;   // a multiple of 8
+    std::uint32_t reserved;           // 0
 };
 
 // What every live unit tells every other at the start of a cycle: the RU's
@@ -103,7 +109,7 @@ struct Proposal_header {
 inline constexpr std::size_t proposal_message_bytes(std::size_t units) { return sizeof(Proposal_header) + units + seal_bytes; }
 
 static_assert(sizeof(Mfp_header) == 32);
-static_assert(sizeof(Mep_header) == 32);
+static_assert(sizeof(Mep_header) == 40);
 static_assert(sizeof(Cycle_header) == 32);
 static_assert(sizeof(Proposal_header) == 8);
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -28,10 +29,22 @@ std::vector<Rank_function> flag_functions(Rank units, Layout layout, const std::
 // may sit on any ranks (a table's ranks[].function). A rank whose source is
 // unread (ranks[].sourceUnread: its unit's readout fibres went with a failed
 // server) runs no RU, yet every MEP keeps its slot, as missing.
+// The readout streams of a table: those each rank's RU reads
+// (ranks[].sources: empty, or one list per rank) and those of the run no
+// RU reads since a failure (unreadStreams). Every MEP names both.
+struct Readout_streams {
+    std::vector<std::vector<std::string>> by_rank;
+    std::vector<std::string> unread;
+
+    friend bool operator==(const Readout_streams&, const Readout_streams&) = default;
+};
+
 class Rank_table {
 public:
-    // Each of `unread_sources` must be a live rank that runs no RU.
-    explicit Rank_table(std::vector<Rank_function> functions, std::vector<Rank> unread_sources = {});
+    // Each of `unread_sources` must be a live rank that runs no RU; only
+    // ranks that run an RU read streams.
+    explicit Rank_table(std::vector<Rank_function> functions, std::vector<Rank> unread_sources = {},
+                        Readout_streams readout = {});
 
     Rank units() const { return static_cast<Rank>(functions_.size()); }
     Rank_function function(Rank rank) const { return functions_[rank]; }
@@ -51,9 +64,15 @@ public:
     // Position of a live BU in bus(): which chunk of a cycle it builds.
     std::size_t bu_index(Rank rank) const;
 
+    // The streams the RU of `rank` reads (none for a rank without an RU).
+    const std::vector<std::string>& streams(Rank rank) const;
+    // The run's streams no RU reads since a failure: every MEP lacks them.
+    const std::vector<std::string>& unread_streams() const { return streams_.unread; }
+
 private:
     std::vector<Rank_function> functions_;
     std::vector<Rank> live_ranks_, rus_, bus_, sources_, unread_;
+    Readout_streams streams_;
 };
 
 }  // namespace eb

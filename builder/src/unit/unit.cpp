@@ -35,7 +35,9 @@ std::vector<bool> live_ranks(const Rank_table& table) {
 
 Command_outcome refused(std::string error) { return {Command_outcome::Kind::refused, std::move(error)}; }
 
-Rank_table request_table(const Configure_request& request) { return Rank_table(request.functions, request.unread_sources); }
+Rank_table request_table(const Configure_request& request) {
+    return Rank_table(request.functions, request.unread_sources, request.streams);
+}
 
 // Of the peers a connect reached (by rank): those connected both ways, and
 // those of them that are building in a session already (their hello says so).

@@ -11,6 +11,7 @@
 #include "prepared_reader.hpp"
 #include "log.hpp"
 #include "mep_expectation.hpp"
+#include "mep_stream_map.hpp"
 #include "paced_reader.hpp"
 
 namespace eb {
@@ -94,7 +95,8 @@ void Unit_buffers::open_source(const Rank_table& table) {
 void Unit_buffers::open_output(const Rank_table& table) {
     switch (config_.output) {
         case Output_kind::check: {
-            Mep_checker checker(table.sources(), config_.packing_factor, config_.event_model(), status_.parse_errors());
+            Mep_checker checker(table.sources(), config_.packing_factor, config_.event_model(), status_.parse_errors(),
+                                mep_stream_map(table));
             auto checking = std::make_unique<Checking_writer>(std::move(checker), status_);
             checking_output_ = checking.get();
             output_ = std::move(checking);
@@ -127,7 +129,7 @@ void Unit_buffers::expect(const Rank_table& table, std::uint32_t epoch, std::uin
     if (ring_output_ != nullptr && table.runs_bu(rank_) &&
         std::find(published_epochs_.begin(), published_epochs_.end(), epoch) == published_epochs_.end()) {
         const std::string ring = mep_ring();
-        publish_mep_expectation(ring, {epoch, stride, table.sources()});
+        publish_mep_expectation(ring, {epoch, stride, table.sources(), mep_stream_map(table)});
         published_epochs_.push_back(epoch);
         if (published_epochs_.size() > kept_expectations) {
             remove_mep_expectation(ring, published_epochs_.front());
@@ -136,7 +138,7 @@ void Unit_buffers::expect(const Rank_table& table, std::uint32_t epoch, std::uin
     }
     if (checking_output_ == nullptr) return;
     Mep_checker& checker = checking_output_->checker();
-    checker.expect_sources(table.sources());
+    checker.expect_sources(table.sources(), mep_stream_map(table));
     const std::uint64_t first_chunk = cycle_chunk + table.bu_index(rank_);
     checker.expect_sequence(first_chunk * config_.packing_factor, stride);
 }

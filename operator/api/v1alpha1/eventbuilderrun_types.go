@@ -332,8 +332,10 @@ type BuilderSpec struct {
 	// incompleteEvents: what a BU does with an event missing the fragment
 	// of a source lost in the cycle, or of a unit whose readout fibres
 	// went with a failed server (its source unread until the Fabric shows
-	// them re-cabled): Drop it (counted in events dropped) or Flag it
-	// (delivered, marked incomplete, counted as such).
+	// them re-cabled), or built without a detector stream that no RU reads
+	// since a failure (the rank table's unreadStreams): Drop it (counted
+	// in events dropped) or Flag it (delivered, marked incomplete, counted
+	// as such).
 	// +kubebuilder:default=Drop
 	// +optional
 	IncompleteEvents IncompletePolicy `json:"incompleteEvents,omitempty"`
@@ -362,7 +364,8 @@ type BuilderSpec struct {
 	BusyPoll *metav1.Duration `json:"busyPoll,omitempty"`
 }
 
-// IncompletePolicy is what a BU does with an event missing a lost source.
+// IncompletePolicy is what a BU does with an event missing a lost source
+// or stream.
 // +kubebuilder:validation:Enum=Drop;Flag
 type IncompletePolicy string
 

@@ -113,9 +113,12 @@ type FabricEndpoint struct {
 	Port int32 `json:"port"`
 
 	// streams are the readout streams (detector sources) this domain reads.
+	// Names go as they are into rank tables and every MEP's stream map:
+	// letters, digits and . _ : / -, starting with a letter or digit.
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MaxLength=128
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9][A-Za-z0-9._:/-]*$`
 	// +optional
 	Streams []string `json:"streams,omitempty"`
 }

@@ -646,6 +646,18 @@ func TestContractRefusals(t *testing.T) {
 				body: bad(func(d *ranktable.Document) { d.Ranks[0].State, d.Ranks[1].State = ranktable.Dummy, ranktable.Dummy })},
 			{name: "an unread source on a rank that reads", method: "POST", path: "/control/configure", token: realToken, code: 400,
 				says: "table.ranks[0].sourceUnread", body: bad(func(d *ranktable.Document) { d.Ranks[0].SourceUnread = true })},
+			{name: "a stream name with a space", method: "POST", path: "/control/configure", token: realToken, code: 400,
+				says: "table.ranks[0].sources[0] 'tell 40': expected a stream name", body: bad(func(d *ranktable.Document) { d.Ranks[0].Sources = []string{"tell 40"} })},
+			{name: "a stream read and unread", method: "POST", path: "/control/configure", token: realToken, code: 400,
+				says: "table.unreadStreams[0] 'a': also at table.ranks[0].sources[0]", body: bad(func(d *ranktable.Document) {
+					d.Ranks[0].Sources, d.UnreadStreams = []string{"a"}, []string{"a"}
+				})},
+			{name: "streams on a BU", method: "POST", path: "/control/configure", token: realToken, code: 400,
+				says: "table.ranks[1].sources: on a rank that runs no RU (function BU)", body: bad(func(d *ranktable.Document) {
+					d.Ranks[1].Function, d.Ranks[1].Sources = "BU", []string{"b"}
+				})},
+			{name: "unread streams that are no array", method: "POST", path: "/control/configure", token: realToken, code: 400,
+				says: "table.unreadStreams: expected an array of stream names", body: strings.Replace(good, `"ranks":`, `"unreadStreams":"a","ranks":`, 1)},
 			{name: "another rank than --rank", method: "POST", path: "/control/configure", token: realToken, code: 400, says: "--rank 0",
 				body: configure(s.doc, 1)},
 			{name: "the table", method: "POST", path: "/control/configure", token: realToken, body: configure(older, 0), code: 200},

@@ -358,6 +358,9 @@ type table struct {
 	Epoch   int64       `json:"epoch"`
 	Layout  string      `json:"layout"`
 	Ranks   []tableRank `json:"ranks"`
+	// UnreadStreams as sent; unread once checked (parseCommand).
+	UnreadStreams json.RawMessage `json:"unreadStreams,omitempty"`
+	unread        []string
 }
 
 type tableRank struct {
@@ -366,6 +369,10 @@ type tableRank struct {
 	State        string `json:"state"`
 	Function     string `json:"function,omitempty"`
 	SourceUnread bool   `json:"sourceUnread,omitempty"`
+	// Sources as sent; sources once checked, on a live rank (a dummy's
+	// are ignored).
+	Sources json.RawMessage `json:"sources,omitempty"`
+	sources []string
 }
 
 // runsBU says whether a rank builds events: RU+BU (or no function, Folded) or BU.
@@ -862,7 +869,39 @@ func parseCommand(cmd string, body []byte) (*configureBody, *table, *httpError) 
 	case len(t.Ranks) > maxTableRanks:
 		return bad("table.ranks: %d entries; at most %d", len(t.Ranks), maxTableRanks)
 	}
-	first := map[string]int{} // the first rank at each address
+	first := map[string]int{}       // the first rank at each address
+	streamAt := map[string]string{} // where each stream was first listed
+	// streams reads the streams at path (raw as sent): an array of strings.
+	streams := func(raw json.RawMessage, path string) ([]string, *httpError) {
+		var items []any
+		if json.Unmarshal(raw, &items) != nil || items == nil {
+			return nil, &httpError{http.StatusBadRequest, path + ": expected an array of stream names"}
+		}
+		names := make([]string, len(items))
+		for j, item := range items {
+			name, ok := item.(string)
+			if !ok {
+				return nil, &httpError{http.StatusBadRequest, path + ": expected an array of stream names"}
+			}
+			names[j] = name
+		}
+		return names, nil
+	}
+	// listed checks the names read at path: stream names, each listed
+	// once in the table.
+	listed := func(names []string, path string) *httpError {
+		for j, name := range names {
+			at := fmt.Sprintf("%s[%d]", path, j)
+			if !validStreamName(name) {
+				return &httpError{http.StatusBadRequest, fmt.Sprintf("%s '%s': expected %s, as the Fabric's endpoints[].streams", at, shown(name), streamNameRule)}
+			}
+			if was, dup := streamAt[name]; dup {
+				return &httpError{http.StatusBadRequest, fmt.Sprintf("%s '%s': also at %s; each stream is read by one RU or listed unread once", at, shown(name), was)}
+			}
+			streamAt[name] = at
+		}
+		return nil
+	}
 	liveRU, liveBU := false, false
 	for i, r := range t.Ranks {
 		if same, ok := first[r.Address]; ok {
@@ -889,7 +928,31 @@ func parseCommand(cmd string, body []byte) (*configureBody, *table, *httpError) 
 			return bad("table.ranks[%d].function '%s': expected RU+BU or none (layout Folded), or RU or BU for a partly unfolded unit", i, r.Function)
 		case t.Layout == "Unfolded" && r.Function != "RU" && r.Function != "BU":
 			return bad("table.ranks[%d].function '%s': expected RU or BU (layout Unfolded runs a unit's RU and BU on two ranks)", i, r.Function)
+		case r.Sources == nil:
+		default:
+			path := fmt.Sprintf("table.ranks[%d].sources", i)
+			sources, err := streams(r.Sources, path)
+			if err == nil && len(sources) > 0 && r.Function == "BU" {
+				err = &httpError{http.StatusBadRequest, path + ": on a rank that runs no RU (function BU); a BU reads no streams: remove them"}
+			}
+			if err == nil {
+				err = listed(sources, path)
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			t.Ranks[i].sources = sources
 		}
+	}
+	if t.UnreadStreams != nil {
+		unread, err := streams(t.UnreadStreams, "table.unreadStreams")
+		if err == nil {
+			err = listed(unread, "table.unreadStreams")
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		t.unread = unread
 	}
 	if *c.Rank < 0 || int(*c.Rank) >= len(t.Ranks) {
 		return bad("rank %d: not in the table (ranks 0..%d)", *c.Rank, len(t.Ranks)-1)
@@ -1014,7 +1077,41 @@ func (b *Builder) command(cmd, auth string, c *configureBody, t *table, perr *ht
 
 // sameTable compares what the builder reads of two tables.
 func sameTable(a, b *table) bool {
-	return a.Version == b.Version && a.Epoch == b.Epoch && a.Layout == b.Layout && slices.Equal(a.Ranks, b.Ranks)
+	return a.Version == b.Version && a.Epoch == b.Epoch && a.Layout == b.Layout && slices.Equal(a.unread, b.unread) &&
+		slices.EqualFunc(a.Ranks, b.Ranks, func(x, y tableRank) bool {
+			return x.Rank == y.Rank && x.Address == y.Address && x.State == y.State && x.Function == y.Function &&
+				x.SourceUnread == y.SourceUnread && slices.Equal(x.sources, y.sources)
+		})
+}
+
+// What the builder takes for a stream name (builder/src/base/stream_name.hpp).
+const (
+	maxStreamName  = 128
+	streamNameRule = "a stream name of 1 to 128 characters, letters, digits and . _ : / - (starting with a letter or digit)"
+)
+
+// shown is a string value as the builder's messages show it: cut to its
+// first 80 bytes, then "...", when longer.
+func shown(value string) string {
+	const longest = 80
+	if len(value) > longest {
+		return value[:longest] + "..."
+	}
+	return value
+}
+
+func validStreamName(name string) bool {
+	if name == "" || len(name) > maxStreamName {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || !strings.ContainsRune("._:/-", rune(c))) {
+			return false
+		}
+	}
+	return true
 }
 
 // switchEpochs switches every RUNNING builder holding a pending table to

@@ -166,6 +166,26 @@ func TestConfigureValidation(t *testing.T) {
 			"table.ranks[0].function 'ru': expected RU+BU or none"},
 		{strings.Replace(good, "Folded", "Unfolded", 1), 400, "table.ranks[0].function '': expected RU or BU"},
 		{cfgBody(5, 3, "live", "live"), 400, "rank 5: not in the table"},
+		// Streams: ranks[].sources and unreadStreams.
+		{withSources(good, 0, `"a"`), 400, "table.ranks[0].sources: expected an array of stream names"},
+		{withSources(good, 0, `["a",1]`), 400, "table.ranks[0].sources: expected an array of stream names"},
+		{withSources(good, 0, `null`), 400, "table.ranks[0].sources: expected an array of stream names"},
+		{withSources(good, 1, `["a","x y"]`), 400,
+			"table.ranks[1].sources[1] 'x y': expected a stream name of 1 to 128 characters, letters, digits and . _ : / - (starting with a letter or digit), as the Fabric's endpoints[].streams"},
+		{withSources(good, 0, `["-a"]`), 400, "table.ranks[0].sources[0] '-a': expected a stream name"},
+		{withSources(good, 0, `[""]`), 400, "table.ranks[0].sources[0] '': expected a stream name"},
+		{withSources(good, 0, `["`+strings.Repeat("s", 129)+`"]`), 400,
+			"table.ranks[0].sources[0] '" + strings.Repeat("s", 80) + "...': expected a stream name"},
+		{withSources(strings.Replace(good, `"state":"live","endpoint"`, `"state":"live","function":"BU","endpoint"`, 1), 0, `["a"]`), 400,
+			"table.ranks[0].sources: on a rank that runs no RU (function BU); a BU reads no streams: remove them"},
+		{withSources(withSources(good, 0, `["a","b"]`), 1, `["c","b"]`), 400,
+			"table.ranks[1].sources[1] 'b': also at table.ranks[0].sources[1]; each stream is read by one RU or listed unread once"},
+		{withUnread(good, `{}`), 400, "table.unreadStreams: expected an array of stream names"},
+		{withUnread(good, `["ok","a b"]`), 400, "table.unreadStreams[1] 'a b': expected a stream name of 1 to 128 characters"},
+		{withUnread(withSources(good, 1, `["b"]`), `["a","b"]`), 400,
+			"table.unreadStreams[1] 'b': also at table.ranks[1].sources[0]; each stream is read by one RU or listed unread once"},
+		{withUnread(good, `["a","b","a"]`), 400,
+			"table.unreadStreams[2] 'a': also at table.unreadStreams[0]; each stream is read by one RU or listed unread once"},
 		{tooManyRanks(), 400, "table.ranks: 65537 entries; at most 65536"},
 		{cfgBody(0, 3, "live", "live"), 400, "--rank 1"},
 		{good, 200, ""},
@@ -175,6 +195,40 @@ func TestConfigureValidation(t *testing.T) {
 		if a.code != tc.code || !strings.Contains(fmt.Sprint(a.doc["error"]), tc.msg) {
 			t.Errorf("%.60s...: %d %v, want %d %q", tc.body, a.code, a.doc, tc.code, tc.msg)
 		}
+	}
+}
+
+// withSources puts sources (JSON) on rank r of a cfgBody's table.
+func withSources(body string, r int, sources string) string {
+	entry := fmt.Sprintf(`{"rank":%d,"address":"r-eb-%d.r-eb:7000",`, r, r)
+	return strings.Replace(body, entry, entry+`"sources":`+sources+",", 1)
+}
+
+// withUnread puts unreadStreams (JSON) in a cfgBody's table.
+func withUnread(body, unread string) string {
+	return strings.Replace(body, `"layout":`, `"unreadStreams":`+unread+`,"layout":`, 1)
+}
+
+// Streams the table is well-formed with: sources on live RUs, a dummy's
+// ignored (even a BU's, any value), unread streams; configured again
+// they are the same table, other streams another one.
+func TestConfigureStreams(t *testing.T) {
+	f := NewFarm()
+	defer f.Close()
+	f.Start("a", Options{Token: "tok", Rank: 1})
+	url := f.URL("a")
+	body := withUnread(withSources(withSources(cfgBody(1, 3, "live", "live", "dummy"), 0, `["velo:0/a-1.b_c","Z9"]`), 1, `[]`),
+		`["rich-7"]`)
+	body = withSources(strings.Replace(body, `"state":"dummy","endpoint"`, `"state":"dummy","function":"BU","endpoint"`, 1), 2, `"ignored"`)
+	if a := post(t, url, "tok", "configure", body); a.code != 200 {
+		t.Fatalf("configure: %d %v", a.code, a.doc)
+	}
+	if a := post(t, url, "tok", "configure", body); a.code != 200 {
+		t.Errorf("the same table again: %d %v", a.code, a.doc)
+	}
+	other := strings.Replace(body, `"rich-7"`, `"rich-8"`, 1)
+	if a := post(t, url, "tok", "configure", other); a.code != 409 || !strings.Contains(fmt.Sprint(a.doc["error"]), "another table") {
+		t.Errorf("other unread streams at that epoch: %d %v, want 409", a.code, a.doc)
 	}
 }
 

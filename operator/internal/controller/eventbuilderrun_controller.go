@@ -254,9 +254,10 @@ func (r *EventBuilderRunReconciler) setWarned(run *ebv1.EventBuilderRun, c metav
 
 // checkReadout says, in condition ReadoutComplete and a Warning event when
 // that changes, which readout streams of the run's Fabric no RU reads; it
-// returns why the run is Degraded when a failure left streams unread.
-func (r *EventBuilderRunReconciler) checkReadout(run *ebv1.EventBuilderRun, fabric *planner.Fabric, t planner.RankTable) string {
-	c, degraded, ok := runplan.Readout(fabric, t, run.Spec.Builder.IncompleteEvents, run.Generation)
+// returns why the run is Degraded when a failure left streams unread. cm
+// holds table t, and the streams it lists unread.
+func (r *EventBuilderRunReconciler) checkReadout(run *ebv1.EventBuilderRun, fabric *planner.Fabric, t planner.RankTable, cm *corev1.ConfigMap) string {
+	c, degraded, ok := runplan.Readout(fabric, t, unreadStreams(cm), run.Spec.Builder.IncompleteEvents, run.Generation)
 	if !ok {
 		meta.RemoveStatusCondition(&run.Status.Conditions, ebv1.ConditionReadoutComplete)
 		return ""
@@ -752,6 +753,19 @@ func rankStatus(t planner.RankTable, endpoints map[string]planner.Endpoint, pods
 	return out
 }
 
+// unreadStreams are the streams the rank table in cm lists as no RU
+// reading them since a failure (none without one).
+func unreadStreams(cm *corev1.ConfigMap) []string {
+	if cm == nil {
+		return nil
+	}
+	var doc struct {
+		UnreadStreams []string `json:"unreadStreams"`
+	}
+	_ = json.Unmarshal([]byte(cm.Data[ranktable.Key]), &doc) // loadTable reads the whole document, and fails on errors
+	return doc.UnreadStreams
+}
+
 // loadTable reads the run's published rank table; a nil ConfigMap and an
 // empty table (epoch 0) when there is none yet.
 func (r *EventBuilderRunReconciler) loadTable(ctx context.Context, run *ebv1.EventBuilderRun) (*corev1.ConfigMap, planner.RankTable, error) {
@@ -781,16 +795,23 @@ func (r *EventBuilderRunReconciler) loadTable(ctx context.Context, run *ebv1.Eve
 // record (status.lastFailover) is written in the same update as the
 // table, so no crash or conflict can publish one without the other. A
 // fresh plan (fresh) records the Fabric it was planned on (fabricKey, ""
-// without one) in that update too.
+// without one) in that update too. The table names the streams of fabric
+// (nil without one) that no RU reads since a failure (unreadStreams),
+// those its predecessor in cm named among them unless it is a new plan.
 func (r *EventBuilderRunReconciler) publish(ctx context.Context, run *ebv1.EventBuilderRun, cm *corev1.ConfigMap,
-	t planner.RankTable, endpoints map[string]planner.Endpoint, rec *runplan.Recovery, fresh bool, fabricKey string,
+	t planner.RankTable, fabric *planner.Fabric, endpoints map[string]planner.Endpoint, rec *runplan.Recovery, fresh bool, fabricKey string,
 	observed time.Time) (*corev1.ConfigMap, error) {
-	fabric := ""
+	fabricName := ""
 	if run.Spec.FabricRef != nil {
-		fabric = run.Spec.FabricRef.Name
+		fabricName = run.Spec.FabricRef.Name
 	}
-	doc := ranktable.New(run.Name, fabric, t, builderpod.Peers(run.Name, int32(t.N())), endpoints)
+	doc := ranktable.New(run.Name, fabricName, t, builderpod.Peers(run.Name, int32(t.N())), endpoints)
 	doc.ResumeEvent = runplan.ResumeEvent(run.Status, observed)
+	var before []string // a new plan starts afresh; a table that follows keeps what its predecessor lost
+	if cm != nil && !(rec == nil && fresh) {
+		before = unreadStreams(cm)
+	}
+	doc.UnreadStreams = runplan.LostStreams(fabric, t, before)
 	data, err := doc.Marshal()
 	if err != nil {
 		return nil, err

@@ -195,6 +195,13 @@ func TestInvalidFabricsAreRejected(t *testing.T) {
 		{"zero spines", func(s *ebv1.FabricSpec) { s.Spines = 0 }, "spec.spines"},
 		{"unknown routing", func(s *ebv1.FabricSpec) { s.Routing = "Random" }, "spec.routing"},
 		{"negative NUMA id", func(s *ebv1.FabricSpec) { s.Endpoints[0].NUMA = -1 }, "spec.endpoints[0].numa"},
+		// Stream names travel as they are in rank tables and MEP stream maps.
+		{"a stream name with a space", func(s *ebv1.FabricSpec) { s.Endpoints[1].Streams = []string{"velo0", "velo 1"} },
+			"spec.endpoints[1].streams[1]"},
+		{"a stream name starting with punctuation", func(s *ebv1.FabricSpec) { s.Endpoints[0].Streams = []string{"-velo0"} },
+			"spec.endpoints[0].streams[0]"},
+		{"a stream name over 128 characters", func(s *ebv1.FabricSpec) { s.Endpoints[0].Streams = []string{strings.Repeat("v", 129)} },
+			"spec.endpoints[0].streams[0]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &ebv1.Fabric{ObjectMeta: metav1.ObjectMeta{Name: "invalid"}, Spec: ebv1.FabricSpec{
@@ -212,6 +219,17 @@ func TestInvalidFabricsAreRejected(t *testing.T) {
 			}
 		})
 	}
+	t.Run("every character a stream name may have", func(t *testing.T) {
+		f := &ebv1.Fabric{ObjectMeta: metav1.ObjectMeta{Name: "stream-names"}, Spec: ebv1.FabricSpec{
+			Leaves: 1, Spines: 1, PortsPerLeaf: 2,
+			Endpoints: []ebv1.FabricEndpoint{{Name: "a", Node: "n0", Leaf: 0, Port: 0,
+				Streams: []string{"Velo:0/a-1.b_c", "9", strings.Repeat("v", 128)}}},
+		}}
+		if err := k8s.Create(context.Background(), f); err != nil {
+			t.Fatalf("create: %v", err)
+		}
+		_ = k8s.Delete(context.Background(), f)
+	})
 }
 
 // What the schema cannot check, and nodes that are missing or not Ready,

@@ -200,7 +200,7 @@ func (p *runPass) observe(ctx context.Context) verdict {
 
 // publish makes next the run's table, published in its ConfigMap.
 func (p *runPass) publish(ctx context.Context, next planner.RankTable, rec *runplan.Recovery, planned bool, fabricKey string) error {
-	cm, err := p.r.publish(ctx, p.run, p.cm, next, p.endpoints, rec, planned, fabricKey, p.now)
+	cm, err := p.r.publish(ctx, p.run, p.cm, next, p.fabric, p.endpoints, rec, planned, fabricKey, p.now)
 	if err != nil {
 		return err
 	}
@@ -542,7 +542,7 @@ func (p *runPass) report(ctx context.Context) (ctrl.Result, error) {
 			meta.SetStatusCondition(&st.Conditions, c)
 		}
 	}
-	streamsLost := r.checkReadout(run, p.fabric, table)
+	streamsLost := r.checkReadout(run, p.fabric, table, p.cm)
 	var err error
 	if st.LastFailover, err = record[*ebv1.FailoverStatus](p.cm, annLastFailover); err != nil {
 		return ctrl.Result{}, err

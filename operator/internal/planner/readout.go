@@ -44,12 +44,14 @@ func UnreadStreams(fabric Fabric, t RankTable) []Unread {
 			why = fmt.Sprintf("runs a BU only (rank %d), which reads no streams", r.Rank)
 		case ranked && r.Role == Spare:
 			why = fmt.Sprintf("held as a warm spare (rank %d)", r.Rank)
-		case !ep.Schedulable:
-			why, lost = "its node is not schedulable (unknown or not Ready)", true
+		// Idle and unspanned endpoints are unread by the plan whatever
+		// their node does since: the run never read them.
 		case slices.Contains(t.Idle, ep.Name):
 			why = "idle: the run has no unit for it"
 		case !slices.Contains(t.LeavesInUse, ep.Leaf):
 			why = fmt.Sprintf("on leaf %d, which the schedule does not span: the run has no unit for it", ep.Leaf)
+		case !ep.Schedulable:
+			why, lost = "its node is not schedulable (unknown or not Ready)", true
 		default:
 			// The table keeps no history of where a unit went, so both
 			// outcomes are named; the run's failover record says which.

@@ -95,6 +95,32 @@ func TestPlanKeepsStreamsRead(t *testing.T) {
 	}
 }
 
+// Streams unread by the plan stay so when their node fails later: the run
+// never read them, so no failure lost them. 3 units on leaves 0 and 3:
+// r1-numa1 idle, leaves 1 and 2 not spanned; then every node the run does
+// not use goes NotReady.
+func TestStreamsUnreadByPlanAreNotLostWhenTheirNodeFails(t *testing.T) {
+	f := readoutFabric()
+	table := mustPlan(t, f, Request{Units: 3, Spares: 2})
+	var unused []string
+	for _, ep := range f.Endpoints {
+		if _, ranked := table.RankOf(ep.Name); !ranked {
+			unused = append(unused, ep.Name)
+		}
+	}
+	down := unschedulable(f, unused...)
+	got := UnreadStreams(down, table)
+	if len(got) != 9 || got[0].Endpoint != "r1-numa1" || got[0].Why != "idle: the run has no unit for it" ||
+		got[1].Why != "on leaf 1, which the schedule does not span: the run has no unit for it" {
+		t.Errorf("unread %v, want r1-numa1 idle and leaves 1 and 2 not spanned", unreadSummary(got))
+	}
+	for _, u := range got {
+		if u.Lost {
+			t.Errorf("%s: %s: lost, want unread by plan", u.Endpoint, u.Why)
+		}
+	}
+}
+
 // An unfolded run's RUs run where the streams are, whatever their ranks:
 // readoutFabric with leaf 0's fibres moved to leaf 3, so that the first
 // ranks read nothing. 8 units on all 16 endpoints: the RUs on leaves 1 and

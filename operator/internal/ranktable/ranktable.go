@@ -55,6 +55,12 @@ type Document struct {
 	// for: their ranks are dummies, and their readout streams unread by
 	// plan, not by a failure.
 	Idle []string `json:"idle,omitempty"`
+	// UnreadStreams are the readout streams of the Fabric that no live RU
+	// reads because of a failure (runplan.LostStreams), in the Fabric's
+	// endpoint order: builders mark every MEP with them, so its events
+	// are incomplete. Streams unread by plan are not listed. Derived:
+	// Table does not read it back.
+	UnreadStreams []string `json:"unreadStreams,omitempty"`
 }
 
 // Rank is one rank of the schedule.

@@ -2,6 +2,8 @@ package ranktable
 
 import (
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"daq.io/eventbuilder/operator/internal/planner"
@@ -132,8 +134,42 @@ func TestTableRejectsBadDocuments(t *testing.T) {
 	}
 }
 
+// unreadStreams closes the document, and is derived: Table reads it
+// not, so the round trip is the same table.
+func TestUnreadStreams(t *testing.T) {
+	tbl, addrs, eps := table()
+	doc := New("r", "f", tbl, addrs, eps)
+	doc.UnreadStreams = []string{"c-mfp0", "c-mfp1"}
+	data, err := doc.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `
+ "idle": [
+  "e9"
+ ],
+ "unreadStreams": [
+  "c-mfp0",
+  "c-mfp1"
+ ]
+}`
+	if !strings.HasSuffix(data, want) {
+		t.Errorf("document ends\n%s\nwant\n%s", data[max(0, len(data)-len(want)):], want)
+	}
+	parsed, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(parsed.UnreadStreams, doc.UnreadStreams) {
+		t.Errorf("parsed unreadStreams %v, want %v", parsed.UnreadStreams, doc.UnreadStreams)
+	}
+	if back, err := parsed.Table(); err != nil || !reflect.DeepEqual(back, tbl) {
+		t.Errorf("round trip %+v (%v), want %+v", back, err, tbl)
+	}
+}
+
 func TestWithIPs(t *testing.T) {
-	doc := Document{Version: Version, Run: "r", Epoch: 3, Layout: "Folded", Ranks: []Rank{
+	doc := Document{Version: Version, Run: "r", Epoch: 3, Layout: "Folded", UnreadStreams: []string{"s0", "s1"}, Ranks: []Rank{
 		{Rank: 0, Address: "r-eb-0.r-eb:7000", State: Live}, {Rank: 1, Address: "r-eb-1.r-eb:7000", State: Live},
 		{Rank: 2, Address: "r-eb-2.r-eb:7000", State: Dummy}, {Rank: 3, Address: "r-eb-3.r-eb:7000", State: Live},
 		{Rank: 4, Address: "r-eb-4.r-eb:7000", State: Live}, {Rank: 5, Address: "r-eb-5.r-eb:7000", State: Live},
@@ -154,7 +190,7 @@ func TestWithIPs(t *testing.T) {
 	if doc.Ranks[0].Address != "r-eb-0.r-eb:7000" {
 		t.Errorf("WithIPs changed the published document: %q", doc.Ranks[0].Address)
 	}
-	if got.Epoch != 3 || got.Run != "r" || len(got.Ranks) != 6 {
+	if got.Epoch != 3 || got.Run != "r" || len(got.Ranks) != 6 || !slices.Equal(got.UnreadStreams, []string{"s0", "s1"}) {
 		t.Errorf("the rest of the document changed: %+v", got)
 	}
 }

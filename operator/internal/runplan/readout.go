@@ -2,6 +2,7 @@ package runplan
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,10 +19,12 @@ const recable = "streams are fibres into an endpoint's readout cards and do not 
 // Readout is the ReadoutComplete condition of a run on fabric under table
 // t, and, when streams went unread by a failure, the message that makes
 // the run Degraded (empty otherwise), which says what becomes of the
-// events under policy (spec.builder.incompleteEvents). ok is false for a
-// run without a Fabric or on one that lists no streams: the run has no
-// such condition.
-func Readout(fabric *planner.Fabric, t planner.RankTable, policy ebv1.IncompletePolicy, generation int64) (c metav1.Condition, degraded string, ok bool) {
+// events under policy (spec.builder.incompleteEvents). lost is the
+// published table's unreadStreams (LostStreams): the endpoints holding
+// them count as lost since a failure too, as a failed server offered as a
+// spare again once back. ok is false for a run without a Fabric or on one
+// that lists no streams: the run has no such condition.
+func Readout(fabric *planner.Fabric, t planner.RankTable, lost []string, policy ebv1.IncompletePolicy, generation int64) (c metav1.Condition, degraded string, ok bool) {
 	if fabric == nil {
 		return metav1.Condition{}, "", false
 	}
@@ -39,40 +42,102 @@ func Readout(fabric *planner.Fabric, t planner.RankTable, policy ebv1.Incomplete
 		c.Message = fmt.Sprintf("RUs read all %d readout streams of the Fabric's endpoints", streams)
 		return c, "", true
 	}
-	var lost []planner.Unread
+	listed := setOf(lost)
+	var failed []planner.Unread
 	count := 0
 	for _, u := range unread {
 		count += len(u.Streams)
-		if u.Lost {
-			lost = append(lost, u)
+		if u.Lost || slices.ContainsFunc(u.Streams, func(s string) bool { return listed[s] }) {
+			failed = append(failed, u)
 		}
 	}
 	c.Status, c.Reason = metav1.ConditionFalse, ebv1.ReasonStreamsUnread
 	c.Message = fmt.Sprintf("%d of %d readout streams are read by no RU: %s; %s", count, streams, describeUnread(unread), recable)
-	if len(lost) > 0 {
+	if len(failed) > 0 {
 		degraded = fmt.Sprintf("readout streams no RU reads since a failure: %s; %s; %s",
-			describeUnread(lost), missingSources(t, policy), recable)
+			describeUnread(failed), missingStreams(t, lost, policy), recable)
 	}
 	return c, degraded, true
 }
 
-// missingSources says what the MEPs hold of the units whose readout was
-// lost (planner.Rank.SourceUnread) and what becomes of their events.
-func missingSources(t planner.RankTable, policy ebv1.IncompletePolicy) string {
+// LostStreams are the readout streams of fabric that no live RU reads
+// under t because of a failure, in the Fabric's endpoint order: the rank
+// table's unreadStreams, which builders mark every MEP with. They are
+// those of the endpoints planner.UnreadStreams finds lost, and those of
+// before (the unreadStreams of the table t follows; none for a fresh
+// plan) that no live rank of t reads yet: a failed server that came back
+// is offered as a spare, which the table alone cannot tell from a spare
+// planned on fibres, and its streams are no more read than before.
+// Streams unread by the plan (idle endpoints, spares, leaves not spanned,
+// BU-only ranks) are not among them: events never had them. None without
+// a Fabric. A stream a live rank of t still lists as its source (a Fabric
+// edited since t was planned) is left out, as is a second listing: a
+// table names each stream once.
+func LostStreams(fabric *planner.Fabric, t planner.RankTable, before []string) []string {
+	if fabric == nil {
+		return nil
+	}
+	named := map[string]bool{}
+	for _, r := range t.Ranks {
+		if r.Role == planner.Live {
+			for _, s := range r.Streams {
+				named[s] = true
+			}
+		}
+	}
+	still := setOf(before)
+	var lost []string
+	for _, u := range planner.UnreadStreams(*fabric, t) {
+		for _, s := range u.Streams {
+			if (u.Lost || still[s]) && !named[s] {
+				named[s] = true
+				lost = append(lost, s)
+			}
+		}
+	}
+	return lost
+}
+
+func setOf(items []string) map[string]bool {
+	set := make(map[string]bool, len(items))
+	for _, s := range items {
+		set[s] = true
+	}
+	return set
+}
+
+// missingStreams says what the events lack since a failure: the streams
+// lost (LostStreams) and the sources of the units whose readout was lost
+// (planner.Rank.SourceUnread), and what becomes of the events under
+// policy.
+func missingStreams(t planner.RankTable, lost []string, policy ebv1.IncompletePolicy) string {
 	var missing []planner.Rank
 	for _, r := range t.Ranks {
 		if r.Role == planner.Live && r.SourceUnread {
 			missing = append(missing, r)
 		}
 	}
-	if len(missing) == 0 {
-		return "events are built from the sources the set reads"
+	var lacks []string
+	if len(lost) > 0 {
+		lacks = append(lacks, "every event lacks streams "+shortlist.Join(lost, ", ", func(s string) string { return s })+" (the rank table's unreadStreams)")
 	}
-	sources := shortlist.Join(missing, ", ", func(r planner.Rank) string { return fmt.Sprintf("rank %d (unit %d)", r.Rank, r.Unit) })
-	if policy == ebv1.IncompleteFlag {
-		return "every MEP holds the source of " + sources + " as missing fragments, and its events are delivered flagged incomplete (spec.builder.incompleteEvents Flag)"
+	if len(missing) > 0 {
+		sources := shortlist.Join(missing, ", ", func(r planner.Rank) string { return fmt.Sprintf("rank %d (unit %d)", r.Rank, r.Unit) })
+		if policy == ebv1.IncompleteFlag {
+			lacks = append(lacks, "every MEP holds the source of "+sources+" as missing fragments")
+		} else {
+			lacks = append(lacks, "every MEP misses the source of "+sources)
+		}
 	}
-	return "every MEP misses the source of " + sources + ", so its events are dropped (spec.builder.incompleteEvents Drop; Flag delivers them marked incomplete)"
+	switch {
+	case len(lacks) == 0:
+		// Only where the Fabric was edited since the table was planned:
+		// every stream lost is still listed as a rank's source.
+		return "the rank table lists no stream as unread: the Fabric changed since it was planned"
+	case policy == ebv1.IncompleteFlag:
+		return strings.Join(lacks, " and ") + ", so every event is delivered flagged incomplete (spec.builder.incompleteEvents Flag)"
+	}
+	return strings.Join(lacks, " and ") + ", so every event is dropped (spec.builder.incompleteEvents Drop; Flag delivers them marked incomplete)"
 }
 
 // describeUnread names the endpoints (at most shortlist.Most), each with
