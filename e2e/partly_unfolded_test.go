@@ -36,7 +36,7 @@ func TestAUnitWithoutItsFibresBuildsItsShareFlaggingTheMissingSource(t *testing.
 		fabricName    = "e2e-partly-unfolded"
 		runName       = "partly"
 	)
-	run, _, workers := startProductionRun(ctx, t, namespaceName, fabricName, runName, []int{0}, func(r *ebv1alpha1.EventBuilderRun) {
+	run, fabric, workers := startProductionRun(ctx, t, namespaceName, fabricName, runName, []int{0}, func(r *ebv1alpha1.EventBuilderRun) {
 		r.Spec.Builder.IncompleteEvents = ebv1alpha1.IncompleteFlag
 	})
 	key := client.ObjectKeyFromObject(run)
@@ -70,9 +70,12 @@ func TestAUnitWithoutItsFibresBuildsItsShareFlaggingTheMissingSource(t *testing.
 	if ready == nil || ready.Reason != ebv1alpha1.ReasonStreamsUnread || !strings.Contains(ready.Message, victim.Endpoint) {
 		t.Errorf("after the failover, Ready %+v: want reason StreamsUnread naming %s", ready, victim.Endpoint)
 	}
-	doc := rankTableDocument(ctx, t, namespaceName, runName)
+	doc := readRankTable(ctx, t, namespaceName, runName)
 	if r := doc.Ranks[spare]; r.State != "live" || r.Function != "BU" || !r.SourceUnread || len(r.Sources) != 0 {
 		t.Errorf("spare rank %d in the rank table: %+v, want live, function BU, sourceUnread, reading nothing", spare, r)
+	}
+	if want := endpointStreams(fabric, victim.Endpoint); !slices.Equal(doc.UnreadStreams, want) {
+		t.Errorf("the rank table's unreadStreams %v after the failover, want the victim's %v", doc.UnreadStreams, want)
 	}
 
 	// Both BUs deliver every MEP flagged: the lost source's slot is there,
@@ -123,14 +126,20 @@ type rankTableRank struct {
 	Endpoint     string   `json:"endpoint"`
 }
 
-// rankTableDocument reads the rank table the operator published for a run.
-func rankTableDocument(ctx context.Context, t *testing.T, namespace, run string) struct{ Ranks []rankTableRank } {
+// rankTableDocument is what this suite reads of a published rank table.
+type rankTableDocument struct {
+	Ranks         []rankTableRank `json:"ranks"`
+	UnreadStreams []string        `json:"unreadStreams"`
+}
+
+// readRankTable reads the rank table the operator published for a run.
+func readRankTable(ctx context.Context, t *testing.T, namespace, run string) rankTableDocument {
 	t.Helper()
 	var cm corev1.ConfigMap
 	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: run + "-ranks"}, &cm); err != nil {
 		t.Fatalf("rank table of %s: %v", run, err)
 	}
-	var doc struct{ Ranks []rankTableRank }
+	var doc rankTableDocument
 	if err := json.Unmarshal([]byte(cm.Data["ranks.json"]), &doc); err != nil {
 		t.Fatalf("rank table of %s: %v", run, err)
 	}

@@ -27,8 +27,13 @@ import (
 // readout-card device plugin (the chart's, with emulated cards:
 // readout/chart-values.yaml) advertises each NUMA node's streams, and each
 // driver is allocated exactly its endpoint's. A unit is lost and moves to a
-// warm spare, whose driver and consumer follow the new epoch; at the end
-// every event built was consumed, complete.
+// warm spare with fibres of its own, whose driver and consumer follow the
+// new epoch. Readout is physical: the lost server's streams are read by no
+// one from then on, and every MEP says so (its stream map): under
+// incompleteEvents Flag each consumer counts, per stream, the events after
+// the failover as lacking the victim's streams and holding the spare's,
+// and flags them. At the end every event built was consumed: complete
+// before the failover, flagged after it.
 func TestProductionRunReadsADriverAndFeedsAConsumer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -38,7 +43,9 @@ func TestProductionRunReadsADriverAndFeedsAConsumer(t *testing.T) {
 		fabricName    = "e2e-production"
 		runName       = "production"
 	)
-	run, fabric, _ := startProductionRun(ctx, t, namespaceName, fabricName, runName, []int{0, 1}, nil)
+	run, fabric, _ := startProductionRun(ctx, t, namespaceName, fabricName, runName, []int{0, 1}, func(r *ebv1alpha1.EventBuilderRun) {
+		r.Spec.Builder.IncompleteEvents = ebv1alpha1.IncompleteFlag
+	})
 	key := client.ObjectKeyFromObject(run)
 	get := func() error { return k8sClient.Get(ctx, key, run) }
 	// Every pod, live or spare, runs the three containers, and its driver
@@ -83,22 +90,45 @@ func TestProductionRunReadsADriverAndFeedsAConsumer(t *testing.T) {
 	waitForNewEpoch(ctx, t, run, before, 2, ebv1alpha1.PhaseDegraded, "a failover to a spare", &seen)
 	spare := *run.Status.LastFailover.Moves[0].SpareRank
 	ready := meta.FindStatusCondition(run.Status.Conditions, ebv1alpha1.ConditionReady)
-	victimStreams := fabric.Spec.Endpoints[slices.IndexFunc(fabric.Spec.Endpoints, func(ep ebv1alpha1.FabricEndpoint) bool { return ep.Name == victim.Endpoint })].Streams
+	victimStreams := endpointStreams(fabric, victim.Endpoint)
 	if ready == nil || ready.Reason != ebv1alpha1.ReasonStreamsUnread || !strings.Contains(ready.Message, "streams "+strings.Join(victimStreams, ",")) {
 		t.Errorf("after the failover, Ready %+v: want reason StreamsUnread naming the victim's streams %v", ready, victimStreams)
 	}
 	t.Logf("after the failover: %s: %s", ready.Reason, ready.Message)
-	waitFor(ctx, t, "the spare's consumer checking the MEPs of the new epoch", 3*time.Minute, func() (bool, string) {
-		if err := get(); err != nil {
-			return false, err.Error()
+	if doc := readRankTable(ctx, t, namespaceName, runName); !slices.Equal(doc.UnreadStreams, victimStreams) {
+		t.Errorf("the rank table's unreadStreams %v, want the victim's %v", doc.UnreadStreams, victimStreams)
+	}
+	spareStreams := endpointStreams(fabric, run.Status.Ranks[spare].Endpoint)
+	if len(spareStreams) == 0 {
+		t.Fatalf("spare rank %d (%s) has no streams in the Fabric: this test needs a spare with fibres", spare, run.Status.Ranks[spare].Endpoint)
+	}
+
+	// Every live unit's consumer, the spare's included, counts events that
+	// lack the victim's streams and hold the spare's: flagged, none rejected.
+	var live []ebv1alpha1.RankStatus
+	for _, rk := range run.Status.Ranks {
+		if rk.Role == ebv1alpha1.RoleLive {
+			live = append(live, rk)
 		}
-		for _, u := range run.Status.Units {
-			if u.Rank == spare {
-				return u.Consumer != nil && u.Consumer.EventsComplete > 0, describeProduction(run)
-			}
-		}
-		return false, describeProduction(run)
-	})
+	}
+	for _, rk := range live {
+		waitFor(ctx, t, fmt.Sprintf("rank %d's consumer counting events without %v and with %v", rk.Rank, victimStreams, spareStreams),
+			3*time.Minute, func() (bool, string) {
+				counts := consumerStreamCounts(ctx, t, namespaceName, rk)
+				for _, s := range victimStreams {
+					if counts[s].lacked == 0 {
+						return false, fmt.Sprintf("per stream %v", counts)
+					}
+				}
+				for _, s := range spareStreams {
+					if counts[s].held == 0 {
+						return false, fmt.Sprintf("per stream %v", counts)
+					}
+				}
+				return true, fmt.Sprintf("per stream %v", counts)
+			})
+		t.Logf("rank %d's consumer, events per stream {held lacked}: %v", rk.Rank, consumerStreamCounts(ctx, t, namespaceName, rk))
+	}
 
 	// Stopped, the counts are final once each consumer has emptied its ring.
 	patchRun(ctx, t, run, func(r *ebv1alpha1.EventBuilderRun) { r.Spec.State = ebv1alpha1.StateStopped })
@@ -107,19 +137,50 @@ func TestProductionRunReadsADriverAndFeedsAConsumer(t *testing.T) {
 			return false, err.Error()
 		}
 		c := run.Status.Consumed
-		return run.Status.Phase == ebv1alpha1.PhaseStopped && c != nil && c.EventsComplete == run.Status.EventsBuilt, describeProduction(run)
+		return run.Status.Phase == ebv1alpha1.PhaseStopped && c != nil && c.EventsComplete == run.Status.EventsBuilt &&
+			c.EventsIncomplete == run.Status.EventsIncomplete, describeProduction(run)
 	})
 	t.Logf("stopped: %s", describeProduction(run))
-	c := run.Status.Consumed
-	if c.EventsIncomplete != 0 || c.Rejected != 0 || run.Status.EventsIncomplete != 0 {
-		t.Errorf("consumed %d incomplete events and rejected %d, builders %d incomplete; want 0: %s",
-			c.EventsIncomplete, c.Rejected, run.Status.EventsIncomplete, describeProduction(run))
+	if c := run.Status.Consumed; c.Rejected != 0 || c.EventsIncomplete == 0 || c.EventsComplete == 0 {
+		t.Errorf("consumed %d complete and %d incomplete events, rejected %d: want complete ones before the failover, "+
+			"flagged ones after it, none rejected: %s", c.EventsComplete, c.EventsIncomplete, c.Rejected, describeProduction(run))
 	}
 	for _, u := range run.Status.Units {
-		if u.Consumer == nil || u.Consumer.EventsComplete != u.EventsBuilt || u.Consumer.MEPs*1000 != u.EventsBuilt {
-			t.Errorf("rank %d built %d events, its consumer %+v: want every one consumed, complete", u.Rank, u.EventsBuilt, u.Consumer)
+		if c := u.Consumer; c == nil || c.EventsComplete != u.EventsBuilt || c.MEPs*1000 != c.EventsComplete+c.EventsIncomplete {
+			t.Errorf("rank %d built %d events, its consumer %+v: want every one consumed", u.Rank, u.EventsBuilt, u.Consumer)
 		}
 	}
+}
+
+// endpointStreams are the readout streams the Fabric lists on an endpoint.
+func endpointStreams(fabric *ebv1alpha1.Fabric, endpoint string) []string {
+	i := slices.IndexFunc(fabric.Spec.Endpoints, func(ep ebv1alpha1.FabricEndpoint) bool { return ep.Name == endpoint })
+	if i < 0 {
+		return nil
+	}
+	return fabric.Spec.Endpoints[i].Streams
+}
+
+// streamCount is what a consumer found of one readout stream: events that
+// held its fragment intact, and events that lacked it.
+type streamCount struct{ held, lacked uint64 }
+
+// consumerStreamCounts reads the per-stream counts the consumer of a rank's
+// pod publishes beside its MEP ring, EB_MEP_RING (builder/docs/formats.md,
+// -mep-consumer-streams): empty until it has published some.
+func consumerStreamCounts(ctx context.Context, t *testing.T, namespace string, rk ebv1alpha1.RankStatus) map[string]streamCount {
+	t.Helper()
+	text := podExec(ctx, t, namespace, rk.Pod, "consumer", "sh", "-c",
+		`cat "/dev/shm${EB_MEP_RING}-consumer-streams" 2>/dev/null || true`)
+	counts := map[string]streamCount{}
+	for _, line := range strings.Split(text, "\n") {
+		var name string
+		var c streamCount
+		if n, _ := fmt.Sscanf(line, "%s held %d lacked %d", &name, &c.held, &c.lacked); n == 3 {
+			counts[name] = c
+		}
+	}
+	return counts
 }
 
 // startProductionRun creates, on the first two workers, a Fabric whose
