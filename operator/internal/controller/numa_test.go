@@ -33,17 +33,21 @@ func TestNUMAMisalignedUnitIsNamedThenMovedUnderFailOver(t *testing.T) {
 	}
 	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
 	waitCondition(t, key, ebv1.ConditionNUMAAligned, metav1.ConditionTrue, ebv1.ReasonNUMAAligned, "5 live units")
-	st := getRun(t, key).Status
-	for _, rk := range st.Ranks {
-		if rk.Role == ebv1.RoleDummy {
-			continue
+	// The condition counts live units; the spares' reports come with their
+	// own polls, maybe later on a loaded machine.
+	eventually(t, "every live and spare rank's NUMA placement in status", func() error {
+		for _, rk := range getRun(t, key).Status.Ranks {
+			if rk.Role == ebv1.RoleDummy {
+				continue
+			}
+			// Endpoint srvS-numaN runs on NUMA node N with device mlx5_N.
+			want := int32(rk.Rank % 2)
+			if n := rk.NUMA; n == nil || !n.Aligned || n.Node == nil || *n.Node != want || n.Misplaced != "" {
+				return fmt.Errorf("rank %d (%s): numa %+v, want aligned on node %d with its device", rk.Rank, rk.Endpoint, n, want)
+			}
 		}
-		// Endpoint srvS-numaN runs on NUMA node N with device mlx5_N.
-		want := int32(rk.Rank % 2)
-		if n := rk.NUMA; n == nil || !n.Aligned || n.Node == nil || *n.Node != want || n.Misplaced != "" {
-			t.Errorf("rank %d (%s): numa %+v, want aligned on node %d with its device", rk.Rank, rk.Endpoint, n, want)
-		}
-	}
+		return nil
+	})
 
 	// Rank 4's kubelet gave its builder CPUs of the whole machine.
 	farm.SetMisaligned(string(pods["numa-eb-4"].UID), true)
