@@ -29,6 +29,7 @@ const (
 // reported in status condition Valid instead.
 // +kubebuilder:validation:XValidation:rule="self.endpoints.all(e, e.leaf < self.leaves)",message="spec.endpoints[].leaf: an endpoint is cabled to a leaf >= spec.leaves (leaves are numbered from 0); correct its leaf or raise spec.leaves"
 // +kubebuilder:validation:XValidation:rule="self.endpoints.all(e, e.port < self.portsPerLeaf)",message="spec.endpoints[].port: an endpoint is cabled to a port >= spec.portsPerLeaf (server ports are numbered from 0); correct its port or raise spec.portsPerLeaf"
+// +kubebuilder:validation:XValidation:rule="!has(self.unavailableLeaves) || self.unavailableLeaves.all(l, l < self.leaves)",message="spec.unavailableLeaves: a leaf >= spec.leaves (leaves are numbered from 0); list only leaves of this fabric"
 type FabricSpec struct {
 	// leaves is the number of leaf switches, numbered 0..leaves-1.
 	// +kubebuilder:validation:Minimum=1
@@ -60,6 +61,21 @@ type FabricSpec struct {
 	// +kubebuilder:default=PortModSpines
 	// +optional
 	Routing Routing `json:"routing,omitempty"`
+
+	// unavailableLeaves are leaf switches that are down or under
+	// maintenance while their servers' nodes stay Ready (a leaf's loss
+	// leaves the kubelets, which talk over another network, unaware).
+	// The operator cannot tell a lost leaf from its servers' failure, so
+	// whoever knows (the network team, its monitoring) lists it here: its
+	// endpoints take no unit, planned or failed over; runs on the Fabric
+	// are replanned without them (as for any Fabric edit), and status
+	// lists them unschedulable, reason LeafUnavailable. Remove a leaf once
+	// it is back.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:Minimum=0
+	// +optional
+	UnavailableLeaves []int32 `json:"unavailableLeaves,omitempty"`
 
 	// endpoints are the server NUMA domains and where their NICs are cabled.
 	// +listType=map
@@ -148,13 +164,16 @@ const (
 	// EndpointNodeCordoned: the node is cordoned (kubectl cordon or
 	// drain): it takes no unit, and the units on it move to spares.
 	EndpointNodeCordoned = "NodeCordoned"
+	// EndpointLeafUnavailable: the endpoint's leaf is listed in
+	// spec.unavailableLeaves: it takes no unit.
+	EndpointLeafUnavailable = "LeafUnavailable"
 )
 
 // UnschedulableEndpoint is an endpoint whose node cannot run a unit.
 type UnschedulableEndpoint struct {
 	Name string `json:"name"`
 	Node string `json:"node"`
-	// reason is NodeNotFound or NodeNotReady.
+	// reason is NodeNotFound, NodeNotReady, NodeCordoned or LeafUnavailable.
 	Reason string `json:"reason"`
 }
 

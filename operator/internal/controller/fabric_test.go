@@ -195,6 +195,9 @@ func TestInvalidFabricsAreRejected(t *testing.T) {
 		{"zero spines", func(s *ebv1.FabricSpec) { s.Spines = 0 }, "spec.spines"},
 		{"unknown routing", func(s *ebv1.FabricSpec) { s.Routing = "Random" }, "spec.routing"},
 		{"negative NUMA id", func(s *ebv1.FabricSpec) { s.Endpoints[0].NUMA = -1 }, "spec.endpoints[0].numa"},
+		{"an unavailable leaf the fabric does not have", func(s *ebv1.FabricSpec) { s.UnavailableLeaves = []int32{0, 2} },
+			"spec.unavailableLeaves: a leaf >= spec.leaves"},
+		{"a negative unavailable leaf", func(s *ebv1.FabricSpec) { s.UnavailableLeaves = []int32{-1} }, "spec.unavailableLeaves[0]"},
 		// Stream names travel as they are in rank tables and MEP stream maps.
 		{"a stream name with a space", func(s *ebv1.FabricSpec) { s.Endpoints[1].Streams = []string{"velo0", "velo 1"} },
 			"spec.endpoints[1].streams[1]"},

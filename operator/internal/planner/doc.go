@@ -88,8 +88,9 @@
 // a leaf after two such losses would drop, instead of moving, the second
 // unit of the most common failure wherever the spares share the failed
 // server's leaf (every one-leaf farm), to guard against a rarer one.
-// Spares on another leaf are preferred all the same; a caller that knows
-// a leaf is lost marks its endpoints not schedulable in the Fabric.
+// Spares on another leaf are preferred all the same; whoever knows a leaf
+// is lost lists it in the Fabric's spec.unavailableLeaves, and the caller
+// (runplan.Fabric) marks its endpoints not schedulable.
 //
 // A table holds for the cabling it was planned on. Failover, MoveBU and
 // DropUnit refuse, as Plan does, a Fabric that is invalid, and one that no

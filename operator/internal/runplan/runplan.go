@@ -99,7 +99,8 @@ func NodeHealth(list []corev1.Node, now time.Time, grace time.Duration) (nodes N
 }
 
 // Fabric maps a Fabric's spec onto the planner's fabric; an endpoint is
-// schedulable when its node exists and is Ready.
+// schedulable when its node exists and is Ready and its leaf is not listed
+// unavailable.
 func Fabric(spec *ebv1.FabricSpec, nodes Nodes) planner.Fabric {
 	f := planner.Fabric{
 		Leaves: int(spec.Leaves), Spines: int(spec.Spines), PortsPerLeaf: int(spec.PortsPerLeaf),
@@ -109,7 +110,8 @@ func Fabric(spec *ebv1.FabricSpec, nodes Nodes) planner.Fabric {
 	for i, e := range spec.Endpoints {
 		f.Endpoints[i] = planner.Endpoint{
 			Name: e.Name, Node: e.Node, NUMA: int(e.NUMA), RDMADevice: e.RDMADevice, Netdev: e.Netdev,
-			Leaf: int(e.Leaf), Port: int(e.Port), Streams: e.Streams, Schedulable: nodes[e.Node],
+			Leaf: int(e.Leaf), Port: int(e.Port), Streams: e.Streams,
+			Schedulable: nodes[e.Node] && !slices.Contains(spec.UnavailableLeaves, e.Leaf),
 		}
 	}
 	return f
@@ -136,6 +138,8 @@ func FabricStatus(fabric *ebv1.Fabric, nodes Nodes, cordoned map[string]bool) eb
 	for _, e := range fabric.Spec.Endpoints {
 		ready, known := nodes[e.Node]
 		switch {
+		case slices.Contains(fabric.Spec.UnavailableLeaves, e.Leaf):
+			st.Unschedulable = append(st.Unschedulable, ebv1.UnschedulableEndpoint{Name: e.Name, Node: e.Node, Reason: ebv1.EndpointLeafUnavailable})
 		case !known:
 			st.Unschedulable = append(st.Unschedulable, ebv1.UnschedulableEndpoint{Name: e.Name, Node: e.Node, Reason: ebv1.EndpointNodeNotFound})
 		case cordoned[e.Node]:
