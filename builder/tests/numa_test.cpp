@@ -200,16 +200,16 @@ constexpr const char* real_node0 = "/sys/devices/system/node/node0";
 bool contains(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
 
 TEST(Numa, PinsToARealNode) {
-    if (!std::filesystem::exists(real_node0)) GTEST_SKIP() << "no " << real_node0 << " on this machine";
+    if (!std::filesystem::exists(real_node0)) EB_UNAVAILABLE("no " << real_node0 << " on this machine");
     const std::string json = in_child([] { return numa_report_json(apply_numa_plan(plan_numa("0"))); });
-    if (contains(json, "Operation not permitted")) GTEST_SKIP() << "pinning not permitted here: " << json;
+    if (contains(json, "Operation not permitted")) EB_UNAVAILABLE("pinning not permitted here: " << json);
     EXPECT_TRUE(contains(json, R"("requested":"0","node":0,"pinned":true,"cpus_local":true,"memory_local":true,)"
                                R"("device_local":null,"warning":"")"))
         << json;
 }
 
 TEST(Numa, ADeviceOnTheRealNodeIsLocal) {
-    if (!std::filesystem::exists(real_node0)) GTEST_SKIP() << "no " << real_node0 << " on this machine";
+    if (!std::filesystem::exists(real_node0)) EB_UNAVAILABLE("no " << real_node0 << " on this machine");
     // The real node 0's CPUs, and an RDMA device on it.
     const std::string root = test::make_temp_dir();
     std::ifstream real_cpulist(std::string(real_node0) + "/cpulist");
@@ -219,12 +219,12 @@ TEST(Numa, ADeviceOnTheRealNodeIsLocal) {
     write_file(root + "/class/infiniband/mlx5_0/device/numa_node", "0\n");
 
     const std::string json = in_child([&] { return numa_report_json(apply_numa_plan(plan_numa("mlx5_0", root))); });
-    if (contains(json, "Operation not permitted")) GTEST_SKIP() << "pinning not permitted here: " << json;
+    if (contains(json, "Operation not permitted")) EB_UNAVAILABLE("pinning not permitted here: " << json);
     EXPECT_TRUE(contains(json, R"("pinned":true,"cpus_local":true,"memory_local":true,"device_local":true,)")) << json;
 }
 
 TEST(Numa, AFailedPinIsAWarning) {
-    if (!std::filesystem::exists(real_node0)) GTEST_SKIP() << "no " << real_node0 << " on this machine";
+    if (!std::filesystem::exists(real_node0)) EB_UNAVAILABLE("no " << real_node0 << " on this machine");
     // No machine has CPU 65535 online: sched_setaffinity refuses, the builder runs on.
     const Numa_plan plan{.requested = "0", .node = 0, .cpus = {65535}, .warning = "", .device_node = std::nullopt};
     const std::string json = in_child([&] { return numa_report_json(apply_numa_plan(plan)); });

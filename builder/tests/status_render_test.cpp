@@ -4,6 +4,7 @@
 
 #include "golden.hpp"
 #include "numa.hpp"
+#include "test_support.hpp"
 
 #include <cstdio>
 #include <filesystem>
@@ -143,7 +144,7 @@ TEST(StatusRender, NumaLocalityIsAGaugePerResourceOnlyWhenANodeWasAskedFor) {
 TEST(StatusRender, PromtoolAcceptsTheMetrics) {
     const char* promtool = "/usr/bin/promtool";
     if (!std::filesystem::exists(promtool))
-        GTEST_SKIP() << promtool << " is missing: install Debian's prometheus package (make test does)";
+        EB_UNAVAILABLE(promtool << " is missing: install Debian's prometheus package (make test does)");
     for (const Control_state state : {Control_state::not_ready, Control_state::running, Control_state::error}) {
         Status_snapshot snapshot = sample(state);
         if (state == Control_state::running) {

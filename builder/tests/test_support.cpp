@@ -28,6 +28,11 @@
 extern char** environ;
 
 namespace eb::test {
+
+bool all_tests_required() {
+    const char* value = std::getenv("EB_REQUIRE_ALL_TESTS");
+    return value != nullptr && *value != '\0';
+}
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -14,7 +14,22 @@
 
 #include "fd.hpp"
 
+// make test sets EB_REQUIRE_ALL_TESTS: there a test that cannot run here (a
+// tool, a device or a privilege missing) fails, naming what is missing;
+// elsewhere it is skipped, saying why. `why` is streamed, as in
+// EB_UNAVAILABLE("no " << tool). For gtest tests only.
+#define EB_UNAVAILABLE(why)                                                                                    \
+    do {                                                                                                       \
+        if (::eb::test::all_tests_required())                                                                  \
+            GTEST_FAIL() << why << " (EB_REQUIRE_ALL_TESTS is set, as make test does: every test must run)"; \
+        else                                                                                                   \
+            GTEST_SKIP() << why;                                                                               \
+    } while (false)
+
 namespace eb::test {
+
+// Whether EB_REQUIRE_ALL_TESTS is set (EB_UNAVAILABLE).
+bool all_tests_required();
 
 // `count` distinct TCP ports that are free on 127.0.0.1 right now, held
 // together while picking so none repeats. They lie below the kernel's

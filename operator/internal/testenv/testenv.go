@@ -22,6 +22,21 @@ import (
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 )
 
+// RequireAllTests is the variable make test sets: there a test that
+// cannot run here (a binary or a privilege missing) fails, naming what is
+// missing, instead of skipping; a plain go test skips it, saying why.
+const RequireAllTests = "EB_REQUIRE_ALL_TESTS"
+
+// Unavailable skips t, saying why, or fails it under make test
+// (RequireAllTests set).
+func Unavailable(t testing.TB, reason string) {
+	t.Helper()
+	if os.Getenv(RequireAllTests) != "" {
+		t.Fatalf("%s; %s is set (make test): every test must run", reason, RequireAllTests)
+	}
+	t.Skip(reason)
+}
+
 // Env is a running kube-apiserver and etcd with the operator's CRDs.
 type Env struct {
 	env *envtest.Environment
