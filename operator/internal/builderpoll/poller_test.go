@@ -98,11 +98,15 @@ func TestPollerPollsInTheBackgroundAndWakesTheRun(t *testing.T) {
 	p.Kick(run)
 	next("after Kick")
 	// Commands sent: the poll before them is fresh for no one; one after is.
+	// The builders answer nothing meanwhile (the poll Changed kicks waits on
+	// them), so no newer poll can land before the check.
 	p.Latest(run) // (as a reconcile that decided on it)
+	builders.mu.Lock()
 	p.Changed(run)
 	if p.Fresh(run) != nil || p.Latest(run) != nil {
 		t.Error("a poll from before the commands is fresh, or latest, after Changed")
 	}
+	builders.mu.Unlock()
 	after := next("after Changed")
 	if fresh := p.Fresh(run); fresh == nil || fresh.Time != after.Time {
 		t.Errorf("Fresh after the new poll = %+v, want it", fresh)
