@@ -170,9 +170,15 @@ TEST(MepChecker, CountsPerStreamTheEventsThatHeldOrLackedIt) {
                                                    {"ut-2a", {3 * events - 1, 1}},
                                                    {"ut-2b", {3 * events - 1, 1}}}));
 
-    // The old map on a MEP of the new epoch is no match.
+    // The old map on a MEP of the new epoch is no match: rejected, its
+    // events hold no stream.
     EXPECT_EQ(check.check(intact_mep()).events_complete, 0u);
     EXPECT_EQ(errors.get(Parse_error::wrong_streams), 1u);
+    EXPECT_EQ(check.stream_tallies(),
+              (std::map<std::string, Stream_tally>{{"velo-0", {2 * events, 2 * events}},
+                                                   {"spare-1", {events, events}},
+                                                   {"ut-2a", {3 * events - 1, events + 1}},
+                                                   {"ut-2b", {3 * events - 1, events + 1}}}));
 }
 
 TEST(MepChecker, ForgetsDamageOfThePreviousMep) {

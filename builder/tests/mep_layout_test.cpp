@@ -55,14 +55,14 @@ TEST(MepLayout, HeaderRecordsEventsSourcesOffsetsAndStreamMap) {
     for (std::size_t s = 0; s < 3; ++s)
         EXPECT_EQ(load<std::uint64_t>(mep, sizeof(Mep_header) + 8 * s), layout.offsets[s]);
     EXPECT_TRUE(std::equal(streams.begin(), streams.end(), mep.begin() + sizeof(Mep_header) + 8 * 3));
-    EXPECT_THROW(write_mep_header(mep, layout, 42000, 1000, 7), std::invalid_argument) << "the map the layout has room for";
+    EXPECT_THROW(write_mep_header(mep, layout, 42000, 1000, 7, {}), std::invalid_argument) << "the map the layout has room for";
 }
 
 TEST(MepLayout, HeaderRefusesABufferOfTheWrongSize) {
     const std::uint64_t sizes[] = {100};
-    const Mep_layout layout = mep_layout(sizes);
+    const Mep_layout layout = mep_layout(sizes, 8);
     std::vector<std::byte> mep(layout.total_bytes - 1);
-    EXPECT_THROW(write_mep_header(mep, layout, 0, 1, 1), std::invalid_argument);
+    EXPECT_THROW(write_mep_header(mep, layout, 0, 1, 1, std::vector<std::byte>(8)), std::invalid_argument);
 }
 
 }  // namespace

@@ -2,12 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 #include <unistd.h>
 #include <vector>
 
 #include "mep_expectation.hpp"
 #include "rank_table.hpp"
+#include "shm_text.hpp"
 #include "stream_name.hpp"
 
 namespace eb {
@@ -48,13 +50,15 @@ TEST(StreamMap, ParsingRefusesWhatNoBuWrites) {
         const char* detail;
     };
     const Case cases[] = {
-        {"empty", {}, 1, "slot 0: a count at byte 0 runs past the map's 0 bytes"},
+        {"empty", {}, 1, "0 bytes cannot hold the 2 lists of 1 slots"},
+        {"a hostile slot count, refused before allocating", bytes_of({0, 0, 0, 0, 0, 0, 0, 0}), 4'000'000'000u,
+         "8 bytes cannot hold the 4000000001 lists"},
         {"count past the end", bytes_of({5, 0, 1, 'a', 1, 'b', 1, 'c'}), 1, "slot 0: a name at byte 8 runs past"},
         {"name past the end", bytes_of({1, 0, 9, 'a', 0, 0, 0, 0}), 1, "slot 0: a name at byte 2 runs past"},
         {"empty name", bytes_of({1, 0, 0, 0, 0, 0, 0, 0}), 1, "slot 0: the name at byte 2 is not a stream name"},
         {"bad character", bytes_of({1, 0, 1, ' ', 0, 0, 0, 0}), 1, "the name at byte 2 is not a stream name"},
         {"twice", bytes_of({1, 0, 1, 'a', 1, 0, 1, 'a'}), 1, "lacked streams: stream 'a' is listed twice"},
-        {"no lacked list", bytes_of({0, 0, 0, 0, 0, 0, 0, 0}), 4, "lacked streams: a count at byte 8 runs past"},
+        {"no lacked list", bytes_of({0, 0, 1, 0, 3, 'a', 'b', 'c'}), 2, "lacked streams: a count at byte 8 runs past"},
         {"more than padding", bytes_of({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}), 1,
          "12 bytes follow the lists, more than the padding"},
         {"padding not zero", bytes_of({0, 0, 0, 0, 0, 7, 0, 0}), 1, "padding byte 5 is not 0"},
@@ -79,6 +83,14 @@ TEST(MepExpectation, CarriesTheStreamMap) {
     ASSERT_TRUE(read.has_value());
     EXPECT_EQ(*read, published);
     EXPECT_FALSE(read_mep_expectation(ring, 3).has_value()) << "removed";
+
+    // A file no BU writes is refused naming it, not taken for a map no MEP can match.
+    for (const char* text : {"epoch 3 stride 200 sources 0\nheld 0 a a\nlacked\n", "epoch 3 stride 200 sources 0\nheld 0 a,b\nlacked\n",
+                             "epoch 3 stride 200 sources 0\nheld 1 a\nlacked\n", "epoch 3 stride 200 sources 0\nheld 0 a\n"}) {
+        write_shm_text(mep_expectation_name(ring, 3), text);
+        EXPECT_THROW(read_mep_expectation(ring, 3), std::runtime_error) << text;
+    }
+    remove_mep_expectation(ring, 3);
 }
 
 TEST(RankTable, OnlyRusReadStreams) {

@@ -111,6 +111,7 @@ int main(int argc, char** argv) {
         eb::stop_on_signals(stop);
         eb::Shm_ring_reader ring(ring_name, stop);
         eb::Consumer_report_writer report(ring_name);
+        eb::remove_stream_tallies(ring_name);  // a killed predecessor's counts are not this consumer's
         auto next_tallies = std::chrono::steady_clock::now();
         while (limit == 0 || meps < limit) {
             const auto mep = ring.next();
@@ -147,13 +148,15 @@ int main(int argc, char** argv) {
             incomplete += verdict.events_incomplete;
             if (!verdict.first_problem.empty() && ++damaged <= 10)  // then only counted
                 eb::log_warning("MEP ", meps - 1, ": ", verdict.first_problem);
-            report.publish({meps, complete, incomplete, rejected_count(errors)});
+            // Per stream first, then the report: a reader that sees the
+            // report's counts finds the streams' at least as far along.
             // Caught up with the builder (the counts are then final until
             // the next MEP), or once a second while behind.
             if (const auto now = std::chrono::steady_clock::now(); ring.fill() == 0 || now >= next_tallies) {
                 eb::publish_stream_tallies(ring_name, checker.stream_tallies());
                 next_tallies = now + std::chrono::seconds(1);
             }
+            report.publish({meps, complete, incomplete, rejected_count(errors)});
         }
     } catch (const eb::Stopped&) {
     } catch (const std::exception& error) {

@@ -5,9 +5,11 @@
 #include <optional>
 #include <sstream>
 #include <string_view>
+#include <unordered_set>
 #include <stdexcept>
 
 #include "shm_text.hpp"
+#include "stream_name.hpp"
 
 namespace eb {
 
@@ -49,6 +51,7 @@ std::optional<Mep_expectation> read_mep_expectation(const std::string& ring, std
         throw std::runtime_error(name + " holds '" + line + "'; expected 'epoch " + std::to_string(epoch) +
                                  " stride S sources A B ...'");
     // Then the stream map: "held A name ..." per source in slot order, "lacked name ...".
+    std::unordered_set<std::string> seen;
     const auto names_after = [&](std::string_view word, std::optional<std::uint32_t> source) {
         std::istringstream words(line);
         std::string first;
@@ -58,7 +61,12 @@ std::optional<Mep_expectation> read_mep_expectation(const std::string& ring, std
             throw std::runtime_error(name + " holds '" + line + "' where '" + std::string(word) +
                                      (source ? " " + std::to_string(*source) : std::string()) + " name ...' belongs");
         std::vector<std::string> names;
-        for (std::string stream; words >> stream;) names.push_back(stream);
+        for (std::string stream; words >> stream;) {
+            if (!valid_stream_name(stream) || !seen.insert(stream).second)
+                throw std::runtime_error(name + " holds '" + line + "': '" + stream + "' is not " +
+                                         std::string(stream_name_rule) + " listed once");
+            names.push_back(stream);
+        }
         return names;
     };
     for (const std::uint32_t source : expectation.sources) {

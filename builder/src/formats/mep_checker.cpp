@@ -49,9 +49,19 @@ void Mep_checker::expect_sources(std::vector<std::uint32_t> sources, Stream_map 
     if (streams.held.empty()) streams.held.resize(sources_.size());
     streams_ = std::move(streams);
     encoded_streams_ = encode_stream_map(streams_);
-    for (const auto& names : streams_.held)
-        for (const std::string& name : names) tallies_.try_emplace(name);
-    for (const std::string& name : streams_.lacked) tallies_.try_emplace(name);
+    // Each MEP adds to these: map nodes stay put, so no lookup per MEP.
+    held_tallies_.assign(streams_.held.size(), {});
+    for (std::size_t slot = 0; slot < streams_.held.size(); ++slot)
+        for (const std::string& name : streams_.held[slot]) held_tallies_[slot].push_back(&tallies_[name]);
+    lacked_tallies_.clear();
+    for (const std::string& name : streams_.lacked) lacked_tallies_.push_back(&tallies_[name]);
+    lacks_text_ = streams_.lacks_streams() ? "MEP " + describe_stream_map(streams_) + " (unread since a failure)" : "";
+}
+
+void Mep_checker::count_all_lacked() {
+    for (const auto& slot : held_tallies_)
+        for (Stream_tally* tally : slot) tally->lacked += events_per_mep_;
+    for (Stream_tally* tally : lacked_tallies_) tally->lacked += events_per_mep_;
 }
 
 Parse_status Mep_checker::check_stream_map(std::span<const std::byte> map, std::uint32_t slots) {
@@ -79,6 +89,7 @@ Mep_verdict Mep_checker::check(std::span<const std::byte> mep) {
     if (frame.ok()) frame = check_stream_map(view.stream_map(), view.header.source_count);
     if (!frame.ok()) {
         errors_.add(frame.error);
+        count_all_lacked();  // a rejected MEP's events hold no stream
         return {0, events_per_mep_, std::move(frame.detail)};
     }
     if (stride_ != 0) {
@@ -100,15 +111,14 @@ Mep_verdict Mep_checker::check(std::span<const std::byte> mep) {
     for (std::uint32_t slot = 0; slot < sources_.size(); ++slot)
         intact_[slot] = check_mfp(view.slot(slot), slot, view.header.first_event_id, verdict.first_problem);
     for (std::uint32_t slot = 0; slot < sources_.size(); ++slot)
-        for (const std::string& name : streams_.held[slot]) {
-            Stream_tally& tally = tallies_[name];
-            tally.held += intact_[slot];
-            tally.lacked += events_per_mep_ - intact_[slot];
+        for (Stream_tally* tally : held_tallies_[slot]) {
+            tally->held += intact_[slot];
+            tally->lacked += events_per_mep_ - intact_[slot];
         }
-    for (const std::string& name : streams_.lacked) tallies_[name].lacked += events_per_mep_;
+    for (Stream_tally* tally : lacked_tallies_) tally->lacked += events_per_mep_;
     if (streams_.lacks_streams()) {
         // Built without a stream of the run: no event of it is complete.
-        note(verdict.first_problem, "MEP ", describe_stream_map(streams_), " (unread since a failure)");
+        note(verdict.first_problem, lacks_text_);
         std::fill(event_ok_.begin(), event_ok_.end(), 0);
     }
     verdict.events_complete = static_cast<std::uint64_t>(std::count(event_ok_.begin(), event_ok_.end(), 1));

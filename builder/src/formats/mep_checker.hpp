@@ -22,8 +22,8 @@ struct Mep_verdict {
 };
 
 // Of one readout stream, over the MEPs checked: the events that held its
-// fragment intact, and those that lacked it (a stream the MEP lacks, or its
-// slot's fragment missing or damaged).
+// fragment intact, and those that lacked it (a stream the MEP lacks, its
+// slot's fragment missing or damaged, or the whole MEP rejected).
 struct Stream_tally {
     std::uint64_t held = 0;
     std::uint64_t lacked = 0;
@@ -83,6 +83,11 @@ private:
     std::vector<std::byte> encoded_streams_;  // streams_, as a BU writes it
     Stream_map got_streams_;  // reused
     std::map<std::string, Stream_tally> tallies_;
+    std::vector<std::vector<Stream_tally*>> held_tallies_;  // per slot, into tallies_
+    std::vector<Stream_tally*> lacked_tallies_;
+    std::string lacks_text_;  // the problem of a MEP that lacks streams
+    // Every expected stream lacked by every event of the MEP (it was rejected).
+    void count_all_lacked();
     std::vector<std::uint64_t> intact_;  // per slot of the MEP being checked
     std::vector<Fragment_sizes> sizes_;  // per slot
     std::uint32_t events_per_mep_;

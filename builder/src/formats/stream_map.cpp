@@ -67,6 +67,10 @@ std::vector<std::byte> encode_stream_map(const Stream_map& map) {
 }
 
 Parse_status parse_stream_map(std::span<const std::byte> bytes, std::uint32_t slots, Stream_map& map) {
+    // Each of the slots + 1 lists has a 2-byte count: check before allocating for a hostile slot count.
+    if (bytes.size() / 2 < std::uint64_t{slots} + 1)
+        return parse_failure("MEP", Parse_error::bad_stream_map, "stream map: ", bytes.size(), " bytes cannot hold the ",
+                             std::uint64_t{slots} + 1, " lists of ", slots, " slots");
     Stream_map candidate;
     candidate.held.resize(slots);
     std::unordered_set<std::string> seen;
