@@ -759,10 +759,7 @@ func unreadStreams(cm *corev1.ConfigMap) []string {
 	if cm == nil {
 		return nil
 	}
-	var doc struct {
-		UnreadStreams []string `json:"unreadStreams"`
-	}
-	_ = json.Unmarshal([]byte(cm.Data[ranktable.Key]), &doc) // loadTable reads the whole document, and fails on errors
+	doc, _ := ranktable.Parse(cm.Data[ranktable.Key]) // loadTable parsed it already, and fails on errors
 	return doc.UnreadStreams
 }
 
