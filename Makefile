@@ -73,7 +73,7 @@ PROMETHEUS_CONFIG_RELOADER_IMAGE := eventbuilder/prometheus-config-reloader:$(PR
 PROMETHEUS_IMAGE := eventbuilder/prometheus:$(PROMETHEUS_VERSION)
 
 DEMO_CLUSTER := eventbuilder-demo
-PACKAGES := build-essential ccache cmake ninja-build libgtest-dev debootstrap clang libclang-rt-14-dev iperf3 nlohmann-json3-dev prometheus \
+PACKAGES := build-essential ccache cmake ninja-build libgtest-dev debootstrap clang libclang-rt-14-dev iperf3 busybox-static nlohmann-json3-dev prometheus \
   libibverbs-dev libmicrohttpd-dev libssl-dev zlib1g-dev
 
 export PATH := $(K8S_BIN):$(PATH)
@@ -92,7 +92,7 @@ help: ## Show the targets.
 # Under make test a test that cannot run here (a tool, binary, device or
 # privilege missing) fails, naming what is missing, instead of skipping.
 test: export EB_REQUIRE_ALL_TESTS := 1
-test: lint test-builder test-sanitizers test-verbs test-operator test-chart test-e2e ## Everything: lint, C++ and Go tests (also under sanitizers and over RDMA verbs), envtest, chart checks, the kind e2e suite; no test may skip for want of a tool.
+test: lint test-builder test-bench-bundle test-sanitizers test-verbs test-operator test-chart test-e2e ## Everything: lint, C++ and Go tests (also under sanitizers and over RDMA verbs), envtest, chart checks, the kind e2e suite; no test may skip for want of a tool.
 
 .PHONY: demo
 demo: images cluster-images node-image $(KIND) $(HELM) ## Bring up a kind cluster with Prometheus, install the chart, run a sample, print rates; leaves it up.
@@ -105,6 +105,11 @@ demo: images cluster-images node-image $(KIND) $(HELM) ## Bring up a kind cluste
 test-builder: build-builder ## C++ unit and multi-process tests, and a bounded fuzzing run of each parser.
 	ctest --test-dir $(BUILD)/builder --output-on-failure -LE verbs
 	builder/fuzz/run.sh $(BUILD)/builder-fuzz
+
+.PHONY: test-bench-bundle
+test-bench-bundle: build-builder ## The bench bundle (make bench-bundle) runs a short bench in a root holding only busybox and the bundle.
+	builder/bench/bundle.sh $(BUILD)/builder $(BUILD)/bench-bundle-check
+	builder/bench/bundle_check.sh $(BUILD)/bench-bundle-check
 
 .PHONY: test-sanitizers
 test-sanitizers: packages ## The C++ suites built with ASan+UBSan (all, multi-process included) and TSan (in-process ones).
@@ -166,6 +171,11 @@ test-stress: packages build-builder $(K8S_BIN)/etcd ## Outside make test (about 
 .PHONY: bench
 bench: build-builder ## Data-mover benchmark: builder vs iperf3 on loopback, barrier latency vs N (BENCH lines).
 	builder/bench/run.sh $(BUILD)/builder
+
+BUNDLE ?= $(BUILD)/bench-bundle
+.PHONY: bench-bundle
+bench-bundle: build-builder ## Pack make bench into BUNDLE (build/bench-bundle): BUNDLE/run runs it on any bare x86-64 Linux machine.
+	builder/bench/bundle.sh $(BUILD)/builder $(BUNDLE)
 
 .PHONY: bench-verbs
 bench-verbs: build-builder ## ib_write_bw, then the builder over verbs and over TCP on one verbs device (BENCH lines).

@@ -16,16 +16,19 @@ wait_all() {
 ports() { local base=$((10000 + RANDOM % 20000)); for ((i = 0; i < $1; i++)); do echo $((base + i)); done; }
 peers_of() { local list=""; for port in "$@"; do list+="${list:+,}127.0.0.1:$port"; done; echo "$list"; }
 
+# GNU time: the system's, or a bundle's (make bench-bundle) first on PATH.
 cpu_time=()
-[ -x /usr/bin/time ] && cpu_time=(/usr/bin/time -f "%U %S" -o)
+gnu_time=$(type -P time || true)
+[ -n "$gnu_time" ] && cpu_time=("$gnu_time" -f "%U %S" -o)
 # run_builder FLAG...: runs $units folded eb-builder units of $build on
 # loopback ports, each building $events events with --packing-factor
 # $packing_factor and 128-byte fragments, plus FLAGs; sets built and bytes
 # (MEP bytes, summed over the units), sent and received (the bytes the
 # units' transports counted over the network, summed), seconds (the longest
-# time any unit spent building) and cpu (user + system seconds of all units;
-# 0 without GNU time). Fails, showing the logs, if a unit fails or any event
-# is incomplete.
+# time any unit spent building), cpu (user + system seconds of all units;
+# 0 without GNU time) and threads_used (each unit's data threads, from its
+# start line). Fails, showing the logs, if a unit fails or any event is
+# incomplete.
 run_builder() {
   local data_ports peers
   mapfile -t data_ports < <(ports "$units")
@@ -41,6 +44,7 @@ run_builder() {
   done
   wait_all unit "a builder unit"
   cpu=$(cpu_seconds "$work"/cpu-*)
+  threads_used=$(sed -n 's/.* \([0-9][0-9]*\) data threads.*/\1/p' "$work/unit-0.log" | head -n 1)
   # "stopped: E events built, I incomplete, M MEPs, B bytes, D dropped, ...
   #  after T s of building, S bytes sent and R received over the network in ..."
   local incomplete

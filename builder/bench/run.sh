@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Data-mover benchmark on loopback (about 40 s on 2 cores). EB_BENCH_RUNS rounds
+# Data-mover benchmark on loopback (about 3 minutes on 2 cores). EB_BENCH_RUNS rounds
 # (default 3), each taking in turn:
 #  (a) the baseline, what this machine can move: N independent iperf3
 #      client/server pairs at once, one process each (Debian's iperf3 runs
@@ -19,15 +19,29 @@
 # system, GNU time) per GB moved are printed for the baseline and the
 # builder. Then:
 #  (e) the generator's and the checker's own cost: one unit, nothing moved;
-#  (f) barrier latency versus N = 2..64 measured here, where N processes
+#  (f) the data mover on units x data threads (--data-threads): for each
+#      number of units U and each round, U iperf3 pairs, then U units with
+#      each number of data threads up to the cores; medians of the rounds.
+#  (g) barrier latency versus N = 2..64 measured here, where N processes
 #      share this machine's cores (the names say how many), and the messages
 #      on each barrier's critical path for N = 2..512 (eb-barrier-plan),
 #      which is what decides between them on a farm.
+# Every figure says what ran it: the machine's cores and kernel first, then
+# each builder figure's units (processes) and data threads per unit.
 # Prints BENCH name=... value=... unit=... lines on stdout.
-# Usage: builder/bench/run.sh BUILD_DIR   (EB_BENCH_UNITS, default 4)
+# Usage: builder/bench/run.sh BUILD_DIR
+#   EB_BENCH_UNITS: the units of (a)-(d), a list (default 4; "4 8" runs both)
+#   EB_BENCH_THREADS: their --data-threads (default: the builder's own)
+#   EB_BENCH_TABLE_UNITS, EB_BENCH_TABLE_THREADS: the rows and columns of (f)
+#   (default "2 4 8" and "1 2 4 8", threads beyond the cores left out)
+#   EB_BENCH_BARRIER_UNITS: the N of (g) (default "2 4 8 16 32 64")
 set -euo pipefail
 build=$(cd "${1:?usage: builder/bench/run.sh BUILD_DIR}" && pwd)
-units=${EB_BENCH_UNITS:-4}
+read -r -a unit_counts <<<"${EB_BENCH_UNITS:-4}"
+read -r -a table_units <<<"${EB_BENCH_TABLE_UNITS:-2 4 8}"
+read -r -a table_threads <<<"${EB_BENCH_TABLE_THREADS:-1 2 4 8}"
+read -r -a barrier_units <<<"${EB_BENCH_BARRIER_UNITS:-2 4 8 16 32 64}"
+data_threads=(${EB_BENCH_THREADS:+--data-threads "$EB_BENCH_THREADS"})
 events=${EB_BENCH_EVENTS:-6000000}  # per BU; 2-4 s at 40 Gb/s
 runs=${EB_BENCH_RUNS:-3}
 iperf_seconds=${EB_BENCH_SECONDS:-4}
@@ -82,37 +96,45 @@ iperf3_pairs() {
   iperf_cpu=$(cpu_seconds "$work"/cpu-iperf-*)
 }
 
-baseline=() baseline_cpu=() mover=() mover_cpu=() generated=() generated_cpu=() checked=() checked_cpu=()
-mover_ratio=() generated_ratio=() checked_ratio=() event_rate=()
-for ((run = 1; run <= runs; run++)); do
-  echo ">> round $run of $runs" >&2
-  iperf3_pairs
-  baseline+=("$iperf_gbps") baseline_cpu+=("$(per_gb "$iperf_cpu" "$iperf_bytes")")
-  run_builder --source prepared --output discard
-  mover+=("$(gbps "$received" "$seconds")") mover_cpu+=("$(per_gb "$cpu" "$received")")
-  event_rate+=("$(awk -v e="$built" -v t="$seconds" 'BEGIN { printf "%.0f", e / t }')")
-  run_builder --source generator --output discard
-  generated+=("$(gbps "$received" "$seconds")") generated_cpu+=("$(per_gb "$cpu" "$received")")
-  run_builder --source generator --output check
-  checked+=("$(gbps "$received" "$seconds")") checked_cpu+=("$(per_gb "$cpu" "$received")")
-  mover_ratio+=("$(ratio "${mover[-1]}" "$iperf_gbps")") generated_ratio+=("$(ratio "${generated[-1]}" "$iperf_gbps")")
-  checked_ratio+=("$(ratio "${checked[-1]}" "$iperf_gbps")")
-  echo ">> round $run: iperf3 pairs $iperf_gbps Gb/s; data mover ${mover[-1]} (${mover_ratio[-1]}), with the generator" \
-    "${generated[-1]} (${generated_ratio[-1]}), every event checked ${checked[-1]} (${checked_ratio[-1]})" >&2
-done
+# What ran the figures: printed first, so a copied figure keeps it.
+echo "# machine: $(uname -m), kernel $(uname -r), $cores cores (nproc)"
+bench machine_cores "$cores" cores
 
-bench_spread "iperf3_pairs_throughput_n$units" Gb/s "${baseline[@]}"
-bench_spread "iperf3_pairs_cpu_seconds_per_gb_n$units" s/GB "${baseline_cpu[@]}"
-bench_spread "builder_network_throughput_n$units" Gb/s "${mover[@]}"
-bench_spread "builder_cpu_seconds_per_gb_n$units" s/GB "${mover_cpu[@]}"
-bench_spread "builder_event_rate_n$units" Hz "${event_rate[@]}"
-bench_spread "builder_generated_network_throughput_n$units" Gb/s "${generated[@]}"
-bench_spread "builder_generated_cpu_seconds_per_gb_n$units" s/GB "${generated_cpu[@]}"
-bench_spread "builder_checked_network_throughput_n$units" Gb/s "${checked[@]}"
-bench_spread "builder_checked_cpu_seconds_per_gb_n$units" s/GB "${checked_cpu[@]}"
-bench_spread tcp_vs_iperf3_pairs ratio "${mover_ratio[@]}"
-bench_spread tcp_generated_vs_iperf3_pairs ratio "${generated_ratio[@]}"
-bench_spread tcp_checked_vs_iperf3_pairs ratio "${checked_ratio[@]}"
+for units in "${unit_counts[@]}"; do
+  baseline=() baseline_cpu=() mover=() mover_cpu=() generated=() generated_cpu=() checked=() checked_cpu=()
+  mover_ratio=() generated_ratio=() checked_ratio=() event_rate=()
+  for ((run = 1; run <= runs; run++)); do
+    echo ">> round $run of $runs" >&2
+    iperf3_pairs
+    baseline+=("$iperf_gbps") baseline_cpu+=("$(per_gb "$iperf_cpu" "$iperf_bytes")")
+    run_builder --source prepared --output discard "${data_threads[@]}"
+    mover+=("$(gbps "$received" "$seconds")") mover_cpu+=("$(per_gb "$cpu" "$received")")
+    event_rate+=("$(awk -v e="$built" -v t="$seconds" 'BEGIN { printf "%.0f", e / t }')")
+    run_builder --source generator --output discard "${data_threads[@]}"
+    generated+=("$(gbps "$received" "$seconds")") generated_cpu+=("$(per_gb "$cpu" "$received")")
+    run_builder --source generator --output check "${data_threads[@]}"
+    checked+=("$(gbps "$received" "$seconds")") checked_cpu+=("$(per_gb "$cpu" "$received")")
+    mover_ratio+=("$(ratio "${mover[-1]}" "$iperf_gbps")") generated_ratio+=("$(ratio "${generated[-1]}" "$iperf_gbps")")
+    checked_ratio+=("$(ratio "${checked[-1]}" "$iperf_gbps")")
+    echo ">> round $run: iperf3 pairs $iperf_gbps Gb/s; data mover ${mover[-1]} (${mover_ratio[-1]}), with the generator" \
+      "${generated[-1]} (${generated_ratio[-1]}), every event checked ${checked[-1]} (${checked_ratio[-1]})" >&2
+  done
+
+  bench "builder_data_threads_n$units" "$threads_used" threads
+  bench "iperf3_pairs_processes_n$units" $((2 * units)) processes
+  bench_spread "iperf3_pairs_throughput_n$units" Gb/s "${baseline[@]}"
+  bench_spread "iperf3_pairs_cpu_seconds_per_gb_n$units" s/GB "${baseline_cpu[@]}"
+  bench_spread "builder_network_throughput_n$units" Gb/s "${mover[@]}"
+  bench_spread "builder_cpu_seconds_per_gb_n$units" s/GB "${mover_cpu[@]}"
+  bench_spread "builder_event_rate_n$units" Hz "${event_rate[@]}"
+  bench_spread "builder_generated_network_throughput_n$units" Gb/s "${generated[@]}"
+  bench_spread "builder_generated_cpu_seconds_per_gb_n$units" s/GB "${generated_cpu[@]}"
+  bench_spread "builder_checked_network_throughput_n$units" Gb/s "${checked[@]}"
+  bench_spread "builder_checked_cpu_seconds_per_gb_n$units" s/GB "${checked_cpu[@]}"
+  bench_spread "tcp_vs_iperf3_pairs_n$units" ratio "${mover_ratio[@]}"
+  bench_spread "tcp_generated_vs_iperf3_pairs_n$units" ratio "${generated_ratio[@]}"
+  bench_spread "tcp_checked_vs_iperf3_pairs_n$units" ratio "${checked_ratio[@]}"
+done
 
 # (e) One unit, nothing over the network: its own MFP is its whole MEP. What
 # making MFPs costs (generator, discard) and making and checking them (check).
@@ -124,9 +146,52 @@ run_builder --source generator --output check
 bench builder_generator_and_checker_rate_n1 "$(gbps "$bytes" "$seconds")" Gb/s
 units=$saved_units
 
-# (f) Barrier latency versus N, measured here: N processes on $cores cores.
+# (f) Units x data threads, the data mover against the pairs of its units,
+# each cell the median of the rounds (ratios taken within a round).
+columns=()
+for threads in "${table_threads[@]}"; do
+  if ((threads <= cores)); then columns+=("$threads"); fi
+done
+declare -A cell_gbps cell_ratio cell_cpu
+table="units | iperf3 pairs Gb/s (CPU s/GB)"
+for threads in "${columns[@]}"; do table+=" | $threads thread(s): Gb/s (ratio, CPU s/GB)"; done
+for units in "${table_units[@]}"; do
+  pairs=() pairs_cpu=()
+  for ((run = 1; run <= runs; run++)); do
+    echo ">> units x threads: $units units, round $run of $runs" >&2
+    iperf3_pairs
+    pairs+=("$iperf_gbps") pairs_cpu+=("$(per_gb "$iperf_cpu" "$iperf_bytes")")
+    for threads in "${columns[@]}"; do
+      run_builder --source prepared --output discard --data-threads "$threads"
+      mover_gbps=$(gbps "$received" "$seconds")
+      cell_gbps[$units,$threads]+=" $mover_gbps"
+      cell_ratio[$units,$threads]+=" $(ratio "$mover_gbps" "$iperf_gbps")"
+      cell_cpu[$units,$threads]+=" $(per_gb "$cpu" "$received")"
+    done
+  done
+  read -r pairs_median _ < <(spread "${pairs[@]}")
+  read -r pairs_cpu_median _ < <(spread "${pairs_cpu[@]}")
+  row="$units | $pairs_median ($pairs_cpu_median)"
+  for threads in "${columns[@]}"; do
+    # shellcheck disable=SC2086 # the cells are space-separated lists
+    {
+      read -r gbps_median _ < <(spread ${cell_gbps[$units,$threads]})
+      read -r ratio_median _ < <(spread ${cell_ratio[$units,$threads]})
+      read -r cpu_median _ < <(spread ${cell_cpu[$units,$threads]})
+    }
+    bench "builder_network_throughput_n${units}_threads$threads" "$gbps_median" Gb/s
+    bench "tcp_vs_iperf3_pairs_n${units}_threads$threads" "$ratio_median" ratio
+    bench "builder_cpu_seconds_per_gb_n${units}_threads$threads" "$cpu_median" s/GB
+    row+=" | $gbps_median ($ratio_median, $cpu_median)"
+  done
+  table+=$'\n'"$row"
+done
+echo "# the data mover on units x data threads, $cores cores, medians of $runs rounds:"
+sed 's/^/#   /' <<<"$table"
+
+# (g) Barrier latency versus N, measured here: N processes on $cores cores.
 for kind in centralized tournament; do
-  for n in 2 4 8 16 32 64; do
+  for n in "${barrier_units[@]}"; do
     rounds=$((n <= 8 ? 3000 : 20000 / n))
     witness=$work/witness
     head -c $((rounds * 4)) /dev/zero >"$witness"

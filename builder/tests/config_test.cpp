@@ -2,7 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <variant>
 #include <vector>
+
+#include "data_thread_count.hpp"
+#include "test_support.hpp"
 
 namespace eb {
 namespace {
@@ -82,7 +90,7 @@ TEST(Config, WithoutPeersTheProcessIsControlled) {
     // --rank pins the rank configure must name; other flags still apply.
     const Command_line ranked =
         parse({"--rank", "3", "--http-port", "9090", "--token-file", "/run/token", "--peer-timeout-ms", "2500",
-               "--join-timeout-ms", "800", "--incomplete", "flag", "--busy-poll-us", "0"});
+               "--join-timeout-ms", "800", "--incomplete", "flag", "--busy-poll-us", "0", "--data-threads", "3"});
     const auto* pinned = std::get_if<Config>(&ranked);
     ASSERT_NE(pinned, nullptr) << std::get<Usage_error>(ranked).message;
     EXPECT_FALSE(pinned->self_configured());
@@ -95,6 +103,8 @@ TEST(Config, WithoutPeersTheProcessIsControlled) {
     EXPECT_EQ(pinned->incomplete, Incomplete_policy::flag);
     EXPECT_EQ(pinned->busy_poll_us, 0u);
     EXPECT_EQ(pinned->transport_settings().busy_poll_us, 0u) << "the transport is made with it";
+    EXPECT_EQ(pinned->data_threads, 3u);
+    EXPECT_EQ(pinned->transport_settings().data_threads, 3u) << "the transport is made with them";
 
     const Command_line self = parse({"--rank", "0", "--peers", "a:1"});
     ASSERT_TRUE(std::holds_alternative<Config>(self));
@@ -103,6 +113,52 @@ TEST(Config, WithoutPeersTheProcessIsControlled) {
     EXPECT_EQ(std::get<Config>(self).join_timeout_ms, 5000u) << "the default --join-timeout-ms";
     EXPECT_EQ(std::get<Config>(self).incomplete, Incomplete_policy::drop) << "the default --incomplete";
     EXPECT_EQ(std::get<Config>(self).busy_poll_us, 300u) << "the default --busy-poll-us";
+    EXPECT_EQ(std::get<Config>(self).data_threads, 0u) << "unset: chosen at start from the CPUs";
+}
+
+TEST(Config, DataThreadsDefaultToTheCpusAtMostTwoAndMoreThanTheCpusAreRefused) {
+    struct Case {
+        std::uint32_t requested;
+        unsigned cpus;
+        std::variant<unsigned, std::string> chosen;
+    };
+    const Case cases[] = {
+        {0, 1, 1u},
+        {0, 2, 2u},
+        {0, 64, default_data_threads_cap},
+        {0, 0, 1u},  // no affinity read: one
+        {1, 16, 1u},
+        {8, 16, 8u},
+        {16, 16, 16u},
+        {3, 2,
+         "--data-threads 3: this unit may run on 2 CPUs (its cpuset, on its NUMA node when pinned), and more threads "
+         "would take turns on them; give at most 2, or more CPUs (spec.resources.cpus)"},
+        {2, 1,
+         "--data-threads 2: this unit may run on 1 CPU (its cpuset, on its NUMA node when pinned), and more threads "
+         "would take turns on them; give at most 1, or more CPUs (spec.resources.cpus)"},
+    };
+    for (const Case& c : cases)
+        EXPECT_EQ(choose_data_threads(c.requested, c.cpus), c.chosen) << c.requested << " on " << c.cpus << " CPUs";
+}
+
+// A container's CPU limit counts: where the kubelet does not pin, the cpuset
+// is the whole node and only the limit says how many CPUs the unit has.
+TEST(Config, TheCpusAUnitMayUseAreItsAffinityWithinItsCpuLimit) {
+    EXPECT_EQ(cpus_of_cpu_max("200000 100000\n"), 2u);
+    EXPECT_EQ(cpus_of_cpu_max("150000 100000"), 2u) << "a part CPU still runs a thread";
+    EXPECT_EQ(cpus_of_cpu_max("50000 100000"), 1u);
+    EXPECT_EQ(cpus_of_cpu_max("max 100000\n"), std::nullopt) << "no limit";
+    for (const char* bad : {"", "100000", "x 100000", "100000 0", "0 100000", "100000 y"})
+        EXPECT_EQ(cpus_of_cpu_max(bad), std::nullopt) << "'" << bad << "'";
+
+    const std::string cgroup = test::make_temp_dir();
+    const unsigned unlimited = allowed_cpu_count(cgroup);  // no cpu.max there: the affinity alone
+    EXPECT_GE(unlimited, 1u);
+    std::ofstream(cgroup + "/cpu.max") << "100000 100000\n";
+    EXPECT_EQ(allowed_cpu_count(cgroup), 1u) << "a one-CPU limit";
+    std::ofstream(cgroup + "/cpu.max") << "max 100000\n";
+    EXPECT_EQ(allowed_cpu_count(cgroup), unlimited);
+    std::filesystem::remove_all(cgroup);
 }
 
 TEST(Config, HelpWinsWherePresent) {
@@ -171,6 +227,8 @@ TEST(Config, ErrorsNameTheFlagAndTheFix) {
         {{"--data-key-file", ""}, "--data-key-file needs a path"},
         {{"--busy-poll-us", "10001"}, "--busy-poll-us '10001': expected a whole number in 0..10000"},
         {{"--busy-poll-us", "-1"}, "--busy-poll-us '-1': expected a whole number in 0..10000"},
+        {{"--data-threads", "0"}, "--data-threads '0': expected a whole number in 1..64"},
+        {{"--data-threads", "65"}, "--data-threads '65': expected a whole number in 1..64"},
         // Controlled (the operator's way), the run's parameters are checked alike.
         {{"--size-model", "poisson", "--fragment-size", "0"},
          "--fragment-size 0: --size-model poisson needs a mean of at least 1 byte"},

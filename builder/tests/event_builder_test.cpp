@@ -29,6 +29,7 @@ struct Run_shape {
     std::vector<Rank_function> functions = {RB};  // by rank
     Barrier_kind barrier = Barrier_kind::none;
     std::uint32_t barrier_every = 1;
+    unsigned data_threads = 1;  // each unit's (Tcp_transport)
 };
 
 // Breaks every MFP a source hands out: a readout card gone bad.
@@ -92,7 +93,10 @@ std::vector<Status_snapshot> run_all(const Run_shape& shape, std::uint64_t cycle
         for (const Rank rank : table.live_ranks()) {
             statuses.push_back(std::make_unique<Unit_status>(rank));
             threads.emplace_back([&, rank, status = statuses.back().get()] {
-                Tcp_transport transport(rank, std::move(meshes[rank]), stop);
+                Tcp_transport transport(rank, std::move(meshes[rank]), stop, {}, Liveness{},
+                                        Busy_poll(std::chrono::microseconds(default_busy_poll_us)),
+                                        shape.data_threads);
+                transport.count_traffic(status->traffic());
                 try {
                     run_unit(shape, table, transport, *status, cycles);
                 } catch (const std::exception& error) {
@@ -130,6 +134,35 @@ TEST(EventBuilder, EveryShapeBuildsEveryEventOfEveryBu) {
             EXPECT_EQ(unit.events_built, table.runs_bu(unit.rank) ? cycles * packing_factor : 0) << "rank " << unit.rank;
             EXPECT_EQ(unit.events_incomplete, 0u);
         }
+    }
+}
+
+// The data operations of each phase dealt out over several threads per unit
+// (--data-threads), the unit's own MFP copied in slices by them: every event
+// still built intact, and every byte counted once on each side.
+TEST(EventBuilder, UnitsWithSeveralDataThreadsBuildEveryEventAndCountEveryByteOnce) {
+    const std::pair<const char*, Run_shape> shapes[] = {
+        {"4 folded, 2 threads", {{RB, RB, RB, RB}, Barrier_kind::tournament, 1, 2}},
+        {"4 folded, 4 threads", {{RB, RB, RB, RB}, Barrier_kind::centralized, 2, 4}},
+        {"5 folded with a dummy, 3 threads", {{RB, RB, D, RB, RB}, Barrier_kind::tournament, 1, 3}},
+        {"4 unfolded, 4 threads", {{RU, RU, BU, BU}, Barrier_kind::none, 1, 4}},
+    };
+    constexpr std::uint64_t cycles = 6;
+    for (const auto& [name, shape] : shapes) {
+        SCOPED_TRACE(name);
+        const Rank_table table(shape.functions);
+        std::uint64_t sent = 0, received = 0;
+        for (const Status_snapshot& unit : run_all(shape, cycles)) {
+            EXPECT_EQ(unit.last_error, "") << "rank " << unit.rank;
+            EXPECT_EQ(unit.events_built, table.runs_bu(unit.rank) ? cycles * packing_factor : 0) << "rank " << unit.rank;
+            EXPECT_EQ(unit.events_incomplete, 0u);
+            sent += unit.network_bytes_sent;
+            received += unit.network_bytes_received;
+            if (table.runs_ru(unit.rank) && table.bus().size() > 1) {
+                EXPECT_GT(unit.network_bytes_sent, 0u) << "rank " << unit.rank;
+            }
+        }
+        EXPECT_EQ(sent, received);
     }
 }
 

@@ -167,6 +167,115 @@ TEST(TcpTransport, ReportsAPeerThatClosed) {
     EXPECT_EQ(losses.size(), 1u);
 }
 
+// Data operations waited for together are dealt out over the data threads
+// (Data_threads): every unit sends to and receives from every other at once,
+// with more operations than threads, messages larger than socket buffers.
+TEST(TcpTransport, DataThreadsMoveEveryMessageIntactAndCountEachByteOnce) {
+    constexpr Rank units = 4;
+    constexpr unsigned data_threads = 4;
+    Stop_flag stop;
+    auto meshes = test::connect_local_mesh(units, stop);
+    std::vector<std::unique_ptr<Tcp_transport>> mesh;
+    std::vector<Data_traffic> traffic(units);
+    for (Rank rank = 0; rank < units; ++rank) {
+        mesh.push_back(std::make_unique<Tcp_transport>(rank, std::move(meshes[rank]), stop, Mesh_transport::Loss_observer{},
+                                                       Liveness{}, Busy_poll(std::chrono::microseconds(100)),
+                                                       data_threads));
+        mesh[rank]->count_traffic(traffic[rank]);
+    }
+    std::vector<int> failures(units, 0);
+    std::vector<std::uint64_t> sent(units, 0);
+    {
+        std::vector<std::jthread> threads;
+        for (Rank rank = 0; rank < units; ++rank) {
+            threads.emplace_back([&, rank] {
+                for (Rank round = 0; round < 3; ++round) {
+                    std::vector<std::vector<std::byte>> out(units), in(units);
+                    std::vector<Send> sends;
+                    std::vector<Receive> receives;
+                    std::vector<Rank> peers;
+                    for (Rank peer = 0; peer < units; ++peer) {
+                        if (peer == rank) continue;
+                        out[peer] = message(rank, peer + round);
+                        in[peer].resize(message(peer, rank + round).size());
+                        sends.push_back({peer, out[peer]});
+                        receives.push_back({peer, in[peer]});
+                        peers.push_back(peer);
+                        sent[rank] += out[peer].size();
+                    }
+                    mesh[rank]->post_data(sends, receives);
+                    if (!mesh[rank]->wait_data(peers, peers)) ++failures[rank];
+                    for (const Rank peer : peers)
+                        if (in[peer] != message(peer, rank + round)) ++failures[rank];
+                }
+            });
+        }
+    }
+    EXPECT_EQ(failures, std::vector<int>(units, 0));
+    for (Rank rank = 0; rank < units; ++rank) EXPECT_EQ(traffic[rank].bytes_sent.load(), sent[rank]) << "rank " << rank;
+    std::uint64_t all_sent = 0, all_received = 0;
+    for (Rank rank = 0; rank < units; ++rank) {
+        all_sent += traffic[rank].bytes_sent.load();
+        all_received += traffic[rank].bytes_received.load();
+    }
+    EXPECT_EQ(all_received, all_sent) << "every byte counted once on each side";
+}
+
+// A peer that goes away while several data threads wait on it and on others:
+// lost once, observer told once on the calling thread, the rest completes.
+TEST(TcpTransport, APeerLostUnderDataThreadsIsLostOnceAndTheOthersComplete) {
+    constexpr Rank units = 4;
+    Stop_flag stop;
+    auto meshes = test::connect_local_mesh(units, stop);
+    std::vector<Rank> lost_peers;
+    std::vector<std::thread::id> told_on;
+    Tcp_transport unit(
+        0, std::move(meshes[0]), stop,
+        [&](Rank peer, Link_failure, const std::string&) {
+            lost_peers.push_back(peer);
+            told_on.push_back(std::this_thread::get_id());
+        },
+        Liveness{}, Busy_poll(std::chrono::microseconds(0)), 4);
+    std::vector<std::unique_ptr<Tcp_transport>> alive;
+    for (Rank rank : {2u, 3u}) alive.push_back(std::make_unique<Tcp_transport>(rank, std::move(meshes[rank]), stop));
+    meshes[1] = Tcp_mesh{};  // rank 1 goes away: its connections close
+
+    std::vector<std::vector<std::byte>> in(units);
+    std::vector<Receive> receives;
+    for (Rank peer = 1; peer < units; ++peer) {
+        in[peer].resize(message(peer, 0).size());
+        receives.push_back({peer, in[peer]});
+    }
+    const std::vector<std::byte> out = message(0, 0);
+    const std::vector<Send> sends = {{1, out}, {2, out}, {3, out}};
+    const std::vector<Rank> peers = {1, 2, 3};
+    std::vector<std::vector<std::byte>> got(units, std::vector<std::byte>(out.size()));
+    {
+        std::vector<std::jthread> others;
+        for (std::size_t index = 0; index < alive.size(); ++index)
+            others.emplace_back([&, index] {
+                Tcp_transport& other = *alive[index];
+                const Rank rank = other.rank();
+                const std::vector<std::byte> mine = message(rank, 0);
+                const Send send{0, mine};
+                const Receive receive{0, got[rank]};
+                other.post_data({&send, 1}, {&receive, 1});
+                const Rank zero = 0;
+                other.wait_data({&zero, 1}, {&zero, 1});
+            });
+        unit.post_data(sends, receives);
+        EXPECT_TRUE(unit.wait_data(peers, peers));
+    }
+    EXPECT_TRUE(unit.lost(1));
+    EXPECT_EQ(lost_peers, std::vector<Rank>{1});
+    EXPECT_EQ(told_on, std::vector<std::thread::id>{std::this_thread::get_id()}) << "on the transferring thread";
+    for (Rank peer : {2u, 3u}) {
+        EXPECT_FALSE(unit.lost(peer));
+        EXPECT_EQ(in[peer], message(peer, 0)) << "from rank " << peer;
+        EXPECT_EQ(got[peer], out) << "at rank " << peer;
+    }
+}
+
 TEST(TcpTransport, StopEndsATransferThatCannotComplete) {
     Stop_flag stop;
     auto mesh = transports(2, stop);

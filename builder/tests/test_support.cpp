@@ -215,14 +215,17 @@ std::string make_temp_dir() {
 }
 
 std::vector<std::string> transport_flags() {
-    const char* transport = std::getenv("EB_TEST_TRANSPORT");
-    if (transport == nullptr || *transport == '\0') return {};
-    return {"--transport", transport};
+    std::vector<std::string> flags;
+    if (const char* transport = std::getenv("EB_TEST_TRANSPORT"); transport != nullptr && *transport != '\0')
+        flags.insert(flags.end(), {"--transport", transport});
+    if (const char* threads = std::getenv("EB_TEST_DATA_THREADS"); threads != nullptr && *threads != '\0')
+        flags.insert(flags.end(), {"--data-threads", threads});
+    return flags;
 }
 
 bool over_verbs() {
-    const std::vector<std::string> flags = transport_flags();
-    return !flags.empty() && flags.back() == "verbs";
+    const char* transport = std::getenv("EB_TEST_TRANSPORT");
+    return transport != nullptr && std::string_view(transport) == "verbs";
 }
 
 std::optional<Final_counts> final_counts(const std::string& log) {

@@ -81,7 +81,9 @@ private:
 
 // The eb-builder flags that pick the transport under test: --transport
 // $EB_TEST_TRANSPORT when set (make test-verbs runs the process suites with
-// verbs on a real device), nothing (TCP) otherwise.
+// verbs on a real device), nothing (TCP) otherwise; and --data-threads
+// $EB_TEST_DATA_THREADS when set (ctest's threads1.* runs), else the
+// builder's default.
 std::vector<std::string> transport_flags();
 // Whether the process suites run over verbs (EB_TEST_TRANSPORT=verbs).
 bool over_verbs();

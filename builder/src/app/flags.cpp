@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 
+#include "data_threads.hpp"
 #include "mfp.hpp"
 #include "wire_format.hpp"
 
@@ -17,7 +18,8 @@ constexpr std::string_view known_flags[] = {
     "--size-model", "--rate",   "--source",    "--source-file",    "--output",        "--run",
     "--ring-mib",   "--layout", "--dummies",   "--barrier",        "--barrier-every", "--token-file",
     "--peer-timeout-ms", "--join-timeout-ms", "--incomplete", "--numa-node", "--rdma-device",
-    "--transport", "--gid-index", "--output-timeout-ms", "--data-key-file", "--busy-poll-us"};
+    "--transport", "--gid-index", "--output-timeout-ms", "--data-key-file", "--busy-poll-us",
+    "--data-threads"};
 
 std::optional<std::uint64_t> parse_number(std::string_view text, std::uint64_t max) {
     std::uint64_t value = 0;
@@ -156,6 +158,7 @@ std::optional<Usage_error> parse_flag(std::string_view flag, std::string_view va
     if (flag == "--output-timeout-ms") return parse_into(config.output_timeout_ms, flag, value, 1, 600'000);
     if (flag == "--incomplete") return parse_choice(config.incomplete, flag, value, incomplete_policies);
     if (flag == "--busy-poll-us") return parse_into(config.busy_poll_us, flag, value, 0, 10'000);
+    if (flag == "--data-threads") return parse_into(config.data_threads, flag, value, 1, Data_threads::max_threads);
     if (flag == "--transport") return parse_choice(config.transport, flag, value, transport_kinds);
     if (flag == "--gid-index") {
         std::uint32_t index = 0;
@@ -356,6 +359,9 @@ leaves alone and its peers count it lost.
   --busy-poll-us U       a unit waiting for data looks again for U
                          microseconds, yielding the core between looks,
                          before it sleeps (default 300; 0: sleep at once)
+  --data-threads K       threads moving a unit's data over TCP, its phase's
+                         send and receive on two at once; at most the CPUs
+                         it may run on (default: those CPUs, at most 2)
   --help                 show this text
 
 Endpoints: POST /control/{configure,start,pause,resume,stop,reset}; GET

@@ -10,6 +10,7 @@
 
 #include "flags.hpp"
 #include "control_token.hpp"
+#include "data_thread_count.hpp"
 #include "http_server.hpp"
 #include "log.hpp"
 #include "numa.hpp"
@@ -38,6 +39,9 @@ int run_unit(eb::Config config) {
     const eb::Numa_report placement = eb::apply_numa_plan(numa);
     if (!placement.warning.empty()) eb::log_warning(placement.warning);
     else if (placement.node) eb::log_info("pinned to NUMA node ", *placement.node);
+    const auto threads = eb::choose_data_threads(config.data_threads, eb::allowed_cpu_count());
+    if (const auto* error = std::get_if<std::string>(&threads)) throw std::runtime_error(*error);
+    config.data_threads = std::get<unsigned>(threads);
 
     const auto token = eb::Control_token::load(
         config.token_file.empty() ? std::nullopt : std::optional<std::string>(config.token_file),
@@ -71,7 +75,7 @@ int run_unit(eb::Config config) {
     eb::log_info("started ", config.self_configured() ? "self-configured" : "controlled, waiting for configure",
                  ": control port ", config.http_port, ", packing factor ", config.packing_factor, ", fragment size ",
                  config.fragment_size, " B, barrier ", eb::barrier_name(config.barrier), " every ",
-                 config.barrier_every, " phases");
+                 config.barrier_every, " phases, ", config.data_threads, " data threads");
 
     std::jthread http_thread([&] {
         try {

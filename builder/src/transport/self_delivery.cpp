@@ -33,10 +33,15 @@ void Self_delivery::post_receive(std::span<std::byte> into) {
 }
 
 void Self_delivery::send(std::span<const std::byte> data) {
+    const Copy copy = take_send(data);
+    if (!data.empty()) std::memcpy(copy.into.data(), copy.from.data(), copy.from.size());
+}
+
+Self_delivery::Copy Self_delivery::take_send(std::span<const std::byte> data) {
     if (!posted_ || receive_.size() != data.size())
         throw std::logic_error(transport_ + ": a data send to self needs a posted receive of the same size");
-    if (!data.empty()) std::memcpy(receive_.data(), data.data(), data.size());
     posted_ = false;
+    return {data, receive_};
 }
 
 }  // namespace eb

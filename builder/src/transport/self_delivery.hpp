@@ -25,6 +25,13 @@ public:
     // with or after it.
     void post_receive(std::span<std::byte> into);
     void send(std::span<const std::byte> data);
+    // The same checks as send(), for a transport that makes the copy later
+    // (on its data threads, while the wire moves): what to copy where.
+    struct Copy {
+        std::span<const std::byte> from;
+        std::span<std::byte> into;
+    };
+    Copy take_send(std::span<const std::byte> data);
     // The posted receive is dropped (quiesce).
     void cancel() { posted_ = false; }
 

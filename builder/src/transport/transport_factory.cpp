@@ -24,7 +24,7 @@ std::unique_ptr<Mesh_transport> make_transport(const Transport_settings& setting
             rank, std::move(mesh), stop, std::move(on_loss),
             Liveness{std::chrono::milliseconds(settings.peer_timeout_ms),
                      std::chrono::milliseconds(settings.setup_timeout_ms)},
-            Busy_poll(std::chrono::microseconds(settings.busy_poll_us)));
+            Busy_poll(std::chrono::microseconds(settings.busy_poll_us)), settings.data_threads);
 #ifdef EB_WITH_VERBS
     return std::make_unique<Verbs_transport>(
         rank, std::move(mesh), stop,

@@ -22,6 +22,7 @@ struct Transport_settings {
     std::uint32_t peer_timeout_ms = 1000;
     std::uint32_t setup_timeout_ms = 5000;
     std::uint32_t busy_poll_us = default_busy_poll_us;  // looking for data before sleeping (Busy_poll)
+    unsigned data_threads = 1;  // TCP: threads moving the data (Data_threads); verbs: the HCA moves it
 };
 
 // Whether this build has the verbs transport (libibverbs found at build time).

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -52,6 +53,7 @@ struct Config {
     std::string rdma_device;  // --rdma-device, else EB_RDMA_DEVICE: the verbs transport's device
     int gid_index = -1;       // --gid-index; < 0: picked
     std::uint32_t busy_poll_us = default_busy_poll_us;  // --busy-poll-us
+    std::uint32_t data_threads = 0;  // --data-threads; 0: unset, chosen at start (choose_data_threads)
 
     // With --peers the process configures and starts itself; without, it
     // waits for the control API (docs/control-api.md).
@@ -66,7 +68,8 @@ struct Config {
     // timeout before it sends its queue-pair addresses: the set-up waits that
     // long and a peer timeout more.
     Transport_settings transport_settings() const {
-        return {transport, rdma_device, gid_index, peer_timeout_ms, join_timeout_ms + peer_timeout_ms, busy_poll_us};
+        return {transport,    rdma_device, gid_index, peer_timeout_ms, join_timeout_ms + peer_timeout_ms,
+                busy_poll_us, std::max(data_threads, 1u)};
     }
 };
 

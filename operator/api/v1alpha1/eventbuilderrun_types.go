@@ -98,6 +98,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.spares) || self.spares == 0 || has(self.fabricRef)",message="spec.spares: warm spares are endpoints of a Fabric; set spec.fabricRef, or spec.spares to 0"
 // +kubebuilder:validation:XValidation:rule="!has(self.builder.transport) || self.builder.transport != 'verbs' || (has(self.resources) && has(self.resources.rdma))",message="spec.builder.transport verbs needs spec.resources.rdma: the RDMA device plugin's resource (e.g. rdma/hca_numa{numa}) is what puts the NIC's /dev/infiniband devices in the pod; set spec.resources.rdma (with spec.resources.cpus and spec.resources.memory), or spec.builder.transport to tcp"
 // +kubebuilder:validation:XValidation:rule="has(self.fabricRef) || !has(self.resources) || !((has(self.resources.rdma) && self.resources.rdma.contains('{numa}')) || (has(self.resources.network) && self.resources.network.contains('{numa}')) || (has(self.resources.readout) && self.resources.readout.resource.contains('{numa}')))",message="spec.resources: {numa} in rdma, readout.resource or network stands for the endpoint's NUMA node, which only a run on a Fabric has; set spec.fabricRef, or name one resource without {numa}"
+// +kubebuilder:validation:XValidation:rule="!has(self.builder.dataThreads) || !has(self.resources) || !has(self.resources.cpus) || self.builder.dataThreads <= self.resources.cpus",message="spec.builder.dataThreads is more than spec.resources.cpus: more threads than CPUs take turns on them; lower dataThreads or raise cpus"
 type EventBuilderRunSpec struct {
 	// units is the number of event-builder units. Without a fabric each
 	// unit is one pod and one rank (0..units-1), or with layout Unfolded
@@ -362,6 +363,16 @@ type BuilderSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('10ms')",message="spec.builder.busyPoll must be between 0s and 10ms"
 	// +optional
 	BusyPoll *metav1.Duration `json:"busyPoll,omitempty"`
+
+	// dataThreads: the threads that move a unit's data over TCP, a
+	// phase's send and receive on two at once (eb-builder --data-threads;
+	// the HCA moves it over verbs). Default: the CPUs the unit may use,
+	// at most 2; its CPU limit (spec.resources.cpus) and cpuset count, so
+	// it is never more than spec.resources.cpus.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	// +optional
+	DataThreads *int32 `json:"dataThreads,omitempty"`
 }
 
 // IncompletePolicy is what a BU does with an event missing a lost source

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 	"daq.io/eventbuilder/operator/internal/builderemu"
@@ -783,6 +784,7 @@ func TestContractEbBuilderTakesThePodsCommandLine(t *testing.T) {
 		PeerTimeout:      &metav1.Duration{Duration: 1500 * time.Millisecond},
 		JoinTimeout:      &metav1.Duration{Duration: 10 * time.Second},
 		BusyPoll:         &metav1.Duration{Duration: 2 * time.Millisecond},
+		DataThreads:      ptr.To(int32(1)), // at most the CPUs of any machine the test runs on
 	}}}
 	args := builderpod.Args(run, 1, nil)
 	port := strconv.Itoa(freePorts(t, 1)[0])

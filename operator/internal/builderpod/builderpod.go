@@ -197,6 +197,10 @@ func Args(run *ebv1.EventBuilderRun, rank int32, place *Placement) []string {
 	if b.BusyPoll != nil {
 		args = append(args, "--busy-poll-us", strconv.FormatInt(b.BusyPoll.Microseconds(), 10))
 	}
+	// Unset, the builder counts the CPUs its container may use.
+	if b.DataThreads != nil {
+		args = append(args, "--data-threads", strconv.Itoa(int(*b.DataThreads)))
+	}
 	return args
 }
 

@@ -389,7 +389,7 @@ func TestSpecHash(t *testing.T) {
 func TestBuilderSettingsBecomeFlags(t *testing.T) {
 	run := testRun("demo", 2)
 	if got := strings.Join(Args(run, 1, nil), " "); strings.Contains(got, "--output") || strings.Contains(got, "--incomplete") ||
-		strings.Contains(got, "timeout") || strings.Contains(got, "busy-poll") {
+		strings.Contains(got, "timeout") || strings.Contains(got, "busy-poll") || strings.Contains(got, "data-threads") {
 		t.Errorf("defaults said: %s", got)
 	}
 	run.Spec.Builder.Output = &ebv1.OutputSpec{Discard: &ebv1.DiscardOutput{}}
@@ -397,10 +397,12 @@ func TestBuilderSettingsBecomeFlags(t *testing.T) {
 	run.Spec.Builder.PeerTimeout = &metav1.Duration{Duration: 1500 * time.Millisecond}
 	run.Spec.Builder.JoinTimeout = &metav1.Duration{Duration: 10 * time.Second}
 	run.Spec.Builder.BusyPoll = &metav1.Duration{Duration: 0}
+	threads := int32(3)
+	run.Spec.Builder.DataThreads = &threads
 	n := int64(255003)
 	run.Spec.RunNumber, run.Spec.Partition = &n, "LHCb"
 	got := strings.Join(Args(run, 1, nil), " ")
-	for _, want := range []string{"--output discard", "--incomplete flag", "--peer-timeout-ms 1500", "--join-timeout-ms 10000", "--busy-poll-us 0"} {
+	for _, want := range []string{"--output discard", "--incomplete flag", "--peer-timeout-ms 1500", "--join-timeout-ms 10000", "--busy-poll-us 0", "--data-threads 3"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("args %q lack %q", got, want)
 		}

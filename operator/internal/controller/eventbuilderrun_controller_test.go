@@ -1150,6 +1150,11 @@ func TestInvalidRunsAreRejected(t *testing.T) {
 		{"join timeout too long", "", func(s map[string]any) { s["builder"].(map[string]any)["joinTimeout"] = "1h" }, "spec.builder.joinTimeout must be between 100ms and 300s"},
 		{"busy poll too long", "", func(s map[string]any) { s["builder"].(map[string]any)["busyPoll"] = "20ms" }, "spec.builder.busyPoll must be between 0s and 10ms"},
 		{"negative busy poll", "", func(s map[string]any) { s["builder"].(map[string]any)["busyPoll"] = "-1us" }, "spec.builder.busyPoll must be between 0s and 10ms"},
+		{"no data threads", "", func(s map[string]any) { s["builder"].(map[string]any)["dataThreads"] = int64(0) }, "spec.builder.dataThreads"},
+		{"more data threads than cpus", "", func(s map[string]any) {
+			s["builder"].(map[string]any)["dataThreads"] = int64(4)
+			s["resources"] = map[string]any{"cpus": int64(2), "memory": "1Gi"}
+		}, "spec.builder.dataThreads is more than spec.resources.cpus"},
 		{"two outputs", "", func(s map[string]any) {
 			s["builder"].(map[string]any)["output"] = map[string]any{"check": map[string]any{}, "discard": map[string]any{}}
 		}, "spec.builder.output must name exactly one output"},

@@ -3,7 +3,9 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -19,7 +21,7 @@ constexpr int beats_per_timeout = 4;
 }  // namespace
 
 Tcp_transport::Tcp_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop, Loss_observer on_loss,
-                             Liveness liveness, Busy_poll busy_poll)
+                             Liveness liveness, Busy_poll busy_poll, unsigned data_threads)
     : rank_(rank),
       mesh_(Tcp_mesh{std::vector<Fd>(mesh.to.size()), std::vector<Fd>(mesh.to.size())}),
       stop_(stop),
@@ -27,9 +29,12 @@ Tcp_transport::Tcp_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop, Lo
       liveness_(liveness),
       busy_poll_(busy_poll),
       lost_(mesh_.to.size()),
+      cut_(std::make_unique<std::atomic<bool>[]>(mesh_.to.size())),
+      shards_(data_threads),
       self_(rank, units(), "Tcp_transport"),
       heartbeat_(units(), std::max<Clock::duration>(liveness.peer_timeout / beats_per_timeout,
-                                                    std::chrono::milliseconds(1))) {
+                                                    std::chrono::milliseconds(1))),
+      threads_(data_threads, busy_poll) {
     connect(std::move(mesh));
 }
 
@@ -61,6 +66,7 @@ void Tcp_transport::disconnect(Rank peer) {
 void Tcp_transport::lose(Rank peer, Link_failure failure, const std::string& detail) {
     if (lost_[peer]) return;
     lost_[peer] = true;
+    cut_[peer].store(false, std::memory_order_relaxed);  // lost_ says it from now on
     // Closing both directions tells a peer that is still alive at once.
     close_connections(peer);
     log_warning("lost rank ", peer, " (", link_failure_name(failure), "): ", detail,
@@ -70,15 +76,16 @@ void Tcp_transport::lose(Rank peer, Link_failure failure, const std::string& det
 
 void Tcp_transport::post(std::span<const Send> sends, std::span<const Receive> receives) {
     self_.check_ranks(sends, receives);
-    operations_.clear();
+    std::vector<Operation>& operations = shards_[0].operations;
+    operations.clear();
     for (const Send& send : sends)
         if (send.peer != rank_ && !lost_[send.peer])
-            operations_.push_back({mesh_.to[send.peer].get(), send.peer, send.data.data(), nullptr, send.data.size()});
+            operations.push_back({mesh_.to[send.peer].get(), send.peer, send.data.data(), nullptr, send.data.size()});
     for (const Receive& receive : receives)
         if (receive.peer != rank_ && !lost_[receive.peer])
-            operations_.push_back(
+            operations.push_back(
                 {mesh_.from[receive.peer].get(), receive.peer, nullptr, receive.into.data(), receive.into.size()});
-    for (const Operation& operation : operations_)
+    for (const Operation& operation : operations)
         if (operation.fd < 0)
             throw std::logic_error("Tcp_transport: no connection to rank " + std::to_string(operation.peer));
     self_.transfer(sends, receives);  // the local shortcut: one copy, no socket
@@ -88,14 +95,20 @@ bool Tcp_transport::transfer(std::span<const Send> sends, std::span<const Receiv
     // Checked up front too: a transfer that is all local never reaches poll().
     if (stop_.requested()) return false;
     post(sends, receives);
-    return drive(nullptr);
+    return drive_here(nullptr);
 }
 
 bool Tcp_transport::transfer_until(std::span<const Send> sends, std::span<const Receive> receives,
                                    const Deadline& deadline) {
     if (stop_.requested()) return false;
     post(sends, receives);
-    return drive(&deadline);
+    return drive_here(&deadline);
+}
+
+bool Tcp_transport::drive_here(const Deadline* deadline) {
+    const bool done = drive(shards_[0], deadline);
+    lose_noted(shards_[0]);
+    return done;
 }
 
 std::unique_ptr<Registered_memory> Tcp_transport::register_memory(std::span<const std::byte>) {
@@ -111,7 +124,8 @@ void Tcp_transport::post_data(std::span<const Send> sends, std::span<const Recei
                 {mesh_.from[receive.peer].get(), receive.peer, nullptr, receive.into.data(), receive.into.size(), true});
     }
     for (const Send& send : sends) {
-        if (send.peer == rank_) self_.send(send.data);  // the unit's own MFP: one copy, no socket
+        // The unit's own MFP: no socket, one copy, made when waited for.
+        if (send.peer == rank_) self_copy_ = self_.take_send(send.data);
         else if (!lost_[send.peer])
             posted_data_.push_back({mesh_.to[send.peer].get(), send.peer, send.data.data(), nullptr, send.data.size(), true});
     }
@@ -119,29 +133,66 @@ void Tcp_transport::post_data(std::span<const Send> sends, std::span<const Recei
 
 bool Tcp_transport::wait_data(std::span<const Rank> sent_to, std::span<const Rank> received_from) {
     if (stop_.requested()) return false;
-    // Only the operations waited for move: the stream holds them in this order.
-    operations_.clear();
+    // Only the operations waited for move: the stream holds them in this
+    // order. Each peer and direction has one, so any thread may take it.
+    for (Shard& shard : shards_) shard.operations.clear();
+    std::size_t waited = 0;
     std::erase_if(posted_data_, [&](const Operation& operation) {
         const std::span<const Rank> peers = operation.out ? sent_to : received_from;
         if (std::find(peers.begin(), peers.end(), operation.peer) == peers.end()) return false;
-        operations_.push_back(operation);
+        shards_[waited++ % shards_.size()].operations.push_back(operation);
         return true;
     });
+    const auto waits_for = [&](std::span<const Rank> peers) {
+        return std::find(peers.begin(), peers.end(), rank_) != peers.end();
+    };
+    const bool copy = !self_copy_.from.empty() && (waits_for(sent_to) || waits_for(received_from));
     const Moving_time moving(traffic_);
-    return drive(nullptr);
+    const auto parts = static_cast<unsigned>(std::min(std::max<std::size_t>(waited, copy ? 1 : 0), shards_.size()));
+    if (parts <= 1) {
+        if (copy) copy_to_self(0, 1);
+        if (copy) self_copy_ = {};
+        return drive_here(nullptr);
+    }
+    std::array<bool, Data_threads::max_threads> done{};
+    threads_.run(parts, [&](unsigned part) {
+        if (copy) copy_to_self(part, parts);
+        done[part] = drive(shards_[part], nullptr);
+    });
+    if (copy) self_copy_ = {};
+    for (unsigned part = 0; part < parts; ++part) lose_noted(shards_[part]);
+    return std::all_of(done.begin(), done.begin() + parts, [](bool part_done) { return part_done; });
 }
 
 void Tcp_transport::quiesce() {
     posted_data_.clear();  // the kernel holds no pointer into the caller's memory
+    self_copy_ = {};
     self_.cancel();
 }
 
-void Tcp_transport::lose_if_silent(Rank peer, Clock::time_point now) {
-    if (peer == rank_ || lost_[peer]) return;
+void Tcp_transport::copy_to_self(unsigned part, unsigned parts) const {
+    const std::size_t bytes = self_copy_.from.size(), begin = bytes * part / parts, end = bytes * (part + 1) / parts;
+    if (end > begin) std::memcpy(self_copy_.into.data() + begin, self_copy_.from.data() + begin, end - begin);
+}
+
+void Tcp_transport::cut_off(Shard& shard, Rank peer, Link_failure failure, std::string detail) {
+    if (cut_[peer].exchange(true, std::memory_order_relaxed)) return;  // another thread did
+    for (const Fd* connection : {&mesh_.to[peer], &mesh_.from[peer]})
+        if (*connection) ::shutdown(connection->get(), SHUT_RDWR);
+    shard.losses.push_back({peer, failure, std::move(detail)});
+}
+
+void Tcp_transport::lose_noted(Shard& shard) {
+    for (Loss& loss : shard.losses) lose(loss.peer, loss.failure, loss.detail);
+    shard.losses.clear();
+}
+
+void Tcp_transport::cut_off_if_silent(Shard& shard, Rank peer, Clock::time_point now) {
+    if (peer == rank_ || cut(peer)) return;
     const bool heard = heartbeat_.heard_yet(peer);
     const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - heartbeat_.last_heard(peer));
     if (silent < (heard ? liveness_.peer_timeout : liveness_.first_sign_timeout)) return;
-    lose(peer, Link_failure::timeout,
+    cut_off(shard, peer, Link_failure::timeout,
          heard ? "no sign of life from its process for " + std::to_string(silent.count()) +
                      " ms (--peer-timeout-ms): it is stopped or hung, or the network from it is cut"
                : "no sign of life from its process in the " + std::to_string(silent.count()) +
@@ -150,46 +201,48 @@ void Tcp_transport::lose_if_silent(Rank peer, Clock::time_point now) {
 
 void Tcp_transport::lose_silent(std::span<const Rank> peers) {
     const Clock::time_point now = Clock::now();
-    for (const Rank peer : peers) lose_if_silent(peer, now);
+    for (const Rank peer : peers) cut_off_if_silent(shards_[0], peer, now);
+    lose_noted(shards_[0]);
 }
 
-bool Tcp_transport::drive(const Deadline* deadline) {
+bool Tcp_transport::drive(Shard& shard, const Deadline* deadline) {
+    std::vector<pollfd>& poll_set = shard.poll_set;
     while (true) {
-        poll_set_.clear();
-        poll_set_.push_back({stop_.fd(), POLLIN, 0});
+        poll_set.clear();
+        poll_set.push_back({stop_.fd(), POLLIN, 0});
         const Clock::time_point now = Clock::now();
-        for (Operation& operation : operations_) {
-            if (operation.left != 0) lose_if_silent(operation.peer, now);
-            if (operation.left != 0 && lost_[operation.peer]) operation.left = 0;  // lost in this transfer
-            if (operation.left != 0) progress(operation, now);
+        for (Operation& operation : shard.operations) {
+            if (operation.left != 0) cut_off_if_silent(shard, operation.peer, now);
+            if (operation.left != 0 && cut(operation.peer)) operation.left = 0;  // lost in this transfer
+            if (operation.left != 0) progress(shard, operation, now);
             if (operation.left != 0)
-                poll_set_.push_back({operation.fd, static_cast<short>(operation.out ? POLLOUT : POLLIN), 0});
+                poll_set.push_back({operation.fd, static_cast<short>(operation.out ? POLLOUT : POLLIN), 0});
         }
-        if (poll_set_.size() == 1) return true;
+        if (poll_set.size() == 1) return true;
         // Wake at the heartbeat's pace to look for silent peers.
         auto timeout = std::chrono::ceil<std::chrono::milliseconds>(heartbeat_.interval()).count();
         if (deadline) {
             const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline->at - Clock::now()).count();
             if (left <= 0) {
-                for (Operation& operation : operations_)
-                    if (operation.left != 0) lose(operation.peer, deadline->failure, deadline->detail);
+                for (Operation& operation : shard.operations)
+                    if (operation.left != 0) cut_off(shard, operation.peer, deadline->failure, deadline->detail);
                 continue;
             }
             timeout = std::min(timeout, left);
         }
         // Look again for a while before sleeping (Busy_poll); errors are the sleeping poll's to report.
-        if (busy_poll_.poll([&] { return ::poll(poll_set_.data(), poll_set_.size(), 0) > 0; })) {
-            if (poll_set_[0].revents != 0) return false;
+        if (busy_poll_.poll([&] { return ::poll(poll_set.data(), poll_set.size(), 0) > 0; })) {
+            if (poll_set[0].revents != 0) return false;
             continue;
         }
         const int timeout_ms = static_cast<int>(timeout);
-        if (::poll(poll_set_.data(), poll_set_.size(), timeout_ms) < 0 && errno != EINTR)
+        if (::poll(poll_set.data(), poll_set.size(), timeout_ms) < 0 && errno != EINTR)
             throw Transport_error("poll: " + error_text(errno));
-        if (poll_set_[0].revents != 0) return false;
+        if (poll_set[0].revents != 0) return false;
     }
 }
 
-void Tcp_transport::progress(Operation& operation, Clock::time_point now) {
+void Tcp_transport::progress(Shard& shard, Operation& operation, Clock::time_point now) {
     while (operation.left != 0) {
         const ssize_t moved = operation.out ? ::send(operation.fd, operation.out, operation.left, MSG_NOSIGNAL)
                                             : ::recv(operation.fd, operation.in, operation.left, 0);
@@ -213,7 +266,7 @@ void Tcp_transport::progress(Operation& operation, Clock::time_point now) {
                                      : error == ETIMEDOUT                      ? Link_failure::timeout
                                                                                : Link_failure::error;
         operation.left = 0;
-        lose(operation.peer, failure,
+        cut_off(shard, operation.peer, failure,
              error == 0 ? "it closed its data connection"
                         : std::string(operation.out ? "sending: " : "receiving: ") + error_text(error));
         return;

@@ -2,12 +2,15 @@
 
 #include <poll.h>
 
+#include <atomic>
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "busy_poll.hpp"
+#include "data_threads.hpp"
 #include "heartbeat.hpp"
 #include "mesh_transport.hpp"
 #include "self_delivery.hpp"
@@ -27,13 +30,21 @@ namespace eb {
 // connected and disconnected one by one. A peer waited for that sends no
 // heartbeat for the peer timeout is lost: its process is stopped or hung,
 // or the network from it is cut, none of which closes a connection.
+// With data_threads K > 1 the data operations waited for together are
+// dealt out over K threads (Data_threads), each with a poll() loop of its
+// own: a phase's send and receive copy on two cores at once, and the unit's
+// own MFP is copied into its MEP in slices by the same threads. A peer lost on
+// a worker is cut off there (its sockets shut down, its other operations
+// dropped) and lost, observer called, on the transferring thread once all
+// are done.
 class Tcp_transport final : public Mesh_transport {
 public:
     using Clock = std::chrono::steady_clock;
 
     Tcp_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop, Loss_observer on_loss = {},
                   Liveness liveness = Liveness(),
-                  Busy_poll busy_poll = Busy_poll(std::chrono::microseconds(default_busy_poll_us)));
+                  Busy_poll busy_poll = Busy_poll(std::chrono::microseconds(default_busy_poll_us)),
+                  unsigned data_threads = 1);
 
     Rank rank() const override { return rank_; }
     Rank units() const override { return static_cast<Rank>(mesh_.to.size()); }
@@ -75,11 +86,33 @@ private:
         bool data = false;  // of the data channel: counted in traffic_
     };
 
+    struct Loss {
+        Rank peer;
+        Link_failure failure;
+        std::string detail;
+    };
+    // The operations one thread drives, and the peers it found lost.
+    struct Shard {
+        std::vector<Operation> operations;
+        std::vector<pollfd> poll_set;
+        std::vector<Loss> losses;
+    };
+
     void post(std::span<const Send> sends, std::span<const Receive> receives);
-    // Drives operations_ until all are done; false if stopped first.
-    bool drive(const Deadline* deadline);
-    void progress(Operation& operation, Clock::time_point now);  // as far as the socket allows now
-    void lose_if_silent(Rank peer, Clock::time_point now);
+    // Drives shards_[0]'s operations until all are done; false if stopped first.
+    bool drive_here(const Deadline* deadline);
+    // Drives a shard's operations until all are done; false if stopped
+    // first. Safe on any thread: losses are only noted (cut_off).
+    bool drive(Shard& shard, const Deadline* deadline);
+    // Copies slice `part` of `parts` of self_copy_.
+    void copy_to_self(unsigned part, unsigned parts) const;
+    void progress(Shard& shard, Operation& operation, Clock::time_point now);  // as far as the socket allows now
+    void cut_off_if_silent(Shard& shard, Rank peer, Clock::time_point now);
+    // Notes a lost peer in the shard, shuts its sockets down (which wakes
+    // any thread polling them) and drops its other operations everywhere.
+    void cut_off(Shard& shard, Rank peer, Link_failure failure, std::string detail);
+    bool cut(Rank peer) const { return lost_[peer] || cut_[peer].load(std::memory_order_relaxed); }
+    void lose_noted(Shard& shard);  // on the transferring thread
     void close_connections(Rank peer);  // at once, though the heartbeat holds copies
 
     Rank rank_;
@@ -88,12 +121,14 @@ private:
     Loss_observer on_loss_;
     Liveness liveness_;
     Busy_poll busy_poll_;
-    std::vector<bool> lost_;
-    std::vector<Operation> operations_;  // reused across transfers
+    std::vector<bool> lost_;  // written on the transferring thread only, while no shard runs
+    std::unique_ptr<std::atomic<bool>[]> cut_;  // by rank: cut off in the transfer under way
+    std::vector<Shard> shards_;  // one per data thread, reused across transfers
     std::vector<Operation> posted_data_;  // posted, not yet waited for
     Self_delivery self_;
-    std::vector<pollfd> poll_set_;
+    Self_delivery::Copy self_copy_;  // the data send to self, made when waited for
     Heartbeat heartbeat_;
+    Data_threads threads_;
 };
 
 }  // namespace eb
