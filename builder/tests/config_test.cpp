@@ -104,7 +104,6 @@ TEST(Config, WithoutPeersTheProcessIsControlled) {
     EXPECT_EQ(pinned->busy_poll_us, 0u);
     EXPECT_EQ(pinned->transport_settings().busy_poll_us, 0u) << "the transport is made with it";
     EXPECT_EQ(pinned->data_threads, 3u);
-    EXPECT_EQ(pinned->transport_settings().data_threads, 3u) << "the transport is made with them";
 
     const Command_line self = parse({"--rank", "0", "--peers", "a:1"});
     ASSERT_TRUE(std::holds_alternative<Config>(self));

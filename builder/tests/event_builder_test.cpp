@@ -29,7 +29,8 @@ struct Run_shape {
     std::vector<Rank_function> functions = {RB};  // by rank
     Barrier_kind barrier = Barrier_kind::none;
     std::uint32_t barrier_every = 1;
-    unsigned data_threads = 1;  // each unit's (Tcp_transport)
+    unsigned data_threads = 1;  // each unit's: transport, generator and checker
+    std::uint32_t events_per_mfp = packing_factor;
 };
 
 // Breaks every MFP a source hands out: a readout card gone bad.
@@ -55,18 +56,19 @@ private:
 
 // One unit's RU and/or BU around `transport`, counting into `status`.
 bool run_unit(const Run_shape& shape, const Rank_table& table, Transport& transport, Unit_status& status,
-              std::uint64_t cycles, std::uint32_t unit_packing_factor = packing_factor, bool corrupt_source = false) {
+              std::uint64_t cycles, std::uint32_t unit_packing_factor = packing_factor, bool corrupt_source = false,
+              Data_threads* threads = nullptr) {
     const Rank rank = transport.rank();
     std::optional<Generator_reader> generator;
     std::optional<Corrupting_reader> corrupting;
     std::optional<Checking_writer> output;
     Buffer_reader* source = nullptr;
     if (table.runs_ru(rank)) {
-        source = &generator.emplace(rank, unit_packing_factor, model, table.bus().size());
+        source = &generator.emplace(rank, unit_packing_factor, model, table.bus().size(), threads);
         if (corrupt_source) source = &corrupting.emplace(*source);
     }
     if (table.runs_bu(rank)) {
-        Mep_checker checker(table.rus(), unit_packing_factor, model, status.parse_errors());
+        Mep_checker checker(table.rus(), unit_packing_factor, model, status.parse_errors(), {}, threads);
         checker.expect_sequence(table.bu_index(rank) * unit_packing_factor, unit_packing_factor * table.bus().size());
         output.emplace(std::move(checker), status);
     }
@@ -93,12 +95,12 @@ std::vector<Status_snapshot> run_all(const Run_shape& shape, std::uint64_t cycle
         for (const Rank rank : table.live_ranks()) {
             statuses.push_back(std::make_unique<Unit_status>(rank));
             threads.emplace_back([&, rank, status = statuses.back().get()] {
-                Tcp_transport transport(rank, std::move(meshes[rank]), stop, {}, Liveness{},
-                                        Busy_poll(std::chrono::microseconds(default_busy_poll_us)),
-                                        shape.data_threads);
+                const Busy_poll busy_poll{std::chrono::microseconds(default_busy_poll_us)};
+                Data_threads data_threads(shape.data_threads, busy_poll);
+                Tcp_transport transport(rank, std::move(meshes[rank]), stop, {}, Liveness{}, busy_poll, &data_threads);
                 transport.count_traffic(status->traffic());
                 try {
-                    run_unit(shape, table, transport, *status, cycles);
+                    run_unit(shape, table, transport, *status, cycles, shape.events_per_mfp, false, &data_threads);
                 } catch (const std::exception& error) {
                     status->fail(error.what());
                     stop.request();
@@ -138,14 +140,15 @@ TEST(EventBuilder, EveryShapeBuildsEveryEventOfEveryBu) {
 }
 
 // The data operations of each phase dealt out over several threads per unit
-// (--data-threads), the unit's own MFP copied in slices by them: every event
-// still built intact, and every byte counted once on each side.
+// (--data-threads), the unit's own MFP copied in slices by them, its MFPs
+// generated and its MEPs checked in parts on them: every event still built
+// intact, and every byte counted once on each side.
 TEST(EventBuilder, UnitsWithSeveralDataThreadsBuildEveryEventAndCountEveryByteOnce) {
     const std::pair<const char*, Run_shape> shapes[] = {
-        {"4 folded, 2 threads", {{RB, RB, RB, RB}, Barrier_kind::tournament, 1, 2}},
-        {"4 folded, 4 threads", {{RB, RB, RB, RB}, Barrier_kind::centralized, 2, 4}},
-        {"5 folded with a dummy, 3 threads", {{RB, RB, D, RB, RB}, Barrier_kind::tournament, 1, 3}},
-        {"4 unfolded, 4 threads", {{RU, RU, BU, BU}, Barrier_kind::none, 1, 4}},
+        {"4 folded, 2 threads", {{RB, RB, RB, RB}, Barrier_kind::tournament, 1, 2, 2048}},
+        {"4 folded, 4 threads", {{RB, RB, RB, RB}, Barrier_kind::centralized, 2, 4, 2048}},
+        {"5 folded with a dummy, 3 threads, MFPs too small to split", {{RB, RB, D, RB, RB}, Barrier_kind::tournament, 1, 3}},
+        {"4 unfolded, 4 threads", {{RU, RU, BU, BU}, Barrier_kind::none, 1, 4, 3000}},
     };
     constexpr std::uint64_t cycles = 6;
     for (const auto& [name, shape] : shapes) {
@@ -154,7 +157,8 @@ TEST(EventBuilder, UnitsWithSeveralDataThreadsBuildEveryEventAndCountEveryByteOn
         std::uint64_t sent = 0, received = 0;
         for (const Status_snapshot& unit : run_all(shape, cycles)) {
             EXPECT_EQ(unit.last_error, "") << "rank " << unit.rank;
-            EXPECT_EQ(unit.events_built, table.runs_bu(unit.rank) ? cycles * packing_factor : 0) << "rank " << unit.rank;
+            EXPECT_EQ(unit.events_built, table.runs_bu(unit.rank) ? cycles * shape.events_per_mfp : 0)
+                << "rank " << unit.rank;
             EXPECT_EQ(unit.events_incomplete, 0u);
             sent += unit.network_bytes_sent;
             received += unit.network_bytes_received;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -60,10 +61,10 @@ void poke(std::vector<std::byte>& bytes, std::size_t at, Field Header::*field, F
     store(bytes, at, header);
 }
 
-Mep_checker checker(Parse_error_counts& errors, const Stream_map& map = streams) {
+Mep_checker checker(Parse_error_counts& errors, const Stream_map& map = streams, Data_threads* threads = nullptr) {
     std::vector<std::uint32_t> ids(sources);
     std::iota(ids.begin(), ids.end(), 0u);
-    return Mep_checker(ids, events, model, errors, map);
+    return Mep_checker(ids, events, model, errors, map, threads);
 }
 
 struct Damage_case {
@@ -179,6 +180,27 @@ TEST(MepChecker, CountsPerStreamTheEventsThatHeldOrLackedIt) {
                                                    {"spare-1", {events, events}},
                                                    {"ut-2a", {3 * events - 1, events + 1}},
                                                    {"ut-2b", {3 * events - 1, events + 1}}}));
+}
+
+// Slots checked in parts on threads: the same verdict, counts, per-stream
+// tallies and first problem (in slot order) as checked by one.
+TEST(MepChecker, CheckedInPartsOnThreadsTheVerdictIsTheSame) {
+    Data_threads threads(3, Busy_poll(std::chrono::microseconds(0)));
+    std::vector<std::byte> mep = intact_mep();
+    mep[payload_at(mep, 2, 7)] ^= std::byte{1};   // event 7, in the last part's slot
+    mep[payload_at(mep, 1, 4)] ^= std::byte{1};   // event 4, in the middle one's: its problem comes first
+    Parse_error_counts alone_errors, parted_errors;
+    Mep_checker alone = checker(alone_errors), parted = checker(parted_errors, streams, &threads);
+    for (int round = 0; round < 2; ++round) {  // the parts' state is reused
+        const Mep_verdict expected = alone.check(mep), got = parted.check(mep);
+        EXPECT_EQ(got.events_complete, events - 2);
+        EXPECT_EQ(got.events_complete, expected.events_complete);
+        EXPECT_EQ(got.events_incomplete, expected.events_incomplete);
+        EXPECT_EQ(got.first_problem, expected.first_problem);
+        EXPECT_NE(got.first_problem.find("source 1 event 24"), std::string::npos) << got.first_problem;
+    }
+    EXPECT_EQ(parted.stream_tallies(), alone.stream_tallies());
+    EXPECT_EQ(parted.check(intact_mep()).events_complete, events) << "no damage carried over";
 }
 
 TEST(MepChecker, ForgetsDamageOfThePreviousMep) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <stdexcept>
 #include <vector>
 
@@ -73,6 +75,25 @@ TEST(Mfp, RefusesABufferOfTheWrongSize) {
         for (std::size_t at = bytes; at < buffer.size(); ++at)
             ASSERT_EQ(buffer[at], std::byte{0x5a}) << "byte " << at << " past a buffer of " << bytes << " was written";
     }
+}
+
+// Written in parts on several threads, an MFP is the same bytes as written
+// by one; a buffer of the wrong size is refused before any payload is written.
+TEST(Mfp, WrittenInPartsOnThreadsItIsTheSameBytes) {
+    Data_threads threads(4, Busy_poll(std::chrono::microseconds(0)));
+    std::vector<std::uint16_t> sizes(5000);
+    for (std::size_t i = 0; i < sizes.size(); ++i) sizes[i] = static_cast<std::uint16_t>(i % 37 + (i % 5 == 0 ? 0 : 90));
+    const Mfp_spec spec{.source_id = 7, .first_event_id = 123456, .type = 3};
+    std::vector<std::byte> alone(mfp_bytes(sizes), std::byte{0x5a}), parted(alone.size(), std::byte{0xa5});
+    write_mfp(alone, spec, sizes);
+    write_mfp(parted, spec, sizes, &threads);
+    EXPECT_TRUE(alone == parted);
+
+    std::vector<std::byte> buffer(alone.size() + 64, std::byte{0x5a});
+    EXPECT_THROW(write_mfp(std::span(buffer).first(alone.size() - 8), spec, sizes, &threads), std::invalid_argument);
+    const std::size_t payloads = mfp_payload_start(static_cast<std::uint32_t>(sizes.size()));
+    for (std::size_t at = payloads; at < buffer.size(); ++at)
+        ASSERT_EQ(buffer[at], std::byte{0x5a}) << "payload byte " << at << " written to a buffer too short";
 }
 
 }  // namespace

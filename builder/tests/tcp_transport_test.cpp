@@ -175,12 +175,14 @@ TEST(TcpTransport, DataThreadsMoveEveryMessageIntactAndCountEachByteOnce) {
     constexpr unsigned data_threads = 4;
     Stop_flag stop;
     auto meshes = test::connect_local_mesh(units, stop);
+    std::vector<std::unique_ptr<Data_threads>> pools;
     std::vector<std::unique_ptr<Tcp_transport>> mesh;
     std::vector<Data_traffic> traffic(units);
     for (Rank rank = 0; rank < units; ++rank) {
+        pools.push_back(std::make_unique<Data_threads>(data_threads, Busy_poll(std::chrono::microseconds(100))));
         mesh.push_back(std::make_unique<Tcp_transport>(rank, std::move(meshes[rank]), stop, Mesh_transport::Loss_observer{},
                                                        Liveness{}, Busy_poll(std::chrono::microseconds(100)),
-                                                       data_threads));
+                                                       pools.back().get()));
         mesh[rank]->count_traffic(traffic[rank]);
     }
     std::vector<int> failures(units, 0);
@@ -229,13 +231,14 @@ TEST(TcpTransport, APeerLostUnderDataThreadsIsLostOnceAndTheOthersComplete) {
     auto meshes = test::connect_local_mesh(units, stop);
     std::vector<Rank> lost_peers;
     std::vector<std::thread::id> told_on;
+    Data_threads threads(4, Busy_poll(std::chrono::microseconds(0)));
     Tcp_transport unit(
         0, std::move(meshes[0]), stop,
         [&](Rank peer, Link_failure, const std::string&) {
             lost_peers.push_back(peer);
             told_on.push_back(std::this_thread::get_id());
         },
-        Liveness{}, Busy_poll(std::chrono::microseconds(0)), 4);
+        Liveness{}, Busy_poll(std::chrono::microseconds(0)), &threads);
     std::vector<std::unique_ptr<Tcp_transport>> alive;
     for (Rank rank : {2u, 3u}) alive.push_back(std::make_unique<Tcp_transport>(rank, std::move(meshes[rank]), stop));
     meshes[1] = Tcp_mesh{};  // rank 1 goes away: its connections close

@@ -22,7 +22,8 @@ TEST(UnitBuffers, AfterAFailedOutputTheNextSessionWritesToAFreshRing) {
     config.run_name = "unitbuffers" + std::to_string(::getpid());
     Unit_status status(0);
     Stop_flag stop;
-    Unit_buffers buffers(config, 0, status, stop);
+    Data_threads threads(1, Busy_poll(std::chrono::microseconds(0)));
+    Unit_buffers buffers(config, 0, status, stop, threads);
     const Rank_table table({Rank_function::ru_bu});
     buffers.fit(table);
     buffers.fail_output();
@@ -51,7 +52,8 @@ TEST(UnitBuffers, AGeneratedSourceHoldsACycleOfALargerTableAfterAResize) {
     config.output = Output_kind::discard;
     Unit_status status(0);
     Stop_flag stop;
-    Unit_buffers buffers(config, 0, status, stop);
+    Data_threads threads(1, Busy_poll(std::chrono::microseconds(0)));
+    Unit_buffers buffers(config, 0, status, stop, threads);
     const Rank_table two({Rank_function::ru_bu, Rank_function::ru_bu});
     buffers.fit(two);
     buffers.start_source_at(0);

@@ -15,13 +15,14 @@ void Buffer_reader::skip_to(std::uint64_t first_event_id) {
 void Generator_reader::skip_to(std::uint64_t first_event_id) { ring_.skip_to(first_event_id); }
 
 Generator_reader::Generator_reader(std::uint32_t source_id, std::uint32_t packing_factor, const Event_model& model,
-                                   std::size_t depth)
+                                   std::size_t depth, Data_threads* threads)
     : source_id_(source_id),
       packing_factor_(packing_factor),
       fragment_sizes_(model, source_id),
       sizes_(packing_factor),
       slots_(depth),
-      ring_(depth, packing_factor, "Generator_reader") {}
+      ring_(depth, packing_factor, "Generator_reader"),
+      threads_(threads) {}
 
 std::span<const std::byte> Generator_reader::next() {
     const std::uint64_t mfp = ring_.take();
@@ -37,7 +38,7 @@ std::span<const std::byte> Generator_reader::next() {
         regions_.assign(std::move(spans));
     }
     write_mfp(slot, {.source_id = source_id_, .first_event_id = first_event, .type = fragment_type(source_id_)},
-              sizes_);
+              sizes_, threads_);
     return slot;
 }
 

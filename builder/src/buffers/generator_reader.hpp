@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "buffer.hpp"
+#include "data_threads.hpp"
 #include "event_model.hpp"
 #include "slot_ring.hpp"
 
@@ -17,8 +18,9 @@ namespace eb {
 // is allocated (a slot only grows to the largest MFP seen).
 class Generator_reader final : public Buffer_reader {
 public:
+    // With `threads`, each MFP's payloads are written on them (write_mfp).
     Generator_reader(std::uint32_t source_id, std::uint32_t packing_factor, const Event_model& model,
-                     std::size_t depth);
+                     std::size_t depth, Data_threads* threads = nullptr);
 
     std::span<const std::byte> next() override;
     void release() override;
@@ -33,6 +35,7 @@ private:
     std::vector<std::vector<std::byte>> slots_;
     Slot_ring ring_;
     Memory_regions regions_;  // the slots, whole capacity; changes when one grows
+    Data_threads* threads_;
 };
 
 }  // namespace eb

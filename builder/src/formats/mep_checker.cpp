@@ -37,8 +37,8 @@ std::string first_difference(const Stream_map& got, const Stream_map& expected) 
 }  // namespace
 
 Mep_checker::Mep_checker(std::vector<std::uint32_t> sources, std::uint32_t events_per_mep, const Event_model& model,
-                         Parse_error_counts& errors, Stream_map streams)
-    : model_(model), events_per_mep_(events_per_mep), errors_(errors) {
+                         Parse_error_counts& errors, Stream_map streams, Data_threads* threads)
+    : model_(model), events_per_mep_(events_per_mep), errors_(errors), threads_(threads) {
     expect_sources(std::move(sources), std::move(streams));
 }
 
@@ -106,10 +106,26 @@ Mep_verdict Mep_checker::check(std::span<const std::byte> mep) {
         next_first_event_ = first + stride_;
     }
 
-    event_ok_.assign(events_per_mep_, 1);
-    intact_.assign(sources_.size(), 0);
-    for (std::uint32_t slot = 0; slot < sources_.size(); ++slot)
-        intact_[slot] = check_mfp(view.slot(slot), slot, view.header.first_event_id, verdict.first_problem);
+    const auto slots = static_cast<unsigned>(sources_.size());
+    const unsigned parts = threads_ == nullptr ? 1 : std::clamp(slots, 1u, threads_->size());
+    parts_.resize(std::max<std::size_t>(parts_.size(), parts));
+    intact_.assign(slots, 0);
+    const auto check_slots = [&](unsigned part) {
+        Part& mine = parts_[part];
+        mine.event_ok.assign(events_per_mep_, 1);
+        mine.problem.clear();
+        for (unsigned slot = slots * part / parts; slot < slots * (part + 1) / parts; ++slot)
+            intact_[slot] = check_mfp(view.slot(slot), slot, view.header.first_event_id, mine);
+    };
+    if (parts == 1) check_slots(0);
+    else threads_->run(parts, check_slots);
+    // An event is complete if every part found it so; the first problem in slot order.
+    std::vector<std::uint8_t>& event_ok = parts_[0].event_ok;
+    for (unsigned part = 0; part < parts; ++part) {
+        if (part != 0)
+            for (std::uint32_t i = 0; i < events_per_mep_; ++i) event_ok[i] &= parts_[part].event_ok[i];
+        if (!parts_[part].problem.empty()) note(verdict.first_problem, parts_[part].problem);
+    }
     for (std::uint32_t slot = 0; slot < sources_.size(); ++slot)
         for (Stream_tally* tally : held_tallies_[slot]) {
             tally->held += intact_[slot];
@@ -119,22 +135,22 @@ Mep_verdict Mep_checker::check(std::span<const std::byte> mep) {
     if (streams_.lacks_streams()) {
         // Built without a stream of the run: no event of it is complete.
         note(verdict.first_problem, lacks_text_);
-        std::fill(event_ok_.begin(), event_ok_.end(), 0);
+        std::fill(event_ok.begin(), event_ok.end(), 0);
     }
-    verdict.events_complete = static_cast<std::uint64_t>(std::count(event_ok_.begin(), event_ok_.end(), 1));
+    verdict.events_complete = static_cast<std::uint64_t>(std::count(event_ok.begin(), event_ok.end(), 1));
     verdict.events_incomplete = events_per_mep_ - verdict.events_complete;
     return verdict;
 }
 
 std::uint64_t Mep_checker::check_mfp(std::span<const std::byte> slot, std::size_t index, std::uint64_t first_event_id,
-                                     std::string& problem) {
+                                     Part& part) {
     const std::uint32_t source = sources_[index];
     Mfp_view mfp;
     const Parse_status status = parse_mfp(mfp_in_slot(slot), {source, first_event_id, events_per_mep_}, mfp);
     if (!status.ok()) {
         errors_.add(status.error);
-        note(problem, "MEP slot ", index, ": ", status.detail);
-        std::fill(event_ok_.begin(), event_ok_.end(), 0);
+        note(part.problem, "MEP slot ", index, ": ", status.detail);
+        std::fill(part.event_ok.begin(), part.event_ok.end(), 0);
         return 0;
     }
     const Fragment_sizes& size_of = sizes_[index];
@@ -146,10 +162,10 @@ std::uint64_t Mep_checker::check_mfp(std::span<const std::byte> slot, std::size_
             ++intact;
             return;
         }
-        note(problem, "source ", source, " event ", event_id, ": fragment of type ", int{got_type}, " and ",
+        note(part.problem, "source ", source, " event ", event_id, ": fragment of type ", int{got_type}, " and ",
              payload.size(), " bytes (expected type ", int{type}, ", ", size_of(event_id),
              " bytes) or its payload differs");
-        event_ok_[i] = 0;
+        part.event_ok[i] = 0;
     });
     return intact;
 }

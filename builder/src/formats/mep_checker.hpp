@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "event_model.hpp"
+#include "data_threads.hpp"
 #include "parse_error.hpp"
 #include "stream_map.hpp"
 
@@ -41,9 +42,10 @@ class Mep_checker {
 public:
     // `sources`: the source id expected in each MEP slot, in order;
     // `streams`: the stream map every MEP must carry (empty: one with no
-    // streams named, a list per slot).
+    // streams named, a list per slot); `threads`: the slots are checked in
+    // parts on them.
     Mep_checker(std::vector<std::uint32_t> sources, std::uint32_t events_per_mep, const Event_model& model,
-                Parse_error_counts& errors, Stream_map streams = {});
+                Parse_error_counts& errors, Stream_map streams = {}, Data_threads* threads = nullptr);
 
     Mep_verdict check(std::span<const std::byte> mep);
 
@@ -71,9 +73,16 @@ public:
     std::uint64_t skipped_meps() const { return skipped_meps_; }
 
 private:
-    // Returns how many of the slot's fragments are intact.
+    // What one thread found in its slots: by event, whether all of them
+    // held it intact; the first problem.
+    struct Part {
+        std::vector<std::uint8_t> event_ok;
+        std::string problem;
+    };
+    // Returns how many of the slot's fragments are intact; clears the
+    // part's event_ok of the others.
     std::uint64_t check_mfp(std::span<const std::byte> slot, std::size_t index, std::uint64_t first_event_id,
-                            std::string& problem);
+                            Part& part);
     // The MEP's map against the expected one; a failed status when it differs.
     Parse_status check_stream_map(std::span<const std::byte> map, std::uint32_t slots);
 
@@ -96,7 +105,8 @@ private:
     std::uint64_t stride_ = 0;  // 0: MEP order not checked
     bool dropped_meps_accepted_ = false;
     std::uint64_t skipped_meps_ = 0;
-    std::vector<std::uint8_t> event_ok_;  // per event of the MEP being checked; reused
+    Data_threads* threads_;  // null: the caller's thread alone
+    std::vector<Part> parts_;  // reused
 };
 
 }  // namespace eb

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <span>
 
+#include "data_threads.hpp"
+
 namespace eb {
 
 // What one generated MFP holds: fragments of consecutive events from
@@ -24,7 +26,9 @@ std::uint64_t mfp_bytes(std::span<const std::uint16_t> sizes);
 std::uint64_t mfp_bytes(std::uint32_t fragment_count, std::uint32_t payload_bytes);
 
 // Writes the MFP into `out`, which must be exactly mfp_bytes(sizes) long:
-// header, tables, generator payloads (payload.hpp) and zeroed padding.
-void write_mfp(std::span<std::byte> out, const Mfp_spec& spec, std::span<const std::uint16_t> sizes);
+// header, tables, generator payloads (payload.hpp) and zeroed padding. With
+// `threads`, the payloads are written in parts on them.
+void write_mfp(std::span<std::byte> out, const Mfp_spec& spec, std::span<const std::uint16_t> sizes,
+               Data_threads* threads = nullptr);
 
 }  // namespace eb

@@ -18,13 +18,14 @@ bool verbs_available() {
 }
 
 std::unique_ptr<Mesh_transport> make_transport(const Transport_settings& settings, Rank rank, Tcp_mesh mesh,
-                                               const Stop_flag& stop, Mesh_transport::Loss_observer on_loss) {
+                                               const Stop_flag& stop, Mesh_transport::Loss_observer on_loss,
+                                               Data_threads& threads) {
     if (settings.kind == Transport_kind::tcp)
         return std::make_unique<Tcp_transport>(
             rank, std::move(mesh), stop, std::move(on_loss),
             Liveness{std::chrono::milliseconds(settings.peer_timeout_ms),
                      std::chrono::milliseconds(settings.setup_timeout_ms)},
-            Busy_poll(std::chrono::microseconds(settings.busy_poll_us)), settings.data_threads);
+            Busy_poll(std::chrono::microseconds(settings.busy_poll_us)), &threads);
 #ifdef EB_WITH_VERBS
     return std::make_unique<Verbs_transport>(
         rank, std::move(mesh), stop,

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "busy_poll.hpp"
+#include "data_threads.hpp"
 #include "mesh_transport.hpp"
 #include "stop_flag.hpp"
 #include "tcp_mesh.hpp"
@@ -22,14 +23,15 @@ struct Transport_settings {
     std::uint32_t peer_timeout_ms = 1000;
     std::uint32_t setup_timeout_ms = 5000;
     std::uint32_t busy_poll_us = default_busy_poll_us;  // looking for data before sleeping (Busy_poll)
-    unsigned data_threads = 1;  // TCP: threads moving the data (Data_threads); verbs: the HCA moves it
 };
 
 // Whether this build has the verbs transport (libibverbs found at build time).
 bool verbs_available();
 
-// The unit's transport over `mesh`: TCP, or verbs queue pairs set up over it.
+// The unit's transport over `mesh`: TCP, moving data on the unit's data
+// threads, or verbs queue pairs set up over it (the HCA moves the data).
 std::unique_ptr<Mesh_transport> make_transport(const Transport_settings& settings, Rank rank, Tcp_mesh mesh,
-                                               const Stop_flag& stop, Mesh_transport::Loss_observer on_loss);
+                                               const Stop_flag& stop, Mesh_transport::Loss_observer on_loss,
+                                               Data_threads& threads);
 
 }  // namespace eb

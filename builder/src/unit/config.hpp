@@ -1,6 +1,5 @@
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -68,8 +67,7 @@ struct Config {
     // timeout before it sends its queue-pair addresses: the set-up waits that
     // long and a peer timeout more.
     Transport_settings transport_settings() const {
-        return {transport,    rdma_device, gid_index, peer_timeout_ms, join_timeout_ms + peer_timeout_ms,
-                busy_poll_us, std::max(data_threads, 1u)};
+        return {transport, rdma_device, gid_index, peer_timeout_ms, join_timeout_ms + peer_timeout_ms, busy_poll_us};
     }
 };
 

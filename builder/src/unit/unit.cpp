@@ -69,6 +69,7 @@ Unit::Unit(const Config& config, Unit_status& status, const Stop_flag& process_s
     : config_(config),
       status_(status),
       process_stop_(process_stop),
+      data_threads_(std::max(config.data_threads, 1u), Busy_poll(std::chrono::microseconds(config.busy_poll_us))),
       signal_relay_([this](std::stop_token token) { relay_signal(token); }) {}
 
 void Unit::relay_signal(std::stop_token token) {
@@ -106,7 +107,7 @@ void Unit::configure_from_flags() {
     if (configured.kind != Command_outcome::Kind::done) throw std::runtime_error(configured.error);
     // Open the source and output now: a bad --source-file, a ring held by a
     // live writer or a full /dev/shm fails the start (exit 1), not the run.
-    buffers_.emplace(config_, config_.rank, status_, session_stop_);
+    buffers_.emplace(config_, config_.rank, status_, session_stop_, data_threads_);
     buffers_->fit(request_table(request));
     command(Command::start, nullptr);
 }
@@ -307,7 +308,7 @@ Unit::Session_end Unit::run_session(Configure_request table) {
     const Rank rank = table.rank;
     Rank_table ranks = request_table(table);
     set_phase(Session_phase::connecting);
-    if (!buffers_) buffers_.emplace(config_, rank, status_, session_stop_);
+    if (!buffers_) buffers_.emplace(config_, rank, status_, session_stop_, data_threads_);
     buffers_->fit(ranks);  // before connecting: a source ring may take a while
 
     // A unit that never built (a spare) has no place in the event stream
@@ -341,7 +342,8 @@ Unit::Session_end Unit::run_session(Configure_request table) {
     const Reached reached = reached_peers(*connections);
     const std::unique_ptr<Mesh_transport> owned_transport =
         make_transport(config_.transport_settings(), rank, std::move(connections->mesh), session_stop_,
-                       [this](Rank peer, Link_failure failure, const std::string&) { status_.peer_lost(peer, failure); });
+                       [this](Rank peer, Link_failure failure, const std::string&) { status_.peer_lost(peer, failure); },
+                       data_threads_);
     Mesh_transport& transport = *owned_transport;
     transport.count_traffic(status_.traffic());
     if (joining && !take_verdicts(ranks, rank, reached.connected, reached.in_session, transport))

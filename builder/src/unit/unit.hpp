@@ -15,6 +15,7 @@
 #include "configure_request.hpp"
 #include "control_api.hpp"
 #include "cycle_vote.hpp"
+#include "data_threads.hpp"
 #include "fd.hpp"
 #include "rank_table.hpp"
 #include "stop_flag.hpp"
@@ -87,6 +88,9 @@ private:
     // Ends the session in progress; lives as long as the unit because the
     // buffers wait on it. Re-armed at the start of each session.
     Stop_flag session_stop_;
+    // The data path's threads (--data-threads): the TCP transport of each
+    // session, the generator and the checker run their work on them.
+    Data_threads data_threads_;
     std::optional<Unit_buffers> buffers_;
     // Where the unit is in the event stream, carried across sessions.
     std::uint64_t next_chunk_ = 0;

@@ -21,8 +21,9 @@ namespace {
 constexpr std::size_t kept_expectations = 8;
 }  // namespace
 
-Unit_buffers::Unit_buffers(const Config& config, Rank rank, Unit_status& status, const Stop_flag& stop)
-    : config_(config), status_(status), stop_(stop), rank_(rank) {}
+Unit_buffers::Unit_buffers(const Config& config, Rank rank, Unit_status& status, const Stop_flag& stop,
+                           Data_threads& threads)
+    : config_(config), status_(status), stop_(stop), threads_(threads), rank_(rank) {}
 
 Unit_buffers::~Unit_buffers() { close_output(); }
 
@@ -71,7 +72,7 @@ void Unit_buffers::open_source(const Rank_table& table) {
             // The RU holds one MFP per live BU through a cycle; a later
             // table may make every rank live.
             source_ = std::make_unique<Generator_reader>(rank_, config_.packing_factor, config_.event_model(),
-                                                         table.units());
+                                                         table.units(), &threads_);
             source_depth_ = table.units();
             break;
         case Source_kind::shm: {
@@ -96,7 +97,7 @@ void Unit_buffers::open_output(const Rank_table& table) {
     switch (config_.output) {
         case Output_kind::check: {
             Mep_checker checker(table.sources(), config_.packing_factor, config_.event_model(), status_.parse_errors(),
-                                mep_stream_map(table));
+                                mep_stream_map(table), &threads_);
             auto checking = std::make_unique<Checking_writer>(std::move(checker), status_);
             checking_output_ = checking.get();
             output_ = std::move(checking);

@@ -5,6 +5,7 @@
 #include "buffer.hpp"
 #include "checking_writer.hpp"
 #include "config.hpp"
+#include "data_threads.hpp"
 #include "rank_table.hpp"
 #include "shm_ring.hpp"
 #include "source_cursor.hpp"
@@ -17,8 +18,9 @@ namespace eb {
 // as the command line picks them.
 class Unit_buffers {
 public:
-    // Opens nothing yet: fit() does.
-    Unit_buffers(const Config& config, Rank rank, Unit_status& status, const Stop_flag& stop);
+    // Opens nothing yet: fit() does. The generator and the checker split
+    // their work over `threads`.
+    Unit_buffers(const Config& config, Rank rank, Unit_status& status, const Stop_flag& stop, Data_threads& threads);
     // Closes both (a ring output neither finished nor stopped is marked
     // failed) and removes what it published for the consumer.
     ~Unit_buffers();
@@ -68,6 +70,7 @@ private:
     const Config& config_;
     Unit_status& status_;
     const Stop_flag& stop_;
+    Data_threads& threads_;
     std::unique_ptr<Buffer_reader> source_;
     std::unique_ptr<Buffer_reader> paced_;
     std::unique_ptr<Source_cursor> cursor_;  // over paced_ or source_

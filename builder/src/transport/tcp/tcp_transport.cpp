@@ -21,7 +21,7 @@ constexpr int beats_per_timeout = 4;
 }  // namespace
 
 Tcp_transport::Tcp_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop, Loss_observer on_loss,
-                             Liveness liveness, Busy_poll busy_poll, unsigned data_threads)
+                             Liveness liveness, Busy_poll busy_poll, Data_threads* threads)
     : rank_(rank),
       mesh_(Tcp_mesh{std::vector<Fd>(mesh.to.size()), std::vector<Fd>(mesh.to.size())}),
       stop_(stop),
@@ -30,11 +30,11 @@ Tcp_transport::Tcp_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop, Lo
       busy_poll_(busy_poll),
       lost_(mesh_.to.size()),
       cut_(std::make_unique<std::atomic<bool>[]>(mesh_.to.size())),
-      shards_(data_threads),
+      shards_(threads != nullptr ? threads->size() : 1),
       self_(rank, units(), "Tcp_transport"),
       heartbeat_(units(), std::max<Clock::duration>(liveness.peer_timeout / beats_per_timeout,
                                                     std::chrono::milliseconds(1))),
-      threads_(data_threads, busy_poll) {
+      threads_(threads) {
     connect(std::move(mesh));
 }
 
@@ -155,7 +155,7 @@ bool Tcp_transport::wait_data(std::span<const Rank> sent_to, std::span<const Ran
         return drive_here(nullptr);
     }
     std::array<bool, Data_threads::max_threads> done{};
-    threads_.run(parts, [&](unsigned part) {
+    threads_->run(parts, [&](unsigned part) {
         if (copy) copy_to_self(part, parts);
         done[part] = drive(shards_[part], nullptr);
     });

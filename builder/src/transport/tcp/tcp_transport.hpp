@@ -30,8 +30,8 @@ namespace eb {
 // connected and disconnected one by one. A peer waited for that sends no
 // heartbeat for the peer timeout is lost: its process is stopped or hung,
 // or the network from it is cut, none of which closes a connection.
-// With data_threads K > 1 the data operations waited for together are
-// dealt out over K threads (Data_threads), each with a poll() loop of its
+// Given the unit's data threads (Data_threads, K of them), the data
+// operations waited for together are dealt out over them, each with a poll() loop of its
 // own: a phase's send and receive copy on two cores at once, and the unit's
 // own MFP is copied into its MEP in slices by the same threads. A peer lost on
 // a worker is cut off there (its sockets shut down, its other operations
@@ -44,7 +44,7 @@ public:
     Tcp_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop, Loss_observer on_loss = {},
                   Liveness liveness = Liveness(),
                   Busy_poll busy_poll = Busy_poll(std::chrono::microseconds(default_busy_poll_us)),
-                  unsigned data_threads = 1);
+                  Data_threads* threads = nullptr);
 
     Rank rank() const override { return rank_; }
     Rank units() const override { return static_cast<Rank>(mesh_.to.size()); }
@@ -128,7 +128,7 @@ private:
     Self_delivery self_;
     Self_delivery::Copy self_copy_;  // the data send to self, made when waited for
     Heartbeat heartbeat_;
-    Data_threads threads_;
+    Data_threads* threads_;  // null: the transferring thread alone
 };
 
 }  // namespace eb
