@@ -21,7 +21,8 @@ cpu_time=()
 gnu_time=$(type -P time || true)
 [ -n "$gnu_time" ] && cpu_time=("$gnu_time" -f "%U %S" -o)
 # run_builder FLAG...: runs $units folded eb-builder units of $build on
-# loopback ports, each building $events events with --packing-factor
+# loopback ports, each building $events events (or, where the caller
+# defines events_per_bu, as many as it says) with --packing-factor
 # $packing_factor and 128-byte fragments, plus FLAGs; sets built and bytes
 # (MEP bytes, summed over the units), sent and received (the bytes the
 # units' transports counted over the network, summed), seconds (the longest
@@ -33,6 +34,8 @@ run_builder() {
   local data_ports peers
   mapfile -t data_ports < <(ports "$units")
   peers=$(peers_of "${data_ports[@]}")
+  local events=${events:-}
+  if declare -F events_per_bu >/dev/null; then events=$(events_per_bu); fi
   echo ">> builder: $units folded units, $events events each, packing factor $packing_factor, 128-byte fragments, $*" >&2
   rm -f "$work"/cpu-* "$work"/unit-*.log  # a run of fewer units must not read the last run's logs
   for ((rank = 0; rank < units; rank++)); do

@@ -42,7 +42,9 @@ read -r -a table_units <<<"${EB_BENCH_TABLE_UNITS:-2 4 8}"
 read -r -a table_threads <<<"${EB_BENCH_TABLE_THREADS:-1 2 4 8}"
 read -r -a barrier_units <<<"${EB_BENCH_BARRIER_UNITS:-2 4 8 16 32 64}"
 data_threads=(${EB_BENCH_THREADS:+--data-threads "$EB_BENCH_THREADS"})
-events=${EB_BENCH_EVENTS:-6000000}  # per BU; 2-4 s at 40 Gb/s
+# Events per BU: EB_BENCH_EVENTS, else 24 million over the units of the run
+# (run_builder), so that every run moves about as many bytes whatever N.
+events_per_bu() { echo "${EB_BENCH_EVENTS:-$((24000000 / units))}"; }
 runs=${EB_BENCH_RUNS:-3}
 iperf_seconds=${EB_BENCH_SECONDS:-4}
 cores=$(nproc)
