@@ -106,7 +106,13 @@ bool Tcp_transport::transfer_until(std::span<const Send> sends, std::span<const 
 }
 
 bool Tcp_transport::drive_here(const Deadline* deadline) {
-    const bool done = drive(shards_[0], deadline);
+    bool done = false;
+    try {
+        done = drive(shards_[0], deadline);
+    } catch (...) {
+        lose_noted(shards_[0]);  // the peers cut off are lost however the drive ends
+        throw;
+    }
     lose_noted(shards_[0]);
     return done;
 }
@@ -155,12 +161,21 @@ bool Tcp_transport::wait_data(std::span<const Rank> sent_to, std::span<const Ran
         return drive_here(nullptr);
     }
     std::array<bool, Data_threads::max_threads> done{};
-    threads_->run(parts, [&](unsigned part) {
-        if (copy) copy_to_self(part, parts);
-        done[part] = drive(shards_[part], nullptr);
-    });
+    // The peers the parts cut off are lost however the wait ends.
+    const auto lose_all_noted = [&] {
+        for (unsigned part = 0; part < parts; ++part) lose_noted(shards_[part]);
+    };
+    try {
+        threads_->run(parts, [&](unsigned part) {
+            if (copy) copy_to_self(part, parts);
+            done[part] = drive(shards_[part], nullptr);
+        });
+    } catch (...) {
+        lose_all_noted();
+        throw;
+    }
     if (copy) self_copy_ = {};
-    for (unsigned part = 0; part < parts; ++part) lose_noted(shards_[part]);
+    lose_all_noted();
     return std::all_of(done.begin(), done.begin() + parts, [](bool part_done) { return part_done; });
 }
 
