@@ -1,6 +1,7 @@
 // Runs real eb-builder processes on 127.0.0.1 and watches them over HTTP, as
 // Kubernetes probes and Prometheus would.
 
+#include <sched.h>
 #include <signal.h>
 
 #include <gtest/gtest.h>
@@ -485,6 +486,33 @@ TEST_F(ProcessTest, BadUsageExitsWithCode2NamingTheFlag) {
     EXPECT_NE(help.log().find("eb-builder --rank R --peers HOST:PORT,... [options]  (self-configured)"),
               std::string::npos)
         << help.log();
+    std::filesystem::remove_all(dir);
+}
+
+// A unit counts the CPUs it may use (its affinity, inherited here from a
+// thread confined to one CPU): unset, --data-threads follows them; more than
+// them fails the start naming the flag and the fix.
+TEST_F(ProcessTest, DataThreadsFollowTheCpusAUnitMayUseAndMoreAreRefused) {
+    const std::string dir = test::make_temp_dir();
+    cpu_set_t all, one;
+    ASSERT_EQ(::sched_getaffinity(0, sizeof all, &all), 0);
+    CPU_ZERO(&one);
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+        if (CPU_ISSET(cpu, &all)) {
+            CPU_SET(cpu, &one);
+            break;
+        }
+    ASSERT_EQ(::sched_setaffinity(0, sizeof one, &one), 0);
+    // Children inherit the spawning thread's affinity.
+    Child refused(builder_exe, {"--data-threads", "2", "--http-port", std::to_string(test::free_ports(1)[0])},
+                  dir + "/refused.log");
+    Child chosen(builder_exe, {"--http-port", std::to_string(test::free_ports(1)[0])}, dir + "/chosen.log");
+    ASSERT_EQ(::sched_setaffinity(0, sizeof all, &all), 0);
+    EXPECT_EQ(refused.wait_exit(10s), 1);
+    EXPECT_NE(refused.log().find("cannot start: --data-threads 2: this unit may run on 1 CPU"), std::string::npos)
+        << refused.log();
+    EXPECT_TRUE(eventually([&] { return chosen.log().find(", 1 data threads") != std::string::npos; }, 10s))
+        << chosen.log();
     std::filesystem::remove_all(dir);
 }
 
