@@ -1,6 +1,7 @@
 // Command npwg-emulation is a CNI plugin that gives the kind test cluster
 // the Network Plumbing Working Group's multi-network interface, as Multus
-// does on a farm (Multus cannot be obtained here: ../shared/ENVIRONMENT.md).
+// does on a farm (Multus cannot be had on this project's test machines:
+// operator/README.md, the data network of a run, e2e/data_network_test.go).
 // A test-cluster emulation, named as such. Chained after the pod network's
 // plugins, it reads the pod's k8s.v1.cni.cncf.io/networks annotation
 // (passed by the container runtime, capability
