@@ -17,8 +17,8 @@ inline constexpr std::uint32_t default_busy_poll_us = 300;
 // of microseconds, more in a VM, where an idle virtual CPU halts. A cycle
 // waits many times for a few hundred microseconds each (a phase's MFPs, the
 // cycle's control rounds): sleeping through each left a fifth of this
-// machine's two cores idle while four units moved data (builder/README.md,
-// "Benchmarks"). Between looks the core goes to any other thread that can
+// machine's two cores idle while four units moved data
+// (builder/docs/benchmarks.md). Between looks the core goes to any other thread that can
 // run on it, so polling only takes time nobody else wanted.
 class Busy_poll {
 public:
