@@ -169,7 +169,7 @@ test-stress: packages build-builder $(K8S_BIN)/etcd ## Outside make test (about 
 ##@ Benchmarks
 
 .PHONY: bench
-bench: build-builder ## Data-mover benchmark: builder vs iperf3 on loopback, barrier latency vs N (BENCH lines).
+bench: build-builder ## Data-mover benchmark: builder vs iperf3 on loopback, units x data threads, barrier latency vs N (BENCH lines).
 	builder/bench/run.sh $(BUILD)/builder
 
 BUNDLE ?= $(BUILD)/bench-bundle
