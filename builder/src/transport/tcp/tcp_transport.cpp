@@ -95,26 +95,35 @@ bool Tcp_transport::transfer(std::span<const Send> sends, std::span<const Receiv
     // Checked up front too: a transfer that is all local never reaches poll().
     if (stop_.requested()) return false;
     post(sends, receives);
-    return drive_here(nullptr);
+    return drive_parts(1, nullptr);
 }
 
 bool Tcp_transport::transfer_until(std::span<const Send> sends, std::span<const Receive> receives,
                                    const Deadline& deadline) {
     if (stop_.requested()) return false;
     post(sends, receives);
-    return drive_here(&deadline);
+    return drive_parts(1, &deadline);
 }
 
-bool Tcp_transport::drive_here(const Deadline* deadline) {
-    bool done = false;
+bool Tcp_transport::drive_parts(unsigned parts, const Deadline* deadline, bool copy) {
+    std::array<bool, Data_threads::max_threads> done{};
+    const auto part = [&](unsigned index) {
+        if (copy) copy_to_self(index, parts);
+        done[index] = drive(shards_[index], deadline);
+    };
+    // The peers the parts cut off are lost however the drive ends.
+    const auto lose_all_noted = [&] {
+        for (unsigned index = 0; index < parts; ++index) lose_noted(shards_[index]);
+    };
     try {
-        done = drive(shards_[0], deadline);
+        if (threads_ != nullptr) threads_->run(parts, part);
+        else part(0);  // parts is 1: a single shard
     } catch (...) {
-        lose_noted(shards_[0]);  // the peers cut off are lost however the drive ends
+        lose_all_noted();
         throw;
     }
-    lose_noted(shards_[0]);
-    return done;
+    lose_all_noted();
+    return std::all_of(done.begin(), done.begin() + parts, [](bool part_done) { return part_done; });
 }
 
 std::unique_ptr<Registered_memory> Tcp_transport::register_memory(std::span<const std::byte>) {
@@ -154,29 +163,9 @@ bool Tcp_transport::wait_data(std::span<const Rank> sent_to, std::span<const Ran
     };
     const bool copy = !self_copy_.from.empty() && (waits_for(sent_to) || waits_for(received_from));
     const Moving_time moving(traffic_);
-    const auto parts = static_cast<unsigned>(std::min(std::max<std::size_t>(waited, copy ? 1 : 0), shards_.size()));
-    if (parts <= 1) {
-        if (copy) copy_to_self(0, 1);
-        if (copy) self_copy_ = {};
-        return drive_here(nullptr);
-    }
-    std::array<bool, Data_threads::max_threads> done{};
-    // The peers the parts cut off are lost however the wait ends.
-    const auto lose_all_noted = [&] {
-        for (unsigned part = 0; part < parts; ++part) lose_noted(shards_[part]);
-    };
-    try {
-        threads_->run(parts, [&](unsigned part) {
-            if (copy) copy_to_self(part, parts);
-            done[part] = drive(shards_[part], nullptr);
-        });
-    } catch (...) {
-        lose_all_noted();
-        throw;
-    }
+    const bool done = drive_parts(static_cast<unsigned>(std::clamp<std::size_t>(waited, 1, shards_.size())), nullptr, copy);
     if (copy) self_copy_ = {};
-    lose_all_noted();
-    return std::all_of(done.begin(), done.begin() + parts, [](bool part_done) { return part_done; });
+    return done;
 }
 
 void Tcp_transport::quiesce() {

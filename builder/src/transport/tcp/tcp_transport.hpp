@@ -99,8 +99,10 @@ private:
     };
 
     void post(std::span<const Send> sends, std::span<const Receive> receives);
-    // Drives shards_[0]'s operations until all are done; false if stopped first.
-    bool drive_here(const Deadline* deadline);
+    // Drives shards_[0, parts) on as many data threads (each copying its
+    // slice of self_copy_ first, with `copy`) until all are done, then loses
+    // the peers they cut off, however it ends; false if stopped first.
+    bool drive_parts(unsigned parts, const Deadline* deadline, bool copy = false);
     // Drives a shard's operations until all are done; false if stopped
     // first. Safe on any thread: losses are only noted (cut_off).
     bool drive(Shard& shard, const Deadline* deadline);
