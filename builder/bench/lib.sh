@@ -27,10 +27,12 @@ gnu_time=$(type -P time || true)
 # (MEP bytes, summed over the units), sent and received (the bytes the
 # units' transports counted over the network, summed), seconds (the longest
 # time any unit spent building), cpu (user + system seconds of all units;
-# 0 without GNU time) and threads_used (each unit's data threads, from its
-# start line). Fails, showing the logs, if a unit fails or any event is
+# 0 without GNU time), threads_used and streams_used (each unit's data
+# threads and TCP streams, from its start line). Every unit also gets the
+# caller's builder_flags array, if it has one. Fails, showing the logs, if a unit fails or any event is
 # incomplete.
 run_builder() {
+  declare -p builder_flags >/dev/null 2>&1 || builder_flags=()
   local data_ports peers
   mapfile -t data_ports < <(ports "$units")
   peers=$(peers_of "${data_ports[@]}")
@@ -42,12 +44,13 @@ run_builder() {
     # GNU time, where there is one, counts each unit's CPU seconds.
     "${cpu_time[@]}" ${cpu_time:+"$work/cpu-$rank"} "$build/eb-builder" --rank "$rank" --peers "$peers" \
       --http-port $((data_ports[0] + units + rank)) --events "$events" --packing-factor "$packing_factor" \
-      --fragment-size 128 "$@" >"$work/unit-$rank.log" 2>&1 &
+      --fragment-size 128 "${builder_flags[@]}" "$@" >"$work/unit-$rank.log" 2>&1 &
     pids+=($!)
   done
   wait_all unit "a builder unit"
   cpu=$(cpu_seconds "$work"/cpu-*)
   threads_used=$(sed -n 's/.* \([0-9][0-9]*\) data threads.*/\1/p' "$work/unit-0.log" | head -n 1)
+  streams_used=$(sed -n 's/.* \([0-9][0-9]*\) TCP streams.*/\1/p' "$work/unit-0.log" | head -n 1)
   # "stopped: E events built, I incomplete, M MEPs, B bytes, D dropped, ...
   #  after T s of building, S bytes sent and R received over the network in ..."
   local incomplete

@@ -19,9 +19,11 @@
 # system, GNU time) per GB moved are printed for the baseline and the
 # builder. Then:
 #  (e) the generator's and the checker's own cost: one unit, nothing moved;
-#  (f) the data mover on units x data threads (--data-threads): for each
-#      number of units U and each round, U iperf3 pairs, then U units with
-#      each number of data threads up to the cores; medians of the rounds.
+#  (f) the data mover on units x data threads (--data-threads K, with
+#      --tcp-streams K/2 rounded up, so each thread has a slice of the
+#      phase's send or receive): for each number of units U and each round,
+#      U iperf3 pairs, then U units with each number of data threads up to
+#      the cores; medians of the rounds.
 #  (g) barrier latency versus N = 2..64 measured here, where N processes
 #      share this machine's cores (the names say how many), and the messages
 #      on each barrier's critical path for N = 2..512 (eb-barrier-plan),
@@ -32,16 +34,23 @@
 # Usage: builder/bench/run.sh BUILD_DIR
 #   EB_BENCH_UNITS: the units of (a)-(d), a list (default 4; "4 8" runs both)
 #   EB_BENCH_THREADS: their --data-threads (default: the builder's own)
+#   EB_BENCH_STREAMS: their --tcp-streams (default: the builder's own, 1)
+#   EB_BENCH_BUILDER_FLAGS: more eb-builder flags for every run, e.g.
+#   "--busy-poll-us 50" (printed with the machine line)
 #   EB_BENCH_TABLE_UNITS, EB_BENCH_TABLE_THREADS: the rows and columns of (f)
-#   (default "2 4 8" and "1 2 4 8", threads beyond the cores left out)
-#   EB_BENCH_BARRIER_UNITS: the N of (g) (default "2 4 8 16 32 64")
+#   (default "2 4 8" and "1 2 4 8", threads beyond the cores left out;
+#   empty: no table)
+#   EB_BENCH_BARRIER_UNITS: the N of (g) (default "2 4 8 16 32 64"; empty:
+#   none)
 set -euo pipefail
 build=$(cd "${1:?usage: builder/bench/run.sh BUILD_DIR}" && pwd)
 read -r -a unit_counts <<<"${EB_BENCH_UNITS:-4}"
-read -r -a table_units <<<"${EB_BENCH_TABLE_UNITS:-2 4 8}"
+read -r -a table_units <<<"${EB_BENCH_TABLE_UNITS-2 4 8}"
 read -r -a table_threads <<<"${EB_BENCH_TABLE_THREADS:-1 2 4 8}"
-read -r -a barrier_units <<<"${EB_BENCH_BARRIER_UNITS:-2 4 8 16 32 64}"
-data_threads=(${EB_BENCH_THREADS:+--data-threads "$EB_BENCH_THREADS"})
+read -r -a barrier_units <<<"${EB_BENCH_BARRIER_UNITS-2 4 8 16 32 64}"
+read -r -a builder_flags <<<"${EB_BENCH_BUILDER_FLAGS:-}"
+data_threads=(${EB_BENCH_THREADS:+--data-threads "$EB_BENCH_THREADS"}
+  ${EB_BENCH_STREAMS:+--tcp-streams "$EB_BENCH_STREAMS"})
 # Events per BU: EB_BENCH_EVENTS, else 24 million over the units of the run
 # (run_builder), so that every run moves about as many bytes whatever N.
 events_per_bu() { echo "${EB_BENCH_EVENTS:-$((24000000 / units))}"; }
@@ -99,7 +108,7 @@ iperf3_pairs() {
 }
 
 # What ran the figures: printed first, so a copied figure keeps it.
-echo "# machine: $(uname -m), kernel $(uname -r), $cores cores (nproc)"
+echo "# machine: $(uname -m), kernel $(uname -r), $cores cores (nproc)${builder_flags[*]:+; every builder run with ${builder_flags[*]}}"
 bench machine_cores "$cores" cores
 
 for units in "${unit_counts[@]}"; do
@@ -123,6 +132,7 @@ for units in "${unit_counts[@]}"; do
   done
 
   bench "builder_data_threads_n$units" "$threads_used" threads
+  bench "builder_tcp_streams_n$units" "$streams_used" streams
   bench "iperf3_pairs_processes_n$units" $((2 * units)) processes
   bench_spread "iperf3_pairs_throughput_n$units" Gb/s "${baseline[@]}"
   bench_spread "iperf3_pairs_cpu_seconds_per_gb_n$units" s/GB "${baseline_cpu[@]}"
@@ -156,7 +166,11 @@ for threads in "${table_threads[@]}"; do
 done
 declare -A cell_gbps cell_ratio cell_cpu
 table="units | iperf3 pairs Gb/s (CPU s/GB)"
-for threads in "${columns[@]}"; do table+=" | $threads thread(s): Gb/s (ratio, CPU s/GB)"; done
+# Each thread a slice of the phase's send or receive.
+streams_for() { echo $((($1 + 1) / 2)); }
+for threads in "${columns[@]}"; do
+  table+=" | $threads thread(s), $(streams_for "$threads") stream(s): Gb/s (ratio, CPU s/GB)"
+done
 for units in "${table_units[@]}"; do
   pairs=() pairs_cpu=()
   for ((run = 1; run <= runs; run++)); do
@@ -164,7 +178,7 @@ for units in "${table_units[@]}"; do
     iperf3_pairs
     pairs+=("$iperf_gbps") pairs_cpu+=("$(per_gb "$iperf_cpu" "$iperf_bytes")")
     for threads in "${columns[@]}"; do
-      run_builder --source prepared --output discard --data-threads "$threads"
+      run_builder --source prepared --output discard --data-threads "$threads" --tcp-streams "$(streams_for "$threads")"
       mover_gbps=$(gbps "$received" "$seconds")
       cell_gbps[$units,$threads]+=" $mover_gbps"
       cell_ratio[$units,$threads]+=" $(ratio "$mover_gbps" "$iperf_gbps")"
@@ -181,6 +195,7 @@ for units in "${table_units[@]}"; do
       read -r ratio_median _ < <(spread ${cell_ratio[$units,$threads]})
       read -r cpu_median _ < <(spread ${cell_cpu[$units,$threads]})
     }
+    bench "builder_tcp_streams_n${units}_threads$threads" "$(streams_for "$threads")" streams
     bench "builder_network_throughput_n${units}_threads$threads" "$gbps_median" Gb/s
     bench "tcp_vs_iperf3_pairs_n${units}_threads$threads" "$ratio_median" ratio
     bench "builder_cpu_seconds_per_gb_n${units}_threads$threads" "$cpu_median" s/GB
@@ -188,8 +203,10 @@ for units in "${table_units[@]}"; do
   done
   table+=$'\n'"$row"
 done
-echo "# the data mover on units x data threads, $cores cores, medians of $runs rounds:"
-sed 's/^/#   /' <<<"$table"
+if ((${#table_units[@]} > 0)); then
+  echo "# the data mover on units x data threads, $cores cores, medians of $runs rounds:"
+  sed 's/^/#   /' <<<"$table"
+fi
 
 # (g) Barrier latency versus N, measured here: N processes on $cores cores.
 for kind in centralized tournament; do

@@ -90,7 +90,8 @@ TEST(Config, WithoutPeersTheProcessIsControlled) {
     // --rank pins the rank configure must name; other flags still apply.
     const Command_line ranked =
         parse({"--rank", "3", "--http-port", "9090", "--token-file", "/run/token", "--peer-timeout-ms", "2500",
-               "--join-timeout-ms", "800", "--incomplete", "flag", "--busy-poll-us", "0", "--data-threads", "3"});
+               "--join-timeout-ms", "800", "--incomplete", "flag", "--busy-poll-us", "0", "--data-threads", "3",
+               "--tcp-streams", "4"});
     const auto* pinned = std::get_if<Config>(&ranked);
     ASSERT_NE(pinned, nullptr) << std::get<Usage_error>(ranked).message;
     EXPECT_FALSE(pinned->self_configured());
@@ -104,6 +105,7 @@ TEST(Config, WithoutPeersTheProcessIsControlled) {
     EXPECT_EQ(pinned->busy_poll_us, 0u);
     EXPECT_EQ(pinned->transport_settings().busy_poll_us, 0u) << "the transport is made with it";
     EXPECT_EQ(pinned->data_threads, 3u);
+    EXPECT_EQ(pinned->tcp_streams, 4u);
 
     const Command_line self = parse({"--rank", "0", "--peers", "a:1"});
     ASSERT_TRUE(std::holds_alternative<Config>(self));
@@ -113,6 +115,7 @@ TEST(Config, WithoutPeersTheProcessIsControlled) {
     EXPECT_EQ(std::get<Config>(self).incomplete, Incomplete_policy::drop) << "the default --incomplete";
     EXPECT_EQ(std::get<Config>(self).busy_poll_us, 300u) << "the default --busy-poll-us";
     EXPECT_EQ(std::get<Config>(self).data_threads, 0u) << "unset: chosen at start from the CPUs";
+    EXPECT_EQ(std::get<Config>(self).tcp_streams, 1u) << "the default --tcp-streams";
 }
 
 TEST(Config, DataThreadsDefaultToTheCpusAtMostTwoAndMoreThanTheCpusAreRefused) {
@@ -228,6 +231,10 @@ TEST(Config, ErrorsNameTheFlagAndTheFix) {
         {{"--busy-poll-us", "-1"}, "--busy-poll-us '-1': expected a whole number in 0..10000"},
         {{"--data-threads", "0"}, "--data-threads '0': expected a whole number in 1..64"},
         {{"--data-threads", "65"}, "--data-threads '65': expected a whole number in 1..64"},
+        {{"--tcp-streams", "0"}, "--tcp-streams '0': expected a whole number in 1..16"},
+        {{"--tcp-streams", "17"}, "--tcp-streams '17': expected a whole number in 1..16"},
+        {{"--transport", "verbs", "--tcp-streams", "2"},
+         "--tcp-streams 2 splits data over TCP connections; with --transport verbs the HCA moves it"},
         // Controlled (the operator's way), the run's parameters are checked alike.
         {{"--size-model", "poisson", "--fragment-size", "0"},
          "--fragment-size 0: --size-model poisson needs a mean of at least 1 byte"},

@@ -173,7 +173,7 @@ TEST(EventBuilder, UnitsWithSeveralDataThreadsBuildEveryEventAndCountEveryByteOn
 TEST(EventBuilder, RejectedSourceMfpsAreCountedAndTheirEventsIncomplete) {
     const Rank_table table({RB});
     Stop_flag stop;
-    Tcp_transport transport(0, Tcp_mesh{std::vector<Fd>(1), std::vector<Fd>(1)}, stop);
+    Tcp_transport transport(0, Tcp_mesh::empty(1), stop);
     Unit_status status(0);
     EXPECT_TRUE(run_unit({}, table, transport, status, 3, packing_factor, /*corrupt_source=*/true));
     const auto counts = status.snapshot();
@@ -212,14 +212,14 @@ TEST(EventBuilder, UnitsWithDifferentPackingFactorsStopWithAClearError) {
 TEST(EventBuilder, StopsWhenAskedAndReportsIt) {
     const Rank_table table({RB});
     Stop_flag stop;
-    Tcp_transport transport(0, Tcp_mesh{std::vector<Fd>(1), std::vector<Fd>(1)}, stop);
+    Tcp_transport transport(0, Tcp_mesh::empty(1), stop);
     Unit_status status(0);
     stop.request();
     EXPECT_FALSE(run_unit({}, table, transport, status, 3));
     EXPECT_EQ(status.snapshot().meps_built, 0u);
 
     Stop_flag not_stopped;
-    Tcp_transport running(0, Tcp_mesh{std::vector<Fd>(1), std::vector<Fd>(1)}, not_stopped);
+    Tcp_transport running(0, Tcp_mesh::empty(1), not_stopped);
     Unit_status running_status(0);
     EXPECT_TRUE(run_unit({}, table, running, running_status, 3));
     EXPECT_EQ(running_status.snapshot().meps_built, 3u);
@@ -249,7 +249,7 @@ private:
 TEST(EventBuilder, AMepOverWhatTheOutputTakesIsAnErrorBeforeAllocating) {
     const Rank_table table({RB});
     Stop_flag stop;
-    Tcp_transport transport(0, Tcp_mesh{std::vector<Fd>(1), std::vector<Fd>(1)}, stop);
+    Tcp_transport transport(0, Tcp_mesh::empty(1), stop);
     Unit_status status(0);
     Generator_reader source(0, packing_factor, model, 1);
     Small_output output(1000);
@@ -314,14 +314,14 @@ TEST(EventBuilder, ACycleStoppedMidwayLeavesSourceAndOutputToTheNextSession) {
     const Event_builder::Unit unit{&source, &output, nullptr, &status.parse_errors(), &status.events_dropped(), &status.events_in_doubt()};
     {
         Stop_flag stop;
-        Tcp_transport tcp(0, Tcp_mesh{std::vector<Fd>(1), std::vector<Fd>(1)}, stop);
+        Tcp_transport tcp(0, Tcp_mesh::empty(1), stop);
         Stopping_transport transport(tcp, stop, /*left=*/1);
         Event_builder builder({packing_factor, 1, 1, true}, table, transport, unit);
         EXPECT_FALSE(builder.run_cycle(0, {1, false, false}));
     }
     source.start_at(0);
     Stop_flag stop;
-    Tcp_transport transport(0, Tcp_mesh{std::vector<Fd>(1), std::vector<Fd>(1)}, stop);
+    Tcp_transport transport(0, Tcp_mesh::empty(1), stop);
     Event_builder builder({packing_factor, 1, 2, true}, table, transport, unit);
     for (std::uint64_t chunk = 0; chunk < 3; ++chunk) ASSERT_TRUE(builder.run_cycle(chunk, {2, false, false}));
     const Status_snapshot counts = status.snapshot();

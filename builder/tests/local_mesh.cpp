@@ -7,7 +7,8 @@
 
 namespace eb::test {
 
-std::vector<Tcp_mesh> connect_local_mesh(Rank units, const Stop_flag& stop, const std::vector<bool>& live) {
+std::vector<Tcp_mesh> connect_local_mesh(Rank units, const Stop_flag& stop, const std::vector<bool>& live,
+                                         unsigned streams) {
     std::vector<Peer_address> peers;
     for (const std::uint16_t port : free_ports(units)) peers.push_back({"127.0.0.1", port});
     std::vector<Fd> listeners;
@@ -19,7 +20,7 @@ std::vector<Tcp_mesh> connect_local_mesh(Rank units, const Stop_flag& stop, cons
         for (Rank rank = 0; rank < units; ++rank)
             if (live.empty() || live[rank])
                 threads.emplace_back(
-                    [&, rank] { meshes[rank] = connect_mesh(std::move(listeners[rank]), rank, peers, live, stop); });
+                    [&, rank] { meshes[rank] = connect_mesh(std::move(listeners[rank]), rank, peers, live, stop, streams); });
     }
     std::vector<Tcp_mesh> connected;
     for (Rank rank = 0; rank < units; ++rank) {

@@ -28,6 +28,7 @@
 #include "local_mesh.hpp"
 #include "schedule.hpp"
 #include "socket.hpp"
+#include "socket_bytes.hpp"
 #include "tcp_mesh.hpp"
 #include "test_support.hpp"
 #include "wire_format.hpp"
@@ -170,12 +171,14 @@ TEST(TcpTransport, ReportsAPeerThatClosed) {
 // Data operations waited for together are dealt out over the data threads
 // (Data_threads): every unit sends to and receives from every other at once,
 // with more operations than threads, messages larger than socket buffers.
-TEST(TcpTransport, DataThreadsMoveEveryMessageIntactAndCountEachByteOnce) {
-    constexpr Rank units = 4;
-    constexpr unsigned data_threads = 4;
+// Three rounds of all-to-all data among `units` units, each with
+// `data_threads` threads and `streams` connections per peer and direction:
+// every message arrives intact and each byte is counted once on each side.
+// Returns the transports, for a look at their connections.
+std::vector<std::unique_ptr<Tcp_transport>> exchange_all_to_all(Rank units, unsigned data_threads, unsigned streams,
+                                                                 std::vector<std::unique_ptr<Data_threads>>& pools) {
     Stop_flag stop;
-    auto meshes = test::connect_local_mesh(units, stop);
-    std::vector<std::unique_ptr<Data_threads>> pools;
+    auto meshes = test::connect_local_mesh(units, stop, {}, streams);
     std::vector<std::unique_ptr<Tcp_transport>> mesh;
     std::vector<Data_traffic> traffic(units);
     for (Rank rank = 0; rank < units; ++rank) {
@@ -221,6 +224,69 @@ TEST(TcpTransport, DataThreadsMoveEveryMessageIntactAndCountEachByteOnce) {
         all_received += traffic[rank].bytes_received.load();
     }
     EXPECT_EQ(all_received, all_sent) << "every byte counted once on each side";
+    return mesh;
+}
+
+TEST(TcpTransport, DataThreadsMoveEveryMessageIntactAndCountEachByteOnce) {
+    std::vector<std::unique_ptr<Data_threads>> pools;
+    exchange_all_to_all(4, 4, 1, pools);
+}
+
+// With S streams, a message of 3 MB goes in S slices, each over its own
+// connection: every connection of every peer carries about a third of it,
+// on one data thread or several.
+TEST(TcpTransport, StreamsCarrySlicesOfEachMessageOnEveryConnection) {
+    constexpr Rank units = 3;
+    for (const auto& [threads, streams] : {std::pair{1u, 3u}, {2u, 3u}, {4u, 2u}}) {
+        SCOPED_TRACE(std::to_string(threads) + " threads, " + std::to_string(streams) + " streams");
+        std::vector<std::unique_ptr<Data_threads>> pools;
+        const auto mesh = exchange_all_to_all(units, threads, streams, pools);
+        for (Rank rank = 0; rank < units; ++rank) {
+            const Tcp_mesh& connections = mesh[rank]->mesh();
+            ASSERT_EQ(connections.streams, streams);
+            ASSERT_EQ(connections.more_from.size(), std::size_t{units} * (streams - 1));
+            for (Rank peer = 0; peer < units; ++peer) {
+                if (peer == rank) continue;
+                // Three rounds of about 3 MB each, sliced S ways.
+                const std::uint64_t slice_bytes = 3 * 3'000'000ull / streams;
+                EXPECT_GE(test::bytes_received(connections.from[peer].get()), slice_bytes * 9 / 10)
+                    << "rank " << rank << " from " << peer << ", stream 0";
+                for (unsigned stream = 1; stream < streams; ++stream) {
+                    const int fd = connections.more_from[peer * (streams - 1) + stream - 1].get();
+                    EXPECT_GE(test::bytes_received(fd), slice_bytes * 9 / 10)
+                        << "rank " << rank << " from " << peer << ", stream " << stream;
+                    EXPECT_LE(test::bytes_received(fd), slice_bytes * 11 / 10)
+                        << "rank " << rank << " from " << peer << ", stream " << stream << ": data alone";
+                }
+            }
+        }
+    }
+}
+
+// A message smaller than S slices of min_slice_bytes goes whole on the
+// first stream; the others carry nothing.
+TEST(TcpTransport, AMessageTooSmallToSliceGoesWholeOnTheFirstStream) {
+    Stop_flag stop;
+    auto meshes = test::connect_local_mesh(2, stop, {}, 2);
+    Tcp_transport zero(0, std::move(meshes[0]), stop), one(1, std::move(meshes[1]), stop);
+    std::vector<std::byte> out(2 * Tcp_transport::min_slice_bytes - 1, std::byte{7}), in(out.size());
+    const Rank to_one = 1, from_zero = 0;
+    // Each connection opened with a hello and its proof.
+    const std::uint64_t first_before = test::bytes_received(one.mesh().from[0].get());
+    const std::uint64_t second_before = test::bytes_received(one.mesh().more_from[0].get());
+    {
+        std::jthread receiver([&] {
+            const Receive receive{0, in};
+            one.post_data({}, {&receive, 1});
+            EXPECT_TRUE(one.wait_data({}, {&from_zero, 1}));
+        });
+        const Send send{1, out};
+        zero.post_data({&send, 1}, {});
+        EXPECT_TRUE(zero.wait_data({&to_one, 1}, {}));
+    }
+    EXPECT_EQ(in, out);
+    EXPECT_EQ(test::bytes_received(one.mesh().from[0].get()) - first_before, out.size());
+    EXPECT_EQ(test::bytes_received(one.mesh().more_from[0].get()) - second_before, 0u);
 }
 
 // A peer that goes away while several data threads wait on it and on others:
@@ -390,7 +456,7 @@ TEST(TcpTransport, DataFromAPeerKeepsItAliveWithoutBeats) {
 
 TEST(TcpTransport, SelfMessagesNeedBothSidesOfTheSameSize) {
     Stop_flag stop;
-    Tcp_transport alone(0, Tcp_mesh{std::vector<Fd>(1), std::vector<Fd>(1)}, stop);
+    Tcp_transport alone(0, Tcp_mesh::empty(1), stop);
     std::vector<std::byte> out(8, std::byte{5}), in(8), short_in(4);
     const Send send{0, out};
     const Receive receive{0, in}, short_receive{0, short_in};
@@ -437,17 +503,18 @@ bool ready(int fd, short events) {
 // A stand-in for a peer process, built from raw sockets: accepts the unit's
 // dial and reads its hello, and dials the unit with a hello of its own. The
 // The acceptor sends a 16-byte nonce; the dialler answers with a hello of 40
-// bytes (tcp_mesh.cpp): magic, mesh protocol version 7, flags
-// (1: in session), rank, units, rank table epoch, reserved, next chunk,
-// cycles done.
+// bytes (tcp_mesh.cpp): magic, mesh protocol version 8, flags
+// (1: in session), rank, units, rank table epoch, stream, streams, next
+// chunk, cycles done.
 struct Hello_bytes {
     std::uint32_t magic = 0x4C484245;  // "EBHL"
-    std::uint16_t version = 7;
+    std::uint16_t version = 8;
     std::uint16_t flags = 0;
     std::uint32_t rank = 0;
     std::uint32_t units = 0;
     std::uint32_t epoch = 1;  // connect_mesh() runs at epoch 1
-    std::uint32_t reserved = 0;
+    std::uint16_t stream = 0;
+    std::uint16_t streams = 1;
     std::uint64_t next_chunk = 0;
     std::uint64_t cycles_done = 0;
 };
@@ -604,6 +671,31 @@ TEST(TcpMesh, ADialFromAnotherEpochIsRefusedWithRAndTheRefusedDialRetried) {
     ASSERT_TRUE(mesh) << "the mesh did not come up";
     EXPECT_TRUE(mesh->to[1]);
     EXPECT_TRUE(mesh->from[1]);
+}
+
+// Units of one set with another --tcp-streams cannot share a mesh: each
+// fails at once, naming the flag, instead of waiting for connections that
+// never come.
+TEST(TcpMesh, UnitsWithAnotherNumberOfStreamsFailNamingTheFlag) {
+    const std::vector<std::uint16_t> ports = test::free_ports(2);
+    const std::vector<Peer_address> peers = loopback_peers(ports);
+    Stop_flag stop;
+    const Stop_on_exit stop_on_exit{stop};
+    std::array<std::string, 2> errors;
+    {
+        std::vector<std::jthread> units;
+        for (Rank rank = 0; rank < 2; ++rank)
+            units.emplace_back([&, rank, listener = listen_for_peers(ports[rank])]() mutable {
+                try {
+                    connect_mesh(std::move(listener), rank, peers, {}, stop, rank == 0 ? 2 : 1);
+                } catch (const Transport_error& error) {
+                    errors[rank] = error.what();
+                }
+            });
+    }
+    for (Rank rank = 0; rank < 2; ++rank)
+        EXPECT_NE(errors[rank].find("every unit of a set needs the same --tcp-streams"), std::string::npos)
+            << "rank " << rank << ": " << errors[rank];
 }
 
 using Clock = std::chrono::steady_clock;

@@ -220,6 +220,8 @@ std::vector<std::string> transport_flags() {
         flags.insert(flags.end(), {"--transport", transport});
     if (const char* threads = std::getenv("EB_TEST_DATA_THREADS"); threads != nullptr && *threads != '\0')
         flags.insert(flags.end(), {"--data-threads", threads});
+    if (const char* streams = std::getenv("EB_TEST_TCP_STREAMS"); streams != nullptr && *streams != '\0')
+        flags.insert(flags.end(), {"--tcp-streams", streams});
     return flags;
 }
 

@@ -81,9 +81,10 @@ private:
 
 // The eb-builder flags that pick the transport under test: --transport
 // $EB_TEST_TRANSPORT when set (make test-verbs runs the process suites with
-// verbs on a real device), nothing (TCP) otherwise; and --data-threads
-// $EB_TEST_DATA_THREADS when set (ctest's threads1.* runs), else the
-// builder's default.
+// verbs on a real device), nothing (TCP) otherwise; --data-threads
+// $EB_TEST_DATA_THREADS when set (ctest's threads1.* and streams2.* runs),
+// else the builder's default; --tcp-streams $EB_TEST_TCP_STREAMS when set
+// (streams2.*).
 std::vector<std::string> transport_flags();
 // Whether the process suites run over verbs (EB_TEST_TRANSPORT=verbs).
 bool over_verbs();

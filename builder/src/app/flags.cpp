@@ -8,6 +8,7 @@
 
 #include "data_threads.hpp"
 #include "mfp.hpp"
+#include "tcp_mesh.hpp"
 #include "wire_format.hpp"
 
 namespace eb {
@@ -19,7 +20,7 @@ constexpr std::string_view known_flags[] = {
     "--ring-mib",   "--layout", "--dummies",   "--barrier",        "--barrier-every", "--token-file",
     "--peer-timeout-ms", "--join-timeout-ms", "--incomplete", "--numa-node", "--rdma-device",
     "--transport", "--gid-index", "--output-timeout-ms", "--data-key-file", "--busy-poll-us",
-    "--data-threads"};
+    "--data-threads", "--tcp-streams"};
 
 std::optional<std::uint64_t> parse_number(std::string_view text, std::uint64_t max) {
     std::uint64_t value = 0;
@@ -159,6 +160,7 @@ std::optional<Usage_error> parse_flag(std::string_view flag, std::string_view va
     if (flag == "--incomplete") return parse_choice(config.incomplete, flag, value, incomplete_policies);
     if (flag == "--busy-poll-us") return parse_into(config.busy_poll_us, flag, value, 0, 10'000);
     if (flag == "--data-threads") return parse_into(config.data_threads, flag, value, 1, Data_threads::max_threads);
+    if (flag == "--tcp-streams") return parse_into(config.tcp_streams, flag, value, 1, max_tcp_streams);
     if (flag == "--transport") return parse_choice(config.transport, flag, value, transport_kinds);
     if (flag == "--gid-index") {
         std::uint32_t index = 0;
@@ -210,6 +212,10 @@ std::optional<Usage_error> check_run_parameters(const Config& config) {
         return Usage_error{"--packing-factor " + std::to_string(config.packing_factor) + " x --fragment-size " +
                            std::to_string(config.fragment_size) + " makes MFPs larger than " +
                            std::to_string(max_mfp_bytes >> 20) + " MiB; lower either"};
+    if (config.tcp_streams > 1 && config.transport != Transport_kind::tcp)
+        return Usage_error{"--tcp-streams " + std::to_string(config.tcp_streams) +
+                           " splits data over TCP connections; with --transport verbs the HCA moves it: drop "
+                           "--tcp-streams or use --transport tcp"};
     return std::nullopt;
 }
 
@@ -362,6 +368,11 @@ leaves alone and its peers count it lost.
   --data-threads K       threads moving a unit's data over TCP, its phase's
                          send and receive on two at once; at most the CPUs
                          it may run on (default: those CPUs, at most 2)
+  --tcp-streams S        TCP connections per peer and direction; a data
+                         message of 4 KiB or more per stream goes in S
+                         slices, copied on up to 2S threads at once (one
+                         stream moves what one core copies); every unit of a
+                         set needs the same S (default 1, at most 16)
   --help                 show this text
 
 Endpoints: POST /control/{configure,start,pause,resume,stop,reset}; GET

@@ -75,7 +75,8 @@ int run_unit(eb::Config config) {
     eb::log_info("started ", config.self_configured() ? "self-configured" : "controlled, waiting for configure",
                  ": control port ", config.http_port, ", packing factor ", config.packing_factor, ", fragment size ",
                  config.fragment_size, " B, barrier ", eb::barrier_name(config.barrier), " every ",
-                 config.barrier_every, " phases, ", config.data_threads, " data threads");
+                 config.barrier_every, " phases, ", config.data_threads, " data threads, ", config.tcp_streams,
+                 " TCP streams");
 
     std::jthread http_thread([&] {
         try {

@@ -53,6 +53,7 @@ struct Config {
     int gid_index = -1;       // --gid-index; < 0: picked
     std::uint32_t busy_poll_us = default_busy_poll_us;  // --busy-poll-us
     std::uint32_t data_threads = 0;  // --data-threads; 0: unset, chosen at start (choose_data_threads)
+    std::uint32_t tcp_streams = 1;   // --tcp-streams: data connections per peer and direction
 
     // With --peers the process configures and starts itself; without, it
     // waits for the control API (docs/control-api.md).

@@ -317,9 +317,8 @@ Unit::Session_end Unit::run_session(Configure_request table) {
     // set being joined overrides it. A unit that built keeps its place.
     if (cycles_done_ == 0)
         next_chunk_ = std::max(next_chunk_, (table.resume_event + config_.packing_factor - 1) / config_.packing_factor);
-    const Mesh_position position{static_cast<std::uint32_t>(table.epoch), false, next_chunk_, cycles_done_,
-                                 config_.transport == Transport_kind::verbs};
-    auto connections = connect_peers(*session_listener(), rank, table.peers, live_ranks(ranks), position,
+    auto connections = connect_peers(*session_listener(), rank, table.peers, live_ranks(ranks),
+                                     mesh_position(table.epoch, false),
                                      static_cast<int>(config_.peer_timeout_ms), join_timeout(), session_stop_,
                                      config_.data_key, resolve_host, &status_.refusals());
     if (!connections) return Session_end::stopped;
@@ -461,9 +460,8 @@ bool Unit::switch_table(Configure_request& table, const Configure_request& next,
     }
     if (any_joining) {
         set_phase(Session_phase::connecting);
-        const Mesh_position position{static_cast<std::uint32_t>(next.epoch), true, next_chunk_, cycles_done_,
-                                     config_.transport == Transport_kind::verbs};
-        auto connections = connect_peers(*session_listener(), table.rank, table.peers, joining, position,
+        auto connections = connect_peers(*session_listener(), table.rank, table.peers, joining,
+                                         mesh_position(next.epoch, true),
                                          static_cast<int>(config_.peer_timeout_ms), join_timeout(), session_stop_,
                                          config_.data_key, resolve_host, &status_.refusals());
         if (!connections) throw Stopped();
@@ -500,6 +498,11 @@ bool Unit::switch_table(Configure_request& table, const Configure_request& next,
 }
 
 std::chrono::milliseconds Unit::join_timeout() const { return std::chrono::milliseconds(config_.join_timeout_ms); }
+
+Mesh_position Unit::mesh_position(std::uint64_t epoch, bool in_session) const {
+    return {static_cast<std::uint32_t>(epoch), in_session, next_chunk_, cycles_done_,
+            config_.transport == Transport_kind::verbs, config_.tcp_streams};
+}
 
 bool Unit::take_verdicts(const Rank_table& ranks, Rank rank, std::vector<bool> connected,
                          const std::vector<bool>& running, Mesh_transport& transport) {

@@ -20,6 +20,7 @@
 #include "rank_table.hpp"
 #include "stop_flag.hpp"
 #include "table_switch.hpp"
+#include "tcp_mesh.hpp"
 #include "mesh_transport.hpp"
 #include "unit_buffers.hpp"
 #include "unit_status.hpp"
@@ -74,6 +75,8 @@ private:
     bool take_verdicts(const Rank_table& ranks, Rank rank, std::vector<bool> connected,
                        const std::vector<bool>& running, Mesh_transport& transport);
     std::chrono::milliseconds join_timeout() const;
+    // Where this unit stands, for the hellos of a connect at `epoch`.
+    Mesh_position mesh_position(std::uint64_t epoch, bool in_session) const;
     Vote vote();
     // The listener a session connects through, kept alive for it.
     std::shared_ptr<const Fd> session_listener() const;

@@ -98,6 +98,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.spares) || self.spares == 0 || has(self.fabricRef)",message="spec.spares: warm spares are endpoints of a Fabric; set spec.fabricRef, or spec.spares to 0"
 // +kubebuilder:validation:XValidation:rule="!has(self.builder.transport) || self.builder.transport != 'verbs' || (has(self.resources) && has(self.resources.rdma))",message="spec.builder.transport verbs needs spec.resources.rdma: the RDMA device plugin's resource (e.g. rdma/hca_numa{numa}) is what puts the NIC's /dev/infiniband devices in the pod; set spec.resources.rdma (with spec.resources.cpus and spec.resources.memory), or spec.builder.transport to tcp"
 // +kubebuilder:validation:XValidation:rule="has(self.fabricRef) || !has(self.resources) || !((has(self.resources.rdma) && self.resources.rdma.contains('{numa}')) || (has(self.resources.network) && self.resources.network.contains('{numa}')) || (has(self.resources.readout) && self.resources.readout.resource.contains('{numa}')))",message="spec.resources: {numa} in rdma, readout.resource or network stands for the endpoint's NUMA node, which only a run on a Fabric has; set spec.fabricRef, or name one resource without {numa}"
+// +kubebuilder:validation:XValidation:rule="!has(self.builder.tcpStreams) || self.builder.tcpStreams == 1 || !has(self.builder.transport) || self.builder.transport != 'verbs'",message="spec.builder.tcpStreams slices data over TCP connections; with spec.builder.transport verbs the HCA moves it: drop tcpStreams or set transport to tcp"
 // +kubebuilder:validation:XValidation:rule="!has(self.builder.dataThreads) || !has(self.resources) || !has(self.resources.cpus) || self.builder.dataThreads <= self.resources.cpus",message="spec.builder.dataThreads is more than spec.resources.cpus: more threads than CPUs take turns on them; lower dataThreads or raise cpus"
 type EventBuilderRunSpec struct {
 	// units is the number of event-builder units. Without a fabric each
@@ -373,6 +374,17 @@ type BuilderSpec struct {
 	// +kubebuilder:validation:Maximum=64
 	// +optional
 	DataThreads *int32 `json:"dataThreads,omitempty"`
+
+	// tcpStreams: TCP connections per pair of units and direction; each
+	// MFP goes in that many slices, copied on as many data threads at once
+	// (eb-builder --tcp-streams). One TCP stream moves what one core copies,
+	// about 30 Gb/s: a 100-200 Gb/s NIC over TCP needs several, with
+	// dataThreads up to twice as many. Every unit of the run gets the same
+	// value. Default 1. Not with transport verbs, where the HCA moves the data.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16
+	// +optional
+	TCPStreams *int32 `json:"tcpStreams,omitempty"`
 }
 
 // IncompletePolicy is what a BU does with an event missing a lost source

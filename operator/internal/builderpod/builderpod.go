@@ -201,6 +201,9 @@ func Args(run *ebv1.EventBuilderRun, rank int32, place *Placement) []string {
 	if b.DataThreads != nil {
 		args = append(args, "--data-threads", strconv.Itoa(int(*b.DataThreads)))
 	}
+	if b.TCPStreams != nil {
+		args = append(args, "--tcp-streams", strconv.Itoa(int(*b.TCPStreams)))
+	}
 	return args
 }
 

@@ -389,7 +389,8 @@ func TestSpecHash(t *testing.T) {
 func TestBuilderSettingsBecomeFlags(t *testing.T) {
 	run := testRun("demo", 2)
 	if got := strings.Join(Args(run, 1, nil), " "); strings.Contains(got, "--output") || strings.Contains(got, "--incomplete") ||
-		strings.Contains(got, "timeout") || strings.Contains(got, "busy-poll") || strings.Contains(got, "data-threads") {
+		strings.Contains(got, "timeout") || strings.Contains(got, "busy-poll") || strings.Contains(got, "data-threads") ||
+		strings.Contains(got, "tcp-streams") {
 		t.Errorf("defaults said: %s", got)
 	}
 	run.Spec.Builder.Output = &ebv1.OutputSpec{Discard: &ebv1.DiscardOutput{}}
@@ -399,10 +400,12 @@ func TestBuilderSettingsBecomeFlags(t *testing.T) {
 	run.Spec.Builder.BusyPoll = &metav1.Duration{Duration: 0}
 	threads := int32(3)
 	run.Spec.Builder.DataThreads = &threads
+	streams := int32(2)
+	run.Spec.Builder.TCPStreams = &streams
 	n := int64(255003)
 	run.Spec.RunNumber, run.Spec.Partition = &n, "LHCb"
 	got := strings.Join(Args(run, 1, nil), " ")
-	for _, want := range []string{"--output discard", "--incomplete flag", "--peer-timeout-ms 1500", "--join-timeout-ms 10000", "--busy-poll-us 0", "--data-threads 3"} {
+	for _, want := range []string{"--output discard", "--incomplete flag", "--peer-timeout-ms 1500", "--join-timeout-ms 10000", "--busy-poll-us 0", "--data-threads 3", "--tcp-streams 2"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("args %q lack %q", got, want)
 		}

@@ -1155,6 +1155,12 @@ func TestInvalidRunsAreRejected(t *testing.T) {
 			s["builder"].(map[string]any)["dataThreads"] = int64(4)
 			s["resources"] = map[string]any{"cpus": int64(2), "memory": "1Gi"}
 		}, "spec.builder.dataThreads is more than spec.resources.cpus"},
+		{"too many tcp streams", "", func(s map[string]any) { s["builder"].(map[string]any)["tcpStreams"] = int64(17) }, "spec.builder.tcpStreams"},
+		{"tcp streams over verbs", "", func(s map[string]any) {
+			s["builder"].(map[string]any)["tcpStreams"] = int64(2)
+			s["builder"].(map[string]any)["transport"] = "verbs"
+			s["resources"] = map[string]any{"cpus": int64(2), "memory": "1Gi", "rdma": "rdma/hca"}
+		}, "spec.builder.tcpStreams slices data over TCP connections"},
 		{"two outputs", "", func(s map[string]any) {
 			s["builder"].(map[string]any)["output"] = map[string]any{"check": map[string]any{}, "discard": map[string]any{}}
 		}, "spec.builder.output must name exactly one output"},

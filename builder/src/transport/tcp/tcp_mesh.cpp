@@ -14,6 +14,7 @@
 #include <cstring>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -46,8 +47,8 @@ constexpr std::size_t peers_listed_per_report = 4;
 constexpr std::uint32_t hello_magic = 0x4C484245;  // "EBHL"
 // 4: a switch is followed by the reports and verdicts of table_switch.hpp.
 // 7: cycle headers carry the sender's lost list, a proposal round follows
-// them; heartbeats flow back.
-constexpr std::uint16_t mesh_protocol_version = 7;
+// them; heartbeats flow back. 8: the hello names its stream (--tcp-streams).
+constexpr std::uint16_t mesh_protocol_version = 8;
 constexpr std::uint16_t hello_in_session = 1;
 constexpr std::uint16_t hello_verbs = 2;
 struct Hello {
@@ -57,7 +58,8 @@ struct Hello {
     std::uint32_t rank;
     std::uint32_t units;
     std::uint32_t epoch;
-    std::uint32_t reserved;
+    std::uint16_t stream;   // which of the streams to the acceptor this connection is
+    std::uint16_t streams;  // --tcp-streams: connections per peer and direction
     std::uint64_t next_chunk;
     std::uint64_t cycles_done;
 };
@@ -76,6 +78,8 @@ bool peer_closed(int fd) {
 // another transport, so the dialler fails as the refusing unit does.
 constexpr std::byte epoch_refusal{'R'};
 constexpr std::byte transport_refusal{'T'};
+// Sent on a dial from a unit with another --tcp-streams: both fail.
+constexpr std::byte streams_refusal{'S'};
 // Sent on a dial whose hello does not fit this unit's table (another number
 // of ranks, a rank it does not expect): refused, and nobody's state changes.
 constexpr std::byte table_refusal{'U'};
@@ -92,6 +96,12 @@ std::string transport_mismatch(Rank peer, bool peer_verbs, bool verbs) {
            ", this unit over " + (verbs ? "verbs" : "tcp") + ": every unit of a set needs the same --transport";
 }
 
+std::string streams_mismatch(Rank peer, unsigned peer_streams, unsigned streams) {
+    return "rank " + std::to_string(peer) + " opens " + std::to_string(peer_streams) +
+           " data connections per peer and direction, this unit " + std::to_string(streams) +
+           ": every unit of a set needs the same --tcp-streams";
+}
+
 // A host name being resolved on a thread of its own; the thread keeps it
 // alive for as long as it runs, even once the dial gave up on it.
 struct Resolution {
@@ -99,7 +109,7 @@ struct Resolution {
     Resolved result;
 };
 
-// This unit's connection to one peer's BU.
+// One of this unit's connections to a peer's BU (one per stream).
 struct Dial {
     std::shared_ptr<Resolution> resolution;  // set while its name is being resolved
     Clock::time_point resolve_give_up_at{};
@@ -153,9 +163,13 @@ public:
           key_(key),
           resolve_(std::move(resolve)),
           refused_(refused),
-          dials_(peers.size()),
-          accepted_(peers.size()),
+          streams_(position.streams),
+          dials_(peers.size() * streams_),
+          accepted_(peers.size() * streams_),
           hellos_(peers.size()) {
+        if (streams_ == 0 || streams_ > max_tcp_streams)
+            throw std::logic_error("connect_peers: " + std::to_string(streams_) + " streams, not 1.." +
+                                   std::to_string(max_tcp_streams));
         wanted_[rank] = false;
         if (position.in_session) join_deadline_ = started_ + join_timeout_;
     }
@@ -164,8 +178,13 @@ public:
 
 private:
     Rank units() const { return static_cast<Rank>(peers_.size()); }
-    std::size_t dials_up() const;
-    std::size_t accepted() const;
+    // Dials and accepted connections are indexed by slot: peer * streams + stream.
+    std::size_t slots() const { return dials_.size(); }
+    Rank peer_of(std::size_t slot) const { return static_cast<Rank>(slot / streams_); }
+    bool dialled(Rank peer) const;     // every stream to it up
+    bool dialled_in(Rank peer) const;  // every stream from it accepted
+    std::size_t dials_up() const;      // peers dialled
+    std::size_t accepted() const;      // peers dialled in
     std::size_t live_peers() const {
         return static_cast<std::size_t>(std::count(wanted_.begin(), wanted_.end(), true));
     }
@@ -173,11 +192,11 @@ private:
     bool complete() const { return dials_up() == live_peers() && accepted() == live_peers(); }
 
     void start_due_dials(Clock::time_point now);
-    void start_dial(Rank peer, Clock::time_point now);
-    void finish_dial(Rank peer, Clock::time_point now);
-    void take_nonce(Rank peer, Clock::time_point now);
-    void take_answer(Rank peer, Clock::time_point now);
-    void fail_dial(Rank peer, std::string why, Clock::time_point now);
+    void start_dial(std::size_t slot, Clock::time_point now);
+    void finish_dial(std::size_t slot, Clock::time_point now);
+    void take_nonce(std::size_t slot, Clock::time_point now);
+    void take_answer(std::size_t slot, Clock::time_point now);
+    void fail_dial(std::size_t slot, std::string why, Clock::time_point now);
     void give_up_overdue(Clock::time_point now);
     void accept_waiting(Clock::time_point now);
     void read_hello(Greeting& greeting);
@@ -209,8 +228,9 @@ private:
     const Data_key& key_;
     Resolver resolve_;
     Refusal_counts* refused_;  // may be null
-    std::vector<Dial> dials_;   // by rank
-    std::vector<Fd> accepted_;  // by rank
+    unsigned streams_;          // per peer and direction
+    std::vector<Dial> dials_;   // by slot
+    std::vector<Fd> accepted_;  // by slot
     std::vector<std::optional<Mesh_position>> hellos_;  // by rank
     std::vector<Greeting> greetings_;
     Clock::time_point started_ = Clock::now();
@@ -226,7 +246,7 @@ private:
 
 std::optional<Mesh_connections> Mesh_builder::run() {
     std::vector<pollfd> watch;
-    std::vector<Rank> watched_dials;
+    std::vector<std::size_t> watched_dials;  // slots
     while (!complete()) {
         const auto now = Clock::now();
         if (join_deadline_ && now >= *join_deadline_) {
@@ -246,11 +266,11 @@ std::optional<Mesh_connections> Mesh_builder::run() {
         watched_dials.clear();
         // Dials in progress wait for POLLOUT, then for the peer's answer to
         // the hello; accepted ones are watched for a peer that went away.
-        for (Rank peer = 0; peer < units(); ++peer) {
-            const Dial& dial = dials_[peer];
+        for (std::size_t slot = 0; slot < slots(); ++slot) {
+            const Dial& dial = dials_[slot];
             if (dial.fd && !(dial.up && dial.settled)) {
                 watch.push_back({dial.fd.get(), static_cast<short>(dial.connected ? POLLIN : POLLOUT), 0});
-                watched_dials.push_back(peer);
+                watched_dials.push_back(slot);
             }
         }
         for (const Greeting& greeting : greetings_) watch.push_back({greeting.fd.get(), POLLIN, 0});
@@ -290,36 +310,57 @@ std::optional<Mesh_connections> Mesh_builder::run() {
         greetings_.clear();
     }
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_);
-    Mesh_connections connections;
+    Mesh_connections connections{Tcp_mesh::empty(units(), streams_), {}};
     std::size_t connected = 0;
     for (Rank peer = 0; peer < units(); ++peer) {
-        // A peer reached one way only is none: its connections close here.
-        const bool both = dials_[peer].up && accepted_[peer];
-        connected += both ? 1 : 0;
-        connections.mesh.to.push_back(both ? std::move(dials_[peer].fd) : Fd{});
-        connections.mesh.from.push_back(both ? std::move(accepted_[peer]) : Fd{});
+        // A peer reached one way only, or on some of its streams, is none:
+        // its connections close here.
+        if (!dialled(peer) || !dialled_in(peer)) continue;
+        ++connected;
+        const std::size_t first = std::size_t{peer} * streams_;
+        connections.mesh.to[peer] = std::move(dials_[first].fd);
+        connections.mesh.from[peer] = std::move(accepted_[first]);
+        for (unsigned stream = 1; stream < streams_; ++stream) {
+            const std::size_t more = std::size_t{peer} * (streams_ - 1) + stream - 1;
+            connections.mesh.more_to[more] = std::move(dials_[first + stream].fd);
+            connections.mesh.more_from[more] = std::move(accepted_[first + stream]);
+        }
     }
     log_info("data mesh up: connected to ", connected, " of ", live_peers(), " peers in ", took.count(), " ms");
     connections.hellos = std::move(hellos_);
     return connections;
 }
 
+bool Mesh_builder::dialled(Rank peer) const {
+    const auto first = dials_.begin() + static_cast<std::ptrdiff_t>(std::size_t{peer} * streams_);
+    return std::all_of(first, first + streams_, [](const Dial& dial) { return dial.up; });
+}
+
+bool Mesh_builder::dialled_in(Rank peer) const {
+    const auto first = accepted_.begin() + static_cast<std::ptrdiff_t>(std::size_t{peer} * streams_);
+    return std::all_of(first, first + streams_, [](const Fd& fd) { return bool(fd); });
+}
+
 std::size_t Mesh_builder::dials_up() const {
-    return static_cast<std::size_t>(std::count_if(dials_.begin(), dials_.end(), [](const Dial& d) { return d.up; }));
+    std::size_t peers = 0;
+    for (Rank peer = 0; peer < units(); ++peer) peers += dialled(peer) ? 1 : 0;
+    return peers;
 }
 
 std::size_t Mesh_builder::accepted() const {
-    return static_cast<std::size_t>(std::count_if(accepted_.begin(), accepted_.end(), [](const Fd& fd) { return bool(fd); }));
+    std::size_t peers = 0;
+    for (Rank peer = 0; peer < units(); ++peer) peers += dialled_in(peer) ? 1 : 0;
+    return peers;
 }
 
 void Mesh_builder::start_due_dials(Clock::time_point now) {
-    for (Rank peer = 0; peer < units(); ++peer)
-        if (wanted(peer) && !dials_[peer].fd && now >= dials_[peer].retry_at) start_dial(peer, now);
+    for (std::size_t slot = 0; slot < slots(); ++slot)
+        if (wanted(peer_of(slot)) && !dials_[slot].fd && now >= dials_[slot].retry_at) start_dial(slot, now);
 }
 
-void Mesh_builder::start_dial(Rank peer, Clock::time_point now) {
-    const Peer_address& address = peers_[peer];
-    Dial& dial = dials_[peer];
+void Mesh_builder::start_dial(std::size_t slot, Clock::time_point now) {
+    const Peer_address& address = peers_[peer_of(slot)];
+    Dial& dial = dials_[slot];
     in_addr ip{};
     if (::inet_pton(AF_INET, address.host.c_str(), &ip) != 1) {  // a name: resolved off this thread
         if (!dial.resolution) {
@@ -334,14 +375,14 @@ void Mesh_builder::start_dial(Rank peer, Clock::time_point now) {
         if (!dial.resolution->done.load(std::memory_order_acquire)) {
             if (now < dial.resolve_give_up_at) return;  // looked at again on the next turn
             dial.resolution.reset();
-            return fail_dial(peer, "cannot resolve: no answer within " +
+            return fail_dial(slot, "cannot resolve: no answer within " +
                                        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(resolve_timeout).count()) +
                                        " s (is DNS reachable?)",
                              now);
         }
         const Resolved resolved = std::move(dial.resolution->result);
         dial.resolution.reset();
-        if (const auto* error = std::get_if<std::string>(&resolved)) return fail_dial(peer, "cannot resolve: " + *error, now);
+        if (const auto* error = std::get_if<std::string>(&resolved)) return fail_dial(slot, "cannot resolve: " + *error, now);
         ip = std::get<in_addr>(resolved);
     }
     sockaddr_in target{};
@@ -351,32 +392,32 @@ void Mesh_builder::start_dial(Rank peer, Clock::time_point now) {
 
     // Out of descriptors, say: no exception, the dial is tried again later.
     Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (!fd) return fail_dial(peer, "socket: " + error_text(errno), now);
+    if (!fd) return fail_dial(slot, "socket: " + error_text(errno), now);
     tune_data_socket(fd.get(), peer_timeout_ms_);
     if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&target), sizeof target) != 0 && errno != EINPROGRESS)
-        return fail_dial(peer, error_text(errno), now);
+        return fail_dial(slot, error_text(errno), now);
     // Completion, immediate or not, is seen as POLLOUT in the main loop.
-    dials_[peer].fd = std::move(fd);
-    dials_[peer].give_up_at = now + connect_timeout;
+    dial.fd = std::move(fd);
+    dial.give_up_at = now + connect_timeout;
 }
 
-void Mesh_builder::finish_dial(Rank peer, Clock::time_point now) {
-    Dial& dial = dials_[peer];
+void Mesh_builder::finish_dial(std::size_t slot, Clock::time_point now) {
+    Dial& dial = dials_[slot];
     int error = 0;
     socklen_t length = sizeof error;
     if (::getsockopt(dial.fd.get(), SOL_SOCKET, SO_ERROR, &error, &length) != 0) error = errno;
-    if (error != 0) return fail_dial(peer, error_text(error), now);
-    if (connected_to_itself(dial.fd.get())) return fail_dial(peer, "connected to itself, nobody listens yet", now);
+    if (error != 0) return fail_dial(slot, error_text(error), now);
+    if (connected_to_itself(dial.fd.get())) return fail_dial(slot, "connected to itself, nobody listens yet", now);
     dial.connected = true;  // the peer's nonce comes first
     dial.give_up_at = now + hello_timeout;
 }
 
-void Mesh_builder::take_nonce(Rank peer, Clock::time_point now) {
-    Dial& dial = dials_[peer];
+void Mesh_builder::take_nonce(std::size_t slot, Clock::time_point now) {
+    Dial& dial = dials_[slot];
     const ssize_t got = ::recv(dial.fd.get(), dial.nonce.data() + dial.nonce_received,
                                dial.nonce.size() - dial.nonce_received, 0);
     if (got < 0 && (errno == EAGAIN || errno == EINTR)) return;
-    if (got <= 0) return fail_dial(peer, "it closed the connection before sending its nonce; dialling again", now);
+    if (got <= 0) return fail_dial(slot, "it closed the connection before sending its nonce; dialling again", now);
     dial.nonce_received += static_cast<std::size_t>(got);
     if (dial.nonce_received < dial.nonce.size()) return;
 
@@ -384,7 +425,8 @@ void Mesh_builder::take_nonce(Rank peer, Clock::time_point now) {
                       static_cast<std::uint16_t>((position_.in_session ? hello_in_session : 0) |
                                                  (position_.verbs ? hello_verbs : 0)),
                       rank_,               units(),
-                      position_.epoch,     0,
+                      position_.epoch,     static_cast<std::uint16_t>(slot % streams_),
+                      static_cast<std::uint16_t>(streams_),
                       position_.next_chunk, position_.cycles_done};
     std::array<std::byte, sizeof(Hello) + Data_key::mac_bytes> message{};
     std::memcpy(message.data(), &hello, sizeof hello);
@@ -393,13 +435,13 @@ void Mesh_builder::take_nonce(Rank peer, Clock::time_point now) {
     // A fresh connection's send buffer is empty: the hello goes out whole or
     // the connection is broken.
     if (::send(dial.fd.get(), message.data(), message.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(message.size()))
-        return fail_dial(peer, "could not send the hello", now);
+        return fail_dial(slot, "could not send the hello", now);
     dial.hello_sent = true;
     dial.give_up_at = now + hello_timeout;
 }
 
-void Mesh_builder::take_answer(Rank peer, Clock::time_point now) {
-    Dial& dial = dials_[peer];
+void Mesh_builder::take_answer(std::size_t slot, Clock::time_point now) {
+    Dial& dial = dials_[slot];
     std::byte answer{};
     const ssize_t got = ::recv(dial.fd.get(), &answer, 1, 0);
     if (got < 0 && (errno == EAGAIN || errno == EINTR)) return;
@@ -408,8 +450,13 @@ void Mesh_builder::take_answer(Rank peer, Clock::time_point now) {
         return;
     }
     if (got == 1 && answer == transport_refusal)
-        throw Transport_error(transport_mismatch(peer, !position_.verbs, position_.verbs));
-    fail_dial(peer,
+        throw Transport_error(transport_mismatch(peer_of(slot), !position_.verbs, position_.verbs));
+    if (got == 1 && answer == streams_refusal)
+        throw Transport_error("rank " + std::to_string(peer_of(slot)) + " refused this unit's " +
+                              std::to_string(streams_) +
+                              " data connections per peer and direction: every unit of a set needs the same "
+                              "--tcp-streams");
+    fail_dial(slot,
               got == 1 && answer == epoch_refusal ? "it is on another rank table epoch; dialling again"
               : got == 1 && answer == key_refusal
                   ? "it refused this unit's proof of the run's data key (the units hold different keys: "
@@ -421,8 +468,8 @@ void Mesh_builder::take_answer(Rank peer, Clock::time_point now) {
               now);
 }
 
-void Mesh_builder::fail_dial(Rank peer, std::string why, Clock::time_point now) {
-    Dial& dial = dials_[peer];
+void Mesh_builder::fail_dial(std::size_t slot, std::string why, Clock::time_point now) {
+    Dial& dial = dials_[slot];
     dial.fd.reset();
     dial.connected = false;
     dial.nonce_received = 0;
@@ -435,10 +482,10 @@ void Mesh_builder::fail_dial(Rank peer, std::string why, Clock::time_point now) 
 }
 
 void Mesh_builder::give_up_overdue(Clock::time_point now) {
-    for (Rank peer = 0; peer < units(); ++peer) {
-        const Dial& dial = dials_[peer];
+    for (std::size_t slot = 0; slot < slots(); ++slot) {
+        const Dial& dial = dials_[slot];
         if (dial.fd && !dial.up && now >= dial.give_up_at)
-            fail_dial(peer, dial.hello_sent ? "no answer to the hello" : "no answer to connect", now);
+            fail_dial(slot, dial.hello_sent ? "no answer to the hello" : "no answer to connect", now);
     }
     std::erase_if(greetings_, [&](const Greeting& greeting) {
         if (now < greeting.give_up_at) return false;
@@ -507,7 +554,7 @@ void Mesh_builder::read_hello(Greeting& greeting) {
         greeting.fd.reset();
         return;
     }
-    if (hello.units != units() || hello.rank >= units() || !wanted(hello.rank)) {
+    if (hello.units != units() || hello.rank >= units() || !wanted(hello.rank) || hello.stream >= hello.streams) {
         // A stray or misconfigured process: refused, never a reason to fail.
         refuse(Refusal::table, "refused a dial from a process claiming rank ", hello.rank, " of ", hello.units,
                " units: this is rank ", rank_, " of ", units(),
@@ -517,14 +564,19 @@ void Mesh_builder::read_hello(Greeting& greeting) {
         greeting.fd.reset();
         return;
     }
-    if (accepted_[hello.rank]) {
+    if (hello.streams != streams_) {
+        (void)::send(greeting.fd.get(), &streams_refusal, 1, MSG_NOSIGNAL);
+        throw Transport_error(streams_mismatch(hello.rank, hello.streams, streams_));
+    }
+    const std::size_t slot = std::size_t{hello.rank} * streams_ + hello.stream;
+    if (accepted_[slot]) {
         log_warning("rank ", hello.rank, " dialled in again; using the new connection");
         // A peer that restarted: our dial reached the old process, which the
         // new one never hears from. The old one's end is closed (nothing is
         // sent on a dial while connecting), so dial the new one now. A live
         // peer that merely redialled keeps our dial, else the two would
         // redial each other in turn.
-        Dial& dial = dials_[hello.rank];
+        Dial& dial = dials_[slot];
         if (dial.up && peer_closed(dial.fd.get())) {
             log_warning("rank ", hello.rank, " closed our earlier connection: it restarted; dialling it again");
             dial.fd.reset();
@@ -547,7 +599,7 @@ void Mesh_builder::read_hello(Greeting& greeting) {
         greeting.fd.reset();  // gone meanwhile: it dials again
         return;
     }
-    accepted_[hello.rank] = std::move(greeting.fd);
+    accepted_[slot] = std::move(greeting.fd);
     hellos_[hello.rank] = Mesh_position{hello.epoch, (hello.flags & hello_in_session) != 0, hello.next_chunk,
                                         hello.cycles_done, verbs};
     if (hellos_[hello.rank]->in_session && !join_deadline_) {
@@ -563,9 +615,9 @@ Clock::time_point Mesh_builder::next_deadline() const {
     if (accept_again_at_ > Clock::now()) next = std::min(next, accept_again_at_);
     for (const Dial& dial : dials_)
         if (dial.resolution) next = std::min(next, Clock::now() + resolve_poll);
-    for (Rank peer = 0; peer < units(); ++peer) {
-        const Dial& dial = dials_[peer];
-        if (!wanted(peer) || dial.up) continue;
+    for (std::size_t slot = 0; slot < slots(); ++slot) {
+        const Dial& dial = dials_[slot];
+        if (!wanted(peer_of(slot)) || dial.up) continue;
         next = std::min(next, dial.fd ? dial.give_up_at : dial.retry_at);
     }
     for (const Greeting& greeting : greetings_) next = std::min(next, greeting.give_up_at);
@@ -578,15 +630,20 @@ void Mesh_builder::report() const {
          << live_peers() << " dialled in";
     std::size_t listed = 0, unlisted = 0;
     for (Rank peer = 0; peer < units(); ++peer) {
-        if (!wanted(peer) || (dials_[peer].up && accepted_[peer])) continue;
+        if (!wanted(peer) || (dialled(peer) && dialled_in(peer))) continue;
         if (listed == peers_listed_per_report) {
             ++unlisted;
             continue;
         }
         ++listed;
+        // The first of its streams not up says why.
+        const auto first = std::size_t{peer} * streams_;
+        const auto down = std::find_if(dials_.begin() + static_cast<std::ptrdiff_t>(first),
+                                       dials_.begin() + static_cast<std::ptrdiff_t>(first + streams_),
+                                       [](const Dial& dial) { return !dial.up; });
         line << "; rank " << peer << " at " << peers_[peer].host << ":" << peers_[peer].port << ": "
-             << (dials_[peer].up ? "connected" : dials_[peer].last_failure)
-             << (accepted_[peer] ? "" : ", not dialled in yet");
+             << (down == dials_.begin() + static_cast<std::ptrdiff_t>(first + streams_) ? "connected" : down->last_failure)
+             << (dialled_in(peer) ? "" : ", not dialled in yet");
     }
     if (unlisted != 0) line << "; and " << unlisted << " more";
     log_info(line.str());
@@ -624,9 +681,11 @@ Resolved resolve_host(const std::string& host) {
 }
 
 std::optional<Tcp_mesh> connect_mesh(Fd listener, Rank rank, std::span<const Peer_address> peers,
-                                     std::vector<bool> live, const Stop_flag& stop) {
+                                     std::vector<bool> live, const Stop_flag& stop, unsigned streams) {
     if (live.empty()) live.assign(peers.size(), true);
-    auto connections = connect_peers(listener, rank, peers, std::move(live), {}, default_peer_timeout_ms,
+    Mesh_position position;
+    position.streams = streams;
+    auto connections = connect_peers(listener, rank, peers, std::move(live), position, default_peer_timeout_ms,
                                      default_join_timeout, stop);
     if (!connections) return std::nullopt;
     return std::move(connections->mesh);

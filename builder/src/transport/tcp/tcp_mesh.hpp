@@ -24,10 +24,26 @@ namespace eb {
 // unit's RU sends to BU r, from[r] what RU r sends to this unit's BU. One
 // direction per connection keeps the flows independent. The entries for the
 // unit's own rank stay empty. All sockets are non-blocking.
+// With `streams` S > 1 (--tcp-streams), each peer and direction has S - 1
+// more connections that carry slices of the data alone (one TCP stream is
+// copied by one core on each side, about 30 Gb/s; a 100-200 Gb/s NIC needs
+// several): rank r's are more_to/more_from[r * (S - 1) + i] for i < S - 1.
 struct Tcp_mesh {
     std::vector<Fd> to;
     std::vector<Fd> from;
+    std::vector<Fd> more_to = {};
+    std::vector<Fd> more_from = {};
+    unsigned streams = 1;
+
+    // A mesh of `units` ranks, none connected.
+    static Tcp_mesh empty(std::size_t units, unsigned streams = 1) {
+        const std::size_t more = units * (streams - 1);
+        return {std::vector<Fd>(units), std::vector<Fd>(units), std::vector<Fd>(more), std::vector<Fd>(more), streams};
+    }
 };
+
+// --tcp-streams's bounds: data connections per peer and direction.
+inline constexpr unsigned max_tcp_streams = 16;
 
 // Opens the data-plane listener on 0.0.0.0:port now, so a clash fails at startup.
 Fd listen_for_peers(std::uint16_t port);
@@ -43,13 +59,15 @@ struct Mesh_position {
     // Moves data over verbs queue pairs set up on this mesh (else over it):
     // in the hello too, so units of one set that disagree are told at once.
     bool verbs = false;
+    // Connections per peer and direction (Tcp_mesh::streams), likewise.
+    unsigned streams = 1;
 };
 
 struct Mesh_connections {
     Tcp_mesh mesh;  // both entries of each peer connected both ways, none of the others
     std::vector<std::optional<Mesh_position>> hellos;  // by rank, of the wanted peers that dialled in
 
-    bool connected(Rank peer) const { return bool(mesh.to[peer]) && bool(mesh.from[peer]); }
+    bool connected(Rank peer) const { return bool(mesh.to[peer]) && bool(mesh.from[peer]); }  // all its streams
 };
 
 // A host name's IPv4 address, or why there is none. resolve_host asks the
@@ -80,8 +98,9 @@ std::optional<Mesh_connections> connect_peers(const Fd& listener, Rank rank, std
 // --join-timeout-ms's default.
 inline constexpr std::chrono::milliseconds default_join_timeout{5000};
 
-// The full mesh of every other live unit (live[r]; empty: all are), at epoch 1.
+// The full mesh of every other live unit (live[r]; empty: all are), at epoch 1,
+// with `streams` connections per peer and direction.
 std::optional<Tcp_mesh> connect_mesh(Fd listener, Rank rank, std::span<const Peer_address> peers,
-                                     std::vector<bool> live, const Stop_flag& stop);
+                                     std::vector<bool> live, const Stop_flag& stop, unsigned streams = 1);
 
 }  // namespace eb

@@ -23,7 +23,7 @@ constexpr int beats_per_timeout = 4;
 Tcp_transport::Tcp_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop, Loss_observer on_loss,
                              Liveness liveness, Busy_poll busy_poll, Data_threads* threads)
     : rank_(rank),
-      mesh_(Tcp_mesh{std::vector<Fd>(mesh.to.size()), std::vector<Fd>(mesh.to.size())}),
+      mesh_(Tcp_mesh::empty(mesh.to.size(), mesh.streams)),
       stop_(stop),
       on_loss_(std::move(on_loss)),
       liveness_(liveness),
@@ -39,10 +39,18 @@ Tcp_transport::Tcp_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop, Lo
 }
 
 void Tcp_transport::connect(Tcp_mesh joined) {
+    if (joined.streams != mesh_.streams)
+        throw std::logic_error("Tcp_transport: a mesh of " + std::to_string(joined.streams) + " streams joined one of " +
+                               std::to_string(mesh_.streams));
+    const std::size_t more = mesh_.streams - 1;
     for (Rank peer = 0; peer < units(); ++peer) {
         if (!joined.to[peer] && !joined.from[peer]) continue;
         if (joined.to[peer]) mesh_.to[peer] = std::move(joined.to[peer]);
         if (joined.from[peer]) mesh_.from[peer] = std::move(joined.from[peer]);
+        for (std::size_t at = peer * more; at < (peer + 1) * more; ++at) {
+            if (joined.more_to[at]) mesh_.more_to[at] = std::move(joined.more_to[at]);
+            if (joined.more_from[at]) mesh_.more_from[at] = std::move(joined.more_from[at]);
+        }
         if (mesh_.to[peer] && mesh_.from[peer]) {
             lost_[peer] = false;
             heartbeat_.watch(peer, mesh_.to[peer].get(), mesh_.from[peer].get());
@@ -52,9 +60,20 @@ void Tcp_transport::connect(Tcp_mesh joined) {
 
 void Tcp_transport::close_connections(Rank peer) {
     heartbeat_.forget(peer);
-    for (Fd* connection : {&mesh_.to[peer], &mesh_.from[peer]}) {
-        if (*connection) ::shutdown(connection->get(), SHUT_RDWR);
-        connection->reset();
+    for_each_connection(peer, [](Fd& connection) {
+        if (connection) ::shutdown(connection.get(), SHUT_RDWR);
+        connection.reset();
+    });
+}
+
+template <typename Visit>
+void Tcp_transport::for_each_connection(Rank peer, Visit visit) {
+    visit(mesh_.to[peer]);
+    visit(mesh_.from[peer]);
+    const std::size_t more = mesh_.streams - 1;
+    for (std::size_t at = peer * more; at < (peer + 1) * more; ++at) {
+        visit(mesh_.more_to[at]);
+        visit(mesh_.more_from[at]);
     }
 }
 
@@ -134,15 +153,28 @@ void Tcp_transport::post_data(std::span<const Send> sends, std::span<const Recei
     self_.check_ranks(sends, receives);
     for (const Receive& receive : receives) {
         if (receive.peer == rank_) self_.post_receive(receive.into);
-        else if (!lost_[receive.peer])
-            posted_data_.push_back(
-                {mesh_.from[receive.peer].get(), receive.peer, nullptr, receive.into.data(), receive.into.size(), true});
+        else if (!lost_[receive.peer]) post_slices(receive.peer, nullptr, receive.into.data(), receive.into.size());
     }
     for (const Send& send : sends) {
         // The unit's own MFP: no socket, one copy, made when waited for.
         if (send.peer == rank_) self_copy_ = self_.take_send(send.data);
-        else if (!lost_[send.peer])
-            posted_data_.push_back({mesh_.to[send.peer].get(), send.peer, send.data.data(), nullptr, send.data.size(), true});
+        else if (!lost_[send.peer]) post_slices(send.peer, send.data.data(), nullptr, send.data.size());
+    }
+}
+
+unsigned Tcp_transport::slices_of(std::size_t bytes) const {
+    return bytes >= std::size_t{mesh_.streams} * min_slice_bytes ? mesh_.streams : 1;
+}
+
+void Tcp_transport::post_slices(Rank peer, const std::byte* out, std::byte* in, std::size_t bytes) {
+    const unsigned slices = slices_of(bytes);
+    for (unsigned slice = 0; slice < slices; ++slice) {
+        const std::size_t begin = bytes * slice / slices, end = bytes * (slice + 1) / slices;
+        const std::size_t more = peer * (mesh_.streams - 1) + slice - 1;
+        const Fd& connection = out != nullptr ? (slice == 0 ? mesh_.to[peer] : mesh_.more_to[more])
+                                              : (slice == 0 ? mesh_.from[peer] : mesh_.more_from[more]);
+        posted_data_.push_back({connection.get(), peer, out != nullptr ? out + begin : nullptr,
+                                in != nullptr ? in + begin : nullptr, end - begin, true});
     }
 }
 
@@ -181,8 +213,9 @@ void Tcp_transport::copy_to_self(unsigned part, unsigned parts) const {
 
 void Tcp_transport::cut_off(Shard& shard, Rank peer, Link_failure failure, std::string detail) {
     if (cut_[peer].exchange(true, std::memory_order_relaxed)) return;  // another thread did
-    for (const Fd* connection : {&mesh_.to[peer], &mesh_.from[peer]})
-        if (*connection) ::shutdown(connection->get(), SHUT_RDWR);
+    for_each_connection(peer, [](const Fd& connection) {
+        if (connection) ::shutdown(connection.get(), SHUT_RDWR);
+    });
     shard.losses.push_back({peer, failure, std::move(detail)});
 }
 

@@ -30,9 +30,13 @@ namespace eb {
 // connected and disconnected one by one. A peer waited for that sends no
 // heartbeat for the peer timeout is lost: its process is stopped or hung,
 // or the network from it is cut, none of which closes a connection.
+// With S streams per peer and direction (Tcp_mesh::streams), a data
+// operation of at least S * min_slice_bytes is cut into S slices, slice 0 on
+// the connection the control channel uses and slice i on the i-th more one;
+// both ends cut it alike, from its size alone.
 // Given the unit's data threads (Data_threads, K of them), the data
-// operations waited for together are dealt out over them, each with a poll() loop of its
-// own: a phase's send and receive copy on two cores at once, and the unit's
+// operations (slices) waited for together are dealt out over them, each with a poll() loop of its
+// own: a phase's sends and receives copy on up to 2S cores at once, and the unit's
 // own MFP is copied into its MEP in slices by the same threads. A peer lost on
 // a worker is cut off there (its sockets shut down, its other operations
 // dropped) and lost, observer called, on the transferring thread once all
@@ -40,6 +44,9 @@ namespace eb {
 class Tcp_transport final : public Mesh_transport {
 public:
     using Clock = std::chrono::steady_clock;
+    // A smaller data operation goes whole on one stream: a slice costs a
+    // poll set entry and a wake-up on each end, more than copying a few KiB.
+    static constexpr std::size_t min_slice_bytes = 4 * 1024;
 
     Tcp_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop, Loss_observer on_loss = {},
                   Liveness liveness = Liveness(),
@@ -99,6 +106,11 @@ private:
     };
 
     void post(std::span<const Send> sends, std::span<const Receive> receives);
+    unsigned slices_of(std::size_t bytes) const;  // the streams a data operation of `bytes` takes
+    // Posts the data send (out) or receive (in) of `bytes` with `peer`, sliced over the streams.
+    void post_slices(Rank peer, const std::byte* out, std::byte* in, std::size_t bytes);
+    template <typename Visit>
+    void for_each_connection(Rank peer, Visit visit);  // every stream, both directions
     // Drives shards_[0, parts) on as many data threads (each copying its
     // slice of self_copy_ first, with `copy`) until all are done, then loses
     // the peers they cut off, however it ends; false if stopped first.

@@ -111,7 +111,7 @@ Verbs_transport::Verbs_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop
       on_loss_(std::move(on_loss)),
       timeouts_(qp_timeouts(settings_.peer_timeout_ms)),
       control_slot_bytes_((max_control_bytes(static_cast<Rank>(mesh.to.size())) + 63) / 64 * 64),
-      tcp_(rank, Tcp_mesh{std::vector<Fd>(mesh.to.size()), std::vector<Fd>(mesh.to.size())}, stop,
+      tcp_(rank, Tcp_mesh::empty(mesh.to.size()), stop,
            [this](Rank peer, Link_failure failure, const std::string& detail) { forget_lost_peer(peer, failure, detail); },
            {std::chrono::milliseconds(settings_.peer_timeout_ms), std::chrono::milliseconds(settings_.setup_timeout_ms)},
            Busy_poll(std::chrono::microseconds(settings_.busy_poll_us))),
