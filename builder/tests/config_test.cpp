@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <string>
 #include <variant>
@@ -247,6 +250,101 @@ TEST(Config, ErrorsNameTheFlagAndTheFix) {
         const auto* error = std::get_if<Usage_error>(&parsed);
         ASSERT_NE(error, nullptr) << c.message;
         EXPECT_NE(error->message.find(c.message), std::string::npos) << error->message;
+    }
+}
+
+// The flag table is the one source of each flag's default: what it says
+// is what a Config holds when the flag is not given.
+TEST(FlagTable, EachDefaultIsWhatAConfigHoldsWithoutTheFlag) {
+    const Config defaults;
+    std::size_t checked = 0;
+    for (const Flag_spec& flag : flag_table()) {
+        if (flag.show == nullptr) {
+            EXPECT_TRUE(flag.fallback.empty()) << flag.name << ": a default the table cannot check";
+            continue;
+        }
+        EXPECT_EQ(flag.show(defaults), flag.fallback) << flag.name;
+        ++checked;
+    }
+    EXPECT_GE(checked, 20u);
+}
+
+// The range the table states is the range the parser takes, at both ends.
+TEST(FlagTable, EachNumberTakesItsRangeAndRefusesOneBeyondNamingTheFlag) {
+    for (const Flag_spec& flag : flag_table()) {
+        if (flag.min == 0 && flag.max == 0) continue;
+        SCOPED_TRACE(std::string(flag.name));
+        for (const std::uint64_t value : {flag.min, flag.max}) {
+            Flag_state state;
+            EXPECT_EQ(flag.parse(flag, std::to_string(value), state), std::nullopt) << value;
+        }
+        const auto refused = [&](std::string_view value) {
+            Flag_state state;
+            const auto error = flag.parse(flag, value, state);
+            return error && error->message.starts_with(std::string(flag.name) + " '" + std::string(value) + "'") &&
+                   error->message.find(std::to_string(flag.min) + ".." + std::to_string(flag.max)) != std::string::npos;
+        };
+        if (flag.min > 0) {
+            EXPECT_TRUE(refused(std::to_string(flag.min - 1)));
+        }
+        if (flag.max < std::numeric_limits<std::uint64_t>::max()) {
+            EXPECT_TRUE(refused(std::to_string(flag.max + 1)));
+        }
+    }
+}
+
+TEST(FlagTable, EachChoiceIsTakenAndAnotherRefusedListingThem) {
+    for (const Flag_spec& flag : flag_table()) {
+        if (flag.choices.empty()) continue;
+        std::string listed;
+        for (const std::string_view choice : flag.choices) {
+            Flag_state state;
+            EXPECT_EQ(flag.parse(flag, choice, state), std::nullopt) << flag.name << " " << choice;
+            ASSERT_NE(flag.show, nullptr) << flag.name;
+            EXPECT_EQ(flag.show(state.config), choice) << flag.name;
+            listed += (listed.empty() ? "" : "|") + std::string(choice);
+        }
+        Flag_state state;
+        const auto error = flag.parse(flag, "bogus", state);
+        ASSERT_TRUE(error) << flag.name;
+        EXPECT_NE(error->message.find("expected one of " + listed), std::string::npos) << error->message;
+    }
+}
+
+// --help and --describe-flags (what the operator's tests read) list every
+// flag of the table, with its range, choices and default.
+TEST(FlagTable, HelpAndDescriptionListEveryFlag) {
+    EXPECT_TRUE(std::holds_alternative<Describe_flags>(parse({"--describe-flags"})));
+    const std::string help = usage();
+    const nlohmann::json described = nlohmann::json::parse(describe_flags());
+    ASSERT_EQ(described.at("flags").size(), flag_table().size());
+    std::size_t at = 0;
+    for (const Flag_spec& flag : flag_table()) {
+        EXPECT_NE(help.find("  " + std::string(flag.name) + " " + std::string(flag.value_name)), std::string::npos)
+            << flag.name;
+        if (!flag.fallback.empty()) {
+            EXPECT_NE(help.find("(default " + std::string(flag.fallback) + ")"), std::string::npos) << flag.name;
+        }
+        const nlohmann::json& entry = described.at("flags").at(at++);
+        EXPECT_EQ(entry.at("name"), flag.name);
+        EXPECT_EQ(entry.at("default"), flag.fallback);
+        EXPECT_EQ(entry.at("environment"), flag.environment);
+        if (flag.min != 0 || flag.max != 0) {
+            EXPECT_EQ(entry.at("min").get<std::uint64_t>(), flag.min) << flag.name;
+            EXPECT_EQ(entry.at("max").get<std::uint64_t>(), flag.max) << flag.name;
+        } else {
+            EXPECT_FALSE(entry.contains("min")) << flag.name;
+        }
+        EXPECT_EQ(entry.contains("choices"), !flag.choices.empty()) << flag.name;
+    }
+    for (const std::string_view line : {"--help", "--describe-flags"})
+        EXPECT_NE(help.find(line), std::string::npos) << line;
+    // Every line fits 79 columns.
+    std::size_t begin = 0;
+    while (begin < help.size()) {
+        const std::size_t end = std::min(help.find('\n', begin), help.size());
+        EXPECT_LE(end - begin, 79u) << help.substr(begin, end - begin);
+        begin = end + 1;
     }
 }
 

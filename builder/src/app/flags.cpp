@@ -5,6 +5,9 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <type_traits>
+
+#include <nlohmann/json.hpp>
 
 #include "data_threads.hpp"
 #include "mfp.hpp"
@@ -13,14 +16,6 @@
 
 namespace eb {
 namespace {
-
-constexpr std::string_view known_flags[] = {
-    "--rank",   "--peers",       "--http-port", "--packing-factor", "--fragment-size", "--events",
-    "--size-model", "--rate",   "--source",    "--source-file",    "--output",        "--run",
-    "--ring-mib",   "--layout", "--dummies",   "--barrier",        "--barrier-every", "--token-file",
-    "--peer-timeout-ms", "--join-timeout-ms", "--incomplete", "--numa-node", "--rdma-device",
-    "--transport", "--gid-index", "--output-timeout-ms", "--data-key-file", "--busy-poll-us",
-    "--data-threads", "--tcp-streams"};
 
 std::optional<std::uint64_t> parse_number(std::string_view text, std::uint64_t max) {
     std::uint64_t value = 0;
@@ -67,21 +62,6 @@ std::optional<Usage_error> parse_peers(std::string_view list, std::vector<Peer_a
     }
 }
 
-// One of `names` (indexed like the enum), e.g. --barrier tournament.
-template <class Enum, std::size_t Count>
-std::optional<Usage_error> parse_choice(Enum& target, std::string_view flag, std::string_view value,
-                                        const std::string_view (&names)[Count]) {
-    std::string choices;
-    for (std::size_t i = 0; i < Count; ++i) {
-        if (value == names[i]) {
-            target = static_cast<Enum>(i);
-            return std::nullopt;
-        }
-        choices += (i == 0 ? "" : "|") + std::string(names[i]);
-    }
-    return Usage_error{std::string(flag) + " " + quoted(value) + ": expected one of " + choices};
-}
-
 // "3,7": distinct ranks, kept ascending; range-checked once N is known.
 std::optional<Usage_error> parse_dummies(std::string_view list, std::vector<Rank>& dummies) {
     dummies.clear();
@@ -122,68 +102,210 @@ std::optional<Usage_error> parse_run_name(std::string_view value, std::string& r
     return std::nullopt;
 }
 
-std::optional<Usage_error> parse_flag(std::string_view flag, std::string_view value, Config& config,
-                                      std::optional<Rank>& rank) {
-    if (flag == "--peers") return parse_peers(value, config.peers);
-    if (flag == "--rank") return parse_into(rank.emplace(), flag, value, 0);
-    if (flag == "--http-port") return parse_into(config.http_port, flag, value, 1);
-    if (flag == "--packing-factor") return parse_into(config.packing_factor, flag, value, 1);
-    if (flag == "--fragment-size") return parse_into(config.fragment_size, flag, value, 0, max_fragment_bytes);
-    if (flag == "--events") return parse_into(config.events, flag, value, 0);
-    if (flag == "--size-model") return parse_choice(config.size_model, flag, value, size_models);
-    if (flag == "--rate") return parse_into(config.rate, flag, value, 0);
-    if (flag == "--source") return parse_choice(config.source, flag, value, source_kinds);
-    if (flag == "--source-file") {
-        config.source_file = value;
-        return std::nullopt;
+// Whole numbers into a Config field, in the flag's range.
+template <auto Field>
+std::optional<Usage_error> number(const Flag_spec& spec, std::string_view value, Flag_state& state) {
+    return parse_into(state.config.*Field, spec.name, value, spec.min, spec.max);
+}
+
+template <auto Field>
+std::string show_number(const Config& config) {
+    return std::to_string(config.*Field);
+}
+
+// One of the flag's choices (indexed like the enum), e.g. --barrier tournament.
+template <auto Field>
+std::optional<Usage_error> choice(const Flag_spec& spec, std::string_view value, Flag_state& state) {
+    std::string choices;
+    for (std::size_t i = 0; i < spec.choices.size(); ++i) {
+        if (value == spec.choices[i]) {
+            state.config.*Field = static_cast<std::remove_reference_t<decltype(state.config.*Field)>>(i);
+            return std::nullopt;
+        }
+        choices += (i == 0 ? "" : "|") + std::string(spec.choices[i]);
     }
-    if (flag == "--output") return parse_choice(config.output, flag, value, output_kinds);
-    if (flag == "--run") return parse_run_name(value, config.run_name);
-    if (flag == "--ring-mib") return parse_into(config.ring_mib, flag, value, 1, 1 << 16);
-    if (flag == "--layout") return parse_choice(config.layout, flag, value, layouts);
-    if (flag == "--dummies") return parse_dummies(value, config.dummies);
-    if (flag == "--barrier") return parse_choice(config.barrier, flag, value, barrier_kinds);
-    if (flag == "--barrier-every") return parse_into(config.barrier_every, flag, value, 1);
-    if (flag == "--token-file") {
-        if (value.empty()) return Usage_error{"--token-file needs a path, e.g. /var/run/eventbuilder/control/token"};
-        config.token_file = value;
-        return std::nullopt;
-    }
-    if (flag == "--data-key-file") {
-        if (value.empty()) return Usage_error{"--data-key-file needs a path, e.g. /var/run/eventbuilder/data/key"};
-        config.data_key_file = value;
-        return std::nullopt;
-    }
-    if (flag == "--peer-timeout-ms") return parse_into(config.peer_timeout_ms, flag, value, 100, 600'000);
-    if (flag == "--join-timeout-ms") return parse_into(config.join_timeout_ms, flag, value, 100, 600'000);
-    if (flag == "--output-timeout-ms") return parse_into(config.output_timeout_ms, flag, value, 1, 600'000);
-    if (flag == "--incomplete") return parse_choice(config.incomplete, flag, value, incomplete_policies);
-    if (flag == "--busy-poll-us") return parse_into(config.busy_poll_us, flag, value, 0, 10'000);
-    if (flag == "--data-threads") return parse_into(config.data_threads, flag, value, 1, Data_threads::max_threads);
-    if (flag == "--tcp-streams") return parse_into(config.tcp_streams, flag, value, 1, max_tcp_streams);
-    if (flag == "--transport") return parse_choice(config.transport, flag, value, transport_kinds);
-    if (flag == "--gid-index") {
-        std::uint32_t index = 0;
-        if (auto error = parse_into(index, flag, value, 0, 255)) return error;
-        config.gid_index = static_cast<int>(index);
-        return std::nullopt;
-    }
-    if (flag == "--numa-node") {
-        std::uint32_t node = 0;
-        if (auto error = parse_into(node, flag, value, 0, 1023)) return error;
-        if (!config.numa.empty()) return Usage_error{"--numa-node and --rdma-device exclude each other; give one"};
-        config.numa = value;
-        return std::nullopt;
-    }
-    if (flag == "--rdma-device") {
-        if (value.empty() || value.find('/') != std::string_view::npos || value.starts_with("."))
-            return Usage_error{"--rdma-device " + quoted(value) + ": expected a device name such as mlx5_0"};
-        if (!config.numa.empty()) return Usage_error{"--numa-node and --rdma-device exclude each other; give one"};
-        config.numa = value;
-        config.rdma_device = value;
-        return std::nullopt;
-    }
-    return Usage_error{"unknown flag " + std::string(flag) + "; see --help for the flags"};
+    return Usage_error{std::string(spec.name) + " " + quoted(value) + ": expected one of " + choices};
+}
+
+template <auto Field, const auto& Names>
+std::string show_choice(const Config& config) {
+    return std::string(Names[static_cast<std::size_t>(config.*Field)]);
+}
+
+// A path, which must not be empty: `example` shows one.
+template <auto Field, const std::string_view& Example>
+std::optional<Usage_error> path(const Flag_spec& spec, std::string_view value, Flag_state& state) {
+    if (value.empty()) return Usage_error{std::string(spec.name) + " needs a path, e.g. " + std::string(Example)};
+    state.config.*Field = value;
+    return std::nullopt;
+}
+
+constexpr std::string_view token_example = "/var/run/eventbuilder/control/token";
+constexpr std::string_view key_example = "/var/run/eventbuilder/data/key";
+constexpr std::string_view source_file_example = "/data/run-255003.mfp";
+
+std::optional<Usage_error> rank_flag(const Flag_spec& spec, std::string_view value, Flag_state& state) {
+    return parse_into(state.rank.emplace(), spec.name, value, spec.min, spec.max);
+}
+
+std::optional<Usage_error> peers_flag(const Flag_spec&, std::string_view value, Flag_state& state) {
+    return parse_peers(value, state.config.peers);
+}
+
+std::optional<Usage_error> dummies_flag(const Flag_spec&, std::string_view value, Flag_state& state) {
+    return parse_dummies(value, state.config.dummies);
+}
+
+std::optional<Usage_error> run_flag(const Flag_spec&, std::string_view value, Flag_state& state) {
+    return parse_run_name(value, state.config.run_name);
+}
+
+std::optional<Usage_error> gid_index_flag(const Flag_spec& spec, std::string_view value, Flag_state& state) {
+    std::uint32_t index = 0;
+    if (auto error = parse_into(index, spec.name, value, spec.min, spec.max)) return error;
+    state.config.gid_index = static_cast<int>(index);
+    return std::nullopt;
+}
+
+// --numa-node and --rdma-device both say where to pin.
+std::optional<Usage_error> numa_node_flag(const Flag_spec& spec, std::string_view value, Flag_state& state) {
+    std::uint32_t node = 0;
+    if (auto error = parse_into(node, spec.name, value, spec.min, spec.max)) return error;
+    if (!state.config.numa.empty()) return Usage_error{"--numa-node and --rdma-device exclude each other; give one"};
+    state.config.numa = value;
+    return std::nullopt;
+}
+
+std::optional<Usage_error> rdma_device_flag(const Flag_spec& spec, std::string_view value, Flag_state& state) {
+    if (value.empty() || value.find('/') != std::string_view::npos || value.starts_with("."))
+        return Usage_error{std::string(spec.name) + " " + quoted(value) + ": expected a device name such as mlx5_0"};
+    if (!state.config.numa.empty()) return Usage_error{"--numa-node and --rdma-device exclude each other; give one"};
+    state.config.numa = value;
+    state.config.rdma_device = value;
+    return std::nullopt;
+}
+
+constexpr std::uint64_t u16_max = std::numeric_limits<std::uint16_t>::max();
+constexpr std::uint64_t u32_max = std::numeric_limits<std::uint32_t>::max();
+constexpr std::uint64_t u64_max = std::numeric_limits<std::uint64_t>::max();
+
+// In --help's order.
+const Flag_spec flags[] = {
+    {.name = "--rank", .value_name = "R",
+     .help = "0-based rank of this unit (its position in --peers, or, controlled, the rank configure must name)",
+     .max = u32_max, .parse = rank_flag},
+    {.name = "--peers", .value_name = "H:P,...",
+     .help = "data-plane address of every unit, in rank order; this unit listens on 0.0.0.0:<port of its own entry>",
+     .parse = peers_flag},
+    {.name = "--http-port", .value_name = "P", .help = "HTTP control, status and metrics port on 0.0.0.0",
+     .fallback = "8080", .min = 1, .max = u16_max, .parse = number<&Config::http_port>,
+     .show = show_number<&Config::http_port>},
+    {.name = "--token-file", .value_name = "PATH", .help = "bearer token for commands (none: commands refused)",
+     .environment = "EB_CONTROL_TOKEN", .parse = path<&Config::token_file, token_example>},
+    {.name = "--data-key-file", .value_name = "PATH",
+     .help = "the run's data key (at least 16 bytes): each data connection proves it (HMAC over the peer's nonce "
+             "and the hello), so no other process can take a rank (none: unauthenticated)",
+     .environment = "EB_DATA_KEY", .parse = path<&Config::data_key_file, key_example>},
+    {.name = "--packing-factor", .value_name = "F", .help = "events per MFP and per MEP; must match on every unit",
+     .fallback = "1000", .min = 1, .max = u32_max, .parse = number<&Config::packing_factor>,
+     .show = show_number<&Config::packing_factor>},
+    {.name = "--fragment-size", .value_name = "B", .help = "payload bytes per generated fragment",
+     .fallback = "128", .max = max_fragment_bytes, .parse = number<&Config::fragment_size>,
+     .show = show_number<&Config::fragment_size>},
+    {.name = "--events", .value_name = "E",
+     .help = "stop after building E events, rounded up to whole MEPs, and exit (0: run until SIGTERM/SIGINT)",
+     .fallback = "0", .max = u64_max, .parse = number<&Config::events>, .show = show_number<&Config::events>},
+    {.name = "--size-model", .value_name = "M",
+     .help = "fixed (every fragment --fragment-size bytes) or poisson (three detector groups with 0.28/0.33/0.39 of "
+             "the event, mean fragment --fragment-size, e.g. 133)",
+     .fallback = "fixed", .choices = size_models, .parse = choice<&Config::size_model>,
+     .show = show_choice<&Config::size_model, size_models>},
+    {.name = "--rate", .value_name = "R", .help = "generated events per second per source (0: as fast as possible)",
+     .fallback = "0", .max = u64_max, .parse = number<&Config::rate>, .show = show_number<&Config::rate>},
+    {.name = "--source", .value_name = "S",
+     .help = "generator, shm (an MFP ring written by another process, e.g. eb-readout-emulator), file, or prepared "
+             "(MFPs made once and handed out again at no cost, as a readout card's DMA: with --output discard, to "
+             "measure the data mover alone)",
+     .fallback = "generator", .choices = source_kinds, .parse = choice<&Config::source>,
+     .show = show_choice<&Config::source, source_kinds>},
+    {.name = "--source-file", .value_name = "PATH", .help = "MFPs to replay, with --source file",
+     .parse = path<&Config::source_file, source_file_example>},
+    {.name = "--output", .value_name = "O",
+     .help = "check (verify every event in process), shm (a MEP ring for a consumer process, e.g. eb-consumer) or "
+             "discard (assemble and drop, unchecked: to measure the data mover alone)",
+     .fallback = "check", .choices = output_kinds, .parse = choice<&Config::output>,
+     .show = show_choice<&Config::output, output_kinds>},
+    {.name = "--run", .value_name = "NAME",
+     .help = "run name in shared-memory names /eb-NAME-RANK-mfp and /eb-NAME-RANK-mep (1..64 letters, digits, '-' "
+             "or '_')",
+     .fallback = "eb", .parse = run_flag, .show = [](const Config& config) { return config.run_name; }},
+    {.name = "--ring-mib", .value_name = "M", .help = "size of the MEP ring this unit creates, in MiB",
+     .fallback = "64", .min = 1, .max = 1 << 16, .parse = number<&Config::ring_mib>,
+     .show = show_number<&Config::ring_mib>},
+    {.name = "--layout", .value_name = "L",
+     .help = "with --peers: folded (RU and BU in every unit) or unfolded (even ranks RU only, odd ranks BU only); "
+             "controlled, each rank's function comes with configure",
+     .fallback = "folded", .choices = layouts, .parse = choice<&Config::layout>,
+     .show = show_choice<&Config::layout, layouts>},
+    {.name = "--dummies", .value_name = "R,R,...",
+     .help = "ranks with no unit: they keep the schedule, move no data", .parse = dummies_flag},
+    {.name = "--barrier", .value_name = "B", .help = "tournament, centralized or none",
+     .fallback = "tournament", .choices = barrier_kinds, .parse = choice<&Config::barrier>,
+     .show = show_choice<&Config::barrier, barrier_kinds>},
+    {.name = "--barrier-every", .value_name = "K", .help = "phases between barriers", .fallback = "1", .min = 1,
+     .max = u32_max, .parse = number<&Config::barrier_every>, .show = show_number<&Config::barrier_every>},
+    {.name = "--peer-timeout-ms", .value_name = "T",
+     .help = "a peer whose data goes unacknowledged, or whose process shows no sign of life (heartbeat, data), this "
+             "long is lost",
+     .fallback = "1000", .min = 100, .max = 600'000, .parse = number<&Config::peer_timeout_ms>,
+     .show = show_number<&Config::peer_timeout_ms>},
+    {.name = "--join-timeout-ms", .value_name = "T",
+     .help = "a rank that joins a running set (a spare made live, a lost rank taken back) and is not connected to "
+             "every unit this long after the switch is lost",
+     .fallback = "5000", .min = 100, .max = 600'000, .parse = number<&Config::join_timeout_ms>,
+     .show = show_number<&Config::join_timeout_ms>},
+    {.name = "--incomplete", .value_name = "P", .help = "drop or flag MEPs missing a lost source",
+     .fallback = "drop", .choices = incomplete_policies, .parse = choice<&Config::incomplete>,
+     .show = show_choice<&Config::incomplete, incomplete_policies>},
+    {.name = "--output-timeout-ms", .value_name = "T",
+     .help = "with --output shm: a MEP the ring has no room for within T ms (its consumer is behind) is dropped here "
+             "and counted, so the set goes on",
+     .fallback = "1000", .min = 1, .max = 600'000, .parse = number<&Config::output_timeout_ms>,
+     .show = show_number<&Config::output_timeout_ms>},
+    {.name = "--numa-node", .value_name = "N", .help = "pin threads and memory to NUMA node N",
+     .environment = "EB_NUMA_NODE", .max = 1023, .parse = numa_node_flag},
+    {.name = "--rdma-device", .value_name = "D",
+     .help = "pin to the NUMA node of RDMA device D, and move data through it with --transport verbs (the "
+             "variable is read if no node is given either)",
+     .environment = "EB_RDMA_DEVICE", .parse = rdma_device_flag},
+    {.name = "--transport", .value_name = "T",
+     .help = "tcp or verbs (RDMA: libibverbs RC queue pairs, set up over the TCP connections to the peers)",
+     .fallback = "tcp", .choices = transport_kinds, .parse = choice<&Config::transport>,
+     .show = show_choice<&Config::transport, transport_kinds>},
+    {.name = "--gid-index", .value_name = "N",
+     .help = "verbs over RoCE: the GID index to use (default: a RoCE v2 GID with an IPv4 address, picked)",
+     .max = 255, .parse = gid_index_flag},
+    {.name = "--busy-poll-us", .value_name = "U",
+     .help = "a unit waiting for data looks again for U microseconds, yielding the core between looks, before it "
+             "sleeps (0: sleep at once)",
+     .fallback = "300", .max = 10'000, .parse = number<&Config::busy_poll_us>,
+     .show = show_number<&Config::busy_poll_us>},
+    {.name = "--data-threads", .value_name = "K",
+     .help = "threads moving a unit's data over TCP, its phase's send and receive on two at once; at most the CPUs "
+             "it may run on (default: those CPUs, at most 2)",
+     .min = 1, .max = Data_threads::max_threads, .parse = number<&Config::data_threads>},
+    {.name = "--tcp-streams", .value_name = "S",
+     .help = "TCP connections per peer and direction; a data message of 4 KiB or more per stream goes in S slices, "
+             "copied on up to 2S threads at once (one stream moves what one core copies); every unit of a set needs "
+             "the same S",
+     .fallback = "1", .min = 1, .max = max_tcp_streams, .parse = number<&Config::tcp_streams>,
+     .show = show_number<&Config::tcp_streams>},
+};
+
+const Flag_spec* find_flag(std::string_view name) {
+    for (const Flag_spec& flag : flags)
+        if (flag.name == name) return &flag;
+    return nullptr;
 }
 
 // Checks of the run's parameters that need several flags at once: the same
@@ -254,44 +376,81 @@ std::optional<Usage_error> check_table_flags(const Config& config, std::optional
 }  // namespace
 
 Command_line parse_command_line(std::span<const std::string_view> args) {
-    Config config;
-    std::optional<Rank> rank;
+    Flag_state state;
     std::vector<std::string_view> seen;
 
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string_view arg = args[i];
         if (arg == "--help" || arg == "-h") return Show_help{};
+        if (arg == "--describe-flags") return Describe_flags{};
         if (!arg.starts_with("--"))
             return Usage_error{"unexpected argument " + quoted(arg) + "; flags look like --rank 0"};
 
-        std::string_view flag = arg;
+        std::string_view name = arg;
         std::optional<std::string_view> value;
         if (const std::size_t equals = arg.find('='); equals != std::string_view::npos) {
-            flag = arg.substr(0, equals);
+            name = arg.substr(0, equals);
             value = arg.substr(equals + 1);
         }
         // Checked before taking a value, so "--verbose" is reported as unknown.
-        if (std::find(std::begin(known_flags), std::end(known_flags), flag) == std::end(known_flags))
-            return Usage_error{"unknown flag " + std::string(flag) + "; see --help for the flags"};
-        if (std::find(seen.begin(), seen.end(), flag) != seen.end())
-            return Usage_error{std::string(flag) + " is given twice; give it once"};
-        seen.push_back(flag);
+        const Flag_spec* flag = find_flag(name);
+        if (flag == nullptr) return Usage_error{"unknown flag " + std::string(name) + "; see --help for the flags"};
+        if (std::find(seen.begin(), seen.end(), name) != seen.end())
+            return Usage_error{std::string(name) + " is given twice; give it once"};
+        seen.push_back(name);
         if (!value) {
-            if (i + 1 == args.size()) return Usage_error{std::string(flag) + " needs a value; see --help"};
+            if (i + 1 == args.size()) return Usage_error{std::string(name) + " needs a value; see --help"};
             value = args[++i];
         }
-        if (auto error = parse_flag(flag, *value, config, rank)) return *error;
+        if (auto error = flag->parse(*flag, *value, state)) return *error;
     }
 
+    Config& config = state.config;
     if (auto error = check_run_parameters(config)) return *error;
-    if (auto error = check_table_flags(config, rank)) return *error;
-    config.rank = rank.value_or(0);
-    config.rank_given = rank.has_value();
+    if (auto error = check_table_flags(config, state.rank)) return *error;
+    config.rank = state.rank.value_or(0);
+    config.rank_given = state.rank.has_value();
     return config;
 }
 
+std::span<const Flag_spec> flag_table() { return flags; }
+
+namespace {
+
+// `text` after `indent` spaces, wrapped at 79 columns; the first line
+// continues what is already on it (`column` characters).
+std::string wrapped(std::string_view text, std::size_t indent, std::size_t column) {
+    constexpr std::size_t width = 79;
+    std::string out;
+    std::size_t begin = 0;
+    while (begin < text.size()) {
+        std::size_t end = std::min(text.find(' ', begin), text.size());
+        const std::size_t word = end - begin;
+        if (column > indent && column + 1 + word > width) {
+            out += "\n" + std::string(indent, ' ');
+            column = indent;
+        } else if (column > indent) {
+            out += ' ';
+            ++column;
+        }
+        out += text.substr(begin, word);
+        column += word;
+        begin = end + 1;
+    }
+    return out;
+}
+
+std::string help_of(const Flag_spec& flag) {
+    std::string help(flag.help);
+    if (!flag.fallback.empty()) help += " (default " + std::string(flag.fallback) + ")";
+    else if (!flag.environment.empty()) help += " (default: $" + std::string(flag.environment) + ", if set)";
+    return help;
+}
+
+}  // namespace
+
 std::string usage() {
-    return R"(Usage: eb-builder [--rank R] [options]                  (controlled)
+    std::string text = R"(Usage: eb-builder [--rank R] [options]                  (controlled)
        eb-builder --rank R --peers HOST:PORT,... [options]  (self-configured)
 
 One event-builder unit: readout unit (RU) and builder unit (BU) folded in one
@@ -303,82 +462,40 @@ POST /control/stop does (the whole set stops at the end of the current cycle,
 this unit alone if the set has not within 500 ms); controlled, this unit
 leaves alone and its peers count it lost.
 
-  --rank R               0-based rank of this unit (its position in --peers,
-                         or, controlled, the rank configure must name)
-  --peers H:P,...        data-plane address of every unit, in rank order; this
-                         unit listens on 0.0.0.0:<port of its own entry>
-  --http-port P          HTTP control, status and metrics port on 0.0.0.0
-                         (default 8080)
-  --token-file PATH      bearer token for commands (default: the environment
-                         variable EB_CONTROL_TOKEN; none: commands refused)
-  --data-key-file PATH   the run's data key (at least 16 bytes): each data
-                         connection proves it (HMAC over the peer's nonce and
-                         the hello), so no other process can take a rank
-                         (default: EB_DATA_KEY; none: unauthenticated)
-  --packing-factor F     events per MFP and per MEP (default 1000)
-  --fragment-size B      payload bytes per generated fragment (default 128)
-  --events E             stop after building E events, rounded up to whole
-                         MEPs, and exit (default 0: run until SIGTERM/SIGINT)
-  --size-model M         fixed (every fragment --fragment-size bytes) or
-                         poisson (three detector groups with 0.28/0.33/0.39 of
-                         the event, mean fragment --fragment-size, e.g. 133)
-  --rate R               generated events per second per source (default 0:
-                         as fast as possible)
-  --source S             generator (default), shm (an MFP ring written by
-                         another process, e.g. eb-readout-emulator), file, or
-                         prepared (MFPs made once and handed out again at no
-                         cost, as a readout card's DMA: with --output discard,
-                         to measure the data mover alone)
-  --source-file PATH     MFPs to replay, with --source file
-  --output O             check (default: verify every event in process), shm
-                         (a MEP ring for a consumer process, e.g. eb-consumer)
-                         or discard (assemble and drop, unchecked: to measure
-                         the data mover alone)
-  --run NAME             run name in shared-memory names /eb-NAME-RANK-mfp and
-                         /eb-NAME-RANK-mep (default eb)
-  --ring-mib M           size of the MEP ring this unit creates (default 64)
-  --layout L             with --peers: folded (default: RU and BU in every unit)
-                         or unfolded (even ranks RU only, odd ranks BU only);
-                         controlled, each rank's function comes with configure
-  --dummies R,R,...      ranks with no unit: they keep the schedule, move no data
-  --barrier B            tournament (default), centralized or none
-  --barrier-every K      phases between barriers (default 1)
-  --peer-timeout-ms T    a peer whose data goes unacknowledged, or whose
-                         process shows no sign of life (heartbeat, data),
-                         this long is lost (default 1000)
-  --join-timeout-ms T    a rank that joins a running set (a spare made live,
-                         a lost rank taken back) and is not connected to every
-                         unit this long after the switch is lost (default 5000)
-  --incomplete P         drop (default) or flag MEPs missing a lost source
-  --output-timeout-ms T  with --output shm: a MEP the ring has no room for
-                         within T ms (its consumer is behind) is dropped here
-                         and counted, so the set goes on (default 1000)
-  --numa-node N          pin threads and memory to NUMA node N (default: the
-                         environment variable EB_NUMA_NODE, if set)
-  --rdma-device D        pin to the NUMA node of RDMA device D, and move data
-                         through it with --transport verbs (default:
-                         EB_RDMA_DEVICE, if set and no node is given)
-  --transport T          tcp (default) or verbs (RDMA: libibverbs RC queue
-                         pairs, set up over the TCP connections to the peers)
-  --gid-index N          verbs over RoCE: the GID index to use (default: a
-                         RoCE v2 GID with an IPv4 address, picked)
-  --busy-poll-us U       a unit waiting for data looks again for U
-                         microseconds, yielding the core between looks,
-                         before it sleeps (default 300; 0: sleep at once)
-  --data-threads K       threads moving a unit's data over TCP, its phase's
-                         send and receive on two at once; at most the CPUs
-                         it may run on (default: those CPUs, at most 2)
-  --tcp-streams S        TCP connections per peer and direction; a data
-                         message of 4 KiB or more per stream goes in S
-                         slices, copied on up to 2S threads at once (one
-                         stream moves what one core copies); every unit of a
-                         set needs the same S (default 1, at most 16)
+)";
+    constexpr std::size_t help_column = 25;
+    for (const Flag_spec& flag : flags) {
+        std::string left = "  " + std::string(flag.name) + " " + std::string(flag.value_name);
+        if (left.size() + 2 > help_column) left += "\n" + std::string(help_column, ' ');
+        else left.resize(help_column, ' ');
+        text += left + wrapped(help_of(flag), help_column, help_column) + "\n";
+    }
+    text += R"(  --describe-flags       print this table of flags as JSON and exit
   --help                 show this text
 
 Endpoints: POST /control/{configure,start,pause,resume,stop,reset}; GET
 /status (JSON), /metrics (Prometheus), /healthz, /readyz.
 Exit codes: 0 done or stopped by signal, 1 startup failure, 2 bad usage.
 )";
+    return text;
+}
+
+std::string describe_flags() {
+    nlohmann::json described = nlohmann::json::array();
+    for (const Flag_spec& flag : flags) {
+        nlohmann::json entry = {{"name", flag.name},
+                                {"value_name", flag.value_name},
+                                {"help", flag.help},
+                                {"default", flag.fallback},
+                                {"environment", flag.environment}};
+        if (flag.min != 0 || flag.max != 0) {
+            entry["min"] = flag.min;
+            entry["max"] = flag.max;
+        }
+        if (!flag.choices.empty()) entry["choices"] = std::vector<std::string>(flag.choices.begin(), flag.choices.end());
+        described.push_back(std::move(entry));
+    }
+    return nlohmann::json{{"flags", std::move(described)}}.dump(2) + "\n";
 }
 
 }  // namespace eb

@@ -117,6 +117,10 @@ int main(int argc, char** argv) {
         std::cout << eb::usage();
         return 0;
     }
+    if (std::holds_alternative<eb::Describe_flags>(command)) {
+        std::cout << eb::describe_flags();
+        return 0;
+    }
     if (const auto* error = std::get_if<eb::Usage_error>(&command)) {
         std::cerr << "eb-builder: " << error->message << "\n";
         return 2;

@@ -532,8 +532,10 @@ type DiscardOutput struct{}
 
 // GeneratorSource synthesises fixed-size fragments.
 type GeneratorSource struct {
-	// fragmentSize is the size of every fragment in bytes.
+	// fragmentSize is the size of every fragment in bytes (at most 65535:
+	// an MFP records each fragment's size in 16 bits).
 	// +kubebuilder:validation:Minimum=8
+	// +kubebuilder:validation:Maximum=65535
 	// +kubebuilder:default=128
 	// +optional
 	FragmentSize int32 `json:"fragmentSize,omitempty"`

@@ -785,6 +785,7 @@ func TestContractEbBuilderTakesThePodsCommandLine(t *testing.T) {
 		JoinTimeout:      &metav1.Duration{Duration: 10 * time.Second},
 		BusyPoll:         &metav1.Duration{Duration: 2 * time.Millisecond},
 		DataThreads:      ptr.To(int32(1)), // at most the CPUs of any machine the test runs on
+		TCPStreams:       ptr.To(int32(2)),
 	}}}
 	args := builderpod.Args(run, 1, nil)
 	port := strconv.Itoa(freePorts(t, 1)[0])

@@ -1155,6 +1155,9 @@ func TestInvalidRunsAreRejected(t *testing.T) {
 			s["builder"].(map[string]any)["dataThreads"] = int64(4)
 			s["resources"] = map[string]any{"cpus": int64(2), "memory": "1Gi"}
 		}, "spec.builder.dataThreads is more than spec.resources.cpus"},
+		{"fragments too large for an MFP", "", func(s map[string]any) {
+			s["builder"].(map[string]any)["source"] = map[string]any{"generator": map[string]any{"fragmentSize": int64(65536)}}
+		}, "spec.builder.source.generator.fragmentSize"},
 		{"too many tcp streams", "", func(s map[string]any) { s["builder"].(map[string]any)["tcpStreams"] = int64(17) }, "spec.builder.tcpStreams"},
 		{"tcp streams over verbs", "", func(s map[string]any) {
 			s["builder"].(map[string]any)["tcpStreams"] = int64(2)
