@@ -294,7 +294,11 @@ type ReadoutResource struct {
 	Count int32 `json:"count,omitempty"`
 }
 
-// BuilderSpec configures the builder container and process.
+// BuilderSpec configures the builder container and process. A field
+// tagged ebflag is a builder setting passed, when set, as that eb-builder
+// flag (a duration in the flag's unit, -ms or -us): adding one takes the
+// field here and the flag in the builder's flag table, and a test holds
+// the field's range and default against the flag's (builderpod).
 type BuilderSpec struct {
 	// image of the builder; it must provide the eb-builder binary on PATH.
 	// +kubebuilder:validation:MinLength=1
@@ -347,14 +351,14 @@ type BuilderSpec struct {
 	// --peer-timeout-ms). Default 1s.
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100ms') && duration(self) <= duration('60s')",message="spec.builder.peerTimeout must be between 100ms and 60s"
 	// +optional
-	PeerTimeout *metav1.Duration `json:"peerTimeout,omitempty"`
+	PeerTimeout *metav1.Duration `json:"peerTimeout,omitempty" ebflag:"--peer-timeout-ms"`
 
 	// joinTimeout: a rank that joins a running set (a spare made live, a
 	// lost rank taken back) and is not connected to every unit this long
 	// after the switch is lost (eb-builder --join-timeout-ms). Default 5s.
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100ms') && duration(self) <= duration('300s')",message="spec.builder.joinTimeout must be between 100ms and 300s"
 	// +optional
-	JoinTimeout *metav1.Duration `json:"joinTimeout,omitempty"`
+	JoinTimeout *metav1.Duration `json:"joinTimeout,omitempty" ebflag:"--join-timeout-ms"`
 
 	// busyPoll: a unit waiting for data looks again for this long, yielding
 	// the core between looks, before it sleeps (eb-builder --busy-poll-us;
@@ -363,7 +367,7 @@ type BuilderSpec struct {
 	// Default 300us.
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('10ms')",message="spec.builder.busyPoll must be between 0s and 10ms"
 	// +optional
-	BusyPoll *metav1.Duration `json:"busyPoll,omitempty"`
+	BusyPoll *metav1.Duration `json:"busyPoll,omitempty" ebflag:"--busy-poll-us"`
 
 	// dataThreads: the threads that move a unit's data over TCP, a
 	// phase's send and receive on two at once (eb-builder --data-threads;
@@ -373,7 +377,7 @@ type BuilderSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=64
 	// +optional
-	DataThreads *int32 `json:"dataThreads,omitempty"`
+	DataThreads *int32 `json:"dataThreads,omitempty" ebflag:"--data-threads"`
 
 	// tcpStreams: TCP connections per pair of units and direction; each
 	// MFP goes in that many slices, copied on as many data threads at once
@@ -384,7 +388,7 @@ type BuilderSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=16
 	// +optional
-	TCPStreams *int32 `json:"tcpStreams,omitempty"`
+	TCPStreams *int32 `json:"tcpStreams,omitempty" ebflag:"--tcp-streams"`
 }
 
 // IncompletePolicy is what a BU does with an event missing a lost source

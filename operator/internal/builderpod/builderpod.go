@@ -9,9 +9,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net"
+	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -188,23 +191,44 @@ func Args(run *ebv1.EventBuilderRun, rank int32, place *Placement) []string {
 	if b.IncompleteEvents == ebv1.IncompleteFlag {
 		args = append(args, "--incomplete", "flag")
 	}
-	if b.PeerTimeout != nil {
-		args = append(args, "--peer-timeout-ms", strconv.FormatInt(b.PeerTimeout.Milliseconds(), 10))
-	}
-	if b.JoinTimeout != nil {
-		args = append(args, "--join-timeout-ms", strconv.FormatInt(b.JoinTimeout.Milliseconds(), 10))
-	}
-	if b.BusyPoll != nil {
-		args = append(args, "--busy-poll-us", strconv.FormatInt(b.BusyPoll.Microseconds(), 10))
-	}
-	// Unset, the builder counts the CPUs its container may use.
-	if b.DataThreads != nil {
-		args = append(args, "--data-threads", strconv.Itoa(int(*b.DataThreads)))
-	}
-	if b.TCPStreams != nil {
-		args = append(args, "--tcp-streams", strconv.Itoa(int(*b.TCPStreams)))
+	return append(args, TunedArgs(b)...)
+}
+
+// TunedArgs are the run's builder settings tagged ebflag that it sets, each
+// as its flag: a duration in the flag's unit (-ms or -us), a count as it
+// is, in the fields' order, so a pod's command line stays what it was.
+// Unset, the builder's default holds (its timeouts, busy polling, the data
+// threads it counts from its container's CPUs, one TCP stream).
+func TunedArgs(b ebv1.BuilderSpec) []string {
+	var args []string
+	spec := reflect.ValueOf(b)
+	for i := range spec.NumField() {
+		flag := spec.Type().Field(i).Tag.Get("ebflag")
+		if flag == "" {
+			continue
+		}
+		switch value := spec.Field(i).Interface().(type) {
+		case *metav1.Duration:
+			if value != nil {
+				args = append(args, flag, strconv.FormatInt(int64(value.Duration/FlagUnit(flag)), 10))
+			}
+		case *int32:
+			if value != nil {
+				args = append(args, flag, strconv.Itoa(int(*value)))
+			}
+		default:
+			panic(fmt.Sprintf("BuilderSpec.%s: ebflag %s on a %T, which TunedArgs cannot pass", spec.Type().Field(i).Name, flag, value))
+		}
 	}
 	return args
+}
+
+// FlagUnit is the unit of a duration flag: microseconds for -us, else milliseconds (-ms).
+func FlagUnit(flag string) time.Duration {
+	if strings.HasSuffix(flag, "-us") {
+		return time.Microsecond
+	}
+	return time.Millisecond
 }
 
 // onNode is the affinity that lets a pod run on the named node only (by

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -64,17 +65,46 @@ type crdField struct {
 	unit time.Duration // a duration field: the flag's unit; else 0
 }
 
+// The fields Args passes its own way; the tuned ones (tagged ebflag) come
+// from the type (tunedFields).
 var crdFields = []crdField{
 	{path: []string{"builder", "packingFactor"}, flag: "--packing-factor"},
 	{path: []string{"builder", "source", "generator", "fragmentSize"}, flag: "--fragment-size"},
 	{path: []string{"builder", "output", "shm", "ringMiB"}, flag: "--ring-mib"},
-	{path: []string{"builder", "dataThreads"}, flag: "--data-threads"},
-	{path: []string{"builder", "tcpStreams"}, flag: "--tcp-streams"},
 	{path: []string{"builder", "transport"}, flag: "--transport"},
 	{path: []string{"builder", "incompleteEvents"}, flag: "--incomplete"},
-	{path: []string{"builder", "peerTimeout"}, flag: "--peer-timeout-ms", unit: time.Millisecond},
-	{path: []string{"builder", "joinTimeout"}, flag: "--join-timeout-ms", unit: time.Millisecond},
-	{path: []string{"builder", "busyPoll"}, flag: "--busy-poll-us", unit: time.Microsecond},
+}
+
+// tunedFields are BuilderSpec's fields tagged ebflag, which TunedArgs
+// passes: each a pointer to a count or a duration.
+func tunedFields(t *testing.T) []crdField {
+	t.Helper()
+	var fields []crdField
+	spec := reflect.TypeOf(ebv1.BuilderSpec{})
+	for i := range spec.NumField() {
+		field := spec.Field(i)
+		flag := field.Tag.Get("ebflag")
+		if flag == "" {
+			continue
+		}
+		name, _, _ := strings.Cut(field.Tag.Get("json"), ",")
+		tuned := crdField{path: []string{"builder", name}, flag: flag}
+		switch field.Type {
+		case reflect.TypeOf((*metav1.Duration)(nil)):
+			if !strings.HasSuffix(flag, "-ms") && !strings.HasSuffix(flag, "-us") {
+				t.Errorf("BuilderSpec.%s: a duration passed as %s, which names no unit (-ms or -us)", field.Name, flag)
+			}
+			tuned.unit = FlagUnit(flag)
+		case reflect.TypeOf((*int32)(nil)):
+		default:
+			t.Errorf("BuilderSpec.%s: ebflag on a %v; TunedArgs passes *int32 and *metav1.Duration", field.Name, field.Type)
+		}
+		fields = append(fields, tuned)
+	}
+	if len(fields) < 5 {
+		t.Errorf("BuilderSpec has %d fields tagged ebflag; want peerTimeout, joinTimeout, busyPoll, dataThreads, tcpStreams at least", len(fields))
+	}
+	return fields
 }
 
 // A duration field's range, from its CEL rule.
@@ -115,7 +145,7 @@ func dig(t *testing.T, node any, keys ...string) any {
 func TestCRDRangesAndDefaultsAreTheBuilderFlags(t *testing.T) {
 	flags := builderFlags(t)
 	spec := specSchema(t)
-	for _, field := range crdFields {
+	for _, field := range append(crdFields, tunedFields(t)...) {
 		name := "spec." + strings.Join(field.path, ".")
 		flag, ok := flags[field.flag]
 		if !ok {
@@ -224,7 +254,13 @@ func TestPodCommandLinesAreBuilderFlagsInRange(t *testing.T) {
 				}
 			}
 		}
-		for _, want := range []string{"--packing-factor", "--peer-timeout-ms", "--busy-poll-us", "--data-threads"} {
+		want := []string{"--packing-factor", "--output", "--incomplete"}
+		for _, field := range tunedFields(t) {
+			if name != "verbs" || field.flag != "--tcp-streams" {
+				want = append(want, field.flag)
+			}
+		}
+		for _, want := range want {
 			if !seen[want] {
 				t.Errorf("%s: args %q lack %s: the check above saw less than the run sets", name, args, want)
 			}
