@@ -760,10 +760,10 @@ func TestContractEmptyTokenFileStopsTheStart(t *testing.T) {
 	}
 }
 
-// A pod's command line is one eb-builder takes: every builder setting of a
-// run away from its default (builderpod.Args) starts a real eb-builder that
-// serves /healthz, where an unknown flag or a value out of its range would
-// stop it at once (exit 2, naming the flag).
+// A pod's command line is one eb-builder takes, for every shape of run
+// (builderpod.Args): each starts a real eb-builder that serves /healthz,
+// where an unknown flag, a value out of its range or flags that exclude
+// each other would stop it at once (exit 2, naming the flag).
 func TestContractEbBuilderTakesThePodsCommandLine(t *testing.T) {
 	bin := os.Getenv("EB_BUILDER")
 	if bin == "" {
@@ -776,26 +776,70 @@ func TestContractEbBuilderTakesThePodsCommandLine(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	run := &ebv1.EventBuilderRun{Spec: ebv1.EventBuilderRunSpec{Units: 2, Builder: ebv1.BuilderSpec{
-		Transport: ebv1.TransportTCP, PackingFactor: 100,
-		Source:           &ebv1.SourceSpec{Generator: &ebv1.GeneratorSource{FragmentSize: 64}},
-		Output:           &ebv1.OutputSpec{Discard: &ebv1.DiscardOutput{}},
-		IncompleteEvents: ebv1.IncompleteFlag,
-		PeerTimeout:      &metav1.Duration{Duration: 1500 * time.Millisecond},
-		JoinTimeout:      &metav1.Duration{Duration: 10 * time.Second},
-		BusyPoll:         &metav1.Duration{Duration: 2 * time.Millisecond},
-		DataThreads:      ptr.To(int32(1)), // at most the CPUs of any machine the test runs on
-		TCPStreams:       ptr.To(int32(2)),
-	}}}
-	args := builderpod.Args(run, 1, nil)
-	port := strconv.Itoa(freePorts(t, 1)[0])
-	for i := 0; i+1 < len(args); i++ { // the pod's paths and port, here
-		if path, ok := files[args[i]]; ok {
-			args[i+1] = path
-		} else if args[i] == "--http-port" {
-			args[i+1] = port
-		}
+	side := ebv1.SideContainer{Image: "side:1"}
+	shapes := []struct {
+		name    string
+		builder ebv1.BuilderSpec
+		layout  ebv1.Layout
+		place   *builderpod.Placement
+	}{
+		{name: "tcp, generator, discard, every tuned setting", builder: ebv1.BuilderSpec{
+			Transport: ebv1.TransportTCP, PackingFactor: 100,
+			Source:           &ebv1.SourceSpec{Generator: &ebv1.GeneratorSource{FragmentSize: 64}},
+			Output:           &ebv1.OutputSpec{Discard: &ebv1.DiscardOutput{}},
+			IncompleteEvents: ebv1.IncompleteFlag,
+			PeerTimeout:      &metav1.Duration{Duration: 1500 * time.Millisecond},
+			JoinTimeout:      &metav1.Duration{Duration: 10 * time.Second},
+			BusyPoll:         &metav1.Duration{Duration: 2 * time.Millisecond},
+			DataThreads:      ptr.To(int32(1)), // at most the CPUs of any machine the test runs on
+			TCPStreams:       ptr.To(int32(2)),
+		}},
+		{name: "generator checked in the builder (the defaults)", builder: ebv1.BuilderSpec{
+			PackingFactor: 1000, Source: &ebv1.SourceSpec{Generator: &ebv1.GeneratorSource{FragmentSize: 128}},
+			Output: &ebv1.OutputSpec{Check: &ebv1.CheckOutput{}},
+		}},
+		{name: "verbs on a fabric endpoint's device", builder: ebv1.BuilderSpec{
+			Transport: ebv1.TransportVerbs, PackingFactor: 1000,
+			Source: &ebv1.SourceSpec{Generator: &ebv1.GeneratorSource{FragmentSize: 128}},
+			Output: &ebv1.OutputSpec{Discard: &ebv1.DiscardOutput{}},
+		}, place: &builderpod.Placement{Endpoint: "e0", Node: "n0", RDMADevice: "mlx5_0"}},
+		{name: "readout driver's ring in, consumer's ring out", builder: ebv1.BuilderSpec{
+			PackingFactor: 1000,
+			Source:        &ebv1.SourceSpec{Shm: &ebv1.ShmSource{RingMiB: 16, Driver: side}},
+			Output:        &ebv1.OutputSpec{Shm: &ebv1.ShmOutput{RingMiB: 8, Consumer: side}},
+		}},
+		{name: "recorded MFPs from a file", builder: ebv1.BuilderSpec{
+			PackingFactor: 1000,
+			Source:        &ebv1.SourceSpec{File: &ebv1.FileSource{ClaimName: "recorded", Path: "run-{rank}.mfp"}},
+			Output:        &ebv1.OutputSpec{Discard: &ebv1.DiscardOutput{}},
+		}},
+		{name: "unfolded", layout: ebv1.LayoutUnfolded, builder: ebv1.BuilderSpec{
+			PackingFactor: 1000, Source: &ebv1.SourceSpec{Generator: &ebv1.GeneratorSource{FragmentSize: 128}},
+			Output: &ebv1.OutputSpec{Discard: &ebv1.DiscardOutput{}},
+		}},
 	}
+	for _, shape := range shapes {
+		t.Run(shape.name, func(t *testing.T) {
+			run := &ebv1.EventBuilderRun{Spec: ebv1.EventBuilderRunSpec{Units: 2, Layout: shape.layout, Builder: shape.builder}}
+			args := builderpod.Args(run, 1, shape.place)
+			port := strconv.Itoa(freePorts(t, 1)[0])
+			for i := 0; i+1 < len(args); i++ { // the pod's paths and port, here
+				if path, ok := files[args[i]]; ok {
+					args[i+1] = path
+				} else if args[i] == "--http-port" {
+					args[i+1] = port
+				}
+			}
+			startServing(t, bin, args, port)
+		})
+	}
+}
+
+// startServing starts eb-builder with args and waits until it serves
+// /healthz on port; it fails the test, with the builder's output, if the
+// builder exits first.
+func startServing(t *testing.T, bin string, args []string, port string) {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
