@@ -232,6 +232,25 @@ TEST_F(Run, SharedMemorySourceAndOutputDeliverEveryEvent) {
     }
 }
 
+// In a pod the sidecars open the rings the operator names (EB_MFP_RING,
+// EB_MEP_RING), whatever their flags would make of it: here their --run
+// names other rings, and they still meet the builder's.
+TEST_F(Run, SidecarsOpenTheRingsTheOperatorNames) {
+    const std::vector<std::string> common = {"--peers", peers(1), "--packing-factor", "100", "--events", "400",
+                                             "--ring-mib", "4"};
+    const std::vector<std::string> elsewhere = with(common, {"--rank", "0", "--run", run_name_ + "x"});
+    Child& emulator = start_with_environment("emulator", "eb-readout-emulator",
+                                             {"EB_MFP_RING=/eb-" + run_name_ + "-0-mfp"}, elsewhere);
+    Child& consumer =
+        start_with_environment("consumer", "eb-consumer", {"EB_MEP_RING=/eb-" + run_name_ + "-0-mep"}, elsewhere);
+    Child& builder = start_builder(0, with(common, {"--run", run_name_, "--source", "shm", "--output", "shm"}));
+    EXPECT_EQ(consumer.wait_exit(30s), 0) << consumer.log();
+    EXPECT_NE(consumer.log().find("consumer: 4 MEPs, 400 events complete, 0 incomplete"), std::string::npos)
+        << consumer.log();
+    EXPECT_EQ(builder.wait_exit(10s), 0);
+    EXPECT_EQ(emulator.wait_exit(10s), 0);
+}
+
 TEST_F(Run, CorruptSourceMfpsAreRejectedCountedAndTheirEventsIncomplete) {
     const std::vector<std::string> common = {"--peers", peers(1), "--packing-factor", "100",
                                              "--events", "400", "--run", run_name_, "--ring-mib", "4"};

@@ -57,6 +57,15 @@ protected:
         children_.emplace_back(name, std::make_unique<Child>(std::string(EB_TOOLS_DIR) + "/" + tool, args, dir_ + "/" + name + ".log"));
         return *children_.back().second;
     }
+    // `tool` with `environment` ("NAME=value") added to this process's, as a pod's container gets it.
+    Child& start_with_environment(const std::string& name, const std::string& tool,
+                                  const std::vector<std::string>& environment, const std::vector<std::string>& args) {
+        std::vector<std::string> command = environment;
+        command.push_back(std::string(EB_TOOLS_DIR) + "/" + tool);
+        command.insert(command.end(), args.begin(), args.end());
+        children_.emplace_back(name, std::make_unique<Child>("/usr/bin/env", command, dir_ + "/" + name + ".log"));
+        return *children_.back().second;
+    }
     // The eb-builder of `rank` with an HTTP port of its own.
     Child& start_builder(Rank rank, std::vector<std::string> args) {
         args.insert(args.end(), {"--rank", std::to_string(rank), "--http-port", std::to_string(http_ports_.at(rank))});

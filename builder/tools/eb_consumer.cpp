@@ -3,7 +3,7 @@
 // rank, packing and event model) plus
 //   --meps N   stop after N MEPs (default: until the builder closes the ring)
 // In a builder pod (no --peers) the rank and packing factor come from
-// EB_RANK and EB_PACKING_FACTOR, and what each epoch's MEPs hold (sources,
+// EB_RANK and EB_PACKING_FACTOR, the ring's name from EB_MEP_RING, and what each epoch's MEPs hold (sources,
 // this BU's stride) from what the builder publishes beside the ring
 // (Mep_expectation), so it follows failovers; with --peers, from the flags.
 // Checks every event byte for byte: all live sources present, event ids
@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
         std::cerr << "eb-consumer: rank " << config.rank << " runs no BU in this layout; read a BU's ring\n";
         return 2;
     }
-    const std::string ring_name = eb::ring_name(config.run_name, config.rank, "mep");
+    const std::string ring_name = eb::tools::ring_to_open("EB_MEP_RING", config.run_name, config.rank, "mep");
 
     eb::Parse_error_counts errors;
     // In a pod: sources and stride come with each epoch's first MEP.

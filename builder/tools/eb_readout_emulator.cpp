@@ -7,8 +7,9 @@
 // It writes ceil(--events / --packing-factor) MFPs x the number of live BUs
 // (enough for that many events on every BU), or until SIGTERM with --events 0.
 // In a builder pod (no --peers) it plays the readout driver: the rank, the
-// packing factor and the ring's size come from EB_RANK, EB_PACKING_FACTOR and
-// EB_MFP_RING_MIB, the number of BUs from the rank table at EB_RANK_TABLE.
+// packing factor, the ring's name and size come from EB_RANK,
+// EB_PACKING_FACTOR, EB_MFP_RING and EB_MFP_RING_MIB, the number of BUs
+// from the rank table at EB_RANK_TABLE.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -109,7 +110,8 @@ int main(int argc, char** argv) {
             file.open(own["--file"], std::ios::binary);
             if (!file) throw std::runtime_error("--file " + own["--file"] + ": cannot create it");
         } else {
-            ring.emplace(eb::ring_name(config.run_name, config.rank, "mfp"), config.ring_mib << 20, stop);
+            ring.emplace(eb::tools::ring_to_open("EB_MFP_RING", config.run_name, config.rank, "mfp"),
+                         config.ring_mib << 20, stop);
         }
         std::uint64_t written = 0;
         std::uint64_t next_event = 0;  // of the MFP made next

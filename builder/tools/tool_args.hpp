@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "shm_ring.hpp"
+
 namespace eb::tools {
 
 // Removes "--name value" / "--name=value" for each of `own` from `args` into
@@ -52,6 +54,14 @@ inline void add_flags_from_environment(std::vector<std::string_view>& args, std:
         storage.emplace_back(value);
         args.push_back(storage.back());
     }
+}
+
+// The ring a sidecar opens: in a pod, the one the operator names in
+// `variable` (EB_MFP_RING, EB_MEP_RING: builderpod's ringName, which the
+// builder's ring_name must match); elsewhere the builder's name for it.
+inline std::string ring_to_open(const char* variable, const std::string& run, std::uint32_t rank, const char* what) {
+    if (const char* named = std::getenv(variable); named != nullptr && *named != '\0') return named;
+    return ring_name(run, rank, what);
 }
 
 }  // namespace eb::tools
