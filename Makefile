@@ -196,6 +196,7 @@ build-builder: packages ## Build the C++ builder (Release).
 build-operator: ## Build the operator binary.
 	cd operator && CGO_ENABLED=0 go build -trimpath -o $(BUILD)/operator/manager ./cmd
 	cd operator && CGO_ENABLED=0 go build -trimpath -o $(BUILD)/operator/readout-device-plugin ./cmd/readout-device-plugin
+	cd operator && CGO_ENABLED=0 go build -trimpath -o $(BUILD)/operator/kubectl-eventbuilder ./cmd/kubectl-eventbuilder
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Regenerate CRDs, RBAC and deepcopy code from the API types.

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -73,7 +72,7 @@ func TestMain(m *testing.M) {
 func runSuite(m *testing.M) int {
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
-		assets = madeAssets()
+		assets = testenv.MadeAssets(repoRoot)
 	}
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
@@ -161,20 +160,6 @@ func runSuite(m *testing.M) int {
 // madeAssets is where make builds kube-apiserver and etcd
 // (bin/k8s-VERSION-etcd-VERSION-KEY): the newest such build, so that a
 // plain go test runs the envtests after make has built them once.
-func madeAssets() string {
-	builds, _ := filepath.Glob(filepath.Join(repoRoot, "bin", "k8s-*-etcd-*"))
-	newest, newestTime := filepath.Join(repoRoot, "bin", "k8s-*-etcd-*"), time.Time{}
-	for _, dir := range builds {
-		if strings.HasSuffix(dir, ".tmp") { // a build under way
-			continue
-		}
-		if info, err := os.Stat(filepath.Join(dir, "etcd")); err == nil && info.ModTime().After(newestTime) {
-			newest, newestTime = dir, info.ModTime()
-		}
-	}
-	return newest
-}
-
 // awaitShutdown waits for the manager to return; if it is still stopping
 // after slow (a reconcile that ignores its cancelled context), it prints
 // every goroutine's stack first, so that the culprit is named.

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,6 +37,23 @@ func Unavailable(t testing.TB, reason string) {
 		t.Fatalf("%s; %s is set (make test): every test must run", reason, RequireAllTests)
 	}
 	t.Skip(reason)
+}
+
+// MadeAssets is the newest set of envtest binaries make built under
+// repoRoot/bin (k8s-<version>-etcd-<version>-<hash>, etcd written last),
+// or that pattern if there is none, for a message to name.
+func MadeAssets(repoRoot string) string {
+	builds, _ := filepath.Glob(filepath.Join(repoRoot, "bin", "k8s-*-etcd-*"))
+	newest, newestTime := filepath.Join(repoRoot, "bin", "k8s-*-etcd-*"), time.Time{}
+	for _, dir := range builds {
+		if strings.HasSuffix(dir, ".tmp") { // a build under way
+			continue
+		}
+		if info, err := os.Stat(filepath.Join(dir, "etcd")); err == nil && info.ModTime().After(newestTime) {
+			newest, newestTime = dir, info.ModTime()
+		}
+	}
+	return newest
 }
 
 // Env is a running kube-apiserver and etcd with the operator's CRDs.
