@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -14,15 +16,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/builderpod"
 	"daq.io/eventbuilder/operator/internal/testenv"
 )
 
 var repoRoot = filepath.Join("..", "..", "..")
 
 // The plugin against a real API server: it finds the run in the
-// namespace its flags or its kubeconfig context name, prints its status
-// and its ranks with the leaf and port from its Fabric, and names what is
-// missing when the run is not there.
+// namespace its flags or its kubeconfig context name, prints its status,
+// its ranks with the leaf and port from its Fabric, its failover Events,
+// why it is not building at full strength (an unscheduled pod) and its
+// Fabric's map, and names what is missing when the run is not there.
 func TestPluginReadsARunFromTheAPIServer(t *testing.T) {
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
@@ -61,6 +65,25 @@ func TestPluginReadsARunFromTheAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	kubeconfig := writeKubeconfig(t, env, "default")
+	// A failover Event about the run, and a pod of it the scheduler could not place.
+	failover := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: "physics.failover", Namespace: "default"},
+		EventTime: metav1.NowMicro(), ReportingController: "eventbuilder.daq.io/operator", ReportingInstance: "test",
+		Action: "Failover", Reason: "Failover", Type: corev1.EventTypeWarning,
+		Note:      "epoch 2, MovedToSpare in 1.1s: unit 0 (NodeNotReady) rank 0 -> 1",
+		Regarding: corev1.ObjectReference{Kind: "EventBuilderRun", Namespace: "default", Name: "physics", UID: ebrun.UID}}
+	if err := c.Create(ctx, failover); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "physics-eb-1", Namespace: "default", Labels: builderpod.Selector("physics")},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "builder", Image: "eb-builder:dev"}}}}
+	if err := c.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
+		Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes are available: 1 Insufficient rdma/hca."}}}
+	if err := c.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, tc := range []struct {
 		args []string
@@ -70,6 +93,12 @@ func TestPluginReadsARunFromTheAPIServer(t *testing.T) {
 			[]string{"Run default/physics: Running", "epoch 2", "123 456 built"}},
 		{[]string{"ranks", "--kubeconfig", kubeconfig, "-n", "default", "physics"},
 			[]string{"LEAF/PORT", "srv-a-0", "0/2", "VELO-0", "RUNNING", "physics-eb-0"}},
+		{[]string{"failovers", "physics", "--kubeconfig", kubeconfig},
+			[]string{"Warning", "Failover", "unit 0 (NodeNotReady) rank 0 -> 1", "No failover recorded in the run's status"}},
+		{[]string{"why", "physics", "--kubeconfig", kubeconfig},
+			[]string{"pod physics-eb-1: not scheduled (Unschedulable): 0/1 nodes are available: 1 Insufficient rdma/hca."}},
+		{[]string{"fabric", "farm", "--kubeconfig", kubeconfig},
+			[]string{"Fabric farm:", "srv-a-0", "VELO-0", "default/physics", "Live"}},
 	} {
 		var out, errOut strings.Builder
 		if err := run(tc.args, &out, &errOut); err != nil {

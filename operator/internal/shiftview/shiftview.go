@@ -56,22 +56,29 @@ func Status(run *ebv1.EventBuilderRun, now time.Time) string {
 		_ = w.Flush()
 	}
 	if f := st.LastFailover; f != nil {
-		fmt.Fprintf(&out, "Last failover: %s at epoch %d, %s ago, took %s\n", f.Outcome, f.Epoch,
-			since(f.ObservedTime.Time, now), f.Duration.Duration)
-		for _, m := range f.Moves {
-			to := "no spare left"
-			if m.SpareRank != nil {
-				to = fmt.Sprintf("to rank %d on %s", *m.SpareRank, m.SpareEndpoint)
-			} else if f.Outcome == ebv1.OutcomeRejoined {
-				to = "rejoined on its rank"
-			}
-			what := "unit"
-			if m.Function != "" {
-				what = m.Function + " of unit"
-			}
-			fmt.Fprintf(&out, "  %s %d (%s): rank %d on %s, %s\n", what, m.Unit, m.Reason, m.FailedRank,
-				orDash(m.FailedEndpoint), to)
+		out.WriteString(lastFailover(f, now))
+	}
+	return out.String()
+}
+
+// lastFailover is a failover as the run's status records it.
+func lastFailover(f *ebv1.FailoverStatus, now time.Time) string {
+	var out strings.Builder
+	fmt.Fprintf(&out, "Last failover: %s at epoch %d, %s ago, took %s\n", f.Outcome, f.Epoch,
+		since(f.ObservedTime.Time, now), f.Duration.Duration)
+	for _, m := range f.Moves {
+		to := "no spare left"
+		if m.SpareRank != nil {
+			to = fmt.Sprintf("to rank %d on %s", *m.SpareRank, m.SpareEndpoint)
+		} else if f.Outcome == ebv1.OutcomeRejoined {
+			to = "rejoined on its rank"
 		}
+		what := "unit"
+		if m.Function != "" {
+			what = m.Function + " of unit"
+		}
+		fmt.Fprintf(&out, "  %s %d (%s): rank %d on %s, %s\n", what, m.Unit, m.Reason, m.FailedRank,
+			orDash(m.FailedEndpoint), to)
 	}
 	return out.String()
 }

@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
@@ -28,7 +31,7 @@ func microAgo(d time.Duration) *metav1.MicroTime {
 // unit moved to the spare on rank 5, a dummy rank, one builder misplaced.
 func degradedRun() (*ebv1.EventBuilderRun, *ebv1.Fabric) {
 	run := &ebv1.EventBuilderRun{
-		ObjectMeta: metav1.ObjectMeta{Name: "physics", Namespace: "daq"},
+		ObjectMeta: metav1.ObjectMeta{Name: "physics", Namespace: "daq", UID: "run-uid"},
 		Spec:       ebv1.EventBuilderRunSpec{Units: 4, State: ebv1.StateRunning},
 		Status: ebv1.EventBuilderRunStatus{
 			Phase: ebv1.PhaseRunning, RunNumber: ptr.To(int64(255003)), Partition: "LHCb",
@@ -64,18 +67,44 @@ func degradedRun() (*ebv1.EventBuilderRun, *ebv1.Fabric) {
 			},
 		},
 	}
-	fabric := &ebv1.Fabric{Spec: ebv1.FabricSpec{Endpoints: []ebv1.FabricEndpoint{
+	run.Spec.FabricRef = &ebv1.FabricReference{Name: "farm"}
+	fabric := &ebv1.Fabric{ObjectMeta: metav1.ObjectMeta{Name: "farm"}, Spec: ebv1.FabricSpec{Leaves: 2, Spines: 1, PortsPerLeaf: 4,
+		Endpoints: []ebv1.FabricEndpoint{
 		{Name: "srv-a-0", Node: "srv-a", NUMA: 0, Leaf: 0, Port: 0, Streams: []string{"VELO-0", "VELO-1"}},
 		{Name: "srv-a-1", Node: "srv-a", NUMA: 1, Leaf: 0, Port: 1, Streams: []string{"SCIFI-0"}},
 		{Name: "srv-b-0", Node: "srv-b", NUMA: 0, Leaf: 1, Port: 0},
 		{Name: "srv-b-1", Node: "srv-b", NUMA: 1, Leaf: 1, Port: 1, Streams: []string{"UT-0"}},
 		{Name: "srv-c-0", Node: "srv-c", NUMA: 0, Leaf: 1, Port: 2},
-	}}}
+		{Name: "srv-d-0", Node: "srv-d", NUMA: 0, Leaf: 1, Port: 3},
+	}}, Status: ebv1.FabricStatus{Endpoints: 6, SchedulableEndpoints: 5,
+		Unschedulable: []ebv1.UnschedulableEndpoint{{Name: "srv-d-0", Node: "srv-d", Reason: "NodeNotReady"}}}}
 	return run, fabric
+}
+
+func event(uid, reason, eventType, note string, age time.Duration) eventsv1.Event {
+	return eventsv1.Event{Regarding: corev1.ObjectReference{UID: types.UID(uid)}, Action: failoverAction, Reason: reason,
+		Type: eventType, Note: note, EventTime: *microAgo(age)}
 }
 
 func TestGolden(t *testing.T) {
 	run, fabric := degradedRun()
+	events := []eventsv1.Event{
+		event("run-uid", "FailoverConfigured", "Normal", "epoch 3 configured on every live builder 1.1s after the failure was observed", 43*time.Second),
+		event("run-uid", "Failover", "Warning", "epoch 3, MovedToSpare in 1.2s: unit 2 (NodeNotReady) rank 2 -> 5", 44*time.Second),
+		event("other-uid", "Failover", "Warning", "another run's", 10*time.Second),
+		{Regarding: corev1.ObjectReference{UID: "run-uid"}, Action: "Plan", Reason: "RankTablePublished", EventTime: *microAgo(time.Minute)},
+	}
+	pods := []corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Name: "physics-eb-4"}, Status: corev1.PodStatus{Phase: corev1.PodPending,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable",
+				Message: "0/167 nodes are available: 167 Insufficient rdma/hca_numa1."}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "physics-eb-0"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "physics-eb-3"}, Status: corev1.PodStatus{Phase: corev1.PodPending,
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "builder", State: corev1.ContainerState{
+				Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image \"eb-builder:typo\""}}}}}},
+	}
+	healthy := run.DeepCopy()
+	healthy.Status.Conditions = healthy.Status.Conditions[:2]
 	fresh := &ebv1.EventBuilderRun{ObjectMeta: metav1.ObjectMeta{Name: "sample", Namespace: "default"},
 		Spec: ebv1.EventBuilderRunSpec{Units: 2}}
 	for name, got := range map[string]string{
@@ -83,6 +112,12 @@ func TestGolden(t *testing.T) {
 		"ranks-degraded.txt":  Ranks(run, fabric),
 		"ranks-no-fabric.txt": Ranks(run, nil),
 		"status-fresh.txt":    Status(fresh, now),
+		"failovers.txt":       Failovers(run, events, now),
+		"failovers-none.txt":  Failovers(fresh, nil, now),
+		"why-degraded.txt":    Why(run, pods),
+		"why-healthy.txt":     Why(healthy, pods[1:2]),
+		"why-fresh.txt":       Why(fresh, nil),
+		"fabric.txt":          Fabric(fabric, []ebv1.EventBuilderRun{*run, *fresh}),
 	} {
 		path := filepath.Join("testdata", name)
 		if *update {
