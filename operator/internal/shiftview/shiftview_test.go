@@ -70,13 +70,13 @@ func degradedRun() (*ebv1.EventBuilderRun, *ebv1.Fabric) {
 	run.Spec.FabricRef = &ebv1.FabricReference{Name: "farm"}
 	fabric := &ebv1.Fabric{ObjectMeta: metav1.ObjectMeta{Name: "farm"}, Spec: ebv1.FabricSpec{Leaves: 2, Spines: 1, PortsPerLeaf: 4,
 		Endpoints: []ebv1.FabricEndpoint{
-		{Name: "srv-a-0", Node: "srv-a", NUMA: 0, Leaf: 0, Port: 0, Streams: []string{"VELO-0", "VELO-1"}},
-		{Name: "srv-a-1", Node: "srv-a", NUMA: 1, Leaf: 0, Port: 1, Streams: []string{"SCIFI-0"}},
-		{Name: "srv-b-0", Node: "srv-b", NUMA: 0, Leaf: 1, Port: 0},
-		{Name: "srv-b-1", Node: "srv-b", NUMA: 1, Leaf: 1, Port: 1, Streams: []string{"UT-0"}},
-		{Name: "srv-c-0", Node: "srv-c", NUMA: 0, Leaf: 1, Port: 2},
-		{Name: "srv-d-0", Node: "srv-d", NUMA: 0, Leaf: 1, Port: 3},
-	}}, Status: ebv1.FabricStatus{Endpoints: 6, SchedulableEndpoints: 5,
+			{Name: "srv-a-0", Node: "srv-a", NUMA: 0, Leaf: 0, Port: 0, Streams: []string{"VELO-0", "VELO-1"}},
+			{Name: "srv-a-1", Node: "srv-a", NUMA: 1, Leaf: 0, Port: 1, Streams: []string{"SCIFI-0"}},
+			{Name: "srv-b-0", Node: "srv-b", NUMA: 0, Leaf: 1, Port: 0},
+			{Name: "srv-b-1", Node: "srv-b", NUMA: 1, Leaf: 1, Port: 1, Streams: []string{"UT-0"}},
+			{Name: "srv-c-0", Node: "srv-c", NUMA: 0, Leaf: 1, Port: 2},
+			{Name: "srv-d-0", Node: "srv-d", NUMA: 0, Leaf: 1, Port: 3},
+		}}, Status: ebv1.FabricStatus{Endpoints: 6, SchedulableEndpoints: 5,
 		Unschedulable: []ebv1.UnschedulableEndpoint{{Name: "srv-d-0", Node: "srv-d", Reason: "NodeNotReady"}}}}
 	return run, fabric
 }
