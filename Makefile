@@ -95,7 +95,7 @@ test: export EB_REQUIRE_ALL_TESTS := 1
 test: lint test-builder test-bench-bundle test-sanitizers test-verbs test-operator test-chart test-e2e ## Everything: lint, C++ and Go tests (also under sanitizers and over RDMA verbs), envtest, chart checks, the kind e2e suite; no test may skip for want of a tool.
 
 .PHONY: demo
-demo: images cluster-images node-image $(KIND) $(HELM) ## Bring up a kind cluster with Prometheus, install the chart, run a sample, print rates; leaves it up.
+demo: images cluster-images node-image build-operator $(KIND) $(HELM) ## Bring up a kind cluster with Prometheus, install the chart, run a sample, print rates and kubectl eventbuilder status; leaves it up.
 	e2e/demo.sh $(DEMO_CLUSTER) $$(cat $(NODE_IMAGE_FILE)) $(KIND) $(HELM) $(OPERATOR_IMAGE) $(BUILDER_IMAGE) $(PODNET_IMAGE) \
 	  $(PROMETHEUS_OPERATOR) $(PROMETHEUS_OPERATOR_IMAGE) $(PROMETHEUS_CONFIG_RELOADER_IMAGE) $(PROMETHEUS_IMAGE) $(PROMETHEUS_VERSION)
 

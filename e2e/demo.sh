@@ -11,13 +11,24 @@ name=$1 node_image=$2 kind=$3 helm=$4 operator_image=$5 builder_image=$6 podnet_
 monitoring=("${@:8:5}")
 root=$(cd "$(dirname "$0")/.." && pwd)
 kubeconfig=$root/build/$name.kubeconfig
-kubectl="kubectl --kubeconfig $kubeconfig"
+# The pinned kubectl (make puts bin/k8s-*/ first on PATH): printed by its
+# path, since a fresh machine has no other.
+kubectl_path=$(command -v kubectl) || { echo "error: no kubectl on PATH (make demo puts the pinned one there)" >&2; exit 1; }
+kubectl="$kubectl_path --kubeconfig $kubeconfig"
+plugin=$root/build/operator/kubectl-eventbuilder  # make build-operator
 mkdir -p "$root/build"
+steps=()
+step_started=$SECONDS
+# step_done NAME: notes how long the step since the last one took.
+step_done() { steps+=("$(printf '%-34s %4d s' "$1" $((SECONDS - step_started)))"); step_started=$SECONDS; }
 
 "$root/e2e/cluster/up.sh" "$name" "$node_image" "$kind" "$kubeconfig" "$podnet_image"
+step_done "kind cluster up"
 echo ">> loading images"
 "$kind" load docker-image --name "$name" "$operator_image" "$builder_image" >/dev/null
+step_done "images loaded"
 "$root/e2e/monitoring/up.sh" "$name" "$kind" "$kubeconfig" "${monitoring[@]}"
+step_done "Prometheus up"
 echo ">> installing the chart"
 # helm upgrade leaves CRDs alone, so a reused cluster gets the chart's current ones here.
 $kubectl apply --server-side --force-conflicts -f "$root/charts/eventbuilder-operator/crds/" >/dev/null
@@ -35,6 +46,7 @@ operator_failed() {
 # The image tag does not change between builds: restart so a reloaded image runs.
 $kubectl -n eventbuilder-system rollout restart deployment/eventbuilder-operator >/dev/null
 $kubectl -n eventbuilder-system rollout status deployment/eventbuilder-operator --timeout=3m >/dev/null || operator_failed
+step_done "operator installed"
 # Builder pods keep the old binary across image reloads unless the run is recreated.
 $kubectl delete eventbuilderrun sample --ignore-not-found --wait >/dev/null
 sed "s|image: .*|image: $builder_image|" "$root/config/samples/eventbuilder_v1alpha1_eventbuilderrun.yaml" \
@@ -50,6 +62,7 @@ until [ "$($kubectl get eventbuilderrun sample -o jsonpath='{.status.phase}')" =
   fi
   sleep 2
 done
+step_done "sample run Running"
 status() { $kubectl get eventbuilderrun sample -o jsonpath='{.status.eventsBuilt} {.status.bytesBuilt}{"\n"}'; }
 sample=$(status); t0=$(date +%s.%N)
 read -r events0 bytes0 <<<"$sample"
@@ -59,10 +72,20 @@ read -r events1 bytes1 <<<"$sample"
 awk -v e="$((events1 - events0))" -v b="$((bytes1 - bytes0))" -v t0="$t0" -v t1="$t1" 'BEGIN {
   dt = t1 - t0
   printf ">> measured over %.1f s: %.0f events/s, %.3f Gb/s (4 units, TCP, one machine)\n", dt, e / dt, 8 * b / dt / 1e9 }'
+step_done "rate measured"
+echo ">> kubectl eventbuilder status sample"
+"$plugin" status sample --kubeconfig "$kubeconfig"
+echo ">> the steps took:"
+printf '   %s\n' "${steps[@]}"
 cat <<TXT
 
-The cluster '$name' stays up. Look at it with:
-  export KUBECONFIG=$kubeconfig
+The cluster '$name' stays up. Look at it with (kubectl is the pinned one,
+$kubectl_path; the shift crew's plugin is $plugin, which kubectl runs as
+\`kubectl eventbuilder\` once its folder is on PATH):
+  export KUBECONFIG=$kubeconfig PATH=$(dirname "$kubectl_path"):$(dirname "$plugin"):\$PATH
+  kubectl eventbuilder status sample         # the run in words
+  kubectl eventbuilder ranks sample          # ranks, nodes, states
+  kubectl eventbuilder why sample            # what holds it back, if anything
   kubectl get eventbuilderruns -A            # phase, units, events, rate, Gb/s
   kubectl get pods -o wide -l app.kubernetes.io/name=eventbuilder
   kubectl describe eventbuilderrun sample    # conditions and events
