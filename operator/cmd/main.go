@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"daq.io/eventbuilder/operator/internal/buildercontrol"
 	"daq.io/eventbuilder/operator/internal/builderpod"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
+	"daq.io/eventbuilder/operator/internal/console"
 	"daq.io/eventbuilder/operator/internal/controller"
 	"daq.io/eventbuilder/operator/internal/opmetrics"
 	"daq.io/eventbuilder/operator/internal/runplan"
@@ -34,7 +36,7 @@ import (
 
 // options are the manager's command-line flags.
 type options struct {
-	metricsAddr, probeAddr                    string
+	metricsAddr, probeAddr, consoleAddr       string
 	secureMetrics, enableHTTP2                bool
 	leaderElect                               bool
 	leaseDuration, renewDeadline, retryPeriod time.Duration
@@ -63,6 +65,9 @@ func bindFlags(fs *flag.FlagSet) *options {
 	o := &options{}
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", "0",
 		"Address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP); 0 disables it.")
+	fs.StringVar(&o.consoleAddr, "console-bind-address", "0",
+		"where the shift crew's read-only web console serves (HTTPS, under /console/), authenticated and authorised "+
+			"through the API server as the metrics are (nonResourceURLs /console/*, verb get); 0 turns it off")
 	fs.BoolVar(&o.secureMetrics, "metrics-secure", true,
 		"Serve metrics over HTTPS, authenticated and authorized against the API server.")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false,
@@ -250,6 +255,13 @@ func main() {
 		os.Exit(1)
 	}
 
+	if o.consoleAddr != "0" {
+		if err := addConsole(mgr, o.consoleAddr, tlsOpts); err != nil {
+			log.Error(err, "unable to set up the console")
+			os.Exit(1)
+		}
+	}
+
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		log.Error(err, "unable to set up health check")
 		os.Exit(1)
@@ -264,4 +276,20 @@ func main() {
 		log.Error(err, "problem running manager")
 		os.Exit(1)
 	}
+}
+
+// addConsole serves the web console (internal/console) at addr from the
+// manager's cache, on every replica, leader or not: over HTTPS with the
+// API server deciding who may look, through controller-runtime's secure
+// metrics server (which also answers /metrics there).
+func addConsole(mgr ctrl.Manager, addr string, tlsOpts []func(*tls.Config)) error {
+	server, err := metricsserver.NewServer(metricsserver.Options{
+		BindAddress: addr, SecureServing: true, TLSOpts: tlsOpts,
+		FilterProvider: filters.WithAuthenticationAndAuthorization,
+		ExtraHandlers:  map[string]http.Handler{console.Prefix: console.Handler(mgr.GetClient())},
+	}, mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return err
+	}
+	return mgr.Add(server)
 }

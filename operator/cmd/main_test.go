@@ -86,6 +86,31 @@ func TestChartPassesTunedFlags(t *testing.T) {
 	}
 }
 
+// The console is off unless the chart enables it; enabled, the manager is
+// told its port (a flag it knows), the pod names the port, and the crew
+// gets a ClusterRole for its pages while the manager may ask the API
+// server who is looking.
+func TestChartServesTheConsoleOnlyWhenEnabled(t *testing.T) {
+	if off := helmTemplate(t); strings.Contains(off, "--console-bind-address") || strings.Contains(off, "-console-viewer") {
+		t.Error("the chart's defaults serve the console, which is off by default")
+	}
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	bindFlags(fs)
+	if def := fs.Lookup("console-bind-address").DefValue; def != "0" {
+		t.Errorf("the manager serves the console by default (--console-bind-address=%s)", def)
+	}
+	on := helmTemplate(t, "console.enabled=true", "console.port=9444", "metrics.enabled=false")
+	if got := renderedFlag(t, on, "console-bind-address"); got != ":9444" {
+		t.Errorf("--console-bind-address=%s, want :9444", got)
+	}
+	for _, want := range []string{"containerPort: 9444", "-console-viewer", `nonResourceURLs: ["/console", "/console/*"]`,
+		`resources: ["tokenreviews"]`, `resources: ["subjectaccessreviews"]`} {
+		if !strings.Contains(on, want) {
+			t.Errorf("with the console enabled (metrics off) the chart lacks %q", want)
+		}
+	}
+}
+
 // The leader election's durations are checked against each other at
 // start, the message naming the flag to change; the defaults pass.
 func TestLeaseTimesAreChecked(t *testing.T) {

@@ -40,12 +40,16 @@ func Failovers(run *ebv1.EventBuilderRun, events []eventsv1.Event, now time.Time
 		}
 		_ = w.Flush()
 	}
-	if run.Status.LastFailover == nil {
-		out.WriteString("No failover recorded in the run's status.\n")
-		return out.String()
-	}
-	out.WriteString(lastFailover(run.Status.LastFailover, now))
+	out.WriteString(LastFailover(run, now))
 	return out.String()
+}
+
+// LastFailover is the last failover as the run's status records it.
+func LastFailover(run *ebv1.EventBuilderRun, now time.Time) string {
+	if run.Status.LastFailover == nil {
+		return "No failover recorded in the run's status.\n"
+	}
+	return lastFailover(run.Status.LastFailover, now)
 }
 
 func eventTime(e eventsv1.Event) time.Time {

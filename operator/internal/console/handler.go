@@ -1,0 +1,85 @@
+package console
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+)
+
+// Prefix is the path the console is served under.
+const Prefix = "/console/"
+
+// Handler serves the console from c (the operator's cache): Prefix lists
+// the runs, Prefix+"runs/NAMESPACE/NAME" shows one. Read-only: it answers
+// GET alone. Authentication and authorisation wrap it where it is served.
+func Handler(c client.Reader) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			http.Error(w, "the console is read-only: GET only", http.StatusMethodNotAllowed)
+			return
+		}
+		path := strings.TrimPrefix(r.URL.Path, Prefix)
+		page, status, err := render(r, c, path)
+		if err != nil {
+			http.Error(w, err.Error(), status)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write(page)
+	})
+}
+
+func render(r *http.Request, c client.Reader, path string) ([]byte, int, error) {
+	ctx := r.Context()
+	if path == "" {
+		var runs ebv1.EventBuilderRunList
+		if err := c.List(ctx, &runs); err != nil {
+			return nil, http.StatusInternalServerError, err
+		}
+		page, err := IndexPage(runs.Items)
+		return page, http.StatusInternalServerError, err
+	}
+	parts := strings.Split(path, "/")
+	if len(parts) != 3 || parts[0] != "runs" || parts[1] == "" || parts[2] == "" {
+		return nil, http.StatusNotFound, errNotFound(path)
+	}
+	var run ebv1.EventBuilderRun
+	if err := c.Get(ctx, types.NamespacedName{Namespace: parts[1], Name: parts[2]}, &run); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, http.StatusNotFound, err
+		}
+		return nil, http.StatusInternalServerError, err
+	}
+	var fabric *ebv1.Fabric
+	var onFabric []ebv1.EventBuilderRun
+	if ref := run.Spec.FabricRef; ref != nil {
+		fabric = &ebv1.Fabric{}
+		if err := c.Get(ctx, types.NamespacedName{Name: ref.Name}, fabric); err != nil {
+			fabric = nil // the run's page stands without its map
+		} else {
+			var runs ebv1.EventBuilderRunList
+			if err := c.List(ctx, &runs); err == nil {
+				for _, other := range runs.Items {
+					if other.Spec.FabricRef != nil && other.Spec.FabricRef.Name == ref.Name {
+						onFabric = append(onFabric, other)
+					}
+				}
+			}
+		}
+	}
+	page, err := RunPage(&run, fabric, onFabric, time.Now())
+	return page, http.StatusInternalServerError, err
+}
+
+type errNotFound string
+
+func (e errNotFound) Error() string {
+	return "no such page " + Prefix + string(e) + ": " + Prefix + " lists the runs, " + Prefix + "runs/NAMESPACE/NAME shows one"
+}

@@ -1,0 +1,95 @@
+package console
+
+import (
+	"bytes"
+	"html/template"
+	"time"
+
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/shiftview"
+)
+
+// RefreshSeconds is how often a page reloads itself.
+const RefreshSeconds = 5
+
+const style = `body{font-family:sans-serif;margin:1em}pre{background:#f4f4f4;padding:.5em;overflow-x:auto}
+svg.fabric .leaf rect{fill:#fafafa;stroke:#999}svg.fabric text{font:11px monospace}
+svg.fabric .endpoint rect{stroke:#333}.live rect{fill:#8fd18f}.trouble rect{fill:#f0a040}.spare rect{fill:#8fb8e8}
+.dummy rect{fill:#ccc}.free rect{fill:#fff}.down rect{fill:#e06060}
+.legend span{padding:0 .5em;margin-right:.5em;border:1px solid #333}`
+
+var pages = template.Must(template.New("index").Parse(`<!DOCTYPE html>
+<html><head><meta charset="utf-8"><meta http-equiv="refresh" content="{{.Refresh}}">
+<title>Event builder runs</title><style>{{.Style}}</style></head><body>
+<h1>Event builder runs</h1>
+<table id="runs"><tr><th>run</th><th>phase</th><th>live units</th><th>events/s</th><th>Gb/s</th></tr>
+{{range .Runs}}<tr><td><a href="runs/{{.Namespace}}/{{.Name}}">{{.Namespace}}/{{.Name}}</a></td><td>{{.Status.Phase}}</td>
+<td>{{.Status.LiveUnits}} of {{.Spec.Units}}</td><td>{{.Status.EventRate}}</td><td>{{.Status.ThroughputGbps}}</td></tr>
+{{else}}<tr><td colspan="5">no EventBuilderRun</td></tr>{{end}}</table>
+</body></html>`))
+
+var runPage = template.Must(template.New("run").Parse(`<!DOCTYPE html>
+<html><head><meta charset="utf-8"><meta http-equiv="refresh" content="{{.Refresh}}">
+<title>{{.Run.Namespace}}/{{.Run.Name}}</title><style>{{.Style}}</style></head><body>
+<p><a href="../../">all runs</a> · shown {{.Now}}, reloads every {{.Refresh}} s</p>
+<h1 id="run">{{.Run.Namespace}}/{{.Run.Name}}: {{.Phase}}</h1>
+<pre id="status">{{.Status}}</pre>
+{{if .Map}}<h2>Fabric {{.FabricName}}</h2>
+<p class="legend"><span class="live">building</span><span class="trouble">live, not building</span>
+<span class="spare">spare</span><span class="dummy">dummy</span><span class="free">free</span><span class="down">unschedulable</span></p>
+{{.Map}}{{end}}
+<h2>Ranks</h2>
+<pre id="ranks">{{.Ranks}}</pre>
+<h2>Last failover</h2>
+<pre id="failovers">{{.Failovers}}</pre>
+</body></html>`))
+
+// IndexPage lists the runs with their phase and rates.
+func IndexPage(runs []ebv1.EventBuilderRun) ([]byte, error) {
+	var b bytes.Buffer
+	err := pages.Execute(&b, struct {
+		Refresh int
+		Style   template.CSS
+		Runs    []ebv1.EventBuilderRun
+	}{RefreshSeconds, template.CSS(style), runs})
+	return b.Bytes(), err
+}
+
+// RunPage is one run: its status, its fabric's map with what runs where
+// (fabric nil: a run without one), its ranks and its last failover.
+// onFabric are the runs on the same fabric, whose ranks the map shows too.
+func RunPage(run *ebv1.EventBuilderRun, fabric *ebv1.Fabric, onFabric []ebv1.EventBuilderRun, now time.Time) ([]byte, error) {
+	data := struct {
+		Refresh                  int
+		Style                    template.CSS
+		Run                      *ebv1.EventBuilderRun
+		Phase, Now, FabricName   string
+		Status, Ranks, Failovers string
+		Map                      template.HTML
+	}{Refresh: RefreshSeconds, Style: template.CSS(style), Run: run, Phase: string(run.Status.Phase),
+		Now: now.UTC().Format(time.RFC3339), Status: shiftview.Status(run, now), Ranks: shiftview.Ranks(run, fabric),
+		Failovers: shiftview.LastFailover(run, now)}
+	if data.Phase == "" {
+		data.Phase = "not observed yet"
+	}
+	if fabric != nil {
+		on := map[string]Occupant{}
+		for _, r := range onFabric {
+			for _, rank := range r.Status.Ranks {
+				if rank.Endpoint != "" {
+					on[rank.Endpoint] = Occupant{Run: r.Namespace + "/" + r.Name, Rank: rank.Rank, Role: rank.Role, State: rank.State}
+				}
+			}
+		}
+		down := map[string]string{}
+		for _, u := range fabric.Status.Unschedulable {
+			down[u.Name] = u.Reason
+		}
+		// SVG escapes every name and text it writes itself.
+		data.Map = template.HTML(SVG(Layout(fabric), on, down)) //nolint:gosec // built from escaped parts
+		data.FabricName = fabric.Name
+	}
+	var b bytes.Buffer
+	err := runPage.Execute(&b, data)
+	return b.Bytes(), err
+}
