@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <span>
 
-#include "mep_checker.hpp"
-#include "mep_parser.hpp"
+#include "formats/mep_checker.hpp"
+#include "formats/mep_parser.hpp"
 #include "seed_streams.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

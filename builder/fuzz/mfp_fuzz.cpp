@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <span>
 
-#include "mfp_parser.hpp"
+#include "formats/mfp_parser.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const auto bytes = std::as_bytes(std::span(data, size));

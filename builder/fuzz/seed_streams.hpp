@@ -3,7 +3,7 @@
 // The stream map of the seed MEP (seeds.cpp) and of the MEPs the fuzzed
 // checker expects (mep_fuzz.cpp): streams on two of the three slots, and
 // none lacked, so mutations reach the names, counts and padding.
-#include "stream_map.hpp"
+#include "formats/stream_map.hpp"
 
 namespace eb {
 

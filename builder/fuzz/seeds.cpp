@@ -5,9 +5,9 @@
 #include <iostream>
 #include <vector>
 
-#include "event_model.hpp"
-#include "mep_layout.hpp"
-#include "mfp.hpp"
+#include "formats/event_model.hpp"
+#include "formats/mep_layout.hpp"
+#include "formats/mfp.hpp"
 #include "seed_streams.hpp"
 
 namespace {

@@ -1,4 +1,4 @@
-#include "busy_poll.hpp"
+#include "base/busy_poll.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "flags.hpp"
+#include "app/flags.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <variant>
 #include <vector>
 
-#include "data_thread_count.hpp"
+#include "app/data_thread_count.hpp"
 #include "test_support.hpp"
 
 namespace eb {

@@ -1,4 +1,4 @@
-#include "configure_request.hpp"
+#include "control/configure_request.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "control_api.hpp"
+#include "control/control_api.hpp"
 
 #include <gtest/gtest.h>
 

@@ -21,9 +21,9 @@
 #include <set>
 #include <thread>
 
-#include "fd.hpp"
-#include "rank.hpp"
-#include "stop_flag.hpp"
+#include "base/fd.hpp"
+#include "base/rank.hpp"
+#include "base/stop_flag.hpp"
 #include "controlled_set.hpp"
 #include "pod_helpers.hpp"
 #include "relay.hpp"

@@ -1,4 +1,4 @@
-#include "control_state.hpp"
+#include "control/control_state.hpp"
 
 #include <gtest/gtest.h>
 

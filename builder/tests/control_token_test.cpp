@@ -1,4 +1,4 @@
-#include "control_token.hpp"
+#include "control/control_token.hpp"
 
 #include <gtest/gtest.h>
 

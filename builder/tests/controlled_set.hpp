@@ -22,9 +22,9 @@
 #include <string_view>
 #include <vector>
 
-#include "fd.hpp"
-#include "rank.hpp"
-#include "rank_table.hpp"
+#include "base/fd.hpp"
+#include "base/rank.hpp"
+#include "schedule/rank_table.hpp"
 #include "test_support.hpp"
 
 namespace eb::test {

@@ -1,4 +1,4 @@
-#include "cycle_vote.hpp"
+#include "schedule/cycle_vote.hpp"
 
 #include <gtest/gtest.h>
 

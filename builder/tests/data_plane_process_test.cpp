@@ -18,7 +18,7 @@
 #include <optional>
 
 #include "process_run.hpp"
-#include "rank_table.hpp"
+#include "schedule/rank_table.hpp"
 #include "test_support.hpp"
 
 namespace eb {

@@ -1,4 +1,4 @@
-#include "event_builder.hpp"
+#include "engine/event_builder.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,12 +7,12 @@
 #include <optional>
 #include <thread>
 
-#include "checking_writer.hpp"
-#include "generator_reader.hpp"
+#include "buffers/checking_writer.hpp"
+#include "buffers/generator_reader.hpp"
 #include "local_mesh.hpp"
-#include "source_cursor.hpp"
-#include "tcp_transport.hpp"
-#include "unit_status.hpp"
+#include "buffers/source_cursor.hpp"
+#include "transport/tcp/tcp_transport.hpp"
+#include "telemetry/unit_status.hpp"
 
 namespace eb {
 namespace {

@@ -1,4 +1,4 @@
-#include "event_model.hpp"
+#include "formats/event_model.hpp"
 
 #include <gtest/gtest.h>
 

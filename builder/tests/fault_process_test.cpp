@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "controlled_set.hpp"
-#include "fd.hpp"
+#include "base/fd.hpp"
 #include "process_run.hpp"
-#include "rank.hpp"
+#include "base/rank.hpp"
 #include "relay.hpp"
 #include "test_support.hpp"
 

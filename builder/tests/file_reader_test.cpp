@@ -1,16 +1,16 @@
 // A file of MFPs replayed as a source: a unit joining a running set skips to
 // where the set is, as from a readout driver's ring (Replay_reader).
 
-#include "file_reader.hpp"
+#include "buffers/file_reader.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <vector>
 
-#include "mfp.hpp"
+#include "formats/mfp.hpp"
 #include "test_support.hpp"
-#include "wire_format.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 namespace {

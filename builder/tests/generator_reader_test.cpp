@@ -1,11 +1,11 @@
-#include "generator_reader.hpp"
+#include "buffers/generator_reader.hpp"
 
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
-#include "mfp_parser.hpp"
-#include "payload.hpp"
+#include "formats/mfp_parser.hpp"
+#include "formats/payload.hpp"
 
 namespace eb {
 namespace {

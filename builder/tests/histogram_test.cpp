@@ -1,4 +1,4 @@
-#include "histogram.hpp"
+#include "base/histogram.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>

@@ -1,4 +1,4 @@
-#include "http.hpp"
+#include "control/http.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -14,10 +14,10 @@
 #include <mutex>
 #include <thread>
 
-#include "control_api.hpp"
-#include "fd.hpp"
-#include "http_server.hpp"
-#include "stop_flag.hpp"
+#include "control/control_api.hpp"
+#include "base/fd.hpp"
+#include "control/http_server.hpp"
+#include "base/stop_flag.hpp"
 #include "test_support.hpp"
 
 namespace eb {

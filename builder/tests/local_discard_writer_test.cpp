@@ -1,4 +1,4 @@
-#include "local_discard_writer.hpp"
+#include "buffers/local_discard_writer.hpp"
 
 #include <gtest/gtest.h>
 

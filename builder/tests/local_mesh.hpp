@@ -2,8 +2,8 @@
 
 #include <vector>
 
-#include "stop_flag.hpp"
-#include "tcp_mesh.hpp"
+#include "base/stop_flag.hpp"
+#include "transport/tcp/tcp_mesh.hpp"
 
 namespace eb::test {
 

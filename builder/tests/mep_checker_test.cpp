@@ -1,4 +1,4 @@
-#include "mep_checker.hpp"
+#include "formats/mep_checker.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 #include <numeric>
 #include <vector>
 
-#include "mep_layout.hpp"
-#include "mfp.hpp"
-#include "wire_format.hpp"
+#include "formats/mep_layout.hpp"
+#include "formats/mfp.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 namespace {

@@ -1,4 +1,4 @@
-#include "mep_layout.hpp"
+#include "formats/mep_layout.hpp"
 
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "stream_map.hpp"
-#include "wire_format.hpp"
+#include "formats/stream_map.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 namespace {

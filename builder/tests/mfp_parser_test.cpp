@@ -1,11 +1,11 @@
-#include "mfp_parser.hpp"
+#include "formats/mfp_parser.hpp"
 
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <vector>
 
-#include "mfp.hpp"
+#include "formats/mfp.hpp"
 
 namespace eb {
 namespace {

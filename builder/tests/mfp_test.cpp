@@ -1,4 +1,4 @@
-#include "mfp.hpp"
+#include "formats/mfp.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,9 +7,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "mfp_parser.hpp"
-#include "payload.hpp"
-#include "wire_format.hpp"
+#include "formats/mfp_parser.hpp"
+#include "formats/payload.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 namespace {

@@ -1,4 +1,4 @@
-#include "numa.hpp"
+#include "app/numa.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>

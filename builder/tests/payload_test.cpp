@@ -1,4 +1,4 @@
-#include "payload.hpp"
+#include "formats/payload.hpp"
 
 #include <gtest/gtest.h>
 

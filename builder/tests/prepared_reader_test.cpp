@@ -1,11 +1,11 @@
-#include "prepared_reader.hpp"
+#include "buffers/prepared_reader.hpp"
 
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
-#include "mfp_parser.hpp"
-#include "wire_format.hpp"
+#include "formats/mfp_parser.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 namespace {

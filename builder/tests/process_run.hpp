@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "rank.hpp"
+#include "base/rank.hpp"
 #include "test_support.hpp"
 
 namespace eb::test {

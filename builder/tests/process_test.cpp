@@ -12,7 +12,7 @@
 #include <iostream>
 #include <memory>
 
-#include "rank.hpp"
+#include "base/rank.hpp"
 #include "test_support.hpp"
 
 namespace eb {

@@ -1,4 +1,4 @@
-#include "rank_table.hpp"
+#include "schedule/rank_table.hpp"
 
 #include <gtest/gtest.h>
 

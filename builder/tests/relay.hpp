@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "fd.hpp"
-#include "stop_flag.hpp"
+#include "base/fd.hpp"
+#include "base/stop_flag.hpp"
 #include "test_support.hpp"
 
 namespace eb::test {

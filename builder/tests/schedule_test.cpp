@@ -1,4 +1,4 @@
-#include "schedule.hpp"
+#include "schedule/schedule.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "seal.hpp"
+#include "formats/seal.hpp"
 
 #include <gtest/gtest.h>
 

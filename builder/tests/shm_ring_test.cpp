@@ -1,7 +1,7 @@
 // The shared-memory ring's two ends in one process: how the writer closes it
 // reaches the reader, and the reader refuses a ring whose header lies.
 
-#include "shm_ring.hpp"
+#include "buffers/shm_ring.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -13,8 +13,8 @@
 #include <optional>
 #include <vector>
 
-#include "mfp.hpp"
-#include "wire_format.hpp"
+#include "formats/mfp.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 namespace {

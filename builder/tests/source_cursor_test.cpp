@@ -1,12 +1,12 @@
-#include "source_cursor.hpp"
+#include "buffers/source_cursor.hpp"
 
 #include <gtest/gtest.h>
 
 #include <optional>
 #include <stdexcept>
 
-#include "generator_reader.hpp"
-#include "wire_format.hpp"
+#include "buffers/generator_reader.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 namespace {

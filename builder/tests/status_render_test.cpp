@@ -1,9 +1,9 @@
-#include "status_render.hpp"
+#include "telemetry/status_render.hpp"
 
 #include <gtest/gtest.h>
 
 #include "golden.hpp"
-#include "numa.hpp"
+#include "app/numa.hpp"
 #include "test_support.hpp"
 
 #include <cstdio>

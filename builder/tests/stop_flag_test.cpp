@@ -1,4 +1,4 @@
-#include "stop_flag.hpp"
+#include "base/stop_flag.hpp"
 
 #include <poll.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-#include "stream_map.hpp"
+#include "formats/stream_map.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,10 +7,10 @@
 #include <unistd.h>
 #include <vector>
 
-#include "mep_expectation.hpp"
-#include "rank_table.hpp"
-#include "shm_text.hpp"
-#include "stream_name.hpp"
+#include "buffers/mep_expectation.hpp"
+#include "schedule/rank_table.hpp"
+#include "buffers/shm_text.hpp"
+#include "base/stream_name.hpp"
 
 namespace eb {
 namespace {

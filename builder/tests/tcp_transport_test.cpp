@@ -1,4 +1,4 @@
-#include "tcp_transport.hpp"
+#include "transport/tcp/tcp_transport.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -24,14 +24,14 @@
 #include <thread>
 #include <vector>
 
-#include "heartbeat.hpp"
+#include "transport/tcp/heartbeat.hpp"
 #include "local_mesh.hpp"
-#include "schedule.hpp"
-#include "socket.hpp"
+#include "schedule/schedule.hpp"
+#include "base/socket.hpp"
 #include "socket_bytes.hpp"
-#include "tcp_mesh.hpp"
+#include "transport/tcp/tcp_mesh.hpp"
 #include "test_support.hpp"
-#include "wire_format.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 namespace {

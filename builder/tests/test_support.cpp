@@ -23,7 +23,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "fd.hpp"
+#include "base/fd.hpp"
 
 extern char** environ;
 

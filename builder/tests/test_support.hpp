@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "fd.hpp"
+#include "base/fd.hpp"
 
 // make test sets EB_REQUIRE_ALL_TESTS: there a test that cannot run here (a
 // tool, a device or a privilege missing) fails, naming what is missing;

@@ -1,4 +1,4 @@
-#include "unit_buffers.hpp"
+#include "unit/unit_buffers.hpp"
 
 #include <unistd.h>
 
@@ -6,9 +6,9 @@
 
 #include <cstring>
 
-#include "mfp_parser.hpp"
-#include "shm_ring.hpp"
-#include "unit_status.hpp"
+#include "formats/mfp_parser.hpp"
+#include "buffers/shm_ring.hpp"
+#include "telemetry/unit_status.hpp"
 
 namespace eb {
 namespace {

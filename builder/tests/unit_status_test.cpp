@@ -1,4 +1,4 @@
-#include "unit_status.hpp"
+#include "telemetry/unit_status.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "verbs_choices.hpp"
+#include "transport/verbs/verbs_choices.hpp"
 
 #include <gtest/gtest.h>
 

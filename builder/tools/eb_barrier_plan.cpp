@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <iostream>
 
-#include "barrier_plan.hpp"
+#include "schedule/barrier_plan.hpp"
 
 int main() {
     for (const eb::Barrier_kind kind : {eb::Barrier_kind::centralized, eb::Barrier_kind::tournament})

@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "barrier.hpp"
-#include "flags.hpp"
-#include "fd.hpp"
-#include "log.hpp"
-#include "tcp_mesh.hpp"
-#include "tcp_transport.hpp"
+#include "engine/barrier.hpp"
+#include "app/flags.hpp"
+#include "base/fd.hpp"
+#include "base/log.hpp"
+#include "transport/tcp/tcp_mesh.hpp"
+#include "transport/tcp/tcp_transport.hpp"
 
 namespace {
 

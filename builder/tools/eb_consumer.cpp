@@ -26,15 +26,15 @@
 #include <iostream>
 #include <optional>
 
-#include "consumer_report.hpp"
-#include "flags.hpp"
-#include "log.hpp"
-#include "mep_checker.hpp"
-#include "mep_expectation.hpp"
-#include "schedule.hpp"
-#include "shm_ring.hpp"
+#include "buffers/consumer_report.hpp"
+#include "app/flags.hpp"
+#include "base/log.hpp"
+#include "formats/mep_checker.hpp"
+#include "buffers/mep_expectation.hpp"
+#include "schedule/schedule.hpp"
+#include "buffers/shm_ring.hpp"
 #include "tool_args.hpp"
-#include "wire_format.hpp"
+#include "formats/wire_format.hpp"
 
 namespace {
 

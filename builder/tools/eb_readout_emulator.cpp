@@ -18,16 +18,16 @@
 #include <fstream>
 #include <iostream>
 
-#include "configure_request.hpp"
-#include "flags.hpp"
-#include "generator_reader.hpp"
-#include "event_model.hpp"
-#include "log.hpp"
-#include "mfp.hpp"
-#include "schedule.hpp"
-#include "shm_ring.hpp"
+#include "control/configure_request.hpp"
+#include "app/flags.hpp"
+#include "buffers/generator_reader.hpp"
+#include "formats/event_model.hpp"
+#include "base/log.hpp"
+#include "formats/mfp.hpp"
+#include "schedule/schedule.hpp"
+#include "buffers/shm_ring.hpp"
 #include "tool_args.hpp"
-#include "wire_format.hpp"
+#include "formats/wire_format.hpp"
 
 namespace {
 

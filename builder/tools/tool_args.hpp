@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "shm_ring.hpp"
+#include "buffers/shm_ring.hpp"
 
 namespace eb::tools {
 

@@ -1,4 +1,4 @@
-#include "data_thread_count.hpp"
+#include "app/data_thread_count.hpp"
 
 #include <sched.h>
 

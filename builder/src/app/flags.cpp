@@ -1,4 +1,4 @@
-#include "flags.hpp"
+#include "app/flags.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -9,10 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "data_threads.hpp"
-#include "mfp.hpp"
-#include "tcp_mesh.hpp"
-#include "wire_format.hpp"
+#include "base/data_threads.hpp"
+#include "formats/mfp.hpp"
+#include "transport/tcp/tcp_mesh.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 namespace {

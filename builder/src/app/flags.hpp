@@ -7,7 +7,7 @@
 #include <string_view>
 #include <variant>
 
-#include "config.hpp"
+#include "unit/config.hpp"
 
 namespace eb {
 

@@ -8,16 +8,16 @@
 #include <variant>
 #include <vector>
 
-#include "flags.hpp"
-#include "control_token.hpp"
-#include "data_thread_count.hpp"
-#include "http_server.hpp"
-#include "log.hpp"
-#include "numa.hpp"
-#include "progress.hpp"
-#include "stop_flag.hpp"
-#include "unit.hpp"
-#include "unit_status.hpp"
+#include "app/flags.hpp"
+#include "control/control_token.hpp"
+#include "app/data_thread_count.hpp"
+#include "control/http_server.hpp"
+#include "base/log.hpp"
+#include "app/numa.hpp"
+#include "telemetry/progress.hpp"
+#include "base/stop_flag.hpp"
+#include "unit/unit.hpp"
+#include "telemetry/unit_status.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "numa.hpp"
+#include "app/numa.hpp"
 
 #include <sched.h>
 #include <sys/syscall.h>
@@ -13,7 +13,7 @@
 #include <sstream>
 #include <system_error>
 
-#include "json_text.hpp"
+#include "base/json_text.hpp"
 
 // Only the constant: the calls go through syscall(), so no libnuma is needed.
 #if __has_include(<numaif.h>)

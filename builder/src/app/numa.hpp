@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "numa_locality.hpp"
+#include "telemetry/numa_locality.hpp"
 
 namespace eb {
 

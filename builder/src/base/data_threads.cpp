@@ -1,4 +1,4 @@
-#include "data_threads.hpp"
+#include "base/data_threads.hpp"
 
 #include <stdexcept>
 #include <string>

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "busy_poll.hpp"
+#include "base/busy_poll.hpp"
 
 namespace eb {
 

@@ -1,4 +1,4 @@
-#include "json_text.hpp"
+#include "base/json_text.hpp"
 
 #include <cstdio>
 

@@ -3,7 +3,7 @@
 #include <sstream>
 #include <string_view>
 
-#include "rank.hpp"
+#include "base/rank.hpp"
 
 namespace eb {
 

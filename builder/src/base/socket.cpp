@@ -1,4 +1,4 @@
-#include "socket.hpp"
+#include "base/socket.hpp"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "fd.hpp"
+#include "base/fd.hpp"
 
 namespace eb {
 

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "fd.hpp"
+#include "base/fd.hpp"
 
 namespace eb {
 

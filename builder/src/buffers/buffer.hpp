@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <span>
 
-#include "memory_regions.hpp"
-#include "wire_format.hpp"
+#include "buffers/memory_regions.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 

@@ -1,9 +1,9 @@
-#include "checking_writer.hpp"
+#include "buffers/checking_writer.hpp"
 
 #include <stdexcept>
 #include <utility>
 
-#include "log.hpp"
+#include "base/log.hpp"
 
 namespace eb {
 namespace {

@@ -3,9 +3,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "buffer.hpp"
-#include "mep_checker.hpp"
-#include "mep_tally.hpp"
+#include "buffers/buffer.hpp"
+#include "formats/mep_checker.hpp"
+#include "buffers/mep_tally.hpp"
 
 namespace eb {
 

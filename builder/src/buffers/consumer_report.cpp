@@ -1,4 +1,4 @@
-#include "consumer_report.hpp"
+#include "buffers/consumer_report.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -10,9 +10,9 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "fd.hpp"
-#include "socket.hpp"
-#include "shm_text.hpp"
+#include "base/fd.hpp"
+#include "base/socket.hpp"
+#include "buffers/shm_text.hpp"
 
 namespace eb {
 

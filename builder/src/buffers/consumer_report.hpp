@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "mep_checker.hpp"
+#include "formats/mep_checker.hpp"
 
 namespace eb {
 

@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <deque>
 
-#include "buffer.hpp"
-#include "mep_tally.hpp"
+#include "buffers/buffer.hpp"
+#include "buffers/mep_tally.hpp"
 
 namespace eb {
 

@@ -1,11 +1,11 @@
-#include "file_reader.hpp"
+#include "buffers/file_reader.hpp"
 
 #include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
 
-#include "wire_format.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 

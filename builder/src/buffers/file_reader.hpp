@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "replay_reader.hpp"
+#include "buffers/replay_reader.hpp"
 
 namespace eb {
 

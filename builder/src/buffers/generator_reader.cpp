@@ -1,9 +1,9 @@
-#include "generator_reader.hpp"
+#include "buffers/generator_reader.hpp"
 
 #include <stdexcept>
 #include <string>
 
-#include "mfp.hpp"
+#include "formats/mfp.hpp"
 
 namespace eb {
 

@@ -4,10 +4,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "buffer.hpp"
-#include "data_threads.hpp"
-#include "event_model.hpp"
-#include "slot_ring.hpp"
+#include "buffers/buffer.hpp"
+#include "base/data_threads.hpp"
+#include "formats/event_model.hpp"
+#include "buffers/slot_ring.hpp"
 
 namespace eb {
 

@@ -1,9 +1,9 @@
-#include "local_discard_writer.hpp"
+#include "buffers/local_discard_writer.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 
-#include "log.hpp"
+#include "base/log.hpp"
 
 namespace eb {
 namespace {

@@ -5,8 +5,8 @@
 #include <deque>
 #include <vector>
 
-#include "buffer.hpp"
-#include "mep_tally.hpp"
+#include "buffers/buffer.hpp"
+#include "buffers/mep_tally.hpp"
 
 namespace eb {
 

@@ -1,4 +1,4 @@
-#include "mep_expectation.hpp"
+#include "buffers/mep_expectation.hpp"
 
 #include <sys/mman.h>
 
@@ -8,8 +8,8 @@
 #include <unordered_set>
 #include <stdexcept>
 
-#include "shm_text.hpp"
-#include "stream_name.hpp"
+#include "buffers/shm_text.hpp"
+#include "base/stream_name.hpp"
 
 namespace eb {
 

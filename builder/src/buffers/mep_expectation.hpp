@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "stream_map.hpp"
+#include "formats/stream_map.hpp"
 
 namespace eb {
 

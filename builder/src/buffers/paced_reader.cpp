@@ -1,8 +1,8 @@
-#include "paced_reader.hpp"
+#include "buffers/paced_reader.hpp"
 
 #include <thread>
 
-#include "shm_ring.hpp"
+#include "buffers/shm_ring.hpp"
 
 namespace eb {
 

@@ -3,8 +3,8 @@
 #include <chrono>
 #include <cstdint>
 
-#include "buffer.hpp"
-#include "stop_flag.hpp"
+#include "buffers/buffer.hpp"
+#include "base/stop_flag.hpp"
 
 namespace eb {
 

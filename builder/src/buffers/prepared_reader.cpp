@@ -1,9 +1,9 @@
-#include "prepared_reader.hpp"
+#include "buffers/prepared_reader.hpp"
 
 #include <cstddef>
 
-#include "generator_reader.hpp"
-#include "wire_format.hpp"
+#include "buffers/generator_reader.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 

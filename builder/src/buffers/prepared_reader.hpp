@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "buffer.hpp"
-#include "event_model.hpp"
-#include "slot_ring.hpp"
+#include "buffers/buffer.hpp"
+#include "formats/event_model.hpp"
+#include "buffers/slot_ring.hpp"
 
 namespace eb {
 

@@ -1,8 +1,8 @@
-#include "replay_reader.hpp"
+#include "buffers/replay_reader.hpp"
 
 #include <stdexcept>
 
-#include "wire_format.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "buffer.hpp"
+#include "buffers/buffer.hpp"
 
 namespace eb {
 

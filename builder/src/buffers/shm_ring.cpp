@@ -1,4 +1,4 @@
-#include "shm_ring.hpp"
+#include "buffers/shm_ring.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -15,10 +15,10 @@
 #include <thread>
 #include <utility>
 
-#include "fd.hpp"
-#include "log.hpp"
-#include "socket.hpp"
-#include "wire_format.hpp"
+#include "base/fd.hpp"
+#include "base/log.hpp"
+#include "base/socket.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 

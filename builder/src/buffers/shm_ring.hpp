@@ -9,9 +9,9 @@
 #include <optional>
 #include <string>
 
-#include "buffer.hpp"
-#include "replay_reader.hpp"
-#include "stop_flag.hpp"
+#include "buffers/buffer.hpp"
+#include "buffers/replay_reader.hpp"
+#include "base/stop_flag.hpp"
 
 namespace eb {
 

@@ -1,4 +1,4 @@
-#include "shm_text.hpp"
+#include "buffers/shm_text.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -7,8 +7,8 @@
 #include <cerrno>
 #include <stdexcept>
 
-#include "fd.hpp"
-#include "socket.hpp"
+#include "base/fd.hpp"
+#include "base/socket.hpp"
 
 namespace eb {
 

@@ -1,4 +1,4 @@
-#include "source_cursor.hpp"
+#include "buffers/source_cursor.hpp"
 
 #include <stdexcept>
 

@@ -4,7 +4,7 @@
 #include <deque>
 #include <span>
 
-#include "buffer.hpp"
+#include "buffers/buffer.hpp"
 
 namespace eb {
 

@@ -1,11 +1,11 @@
-#include "configure_request.hpp"
+#include "control/configure_request.hpp"
 
 #include <nlohmann/json.hpp>
 #include <limits>
 #include <unordered_map>
 #include <utility>
 
-#include "stream_name.hpp"
+#include "base/stream_name.hpp"
 
 namespace eb {
 namespace {

@@ -8,9 +8,9 @@
 #include <variant>
 #include <vector>
 
-#include "peer_address.hpp"
-#include "rank.hpp"
-#include "rank_table.hpp"
+#include "schedule/peer_address.hpp"
+#include "base/rank.hpp"
+#include "schedule/rank_table.hpp"
 
 namespace eb {
 

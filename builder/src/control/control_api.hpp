@@ -3,11 +3,11 @@
 #include <optional>
 #include <string>
 
-#include "configure_request.hpp"
-#include "control_state.hpp"
-#include "control_token.hpp"
-#include "http.hpp"
-#include "rank.hpp"
+#include "control/configure_request.hpp"
+#include "control/control_state.hpp"
+#include "control/control_token.hpp"
+#include "control/http.hpp"
+#include "base/rank.hpp"
 
 namespace eb {
 

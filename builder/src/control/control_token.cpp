@@ -1,12 +1,12 @@
-#include "control_token.hpp"
+#include "control/control_token.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 
-#include "fd.hpp"
-#include "socket.hpp"
+#include "base/fd.hpp"
+#include "base/socket.hpp"
 
 namespace eb {
 namespace {

@@ -1,4 +1,4 @@
-#include "http.hpp"
+#include "control/http.hpp"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>

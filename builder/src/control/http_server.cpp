@@ -1,4 +1,4 @@
-#include "http_server.hpp"
+#include "control/http_server.hpp"
 
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -15,9 +15,9 @@
 #include <string>
 #include <system_error>
 
-#include "http.hpp"
-#include "log.hpp"
-#include "socket.hpp"
+#include "control/http.hpp"
+#include "base/log.hpp"
+#include "base/socket.hpp"
 
 namespace eb {
 namespace {

@@ -2,11 +2,11 @@
 
 #include <cstdint>
 
-#include "control_api.hpp"
-#include "control_token.hpp"
-#include "fd.hpp"
-#include "http.hpp"
-#include "stop_flag.hpp"
+#include "control/control_api.hpp"
+#include "control/control_token.hpp"
+#include "base/fd.hpp"
+#include "control/http.hpp"
+#include "base/stop_flag.hpp"
 
 struct MHD_Connection;
 

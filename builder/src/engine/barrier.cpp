@@ -1,4 +1,4 @@
-#include "barrier.hpp"
+#include "engine/barrier.hpp"
 
 #include <algorithm>
 #include <stdexcept>

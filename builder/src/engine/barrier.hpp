@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "barrier_plan.hpp"
-#include "transport.hpp"
+#include "schedule/barrier_plan.hpp"
+#include "transport/transport.hpp"
 
 namespace eb {
 

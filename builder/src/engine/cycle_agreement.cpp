@@ -1,8 +1,8 @@
-#include "cycle_agreement.hpp"
+#include "engine/cycle_agreement.hpp"
 
 #include <string>
 
-#include "log.hpp"
+#include "base/log.hpp"
 
 namespace eb {
 namespace {

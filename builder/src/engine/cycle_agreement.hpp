@@ -5,11 +5,11 @@
 #include <span>
 #include <vector>
 
-#include "cycle_membership.hpp"
-#include "cycle_vote.hpp"
-#include "rank_table.hpp"
-#include "transport.hpp"
-#include "wire_format.hpp"
+#include "schedule/cycle_membership.hpp"
+#include "schedule/cycle_vote.hpp"
+#include "schedule/rank_table.hpp"
+#include "transport/transport.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 

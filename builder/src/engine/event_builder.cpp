@@ -1,4 +1,4 @@
-#include "event_builder.hpp"
+#include "engine/event_builder.hpp"
 
 #include <algorithm>
 #include <array>
@@ -6,12 +6,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "log.hpp"
-#include "mep_stream_map.hpp"
-#include "mep_layout.hpp"
-#include "mfp.hpp"
-#include "mfp_parser.hpp"
-#include "schedule.hpp"
+#include "base/log.hpp"
+#include "engine/mep_stream_map.hpp"
+#include "formats/mep_layout.hpp"
+#include "formats/mfp.hpp"
+#include "formats/mfp_parser.hpp"
+#include "schedule/schedule.hpp"
 
 namespace eb {
 namespace {

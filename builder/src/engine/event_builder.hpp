@@ -6,15 +6,15 @@
 #include <optional>
 #include <vector>
 
-#include "barrier.hpp"
-#include "cycle_agreement.hpp"
-#include "buffer.hpp"
-#include "cycle_vote.hpp"
-#include "histogram.hpp"
-#include "parse_error.hpp"
-#include "rank_table.hpp"
-#include "transport.hpp"
-#include "wire_format.hpp"
+#include "engine/barrier.hpp"
+#include "engine/cycle_agreement.hpp"
+#include "buffers/buffer.hpp"
+#include "schedule/cycle_vote.hpp"
+#include "base/histogram.hpp"
+#include "formats/parse_error.hpp"
+#include "schedule/rank_table.hpp"
+#include "transport/transport.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 

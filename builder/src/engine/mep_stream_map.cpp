@@ -1,4 +1,4 @@
-#include "mep_stream_map.hpp"
+#include "engine/mep_stream_map.hpp"
 
 namespace eb {
 

@@ -1,7 +1,7 @@
 #pragma once
 
-#include "rank_table.hpp"
-#include "stream_map.hpp"
+#include "schedule/rank_table.hpp"
+#include "formats/stream_map.hpp"
 
 namespace eb {
 

@@ -1,9 +1,9 @@
-#include "event_model.hpp"
+#include "formats/event_model.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "wire_format.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 namespace {

@@ -1,11 +1,11 @@
-#include "mep_checker.hpp"
+#include "formats/mep_checker.hpp"
 
 #include <algorithm>
 #include <sstream>
 #include <utility>
 
-#include "mep_parser.hpp"
-#include "payload.hpp"
+#include "formats/mep_parser.hpp"
+#include "formats/payload.hpp"
 
 namespace eb {
 namespace {

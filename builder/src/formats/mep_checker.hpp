@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "event_model.hpp"
-#include "data_threads.hpp"
-#include "parse_error.hpp"
-#include "stream_map.hpp"
+#include "formats/event_model.hpp"
+#include "base/data_threads.hpp"
+#include "formats/parse_error.hpp"
+#include "formats/stream_map.hpp"
 
 namespace eb {
 

@@ -1,9 +1,9 @@
-#include "mep_layout.hpp"
+#include "formats/mep_layout.hpp"
 
 #include <cstring>
 #include <stdexcept>
 
-#include "wire_format.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 

@@ -1,9 +1,9 @@
-#include "mep_parser.hpp"
+#include "formats/mep_parser.hpp"
 
 #include <optional>
 #include <utility>
 
-#include "mep_layout.hpp"
+#include "formats/mep_layout.hpp"
 
 namespace eb {
 

@@ -4,10 +4,10 @@
 #include <cstdint>
 #include <span>
 
-#include "mfp_parser.hpp"
-#include "parse_error.hpp"
-#include "stream_map.hpp"
-#include "wire_format.hpp"
+#include "formats/mfp_parser.hpp"
+#include "formats/parse_error.hpp"
+#include "formats/stream_map.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 

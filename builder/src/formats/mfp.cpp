@@ -1,12 +1,12 @@
-#include "mfp.hpp"
+#include "formats/mfp.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <stdexcept>
 
-#include "payload.hpp"
-#include "wire_format.hpp"
+#include "formats/payload.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 

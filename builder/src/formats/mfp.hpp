@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <span>
 
-#include "data_threads.hpp"
+#include "base/data_threads.hpp"
 
 namespace eb {
 

@@ -1,4 +1,4 @@
-#include "mfp_parser.hpp"
+#include "formats/mfp_parser.hpp"
 
 namespace eb {
 

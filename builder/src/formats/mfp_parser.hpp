@@ -5,8 +5,8 @@
 #include <optional>
 #include <span>
 
-#include "parse_error.hpp"
-#include "wire_format.hpp"
+#include "formats/parse_error.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 

@@ -1,4 +1,4 @@
-#include "parse_error.hpp"
+#include "formats/parse_error.hpp"
 
 namespace eb {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "kind_counts.hpp"
+#include "base/kind_counts.hpp"
 
 namespace eb {
 

@@ -1,8 +1,8 @@
-#include "seal.hpp"
+#include "formats/seal.hpp"
 
 #include <zlib.h>
 
-#include "wire_format.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 namespace {

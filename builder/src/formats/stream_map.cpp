@@ -1,11 +1,11 @@
-#include "stream_map.hpp"
+#include "formats/stream_map.hpp"
 
 #include <limits>
 #include <stdexcept>
 #include <unordered_set>
 
-#include "stream_name.hpp"
-#include "wire_format.hpp"
+#include "base/stream_name.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 namespace {

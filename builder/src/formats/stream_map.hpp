@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "parse_error.hpp"
+#include "formats/parse_error.hpp"
 
 namespace eb {
 

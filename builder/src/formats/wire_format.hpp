@@ -10,7 +10,7 @@
 #include <span>
 #include <type_traits>
 
-#include "seal.hpp"
+#include "formats/seal.hpp"
 
 namespace eb {
 

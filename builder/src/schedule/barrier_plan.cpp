@@ -1,4 +1,4 @@
-#include "barrier_plan.hpp"
+#include "schedule/barrier_plan.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "cycle_membership.hpp"
+#include "schedule/cycle_membership.hpp"
 
 #include <algorithm>
 

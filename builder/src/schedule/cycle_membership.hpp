@@ -5,8 +5,8 @@
 #include <utility>
 #include <vector>
 
-#include "rank.hpp"
-#include "table_switch.hpp"
+#include "base/rank.hpp"
+#include "schedule/table_switch.hpp"
 
 namespace eb {
 

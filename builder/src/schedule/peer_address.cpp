@@ -1,4 +1,4 @@
-#include "peer_address.hpp"
+#include "schedule/peer_address.hpp"
 
 #include <charconv>
 

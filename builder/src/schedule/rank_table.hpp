@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "rank.hpp"
+#include "base/rank.hpp"
 
 namespace eb {
 

@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "rank.hpp"
+#include "base/rank.hpp"
 
 namespace eb {
 

@@ -1,4 +1,4 @@
-#include "table_switch.hpp"
+#include "schedule/table_switch.hpp"
 
 namespace eb {
 namespace {

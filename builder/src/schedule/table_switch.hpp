@@ -4,7 +4,7 @@
 #include <span>
 #include <vector>
 
-#include "rank.hpp"
+#include "base/rank.hpp"
 
 namespace eb {
 

@@ -1,8 +1,8 @@
-#include "progress.hpp"
+#include "telemetry/progress.hpp"
 
 #include <cstdio>
 
-#include "log.hpp"
+#include "base/log.hpp"
 
 namespace eb {
 

@@ -2,8 +2,8 @@
 
 #include <chrono>
 
-#include "stop_flag.hpp"
-#include "unit_status.hpp"
+#include "base/stop_flag.hpp"
+#include "telemetry/unit_status.hpp"
 
 namespace eb {
 

@@ -1,8 +1,8 @@
-#include "status_render.hpp"
+#include "telemetry/status_render.hpp"
 
 #include <cstdio>
 
-#include "json_text.hpp"
+#include "base/json_text.hpp"
 
 namespace eb {
 namespace {

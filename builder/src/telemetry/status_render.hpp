@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "unit_status.hpp"
+#include "telemetry/unit_status.hpp"
 
 namespace eb {
 

@@ -11,17 +11,17 @@
 #include <string_view>
 #include <vector>
 
-#include "control_state.hpp"
-#include "data_traffic.hpp"
-#include "consumer_report.hpp"
-#include "histogram.hpp"
-#include "mep_tally.hpp"
-#include "numa_locality.hpp"
-#include "parse_error.hpp"
-#include "rank.hpp"
-#include "refusal.hpp"
-#include "transport.hpp"
-#include "transport_report.hpp"
+#include "control/control_state.hpp"
+#include "transport/data_traffic.hpp"
+#include "buffers/consumer_report.hpp"
+#include "base/histogram.hpp"
+#include "buffers/mep_tally.hpp"
+#include "telemetry/numa_locality.hpp"
+#include "formats/parse_error.hpp"
+#include "base/rank.hpp"
+#include "transport/refusal.hpp"
+#include "transport/transport.hpp"
+#include "transport/transport_report.hpp"
 
 namespace eb {
 

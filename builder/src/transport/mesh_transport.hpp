@@ -3,10 +3,10 @@
 #include <functional>
 #include <string>
 
-#include "data_traffic.hpp"
-#include "tcp_mesh.hpp"
-#include "transport.hpp"
-#include "transport_report.hpp"
+#include "transport/data_traffic.hpp"
+#include "transport/tcp/tcp_mesh.hpp"
+#include "transport/transport.hpp"
+#include "transport/transport_report.hpp"
 
 namespace eb {
 

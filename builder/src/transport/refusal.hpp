@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <string_view>
 
-#include "kind_counts.hpp"
+#include "base/kind_counts.hpp"
 
 namespace eb {
 

@@ -1,4 +1,4 @@
-#include "self_delivery.hpp"
+#include "transport/self_delivery.hpp"
 
 #include <cstring>
 #include <stdexcept>

@@ -3,7 +3,7 @@
 #include <span>
 #include <string>
 
-#include "transport.hpp"
+#include "transport/transport.hpp"
 
 namespace eb {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "rank.hpp"
-#include "wire_format.hpp"
+#include "base/rank.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 

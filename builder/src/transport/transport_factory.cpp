@@ -1,8 +1,8 @@
-#include "transport_factory.hpp"
+#include "transport/transport_factory.hpp"
 
-#include "tcp_transport.hpp"
+#include "transport/tcp/tcp_transport.hpp"
 #ifdef EB_WITH_VERBS
-#include "verbs_transport.hpp"
+#include "transport/verbs/verbs_transport.hpp"
 #endif
 
 namespace eb {

@@ -5,11 +5,11 @@
 #include <string>
 #include <string_view>
 
-#include "busy_poll.hpp"
-#include "data_threads.hpp"
-#include "mesh_transport.hpp"
-#include "stop_flag.hpp"
-#include "tcp_mesh.hpp"
+#include "base/busy_poll.hpp"
+#include "base/data_threads.hpp"
+#include "transport/mesh_transport.hpp"
+#include "base/stop_flag.hpp"
+#include "transport/tcp/tcp_mesh.hpp"
 
 namespace eb {
 

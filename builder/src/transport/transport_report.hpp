@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "rank.hpp"
+#include "base/rank.hpp"
 
 namespace eb {
 

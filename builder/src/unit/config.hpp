@@ -4,13 +4,13 @@
 #include <string>
 #include <vector>
 
-#include "barrier_plan.hpp"
-#include "data_key.hpp"
-#include "event_model.hpp"
-#include "peer_address.hpp"
-#include "rank.hpp"
-#include "rank_table.hpp"
-#include "transport_factory.hpp"
+#include "schedule/barrier_plan.hpp"
+#include "transport/tcp/data_key.hpp"
+#include "formats/event_model.hpp"
+#include "schedule/peer_address.hpp"
+#include "base/rank.hpp"
+#include "schedule/rank_table.hpp"
+#include "transport/transport_factory.hpp"
 
 namespace eb {
 

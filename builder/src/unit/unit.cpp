@@ -1,19 +1,19 @@
-#include "unit.hpp"
+#include "unit/unit.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <exception>
 #include <thread>
 
-#include "barrier.hpp"
-#include "event_builder.hpp"
-#include "log.hpp"
-#include "schedule.hpp"
-#include "shm_ring.hpp"
-#include "socket.hpp"
-#include "status_render.hpp"
-#include "table_switch.hpp"
-#include "tcp_mesh.hpp"
+#include "engine/barrier.hpp"
+#include "engine/event_builder.hpp"
+#include "base/log.hpp"
+#include "schedule/schedule.hpp"
+#include "buffers/shm_ring.hpp"
+#include "base/socket.hpp"
+#include "telemetry/status_render.hpp"
+#include "schedule/table_switch.hpp"
+#include "transport/tcp/tcp_mesh.hpp"
 
 namespace eb {
 namespace {

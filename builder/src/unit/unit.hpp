@@ -11,19 +11,19 @@
 #include <string>
 #include <thread>
 
-#include "config.hpp"
-#include "configure_request.hpp"
-#include "control_api.hpp"
-#include "cycle_vote.hpp"
-#include "data_threads.hpp"
-#include "fd.hpp"
-#include "rank_table.hpp"
-#include "stop_flag.hpp"
-#include "table_switch.hpp"
-#include "tcp_mesh.hpp"
-#include "mesh_transport.hpp"
-#include "unit_buffers.hpp"
-#include "unit_status.hpp"
+#include "unit/config.hpp"
+#include "control/configure_request.hpp"
+#include "control/control_api.hpp"
+#include "schedule/cycle_vote.hpp"
+#include "base/data_threads.hpp"
+#include "base/fd.hpp"
+#include "schedule/rank_table.hpp"
+#include "base/stop_flag.hpp"
+#include "schedule/table_switch.hpp"
+#include "transport/tcp/tcp_mesh.hpp"
+#include "transport/mesh_transport.hpp"
+#include "unit/unit_buffers.hpp"
+#include "telemetry/unit_status.hpp"
 
 namespace eb {
 

@@ -1,18 +1,18 @@
-#include "unit_buffers.hpp"
+#include "unit/unit_buffers.hpp"
 
 #include <algorithm>
 
-#include "checking_writer.hpp"
-#include "counted_writer.hpp"
-#include "discarding_writer.hpp"
-#include "file_reader.hpp"
-#include "generator_reader.hpp"
-#include "local_discard_writer.hpp"
-#include "prepared_reader.hpp"
-#include "log.hpp"
-#include "mep_expectation.hpp"
-#include "mep_stream_map.hpp"
-#include "paced_reader.hpp"
+#include "buffers/checking_writer.hpp"
+#include "buffers/counted_writer.hpp"
+#include "buffers/discarding_writer.hpp"
+#include "buffers/file_reader.hpp"
+#include "buffers/generator_reader.hpp"
+#include "buffers/local_discard_writer.hpp"
+#include "buffers/prepared_reader.hpp"
+#include "base/log.hpp"
+#include "buffers/mep_expectation.hpp"
+#include "engine/mep_stream_map.hpp"
+#include "buffers/paced_reader.hpp"
 
 namespace eb {
 

@@ -2,15 +2,15 @@
 
 #include <memory>
 
-#include "buffer.hpp"
-#include "checking_writer.hpp"
-#include "config.hpp"
-#include "data_threads.hpp"
-#include "rank_table.hpp"
-#include "shm_ring.hpp"
-#include "source_cursor.hpp"
-#include "stop_flag.hpp"
-#include "unit_status.hpp"
+#include "buffers/buffer.hpp"
+#include "buffers/checking_writer.hpp"
+#include "unit/config.hpp"
+#include "base/data_threads.hpp"
+#include "schedule/rank_table.hpp"
+#include "buffers/shm_ring.hpp"
+#include "buffers/source_cursor.hpp"
+#include "base/stop_flag.hpp"
+#include "telemetry/unit_status.hpp"
 
 namespace eb {
 

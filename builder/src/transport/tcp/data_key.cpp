@@ -1,4 +1,4 @@
-#include "data_key.hpp"
+#include "transport/tcp/data_key.hpp"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

@@ -1,4 +1,4 @@
-#include "heartbeat.hpp"
+#include "transport/tcp/heartbeat.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <utility>
 
-#include "log.hpp"
-#include "socket.hpp"
-#include "transport.hpp"
+#include "base/log.hpp"
+#include "base/socket.hpp"
+#include "transport/transport.hpp"
 
 namespace eb {
 namespace {

@@ -7,10 +7,10 @@
 #include <thread>
 #include <vector>
 
-#include "fd.hpp"
-#include "rank.hpp"
-#include "socket.hpp"
-#include "tcp_mesh.hpp"
+#include "base/fd.hpp"
+#include "base/rank.hpp"
+#include "base/socket.hpp"
+#include "transport/tcp/tcp_mesh.hpp"
 
 namespace eb {
 

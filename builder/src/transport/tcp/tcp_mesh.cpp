@@ -1,4 +1,4 @@
-#include "tcp_mesh.hpp"
+#include "transport/tcp/tcp_mesh.hpp"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -19,10 +19,10 @@
 #include <system_error>
 #include <thread>
 
-#include "log.hpp"
-#include "socket.hpp"
-#include "transport.hpp"
-#include "wire_format.hpp"
+#include "base/log.hpp"
+#include "base/socket.hpp"
+#include "transport/transport.hpp"
+#include "formats/wire_format.hpp"
 
 namespace eb {
 namespace {

@@ -11,12 +11,12 @@
 #include <variant>
 #include <vector>
 
-#include "data_key.hpp"
-#include "fd.hpp"
-#include "peer_address.hpp"
-#include "rank.hpp"
-#include "refusal.hpp"
-#include "stop_flag.hpp"
+#include "transport/tcp/data_key.hpp"
+#include "base/fd.hpp"
+#include "schedule/peer_address.hpp"
+#include "base/rank.hpp"
+#include "transport/refusal.hpp"
+#include "base/stop_flag.hpp"
 
 namespace eb {
 

@@ -1,4 +1,4 @@
-#include "tcp_transport.hpp"
+#include "transport/tcp/tcp_transport.hpp"
 
 #include <sys/socket.h>
 
@@ -10,8 +10,8 @@
 #include <string>
 #include <utility>
 
-#include "log.hpp"
-#include "socket.hpp"
+#include "base/log.hpp"
+#include "base/socket.hpp"
 
 namespace eb {
 

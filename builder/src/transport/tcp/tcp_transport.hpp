@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "busy_poll.hpp"
-#include "data_threads.hpp"
-#include "heartbeat.hpp"
-#include "mesh_transport.hpp"
-#include "self_delivery.hpp"
-#include "stop_flag.hpp"
-#include "tcp_mesh.hpp"
+#include "base/busy_poll.hpp"
+#include "base/data_threads.hpp"
+#include "transport/tcp/heartbeat.hpp"
+#include "transport/mesh_transport.hpp"
+#include "transport/self_delivery.hpp"
+#include "base/stop_flag.hpp"
+#include "transport/tcp/tcp_mesh.hpp"
 
 namespace eb {
 

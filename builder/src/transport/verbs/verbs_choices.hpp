@@ -8,7 +8,7 @@
 #include <span>
 #include <string>
 
-#include "transport.hpp"
+#include "transport/transport.hpp"
 
 namespace eb {
 

@@ -1,4 +1,4 @@
-#include "verbs_transport.hpp"
+#include "transport/verbs/verbs_transport.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -13,8 +13,8 @@
 #include <random>
 #include <stdexcept>
 
-#include "log.hpp"
-#include "socket.hpp"
+#include "base/log.hpp"
+#include "base/socket.hpp"
 
 namespace eb {
 namespace {

@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "busy_poll.hpp"
-#include "mesh_transport.hpp"
-#include "self_delivery.hpp"
-#include "stop_flag.hpp"
-#include "tcp_transport.hpp"
-#include "verbs_choices.hpp"
+#include "base/busy_poll.hpp"
+#include "transport/mesh_transport.hpp"
+#include "transport/self_delivery.hpp"
+#include "base/stop_flag.hpp"
+#include "transport/tcp/tcp_transport.hpp"
+#include "transport/verbs/verbs_choices.hpp"
 
 namespace eb {
 
