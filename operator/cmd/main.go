@@ -279,16 +279,21 @@ func main() {
 }
 
 // addConsole serves the web console (internal/console) at addr from the
-// manager's cache, on every replica, leader or not: over HTTPS with the
+// manager's cache, with the event rates it samples from the runs' status
+// every 5 s, on every replica, leader or not: over HTTPS with the
 // API server deciding who may look, through controller-runtime's secure
 // metrics server (which also answers /metrics there).
 func addConsole(mgr ctrl.Manager, addr string, tlsOpts []func(*tls.Config)) error {
+	history := console.NewHistory(console.Window)
 	server, err := metricsserver.NewServer(metricsserver.Options{
 		BindAddress: addr, SecureServing: true, TLSOpts: tlsOpts,
 		FilterProvider: filters.WithAuthenticationAndAuthorization,
-		ExtraHandlers:  map[string]http.Handler{console.Prefix: console.Handler(mgr.GetClient())},
+		ExtraHandlers:  map[string]http.Handler{console.Prefix: console.Handler(mgr.GetClient(), history)},
 	}, mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
+		return err
+	}
+	if err := mgr.Add(console.Sampler{History: history, Reader: mgr.GetClient(), Interval: 5 * time.Second}); err != nil {
 		return err
 	}
 	return mgr.Add(server)

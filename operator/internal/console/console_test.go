@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -124,7 +125,25 @@ func TestHandlerServesTheRunsFromTheAPIServer(t *testing.T) {
 	if err := c.Status().Update(ctx, run); err != nil {
 		t.Fatal(err)
 	}
-	server := httptest.NewServer(Handler(c))
+	// Two of the operator's samples, 2 s apart, 2 000 events apart.
+	history := NewHistory(Window)
+	sampled := metav1.NewMicroTime(time.Now().Add(-3 * time.Second))
+	run.Status.LastSampleTime, run.Status.EventsBuilt = &sampled, 10000
+	if err := c.Status().Update(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	if err := history.Sample(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	later := metav1.NewMicroTime(sampled.Add(2 * time.Second))
+	run.Status.LastSampleTime, run.Status.EventsBuilt = &later, 12000
+	if err := c.Status().Update(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	if err := history.Sample(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	server := httptest.NewServer(Handler(c, history))
 	t.Cleanup(server.Close)
 	get := func(path string) (int, string) {
 		t.Helper()
@@ -147,7 +166,7 @@ func TestHandlerServesTheRunsFromTheAPIServer(t *testing.T) {
 	}
 	for _, want := range []string{`<h1 id="run">default/physics: Degraded</h1>`, `http-equiv="refresh"`,
 		`<g class="endpoint live" id="endpoint-srv-000-0"`, `<g class="endpoint trouble" id="endpoint-srv-000-1"`,
-		`<g class="endpoint spare" id="endpoint-srv-001-0"`, "No failover recorded"} {
+		`<g class="endpoint spare" id="endpoint-srv-001-0"`, "No failover recorded", `<polyline`, ">1e+03/s<"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("run page lacks %q", want)
 		}

@@ -15,17 +15,18 @@ import (
 // Prefix is the path the console is served under.
 const Prefix = "/console/"
 
-// Handler serves the console from c (the operator's cache): Prefix lists
-// the runs, Prefix+"runs/NAMESPACE/NAME" shows one. Read-only: it answers
-// GET alone. Authentication and authorisation wrap it where it is served.
-func Handler(c client.Reader) http.Handler {
+// Handler serves the console from c (the operator's cache) and the rates
+// history keeps: Prefix lists the runs, Prefix+"runs/NAMESPACE/NAME" shows
+// one. Read-only: it answers GET alone. Authentication and authorisation
+// wrap it where it is served.
+func Handler(c client.Reader, history *History) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			http.Error(w, "the console is read-only: GET only", http.StatusMethodNotAllowed)
 			return
 		}
 		path := strings.TrimPrefix(r.URL.Path, Prefix)
-		page, status, err := render(r, c, path)
+		page, status, err := render(r, c, history, path)
 		if err != nil {
 			http.Error(w, err.Error(), status)
 			return
@@ -36,7 +37,7 @@ func Handler(c client.Reader) http.Handler {
 	})
 }
 
-func render(r *http.Request, c client.Reader, path string) ([]byte, int, error) {
+func render(r *http.Request, c client.Reader, history *History, path string) ([]byte, int, error) {
 	ctx := r.Context()
 	if path == "" {
 		var runs ebv1.EventBuilderRunList
@@ -74,7 +75,8 @@ func render(r *http.Request, c client.Reader, path string) ([]byte, int, error) 
 			}
 		}
 	}
-	page, err := RunPage(&run, fabric, onFabric, time.Now())
+	rates := history.Rates(types.NamespacedName{Namespace: run.Namespace, Name: run.Name})
+	page, err := RunPage(&run, rates, fabric, onFabric, time.Now())
 	return page, http.StatusInternalServerError, err
 }
 

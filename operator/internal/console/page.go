@@ -34,6 +34,8 @@ var runPage = template.Must(template.New("run").Parse(`<!DOCTYPE html>
 <p><a href="../../">all runs</a> · shown {{.Now}}, reloads every {{.Refresh}} s</p>
 <h1 id="run">{{.Run.Namespace}}/{{.Run.Name}}: {{.Phase}}</h1>
 <pre id="status">{{.Status}}</pre>
+<h2>Event rate, last {{.Window}}</h2>
+<div id="rate">{{.RateChart}}</div>
 {{if .Map}}<h2>Fabric {{.FabricName}}</h2>
 <p class="legend"><span class="live">building</span><span class="trouble">live, not building</span>
 <span class="spare">spare</span><span class="dummy">dummy</span><span class="free">free</span><span class="down">unschedulable</span></p>
@@ -55,20 +57,25 @@ func IndexPage(runs []ebv1.EventBuilderRun) ([]byte, error) {
 	return b.Bytes(), err
 }
 
-// RunPage is one run: its status, its fabric's map with what runs where
-// (fabric nil: a run without one), its ranks and its last failover.
-// onFabric are the runs on the same fabric, whose ranks the map shows too.
-func RunPage(run *ebv1.EventBuilderRun, fabric *ebv1.Fabric, onFabric []ebv1.EventBuilderRun, now time.Time) ([]byte, error) {
+// RunPage is one run: its status, its event rate over the last Window
+// (rates), its fabric's map with what runs where (fabric nil: a run
+// without one), its ranks and its last failover. onFabric are the runs on
+// the same fabric, whose ranks the map shows too.
+func RunPage(run *ebv1.EventBuilderRun, rates []RatePoint, fabric *ebv1.Fabric, onFabric []ebv1.EventBuilderRun,
+	now time.Time) ([]byte, error) {
 	data := struct {
 		Refresh                  int
 		Style                    template.CSS
 		Run                      *ebv1.EventBuilderRun
 		Phase, Now, FabricName   string
 		Status, Ranks, Failovers string
-		Map                      template.HTML
+		Map, RateChart           template.HTML
+		Window                   time.Duration
 	}{Refresh: RefreshSeconds, Style: template.CSS(style), Run: run, Phase: string(run.Status.Phase),
 		Now: now.UTC().Format(time.RFC3339), Status: shiftview.Status(run, now), Ranks: shiftview.Ranks(run, fabric),
-		Failovers: shiftview.LastFailover(run, now)}
+		Failovers: shiftview.LastFailover(run, now), Window: Window,
+		// RateSVG writes numbers and its own labels only.
+		RateChart: template.HTML(RateSVG(rates, now, Window))} //nolint:gosec // numbers only
 	if data.Phase == "" {
 		data.Phase = "not observed yet"
 	}
