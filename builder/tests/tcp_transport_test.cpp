@@ -252,7 +252,7 @@ TEST(TcpTransport, StreamsCarrySlicesOfEachMessageOnEveryConnection) {
                 EXPECT_GE(test::bytes_received(connections.from[peer].get()), slice_bytes * 9 / 10)
                     << "rank " << rank << " from " << peer << ", stream 0";
                 for (unsigned stream = 1; stream < streams; ++stream) {
-                    const int fd = connections.more_from[peer * (streams - 1) + stream - 1].get();
+                    const int fd = connections.from_stream(peer, stream).get();
                     EXPECT_GE(test::bytes_received(fd), slice_bytes * 9 / 10)
                         << "rank " << rank << " from " << peer << ", stream " << stream;
                     EXPECT_LE(test::bytes_received(fd), slice_bytes * 11 / 10)
@@ -273,7 +273,7 @@ TEST(TcpTransport, AMessageTooSmallToSliceGoesWholeOnTheFirstStream) {
     const Rank to_one = 1, from_zero = 0;
     // Each connection opened with a hello and its proof.
     const std::uint64_t first_before = test::bytes_received(one.mesh().from[0].get());
-    const std::uint64_t second_before = test::bytes_received(one.mesh().more_from[0].get());
+    const std::uint64_t second_before = test::bytes_received(one.mesh().from_stream(0, 1).get());
     {
         std::jthread receiver([&] {
             const Receive receive{0, in};
@@ -286,7 +286,7 @@ TEST(TcpTransport, AMessageTooSmallToSliceGoesWholeOnTheFirstStream) {
     }
     EXPECT_EQ(in, out);
     EXPECT_EQ(test::bytes_received(one.mesh().from[0].get()) - first_before, out.size());
-    EXPECT_EQ(test::bytes_received(one.mesh().more_from[0].get()) - second_before, 0u);
+    EXPECT_EQ(test::bytes_received(one.mesh().from_stream(0, 1).get()) - second_before, 0u);
 }
 
 // A peer that goes away while several data threads wait on it and on others:

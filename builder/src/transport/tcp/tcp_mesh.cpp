@@ -317,13 +317,10 @@ std::optional<Mesh_connections> Mesh_builder::run() {
         // its connections close here.
         if (!dialled(peer) || !dialled_in(peer)) continue;
         ++connected;
-        const std::size_t first = std::size_t{peer} * streams_;
-        connections.mesh.to[peer] = std::move(dials_[first].fd);
-        connections.mesh.from[peer] = std::move(accepted_[first]);
-        for (unsigned stream = 1; stream < streams_; ++stream) {
-            const std::size_t more = std::size_t{peer} * (streams_ - 1) + stream - 1;
-            connections.mesh.more_to[more] = std::move(dials_[first + stream].fd);
-            connections.mesh.more_from[more] = std::move(accepted_[first + stream]);
+        for (unsigned stream = 0; stream < streams_; ++stream) {
+            const std::size_t slot = std::size_t{peer} * streams_ + stream;
+            connections.mesh.to_stream(peer, stream) = std::move(dials_[slot].fd);
+            connections.mesh.from_stream(peer, stream) = std::move(accepted_[slot]);
         }
     }
     log_info("data mesh up: connected to ", connected, " of ", live_peers(), " peers in ", took.count(), " ms");

@@ -40,6 +40,17 @@ struct Tcp_mesh {
         const std::size_t more = units * (streams - 1);
         return {std::vector<Fd>(units), std::vector<Fd>(units), std::vector<Fd>(more), std::vector<Fd>(more), streams};
     }
+
+    // Stream `stream` (0..streams-1) to and from rank `peer`: stream 0 is to/from.
+    Fd& to_stream(Rank peer, unsigned stream) { return stream == 0 ? to[peer] : more_to[more(peer, stream)]; }
+    Fd& from_stream(Rank peer, unsigned stream) { return stream == 0 ? from[peer] : more_from[more(peer, stream)]; }
+    const Fd& to_stream(Rank peer, unsigned stream) const { return stream == 0 ? to[peer] : more_to[more(peer, stream)]; }
+    const Fd& from_stream(Rank peer, unsigned stream) const {
+        return stream == 0 ? from[peer] : more_from[more(peer, stream)];
+    }
+
+private:
+    std::size_t more(Rank peer, unsigned stream) const { return std::size_t{peer} * (streams - 1) + stream - 1; }
 };
 
 // --tcp-streams's bounds: data connections per peer and direction.

@@ -42,14 +42,11 @@ void Tcp_transport::connect(Tcp_mesh joined) {
     if (joined.streams != mesh_.streams)
         throw std::logic_error("Tcp_transport: a mesh of " + std::to_string(joined.streams) + " streams joined one of " +
                                std::to_string(mesh_.streams));
-    const std::size_t more = mesh_.streams - 1;
     for (Rank peer = 0; peer < units(); ++peer) {
         if (!joined.to[peer] && !joined.from[peer]) continue;
-        if (joined.to[peer]) mesh_.to[peer] = std::move(joined.to[peer]);
-        if (joined.from[peer]) mesh_.from[peer] = std::move(joined.from[peer]);
-        for (std::size_t at = peer * more; at < (peer + 1) * more; ++at) {
-            if (joined.more_to[at]) mesh_.more_to[at] = std::move(joined.more_to[at]);
-            if (joined.more_from[at]) mesh_.more_from[at] = std::move(joined.more_from[at]);
+        for (unsigned stream = 0; stream < mesh_.streams; ++stream) {
+            if (Fd& to = joined.to_stream(peer, stream)) mesh_.to_stream(peer, stream) = std::move(to);
+            if (Fd& from = joined.from_stream(peer, stream)) mesh_.from_stream(peer, stream) = std::move(from);
         }
         if (mesh_.to[peer] && mesh_.from[peer]) {
             lost_[peer] = false;
@@ -68,12 +65,9 @@ void Tcp_transport::close_connections(Rank peer) {
 
 template <typename Visit>
 void Tcp_transport::for_each_connection(Rank peer, Visit visit) {
-    visit(mesh_.to[peer]);
-    visit(mesh_.from[peer]);
-    const std::size_t more = mesh_.streams - 1;
-    for (std::size_t at = peer * more; at < (peer + 1) * more; ++at) {
-        visit(mesh_.more_to[at]);
-        visit(mesh_.more_from[at]);
+    for (unsigned stream = 0; stream < mesh_.streams; ++stream) {
+        visit(mesh_.to_stream(peer, stream));
+        visit(mesh_.from_stream(peer, stream));
     }
 }
 
@@ -170,9 +164,7 @@ void Tcp_transport::post_slices(Rank peer, const std::byte* out, std::byte* in, 
     const unsigned slices = slices_of(bytes);
     for (unsigned slice = 0; slice < slices; ++slice) {
         const std::size_t begin = bytes * slice / slices, end = bytes * (slice + 1) / slices;
-        const std::size_t more = peer * (mesh_.streams - 1) + slice - 1;
-        const Fd& connection = out != nullptr ? (slice == 0 ? mesh_.to[peer] : mesh_.more_to[more])
-                                              : (slice == 0 ? mesh_.from[peer] : mesh_.more_from[more]);
+        const Fd& connection = out != nullptr ? mesh_.to_stream(peer, slice) : mesh_.from_stream(peer, slice);
         posted_data_.push_back({connection.get(), peer, out != nullptr ? out + begin : nullptr,
                                 in != nullptr ? in + begin : nullptr, end - begin, true});
     }
