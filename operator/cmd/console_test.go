@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -27,19 +26,7 @@ import (
 // token gets 401, a token of someone not allowed 403, and the pages once
 // the console-viewer rule is bound to them.
 func TestConsoleIsForThoseTheAPIServerAllows(t *testing.T) {
-	root := filepath.Join("..", "..")
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets = testenv.MadeAssets(root)
-	}
-	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
-		testenv.Unavailable(t, "no kube-apiserver in "+assets+": make test-operator builds the envtest binaries")
-	}
-	env, err := testenv.Start(assets, filepath.Join(root, "config", "crd", "bases"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	env := testenv.StartForTest(t, filepath.Join("..", ".."))
 	ctrl.SetLogger(logr.Discard())
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,18 +27,7 @@ var repoRoot = filepath.Join("..", "..", "..")
 // why it is not building at full strength (an unscheduled pod) and its
 // Fabric's map, and names what is missing when the run is not there.
 func TestPluginReadsARunFromTheAPIServer(t *testing.T) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets = testenv.MadeAssets(repoRoot)
-	}
-	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
-		testenv.Unavailable(t, "no kube-apiserver in "+assets+": make test-operator builds the envtest binaries")
-	}
-	env, err := testenv.Start(assets, filepath.Join(repoRoot, "config", "crd", "bases"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	env := testenv.StartForTest(t, repoRoot)
 	c, err := client.New(env.Config, client.Options{Scheme: env.Scheme})
 	if err != nil {
 		t.Fatal(err)

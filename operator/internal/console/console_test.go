@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -88,19 +87,7 @@ func TestSVGColoursEachEndpointByWhatRunsThere(t *testing.T) {
 // run's page shows every rank and the map marks a live rank whose builder
 // does not run; other paths are 404, other methods 405.
 func TestHandlerServesTheRunsFromTheAPIServer(t *testing.T) {
-	root := filepath.Join("..", "..", "..")
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets = testenv.MadeAssets(root)
-	}
-	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
-		testenv.Unavailable(t, "no kube-apiserver in "+assets+": make test-operator builds the envtest binaries")
-	}
-	env, err := testenv.Start(assets, filepath.Join(root, "config", "crd", "bases"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	env := testenv.StartForTest(t, filepath.Join("..", "..", ".."))
 	c, err := client.New(env.Config, client.Options{Scheme: env.Scheme})
 	if err != nil {
 		t.Fatal(err)

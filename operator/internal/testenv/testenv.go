@@ -56,6 +56,27 @@ func MadeAssets(repoRoot string) string {
 	return newest
 }
 
+// StartForTest starts an Env for t with the CRDs of the repository at
+// repoRoot, from KUBEBUILDER_ASSETS or else the binaries make built there,
+// and stops it when t ends. Without the binaries t is Unavailable, saying
+// how to get them.
+func StartForTest(t testing.TB, repoRoot string) *Env {
+	t.Helper()
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets = MadeAssets(repoRoot)
+	}
+	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
+		Unavailable(t, "no kube-apiserver in "+assets+": make test-operator builds the envtest binaries")
+	}
+	env, err := Start(assets, filepath.Join(repoRoot, "config", "crd", "bases"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	return env
+}
+
 // Env is a running kube-apiserver and etcd with the operator's CRDs.
 type Env struct {
 	env *envtest.Environment
