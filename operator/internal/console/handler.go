@@ -44,8 +44,7 @@ func render(r *http.Request, c client.Reader, history *History, path string) ([]
 		if err := c.List(ctx, &runs); err != nil {
 			return nil, http.StatusInternalServerError, err
 		}
-		page, err := IndexPage(runs.Items)
-		return page, http.StatusInternalServerError, err
+		return pageOrError(IndexPage(runs.Items))
 	}
 	parts := strings.Split(path, "/")
 	if len(parts) != 3 || parts[0] != "runs" || parts[1] == "" || parts[2] == "" {
@@ -76,8 +75,15 @@ func render(r *http.Request, c client.Reader, history *History, path string) ([]
 		}
 	}
 	rates := history.Rates(types.NamespacedName{Namespace: run.Namespace, Name: run.Name})
-	page, err := RunPage(&run, rates, fabric, onFabric, time.Now())
-	return page, http.StatusInternalServerError, err
+	return pageOrError(RunPage(&run, rates, fabric, onFabric, time.Now()))
+}
+
+// pageOrError is a rendered page (200), or why it could not be rendered (500).
+func pageOrError(page []byte, err error) ([]byte, int, error) {
+	if err != nil {
+		return nil, http.StatusInternalServerError, err
+	}
+	return page, http.StatusOK, nil
 }
 
 type errNotFound string
