@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -11,6 +12,13 @@
 #include "base/busy_poll.hpp"
 
 namespace eb {
+
+// Where part `part` of `parts` near-equal parts of `total` items starts
+// (part == parts: total). Every job cut into parts for the data threads
+// cuts it so, and both ends of a sliced TCP message do.
+constexpr std::size_t part_start(std::size_t total, unsigned part, unsigned parts) {
+    return total * part / parts;
+}
 
 // A unit's data path threads (--data-threads K): the calling thread and
 // K - 1 workers that run the parts of one job together and return when all

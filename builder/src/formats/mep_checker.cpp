@@ -114,7 +114,8 @@ Mep_verdict Mep_checker::check(std::span<const std::byte> mep) {
         Part& mine = parts_[part];
         mine.event_ok.assign(events_per_mep_, 1);
         mine.problem.clear();
-        for (unsigned slot = slots * part / parts; slot < slots * (part + 1) / parts; ++slot)
+        for (auto slot = static_cast<unsigned>(part_start(slots, part, parts));
+             slot < part_start(slots, part + 1, parts); ++slot)
             intact_[slot] = check_mfp(view.slot(slot), slot, view.header.first_event_id, mine);
     };
     if (parts == 1) check_slots(0);

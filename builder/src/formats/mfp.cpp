@@ -76,7 +76,7 @@ void write_mfp(std::span<std::byte> out, const Mfp_spec& spec, std::span<const s
         if (write_fragments(out, spec, sizes, 0, count, payload_start) != out.size()) throw wrong_size();
         return;
     }
-    const auto first_of = [&](unsigned part) { return static_cast<std::uint32_t>(std::uint64_t{count} * part / parts); };
+    const auto first_of = [&](unsigned part) { return static_cast<std::uint32_t>(part_start(count, part, parts)); };
     // Where each part's first fragment starts, and the size checked, before
     // any payload is written.
     std::array<std::uint64_t, Data_threads::max_threads> starts{};

@@ -163,7 +163,7 @@ unsigned Tcp_transport::slices_of(std::size_t bytes) const {
 void Tcp_transport::post_slices(Rank peer, const std::byte* out, std::byte* in, std::size_t bytes) {
     const unsigned slices = slices_of(bytes);
     for (unsigned slice = 0; slice < slices; ++slice) {
-        const std::size_t begin = bytes * slice / slices, end = bytes * (slice + 1) / slices;
+        const std::size_t begin = part_start(bytes, slice, slices), end = part_start(bytes, slice + 1, slices);
         const Fd& connection = out != nullptr ? mesh_.to_stream(peer, slice) : mesh_.from_stream(peer, slice);
         posted_data_.push_back({connection.get(), peer, out != nullptr ? out + begin : nullptr,
                                 in != nullptr ? in + begin : nullptr, end - begin, true});
@@ -199,7 +199,8 @@ void Tcp_transport::quiesce() {
 }
 
 void Tcp_transport::copy_to_self(unsigned part, unsigned parts) const {
-    const std::size_t bytes = self_copy_.from.size(), begin = bytes * part / parts, end = bytes * (part + 1) / parts;
+    const std::size_t bytes = self_copy_.from.size();
+    const std::size_t begin = part_start(bytes, part, parts), end = part_start(bytes, part + 1, parts);
     if (end > begin) std::memcpy(self_copy_.into.data() + begin, self_copy_.from.data() + begin, end - begin);
 }
 
