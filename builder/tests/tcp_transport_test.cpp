@@ -567,7 +567,8 @@ Fd accept_dial(const Fd& listener, std::uint32_t expected_rank, std::uint32_t ex
 // made with `key` (or `proof`, if given: a recorded one).
 Fd dial_in(std::uint16_t port, std::uint32_t rank, std::uint32_t units, std::uint32_t epoch = 1,
            bool in_session = false, const Data_key& key = Data_key(),
-           std::optional<Data_key::Mac> proof = std::nullopt, Data_key::Nonce* nonce_seen = nullptr) {
+           std::optional<Data_key::Mac> proof = std::nullopt, Data_key::Nonce* nonce_seen = nullptr,
+           std::uint16_t stream = 0, std::uint16_t streams = 1) {
     Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     sockaddr_in address{};
     address.sin_family = AF_INET;
@@ -584,7 +585,7 @@ Fd dial_in(std::uint16_t port, std::uint32_t rank, std::uint32_t units, std::uin
     if (got != nonce.size()) return Fd();
     if (nonce_seen != nullptr) *nonce_seen = nonce;
     const Hello_bytes hello{.flags = static_cast<std::uint16_t>(in_session ? 1 : 0), .rank = rank, .units = units,
-                            .epoch = epoch};
+                            .epoch = epoch, .stream = stream, .streams = streams};
     std::array<std::byte, sizeof hello + Data_key::mac_bytes> message{};
     std::memcpy(message.data(), &hello, sizeof hello);
     const Data_key::Mac mac = proof ? *proof : key.prove(nonce, std::span(message).first(sizeof hello));
@@ -885,12 +886,20 @@ TEST(TcpMesh, AHelloThatDoesNotFitTheTableIsRefusedWithoutFailingTheUnit) {
         ASSERT_TRUE(stray);
         EXPECT_EQ(read_until_closed(stray), std::optional<std::string>("U")) << "rank " << rank << " of " << units;
     }
+    // A hello naming a stream outside its own count is no eb-builder's:
+    // closed unanswered, counted as such.
+    for (const auto& [stream, streams] : {std::pair<std::uint16_t, std::uint16_t>{1, 1}, {0, 0}, {5, 2}}) {
+        const Fd odd = dial_in(ports[0], 1, 3, 1, false, Data_key(), std::nullopt, nullptr, stream, streams);
+        ASSERT_TRUE(odd);
+        EXPECT_EQ(read_until_closed(odd), std::optional<std::string>("")) << "stream " << stream << " of " << streams;
+    }
     const Fd in = accept_dial(listener, 0), out = dial_in(ports[0], 1, 3);
     ASSERT_TRUE(in && out);
     unit.join();
     ASSERT_TRUE(connections) << "the unit failed";
     EXPECT_TRUE(connections->connected(1));
     EXPECT_EQ(refused.get(Refusal::table), 4u) << "every refusal is counted";
+    EXPECT_EQ(refused.get(Refusal::protocol), 3u);
 }
 
 // A dial counts once the peer has taken its hello ('A'), not when the hello

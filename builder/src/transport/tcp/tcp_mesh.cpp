@@ -532,6 +532,12 @@ void Mesh_builder::read_hello(Greeting& greeting) {
         greeting.fd.reset();
         return;
     }
+    if (hello.stream >= hello.streams) {
+        refuse(Refusal::protocol, "dropped a data connection whose hello names stream ", hello.stream, " of ",
+               hello.streams, ": no eb-builder sends that (streams are 0..--tcp-streams - 1)");
+        greeting.fd.reset();
+        return;
+    }
     Data_key::Mac proof{};
     std::memcpy(proof.data(), greeting.hello.data() + sizeof(Hello), proof.size());
     if (!key_.verify(greeting.nonce, std::span(greeting.hello).first(sizeof(Hello)), proof)) {
@@ -551,7 +557,7 @@ void Mesh_builder::read_hello(Greeting& greeting) {
         greeting.fd.reset();
         return;
     }
-    if (hello.units != units() || hello.rank >= units() || !wanted(hello.rank) || hello.stream >= hello.streams) {
+    if (hello.units != units() || hello.rank >= units() || !wanted(hello.rank)) {
         // A stray or misconfigured process: refused, never a reason to fail.
         refuse(Refusal::table, "refused a dial from a process claiming rank ", hello.rank, " of ", hello.units,
                " units: this is rank ", rank_, " of ", units(),
