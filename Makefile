@@ -12,6 +12,7 @@ BUILD := $(ROOT)/build
 # Pinned tool versions. Kubernetes and etcd are pinned by hack/tools/k8s/go.mod.
 KIND_VERSION := v0.32.0
 HELM_VERSION := v3.22.0
+KWOK_VERSION := v0.8.0
 CONTROLLER_GEN_VERSION := v0.20.1
 COREDNS_VERSION := v1.13.1
 K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" {print $$2}' hack/tools/k8s/go.mod)
@@ -32,6 +33,7 @@ K8S_KEY := $(shell cat $(K8S_INPUTS) | sha256sum | cut -c1-8)
 K8S_BIN := $(BIN)/k8s-$(K8S_VERSION)-etcd-$(ETCD_VERSION)-$(K8S_KEY)
 KIND := $(BIN)/kind-$(KIND_VERSION)/kind
 HELM := $(BIN)/helm-$(HELM_VERSION)/helm
+KWOK := $(BIN)/kwok-$(KWOK_VERSION)/kwok
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
 COREDNS := $(BIN)/coredns-$(COREDNS_VERSION)/coredns
 RUNC_WRAPPER := $(BIN)/runc-wrapper
@@ -92,7 +94,7 @@ help: ## Show the targets.
 # Under make test a test that cannot run here (a tool, binary, device or
 # privilege missing) fails, naming what is missing, instead of skipping.
 test: export EB_REQUIRE_ALL_TESTS := 1
-test: lint test-builder test-bench-bundle test-sanitizers test-verbs test-operator test-chart test-e2e ## Everything: lint, C++ and Go tests (also under sanitizers and over RDMA verbs), envtest, chart checks, the kind e2e suite; no test may skip for want of a tool.
+test: lint test-builder test-bench-bundle test-sanitizers test-verbs test-operator test-farm test-chart test-e2e ## Everything: lint, C++ and Go tests (also under sanitizers and over RDMA verbs), envtest, the farm smoke on KWOK, chart checks, the kind e2e suite; no test may skip for want of a tool.
 
 .PHONY: demo
 demo: images cluster-images node-image build-operator $(KIND) $(HELM) ## Bring up a kind cluster with Prometheus, install the chart, run a sample, print rates and kubectl eventbuilder status; leaves it up.
@@ -181,6 +183,14 @@ bench-bundle: build-builder ## Pack make bench into BUNDLE (build/bench-bundle):
 bench-verbs: build-builder ## ib_write_bw, then the builder over verbs and over TCP on one verbs device (BENCH lines).
 	hack/verbs-vm/run.sh --timeout $(VERBS_TIMEOUT) -- builder/bench/verbs.sh $(BUILD)/builder
 
+.PHONY: test-farm
+test-farm: packages $(K8S_BIN)/etcd $(KWOK) $(HELM) ## make bench-farm's smoke: 20 KWOK servers, every scenario, every target checked (about 1 min).
+	KUBEBUILDER_ASSETS=$(K8S_BIN) KWOK=$(KWOK) HELM=$(HELM) operator/hack/farm.sh -servers 20 -steady 10s -check
+
+.PHONY: bench-farm
+bench-farm: packages $(K8S_BIN)/etcd $(KWOK) $(HELM) ## The operator as the chart deploys it on a farm's control plane: kube-scheduler, kube-controller-manager, 167 KWOK servers, 334 pods; apply, losses, drain, steady state (BENCH lines, about 3 min). FARM_FLAGS.
+	KUBEBUILDER_ASSETS=$(K8S_BIN) KWOK=$(KWOK) HELM=$(HELM) operator/hack/farm.sh $(FARM_FLAGS)
+
 .PHONY: bench-operator
 bench-operator: packages $(K8S_BIN)/etcd ## Operator scale benchmark against a real API server (BENCH lines).
 	KUBEBUILDER_ASSETS=$(K8S_BIN) operator/hack/bench.sh
@@ -255,7 +265,7 @@ node-image: packages base-image $(K8S_BIN)/etcd $(COREDNS) $(KIND) $(RUNC_WRAPPE
 	@echo ">> node image $$(cat $(NODE_IMAGE_FILE))"
 
 .PHONY: tools
-tools: $(K8S_BIN)/etcd $(KIND) $(HELM) $(CONTROLLER_GEN) $(COREDNS) $(FLANNEL) $(MACVLAN) $(WHEREABOUTS)/whereabouts $(RDMA_DP)/checkconfig $(PROMETHEUS_OPERATOR)/operator $(PROMETHEUS) ## Build every pinned tool into bin/.
+tools: $(K8S_BIN)/etcd $(KIND) $(HELM) $(KWOK) $(CONTROLLER_GEN) $(COREDNS) $(FLANNEL) $(MACVLAN) $(WHEREABOUTS)/whereabouts $(RDMA_DP)/checkconfig $(PROMETHEUS_OPERATOR)/operator $(PROMETHEUS) ## Build every pinned tool into bin/.
 
 # Expensive tools are cached by the version in their path, never by source mtimes
 # (a fresh clone has new mtimes). Each is built into a temporary folder that is
@@ -267,6 +277,9 @@ $(K8S_BIN)/etcd:
 
 $(KIND):
 	rm -rf $(@D).tmp && GOBIN=$(@D).tmp CGO_ENABLED=0 go install sigs.k8s.io/kind@$(KIND_VERSION) && rm -rf $(@D) && mv $(@D).tmp $(@D)
+
+$(KWOK):
+	rm -rf $(@D).tmp && GOBIN=$(@D).tmp CGO_ENABLED=0 go install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION) && rm -rf $(@D) && mv $(@D).tmp $(@D)
 
 $(HELM):
 	@echo ">> building helm $(HELM_VERSION) (about 3 min cold)"

@@ -39,6 +39,7 @@ type options struct {
 	metricsAddr, probeAddr, consoleAddr       string
 	secureMetrics, enableHTTP2                bool
 	leaderElect                               bool
+	leaderElectionNamespace                   string
 	leaseDuration, renewDeadline, retryPeriod time.Duration
 	pollInterval, pollTimeout                 time.Duration
 	controlTimeout                            time.Duration
@@ -75,6 +76,9 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false,
 		"Elect a leader, so that only one of several replicas reconciles.")
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "",
+		"Namespace of the leader election Lease; empty: the pod's own (from its service account). "+
+			"Set it to run the manager outside a pod (make bench-farm does).")
 	// Shorter than client-go's 15s/10s/2s: a standby must lead within
 	// seconds of the leader's server going silent, since nothing fails a
 	// lost server's units over meanwhile. A renewal is one small write.
@@ -211,15 +215,16 @@ func main() {
 	cacheOptions := controller.CacheOptions()
 	cacheOptions.DefaultNamespaces = o.namespaces()
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  cacheOptions,
-		Metrics:                metricsOpts,
-		HealthProbeBindAddress: o.probeAddr,
-		LeaderElection:         o.leaderElect,
-		LeaderElectionID:       ebv1.LeaderLease,
-		LeaseDuration:          &o.leaseDuration,
-		RenewDeadline:          &o.renewDeadline,
-		RetryPeriod:            &o.retryPeriod,
+		Scheme:                  scheme,
+		Cache:                   cacheOptions,
+		Metrics:                 metricsOpts,
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        ebv1.LeaderLease,
+		LeaderElectionNamespace: o.leaderElectionNamespace,
+		LeaseDuration:           &o.leaseDuration,
+		RenewDeadline:           &o.renewDeadline,
+		RetryPeriod:             &o.retryPeriod,
 		// Safe: the process exits right after the manager stops.
 		LeaderElectionReleaseOnCancel: true,
 	})

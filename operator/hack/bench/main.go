@@ -8,9 +8,9 @@
 // leaf-spine pair; the 163 LHCb servers plus 4 warm spare servers (on
 // leaves 11-14), two NUMA endpoints each: 334 endpoints on the 360 ports.
 // The run: 326 units and 8 spare endpoints (the 4 spare servers' worth),
-// one pod each (spares run standby builders). Pods are bound by the
-// operator itself: it sets spec.nodeName when it creates them (there is
-// no scheduler in envtest, and none is needed). The benchmark plays the
+// one pod each (spares run standby builders). There is no scheduler in
+// envtest: the benchmark binds each pod to the node its affinity names
+// (make bench-farm runs the real kube-scheduler). It also plays the
 // kubelets: it marks each pod running as soon as it is created and starts
 // an emulated builder for it (internal/builderemu: the control API's
 // state machine, tokens and epochs, no data), reading the token from the
@@ -57,6 +57,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/hack/accepted"
+	"daq.io/eventbuilder/operator/hack/lhcb"
 	"daq.io/eventbuilder/operator/internal/buildercontrol"
 	"daq.io/eventbuilder/operator/internal/builderemu"
 	"daq.io/eventbuilder/operator/internal/builderpod"
@@ -78,15 +80,10 @@ const (
 	fabricName   = "lhcb"
 )
 
-// serversPerLeaf: the LHCb cabling (163 servers) with one spare server
-// added on each of leaves 11-14, in its last slot, without fibres (no
-// readout streams): the plan holds those as the spares.
 // statusCounters is the reconciler's StatusCountersInterval (the
 // manager's default; 0 writes every poll, as before it existed).
 var statusCounters = flag.Duration("status-counters-interval", 10*time.Second,
 	"how often the steady run's counters are written to its status (the manager's --status-counters-interval)")
-
-var serversPerLeaf = []int{10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 9, 9, 9, 9, 7, 7, 7}
 
 func main() {
 	crds := flag.String("crds", filepath.Join("..", "config", "crd", "bases"), "directory of the CRDs")
@@ -151,7 +148,7 @@ func bench(crds string) error {
 		}
 	}()
 
-	fabric, nodes := lhcb()
+	fabric, nodes := lhcb.Farm.Fabric(fabricName)
 	if err := setup(ctx, c, fabric, nodes); err != nil {
 		return err
 	}
@@ -222,7 +219,7 @@ func bench(crds string) error {
 		if err != nil {
 			return err
 		}
-		done, err := k.configured(next, time.Minute)
+		done, err := k.accepted.Configured(next, time.Minute, nil)
 		if err != nil {
 			return err
 		}
@@ -302,30 +299,22 @@ type kubelet struct {
 	mu       sync.Mutex
 	pods     map[string]*corev1.Pod // started, by UID
 	ready    map[string]bool
-	accepted map[int64]map[int32]time.Time // epoch -> rank -> when configure was accepted
-	changed  chan struct{}
+	accepted *accepted.Log
 	failure  error
 }
 
 func newKubelet(ctx context.Context, c client.Client, farm *builderemu.Farm) *kubelet {
 	k := &kubelet{ctx: ctx, c: c, farm: farm, work: make(chan string, 4096), pods: map[string]*corev1.Pod{},
-		ready: map[string]bool{}, accepted: map[int64]map[int32]time.Time{}, changed: make(chan struct{}, 1)}
+		ready: map[string]bool{}, accepted: accepted.New()}
 	farm.OnAccept(func(b *builderemu.Builder, cmd string, epoch int64) {
 		if cmd != "configure" {
 			return
 		}
+		k.accepted.Record(epoch, b.Rank())
 		k.mu.Lock()
-		if k.accepted[epoch] == nil {
-			k.accepted[epoch] = map[int32]time.Time{}
-		}
-		k.accepted[epoch][b.Rank()] = time.Now()
 		first := !k.ready[b.Key()]
 		k.ready[b.Key()] = true
 		k.mu.Unlock()
-		select {
-		case k.changed <- struct{}{}:
-		default:
-		}
 		if first {
 			k.work <- "ready/" + b.Key()
 		}
@@ -453,64 +442,6 @@ func (k *kubelet) killNode(node string) {
 			k.farm.Kill(uid)
 		}
 	}
-}
-
-// configured waits until every live rank of doc's table has accepted its
-// epoch by configure, and returns when the last one did.
-func (k *kubelet) configured(doc ranktable.Document, timeout time.Duration) (time.Time, error) {
-	deadline := time.After(timeout)
-	for {
-		k.mu.Lock()
-		var last time.Time
-		missing := 0
-		for _, r := range doc.Ranks {
-			if r.State != ranktable.Live {
-				continue
-			}
-			at, ok := k.accepted[doc.Epoch][int32(r.Rank)]
-			if !ok {
-				missing++
-			} else if at.After(last) {
-				last = at
-			}
-		}
-		k.mu.Unlock()
-		if missing == 0 {
-			return last, nil
-		}
-		select {
-		case <-k.changed:
-		case <-deadline:
-			return time.Time{}, fmt.Errorf("epoch %d: %d live builders not configured after %v", doc.Epoch, missing, timeout)
-		}
-	}
-}
-
-// lhcb is the benchmark's fabric and its simulated nodes.
-func lhcb() (*ebv1.Fabric, []string) {
-	f := &ebv1.Fabric{
-		ObjectMeta: metav1.ObjectMeta{Name: fabricName},
-		Spec:       ebv1.FabricSpec{Leaves: 18, Spines: 10, PortsPerLeaf: 20, LinksPerPair: 2},
-	}
-	var nodes []string
-	for leaf, n := range serversPerLeaf {
-		for slot := range n {
-			node := fmt.Sprintf("sim-eb%03d", len(nodes))
-			nodes = append(nodes, node)
-			for numa := range 2 {
-				name := fmt.Sprintf("%s-numa%d", node, numa)
-				ep := ebv1.FabricEndpoint{
-					Name: name, Node: node, NUMA: int32(numa), RDMADevice: fmt.Sprintf("mlx5_%d", numa), Netdev: fmt.Sprintf("ib%d", numa),
-					Leaf: int32(leaf), Port: int32(2*slot + numa),
-				}
-				if spareServer := leaf >= 11 && leaf <= 14 && slot == n-1; !spareServer {
-					ep.Streams = []string{name + "-mfp0", name + "-mfp1", name + "-mfp2"}
-				}
-				f.Spec.Endpoints = append(f.Spec.Endpoints, ep)
-			}
-		}
-	}
-	return f, nodes
 }
 
 // setup creates the namespace, the simulated nodes (Ready) and the fabric.

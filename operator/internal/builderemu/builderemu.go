@@ -100,6 +100,10 @@ type Options struct {
 	// ("" for none): the emulated builder reports itself aligned there,
 	// but while SetMisaligned says otherwise.
 	NUMANode string
+	// FlagIncomplete is --incomplete flag: an event a lost or unread RU's
+	// fragments are missing from is delivered flagged incomplete (counted
+	// built and incomplete), not dropped.
+	FlagIncomplete bool
 }
 
 // Request is one control command a builder received.
@@ -334,6 +338,8 @@ type Builder struct {
 	building  float64   // seconds spent building
 	events    int64
 	dropped   int64
+	// incomplete: events delivered flagged incomplete (--incomplete flag).
+	incomplete int64
 	// discarded: events its BU dropped for want of room in its output,
 	// the last stalledFor seconds of building (SetOutputStalled).
 	discarded  int64
@@ -503,7 +509,7 @@ func (b *Builder) advance(now time.Time) {
 	n := int64(whole)
 	b.carry = whole - float64(n)
 	// An unread source's slot is missing from every MEP: dropped, as the
-	// builder does by default (--incomplete drop).
+	// builder does by default (--incomplete drop), or delivered flagged.
 	lostRU, lostBUs := slices.ContainsFunc(t.Ranks, func(r tableRank) bool { return r.State == "live" && r.SourceUnread }), int64(0)
 	for r := range b.lost {
 		lostRU = lostRU || (t.live(r) && t.Ranks[r].Function != "BU")
@@ -514,6 +520,8 @@ func (b *Builder) advance(now time.Time) {
 	b.stalledFor = 0
 	if t.runsBU(b.rank) {
 		switch {
+		case lostRU && b.opts.FlagIncomplete:
+			b.events, b.incomplete = b.events+n, b.incomplete+n
 		case lostRU:
 			b.dropped += n
 		case b.farm.outputStalled[b.key]:
@@ -634,6 +642,7 @@ func (b *Builder) status() *statusDoc {
 	}
 	slices.Sort(d.LostPeers)
 	d.EventsBuilt, d.EventsDropped, d.NextEvent, d.BuildingSeconds = b.events, b.dropped, b.mesh.generated, b.building
+	d.EventsIncomplete = b.incomplete
 	d.MEPsBuilt, d.BytesBuilt = d.EventsBuilt/1000, d.EventsBuilt*b.opts.EventSize
 	d.MEPsDiscarded, d.OutputStalledSeconds = b.discarded/1000, b.stalledFor
 	if d.Units > 0 { // as if every other unit's MFPs crossed the network, while building
@@ -718,15 +727,30 @@ func allowed(state string) []string {
 	return []string{"reset"}
 }
 
-// serve routes /b/<key>/<path> to the builder under key. Where no builder
-// runs, the connection is closed unanswered, as a dead address would.
+// serve routes /b/<key>/<path> to the builder under key.
 func (f *Farm) serve(w http.ResponseWriter, r *http.Request) {
 	rest, ok := strings.CutPrefix(r.URL.Path, "/b/")
 	key, path, _ := strings.Cut(rest, "/")
+	if !ok {
+		key = ""
+	}
+	f.route(w, r, key, "/"+path)
+}
+
+// Handler serves the builder under key at the root of an address of its
+// own, as eb-builder serves at its pod's IP (a benchmark listening on each
+// pod's address); the same builder is also under URL(key).
+func (f *Farm) Handler(key string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.route(w, r, key, r.URL.Path) })
+}
+
+// route hands a request to the builder under key. Where no builder runs,
+// the connection is closed unanswered, as a dead address would.
+func (f *Farm) route(w http.ResponseWriter, r *http.Request, key, path string) {
 	f.mu.Lock()
 	b := f.builders[key]
 	f.mu.Unlock()
-	if !ok || b == nil || b.isDead() {
+	if b == nil || b.isDead() {
 		if hj, ok := w.(http.Hijacker); ok {
 			if conn, _, err := hj.Hijack(); err == nil {
 				_ = conn.Close()
@@ -736,7 +760,7 @@ func (f *Farm) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no builder", http.StatusBadGateway)
 		return
 	}
-	b.serve(w, r, "/"+path)
+	b.serve(w, r, path)
 }
 
 func (b *Builder) isDead() bool {
@@ -1239,6 +1263,11 @@ func (f *Farm) StartPod(key string, pod *corev1.Pod, secret *corev1.Secret, runL
 			o.RDMADevice = val
 		case "--numa-node":
 			o.NUMANode = val
+		case "--incomplete":
+			if val != "drop" && val != "flag" {
+				return nil, fmt.Errorf("--incomplete %q: expected drop or flag", val)
+			}
+			o.FlagIncomplete = val == "flag"
 		case "--peers", "--dummies":
 			return nil, fmt.Errorf("%s: a self-configured builder; the emulation only runs controlled ones", flag)
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"reflect"
 	"slices"
@@ -666,5 +667,55 @@ func TestNUMAReportHasTheBuildersKeys(t *testing.T) {
 	f.SetMisaligned("b", true)
 	if n := asked.numa(); n.Aligned() || n.CPUsLocal || n.Misplaced() != "CPUs" {
 		t.Errorf("misaligned: %+v (misplaced %q), want the CPUs elsewhere", n, n.Misplaced())
+	}
+}
+
+// An RU whose readout is unread (sourceUnread in the table) leaves every
+// event incomplete: the BUs drop them under --incomplete drop, and deliver
+// them flagged under --incomplete flag. Each builder is reached at the
+// root of its own address too (Handler), as at a pod's IP.
+func TestIncompleteEventsDroppedOrFlagged(t *testing.T) {
+	body := func(rank int) string {
+		return fmt.Sprintf(`{"rank":%d,"table":{"version":"eventbuilder.daq.io/ranktable/v1","run":"r","epoch":1,"layout":"Folded","ranks":[`+
+			`{"rank":0,"address":"r-eb-0.r-eb:7000","state":"live","function":"RU+BU"},`+
+			`{"rank":1,"address":"r-eb-1.r-eb:7000","state":"live","function":"BU","sourceUnread":true}]}}`, rank)
+	}
+	for _, flag := range []bool{false, true} {
+		t.Run(fmt.Sprintf("flag=%v", flag), func(t *testing.T) {
+			f := NewFarm()
+			defer f.Close()
+			mesh := fmt.Sprint("m", flag)
+			for r := range 2 {
+				f.Start(fmt.Sprint(r), Options{Token: "tok", Rank: int32(r), Mesh: mesh, FlagIncomplete: flag})
+			}
+			for r := range 2 {
+				if a := post(t, f.URL(fmt.Sprint(r)), "tok", "configure", body(r)); a.code != 200 {
+					t.Fatalf("configure rank %d: %v", r, a)
+				}
+				post(t, f.URL(fmt.Sprint(r)), "tok", "start", "")
+			}
+			srv := httptest.NewServer(f.Handler("0"))
+			defer srv.Close()
+			own := srv.URL
+			var st builderstatus.Report
+			deadline := time.Now().Add(10 * time.Second)
+			for st.EventsBuilt+st.EventsDropped == 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("rank 0 counted no event in 10 s")
+				}
+				_, doc := get(t, own, "/status")
+				if err := json.Unmarshal([]byte(doc), &st); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if flag && (st.EventsDropped != 0 || st.EventsIncomplete != st.EventsBuilt) {
+				t.Errorf("--incomplete flag: built %d, incomplete %d, dropped %d; want every event built flagged, none dropped",
+					st.EventsBuilt, st.EventsIncomplete, st.EventsDropped)
+			}
+			if !flag && (st.EventsBuilt != 0 || st.EventsIncomplete != 0) {
+				t.Errorf("--incomplete drop: built %d, incomplete %d, dropped %d; want every event dropped",
+					st.EventsBuilt, st.EventsIncomplete, st.EventsDropped)
+			}
+		})
 	}
 }

@@ -1080,6 +1080,7 @@ var nodeHealthChanged = predicate.Funcs{
 // patches from triggering reconciles; each poll of a run's builders wakes
 // it instead.
 func (r *EventBuilderRunReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.Recorder = withBoundedNotes(r.Recorder)
 	err := mgr.GetFieldIndexer().IndexField(context.Background(), &ebv1.EventBuilderRun{}, fabricRefField, func(o client.Object) []string {
 		if ref := o.(*ebv1.EventBuilderRun).Spec.FabricRef; ref != nil {
 			return []string{ref.Name}

@@ -69,6 +69,7 @@ func (r *FabricReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctr
 // SetupWithManager registers the reconciler: a Fabric's spec and its
 // nodes' health (see nodeHealthChanged) change its status.
 func (r *FabricReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.Recorder = withBoundedNotes(r.Recorder)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&ebv1.Fabric{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {

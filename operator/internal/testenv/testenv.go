@@ -90,11 +90,20 @@ type Env struct {
 // (KUBEBUILDER_ASSETS when empty) and installs the CRDs of the directories
 // crds.
 func Start(assets string, crds ...string) (*Env, error) {
+	return StartWithAPIServerArgs(assets, nil, crds...)
+}
+
+// StartWithAPIServerArgs is Start with these kube-apiserver flags (name
+// without the dashes, value) set beside envtest's.
+func StartWithAPIServerArgs(assets string, args map[string]string, crds ...string) (*Env, error) {
 	scheme := runtime.NewScheme()
 	if err := errors.Join(clientgoscheme.AddToScheme(scheme), ebv1.AddToScheme(scheme)); err != nil {
 		return nil, err
 	}
 	env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true, BinaryAssetsDirectory: assets}
+	for name, value := range args {
+		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		if assets == "" {
@@ -103,6 +112,17 @@ func Start(assets string, crds ...string) (*Env, error) {
 		return nil, fmt.Errorf("starting envtest (binaries from %s, CRDs from %v): %w", assets, crds, err)
 	}
 	return &Env{env: env, Config: cfg, Scheme: scheme}, nil
+}
+
+// KubeConfig is the content of a kubeconfig file for a new user of the
+// API server, in groups (system:masters: an administrator), for a process
+// outside this one (kube-scheduler, kube-controller-manager, kwok).
+func (e *Env) KubeConfig(user string, groups ...string) ([]byte, error) {
+	u, err := e.env.AddUser(envtest.User{Name: user, Groups: groups}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return u.KubeConfig()
 }
 
 // Stop stops the API server and etcd.
