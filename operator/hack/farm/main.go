@@ -49,7 +49,7 @@ func main() {
 	flag.StringVar(&o.chart, "chart", filepath.Join("..", "charts", "eventbuilder-operator"), "the operator's chart")
 	flag.StringVar(&o.crds, "crds", filepath.Join("..", "config", "crd", "bases"), "directory of the CRDs")
 	flag.StringVar(&o.operatorBinary, "operator", "", "the operator's manager binary (go build ./cmd)")
-	flag.StringVar(&o.dir, "dir", "", "work directory for logs and kubeconfigs (default: a new temporary one)")
+	flag.StringVar(&o.dir, "dir", "", "work directory for logs and kubeconfigs (default: a new temporary one, removed when every target was met)")
 	flag.DurationVar(&o.steady, "steady", 30*time.Second, "how long the steady run is watched for the operator's API requests, CPU and memory")
 	flag.IntVar(&o.failures, "failures", 3, "servers lost one after another in the first run (their median and maximum are printed)")
 	flag.BoolVar(&o.check, "check", false, "exit 1 if a figure misses its target")
@@ -60,7 +60,8 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if o.dir == "" {
+	ownDir := o.dir == ""
+	if ownDir {
 		dir, err := os.MkdirTemp("", "eventbuilder-farm-")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "farm:", err)
@@ -87,5 +88,9 @@ func main() {
 		if o.check {
 			os.Exit(1)
 		}
+		return
+	}
+	if ownDir { // nothing to look at: every target met
+		_ = os.RemoveAll(o.dir)
 	}
 }
