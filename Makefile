@@ -76,7 +76,7 @@ PROMETHEUS_IMAGE := eventbuilder/prometheus:$(PROMETHEUS_VERSION)
 
 DEMO_CLUSTER := eventbuilder-demo
 PACKAGES := build-essential ccache cmake ninja-build libgtest-dev debootstrap clang libclang-rt-14-dev iperf3 busybox-static nlohmann-json3-dev prometheus \
-  libibverbs-dev libmicrohttpd-dev libssl-dev zlib1g-dev
+  libibverbs-dev libmicrohttpd-dev libssl-dev zlib1g-dev libsimgrid-dev libcli11-dev python3-matplotlib
 
 export PATH := $(K8S_BIN):$(PATH)
 # ccache (builder/CMakeLists.txt): paths under the clone hashed as relative,

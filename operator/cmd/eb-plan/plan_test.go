@@ -1,10 +1,13 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 	"daq.io/eventbuilder/operator/internal/ranktable"
 )
 
@@ -79,4 +82,43 @@ func TestPlanRefusesBadInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The farm simulator's tests read eb-plan's output for their manifests
+// (builder/sim/testdata): it must stay what eb-plan prints.
+func TestSimulatorTestdataIsEbPlansOutput(t *testing.T) {
+	dir := "../../../builder/sim/testdata"
+	for _, run := range []string{"all-live", "with-spares"} {
+		t.Run(run, func(t *testing.T) {
+			out, err := Plan(mustRead(t, filepath.Join(dir, "two-leaves-fabric.yaml"), run+"-run.yaml", dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := json.MarshalIndent(out, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := os.ReadFile(filepath.Join(dir, run+"-plan.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got)+"\n" != string(want) {
+				t.Errorf("%s-plan.json is not eb-plan's output; regenerate it:\n  eb-plan -fabric %s/two-leaves-fabric.yaml -run %s/%s-run.yaml > %s/%s-plan.json",
+					run, dir, dir, run, dir, run)
+			}
+		})
+	}
+}
+
+func mustRead(t *testing.T, fabricFile, runFile, dir string) (*ebv1.Fabric, *ebv1.EventBuilderRun, []string) {
+	t.Helper()
+	var fabric ebv1.Fabric
+	var run ebv1.EventBuilderRun
+	if err := readManifest(fabricFile, "Fabric", &fabric); err != nil {
+		t.Fatal(err)
+	}
+	if err := readManifest(filepath.Join(dir, runFile), "EventBuilderRun", &run); err != nil {
+		t.Fatal(err)
+	}
+	return &fabric, &run, nil
 }

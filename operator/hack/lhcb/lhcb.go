@@ -46,6 +46,21 @@ func Small(servers int) Shape {
 	return s
 }
 
+// Scaled is a fabric of the LHCb kind for any number of servers: leaves
+// of ten servers (20 ports; the last leaf takes the rest), 10 spines with
+// 2 links to every leaf, and a spare server in the last slot of each of
+// the last spareServers leaves.
+func Scaled(servers, spareServers int) Shape {
+	s := Shape{Spines: 10, PortsPerLeaf: 20, LinksPerPair: 2}
+	for left := servers; left > 0; left -= 10 {
+		s.ServersPerLeaf = append(s.ServersPerLeaf, min(left, 10))
+	}
+	for leaf := len(s.ServersPerLeaf) - 1; leaf >= 0 && len(s.SpareLeaves) < spareServers; leaf-- {
+		s.SpareLeaves = append(s.SpareLeaves, leaf)
+	}
+	return s
+}
+
 // Servers is the number of servers.
 func (s Shape) Servers() int {
 	n := 0
