@@ -191,6 +191,15 @@ test-farm: packages $(K8S_BIN)/etcd $(KWOK) $(HELM) ## make bench-farm's smoke: 
 bench-farm: packages $(K8S_BIN)/etcd $(KWOK) $(HELM) ## The operator as the chart deploys it on a farm's control plane: kube-scheduler, kube-controller-manager, 167 KWOK servers, 334 pods; apply, losses, drain, steady state (BENCH lines, about 3 min). FARM_FLAGS.
 	KUBEBUILDER_ASSETS=$(K8S_BIN) KWOK=$(KWOK) HELM=$(HELM) operator/hack/farm.sh $(FARM_FLAGS)
 
+.PHONY: sim
+sim: build-builder ## The farm simulated with SimGrid on the calibrated model: event rate and Tb/s against servers (16-500) by barrier, and against --barrier-every at 163 servers; CSV and PNG in builder/sim/results (about 15 min on 2 cores).
+	cd operator && go build -o $(abspath $(BUILD))/eb-plan ./cmd/eb-plan && go build -o $(abspath $(BUILD))/fabricgen ./hack/fabricgen
+	builder/sim/run.sh $(BUILD)/builder/sim/eb-farm-sim $(BUILD)/eb-plan $(BUILD)/fabricgen builder/sim/results
+
+.PHONY: sim-calibrate
+sim-calibrate: build-builder ## Fit eb-farm-sim's host costs to the builder measured on 16 cores (builder/sim/results/calibration.csv; about 2 min).
+	builder/sim/calibrate.py $(BUILD)/builder/sim/eb-farm-sim builder/sim/results
+
 .PHONY: bench-operator
 bench-operator: packages $(K8S_BIN)/etcd ## Operator scale benchmark against a real API server (BENCH lines).
 	KUBEBUILDER_ASSETS=$(K8S_BIN) operator/hack/bench.sh

@@ -60,14 +60,19 @@ int main(int argc, char** argv) {
     double nic_latency_us = network.nic_latency_s * 1e6, link_latency_us = network.link_latency_s * 1e6, overhead_us = 0,
            noise_us = 0, straggler_us = 0;
     bool header = false;
+    int one_switch = 0;
 
     auto* plan_opt = app.add_option("--plan", plan_file, "eb-plan's output (JSON)");
     auto* fabric_opt = app.add_option("--fabric", fabric_file, "the Fabric manifest, planned by eb-plan with --run");
     auto* run_opt = app.add_option("--run", run_file, "the EventBuilderRun manifest");
     auto* table_opt = app.add_option("--table", table_file, "a rank table the operator published (ranks.json), with the fabric's shape");
+    auto* one_switch_opt = app.add_option("--one-switch", one_switch,
+        "instead of a table: this many folded units on one switch (a self-configured set), as on one machine's loopback device")
+        ->check(CLI::Range(2, 100000));
     app.add_option("--fail-nodes", fail_nodes, "with --fabric: nodes lost, their units on spares or dropped as the operator's failover does");
     app.add_option("--eb-plan", eb_plan, "the operator's eb-plan binary")->capture_default_str();
-    plan_opt->excludes(fabric_opt)->excludes(table_opt);
+    plan_opt->excludes(fabric_opt)->excludes(table_opt)->excludes(one_switch_opt);
+    one_switch_opt->excludes(fabric_opt)->excludes(table_opt);
     fabric_opt->needs(run_opt)->excludes(table_opt);
     app.add_option("--leaves", shape.leaves, "with --table: leaf switches")->check(CLI::PositiveNumber);
     app.add_option("--spines", shape.spines, "with --table: spine switches")->check(CLI::PositiveNumber);
@@ -91,6 +96,8 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"none", "tournament", "centralized"}));
     app.add_option("--barrier-every", run.barrier_every, "phases between barriers")->capture_default_str()->check(CLI::Range(1u, 1000000u));
     app.add_option("--cycles", run.cycles, "cycles to simulate")->capture_default_str()->check(CLI::Range(1u, 1000000u));
+    app.add_option("--barrier-rounds", run.barrier_rounds, "calibration: only this many barrier rounds, their mean printed (barrier_round_us)")
+        ->check(CLI::Range(0u, 1000000u));
     app.add_flag("--violate-schedule", run.violate_schedule, "for tests: RU 0 swaps its first two targets (two RUs on one BU)");
     app.add_flag("--header", header, "print the CSV column names first");
     app.allow_extras();  // --cfg=... goes to SimGrid
@@ -101,7 +108,8 @@ int main(int argc, char** argv) {
         if (!plan_file.empty()) plan = eb::sim::read_plan(read_json(plan_file));
         else if (!fabric_file.empty()) plan = eb::sim::read_plan(run_eb_plan(eb_plan, fabric_file, run_file, fail_nodes));
         else if (!table_file.empty()) plan = eb::sim::read_table(read_json(table_file), shape);
-        else throw std::runtime_error("give --plan, --fabric and --run, or --table with the fabric's shape");
+        else if (one_switch > 0) plan = eb::sim::one_switch_plan(one_switch);
+        else throw std::runtime_error("give --plan, --fabric and --run, --table with the fabric's shape, or --one-switch");
         network.nic_latency_s = nic_latency_us * 1e-6;
         network.link_latency_s = link_latency_us * 1e-6;
         network.message_overhead_s = overhead_us * 1e-6;
@@ -123,13 +131,13 @@ int main(int argc, char** argv) {
         if (header)
             std::cout << "ranks,live,leaves,barrier,barrier_every,packing_factor,cycles,nic_gbps,link_gbps,overhead_us,noise_us,"
                          "event_rate,throughput_tbps,analytic_tbps,barrier_share,max_link_utilisation,mean_link_utilisation,"
-                         "shared_link_seconds,simulated_seconds,wall_seconds\n";
+                         "shared_link_seconds,barrier_round_us,simulated_seconds,wall_seconds\n";
         std::cout << r.ranks << ',' << r.live << ',' << plan.fabric.leaves << ',' << barrier << ',' << run.barrier_every << ','
                   << run.packing_factor << ',' << run.cycles << ',' << network.nic_gbps << ',' << network.link_gbps << ','
                   << overhead_us << ',' << noise_us << ',' << r.event_rate << ',' << r.throughput_tbps << ','
                   << eb::sim::analytic_throughput_tbps(plan, network) << ',' << r.barrier_share << ','
                   << r.max_link_utilisation << ',' << r.mean_link_utilisation << ',' << r.shared_link_seconds << ','
-                  << r.seconds << ',' << wall_s << "\n";
+                  << r.barrier_round_s * 1e6 << ',' << r.seconds << ',' << wall_s << "\n";
     } catch (const std::exception& e) {
         std::cerr << "eb-farm-sim: " << e.what() << "\n";
         return 1;

@@ -53,6 +53,14 @@ Farm_plan read_table(const nlohmann::json& table, const Fabric_shape& fabric) {
     return plan;
 }
 
+Farm_plan one_switch_plan(int units) {
+    if (units < 2) throw std::invalid_argument("--one-switch: at least 2 units");
+    Farm_plan plan{Fabric_shape{1, 1, units, 1, "PortModSpines"}, {}};
+    const std::vector<Rank_function> functions = flag_functions(static_cast<Rank>(units), Layout::folded, {});
+    for (int r = 0; r < units; ++r) plan.ranks.push_back({functions[r], 0, r});
+    return plan;
+}
+
 Farm_plan read_plan(const nlohmann::json& plan) {
     const nlohmann::json& f = plan.at("fabric");
     const Fabric_shape fabric{f.at("leaves").get<int>(), f.at("spines").get<int>(), f.at("portsPerLeaf").get<int>(),

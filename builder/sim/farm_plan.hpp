@@ -43,6 +43,11 @@ struct Farm_plan {
     int dummies() const { return static_cast<int>(ranks.size()) - live(); }
 };
 
+// A self-configured set of `units` folded ranks on one switch (eb-builder
+// --peers with no table: flag_functions), as the units of one machine on
+// its loopback device: the platform the model is calibrated on.
+Farm_plan one_switch_plan(int units);
+
 // Reads eb-plan's output ({"fabric": {...}, "table": {...}}).
 Farm_plan read_plan(const nlohmann::json& plan);
 // Reads a rank table the operator published (the ConfigMap's ranks.json)

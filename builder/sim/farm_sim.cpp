@@ -156,6 +156,11 @@ public:
         if (role.parent) barrier_box(sim_.live[*role.parent], rank_)->set_receiver(sg4::Actor::self());
         for (const std::size_t child : role.children) barrier_box(sim_.live[child], rank_)->set_receiver(sg4::Actor::self());
         sim_.start->wait();
+        if (sim_.run.barrier_rounds > 0) {
+            for (std::uint32_t round = 0; round < sim_.run.barrier_rounds; ++round) barrier(role);
+            sim_.end = std::max(sim_.end, sg4::Engine::get_clock());
+            return;
+        }
         std::uint64_t phases = 0;
         for (std::uint32_t cycle = 0; cycle < sim_.run.cycles; ++cycle) {
             control_round();
@@ -196,13 +201,18 @@ private:
     // parent's, then every child's (barrier_role).
     void barrier(const Barrier_role& role) {
         const double from = sg4::Engine::get_clock();
-        for (const std::size_t child : role.children) barrier_box(sim_.live[child], rank_)->get<int>();
+        for (const std::size_t child : role.children) token_from(sim_.live[child]);
         if (role.parent) {
             token_to(sim_.live[*role.parent]);
-            barrier_box(sim_.live[*role.parent], rank_)->get<int>();
+            token_from(sim_.live[*role.parent]);
         }
         for (const std::size_t child : role.children) token_to(sim_.live[child]);
         sim_.barrier_seconds += sg4::Engine::get_clock() - from;
+    }
+
+    void token_from(int peer) {
+        barrier_box(peer, rank_)->get<int>();
+        host_time(sim_.network.message_overhead_s);
     }
 
     void token_to(int peer) {
@@ -300,6 +310,10 @@ Sim_result simulate(const Farm_plan& plan, const Network_model& network, const J
     result.network_bytes = sim.network_bytes;
     result.throughput_tbps = sim.network_bytes * 8 / result.seconds / 1e12;
     result.barrier_share = sim.barrier_seconds / (result.seconds * result.live);
+    if (run.barrier_rounds > 0) {
+        result.barrier_round_s = result.seconds / run.barrier_rounds;
+        result.events = result.event_rate = 0;
+    }
     double sum = 0;
     int used = 0;
     for (std::size_t l = 0; l < platform.links.size(); ++l) {

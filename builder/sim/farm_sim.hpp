@@ -39,6 +39,8 @@ struct Run_model {
     // For tests: RU 0 swaps its first two phases' targets, so in phase 1
     // two RUs send to one BU, as a broken schedule would.
     bool violate_schedule = false;
+    // Calibration: run this many barrier rounds and nothing else.
+    std::uint32_t barrier_rounds = 0;
 };
 
 struct Sim_result {
@@ -52,6 +54,7 @@ struct Sim_result {
     double max_link_utilisation = 0;   // over the leaf-spine links and NICs
     double mean_link_utilisation = 0;  // over the leaf-spine links that carried data
     double shared_link_seconds = 0;    // link-seconds with more than one flow on a NIC link
+    double barrier_round_s = 0;        // with Run_model::barrier_rounds: the mean round
 };
 
 // Runs the plan's live ranks as SimGrid actors on a platform made from its

@@ -95,7 +95,7 @@ TEST(FarmSim, BadInputIsRefusedByName) {
         std::string args, says;
     };
     const std::vector<Case> cases = {
-        {"", "give --plan, --fabric and --run, or --table"},
+        {"", "give --plan, --fabric and --run, --table with the fabric's shape, or --one-switch"},
         {"--plan /nonexistent.json", "/nonexistent.json: cannot be read"},
         {"--table " + testdata("with-spares-ranks.json") + " --leaves 1 --spines 2 --ports-per-leaf 4 --links-per-pair 2",
          "outside the fabric"},

@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+"""Draws make sim's results (Debian's matplotlib) and prints what they say.
+
+Reads OUT/scale.csv and OUT/barrier-every.csv (run.sh); writes
+event-rate.png and throughput.png (against servers, one line per barrier,
+as the reference design's Fig. 10 and 12) and barrier-every.png
+(throughput at 163 servers against --barrier-every); prints the servers
+from which the tournament beats the centralized barrier, what no barrier
+costs against the tournament, and the best --barrier-every.
+Usage: plot.py OUT_DIR
+"""
+import csv
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def main():
+    out = sys.argv[1]
+    scale = rows(os.path.join(out, "scale.csv"))
+    every = rows(os.path.join(out, "barrier-every.csv"))
+    kinds = ["none", "tournament", "centralized"]
+    by = {k: sorted(((int(r["servers"]), r) for r in scale if r["barrier"] == k), key=lambda x: x[0]) for k in kinds}
+
+    for column, label, file in [("event_rate", "events per second (millions)", "event-rate.png"),
+                                ("throughput_tbps", "aggregate throughput (Tb/s)", "throughput.png")]:
+        plt.figure(figsize=(6.4, 4.2))
+        scale_of = 1e-6 if column == "event_rate" else 1
+        for k in kinds:
+            plt.plot([s for s, _ in by[k]], [float(r[column]) * scale_of for _, r in by[k]], marker="o", label="barrier " + k)
+        if column == "throughput_tbps":
+            plt.plot([s for s, _ in by["none"]], [float(r["analytic_tbps"]) for _, r in by["none"]], "k--", label="ideal network")
+        plt.xlabel("servers (two units each)")
+        plt.ylabel(label)
+        plt.title("eb-farm-sim, HDR fat tree, barrier every phase")
+        plt.grid(alpha=0.3)
+        plt.legend()
+        plt.tight_layout()
+        plt.savefig(os.path.join(out, file), dpi=110)
+        plt.close()
+
+    plt.figure(figsize=(6.4, 4.2))
+    for k in ["tournament", "centralized"]:
+        pts = sorted((int(r["barrier_every"]), float(r["throughput_tbps"])) for r in every if r["barrier"] == k)
+        plt.plot([p for p, _ in pts], [t for _, t in pts], marker="o", label="barrier " + k)
+    none = [float(r["throughput_tbps"]) for r in every if r["barrier"] == "none"]
+    if none:
+        plt.axhline(none[0], color="grey", linestyle=":", label="no barrier")
+    plt.xscale("log", base=2)
+    plt.xlabel("--barrier-every (phases)")
+    plt.ylabel("aggregate throughput (Tb/s)")
+    plt.title("eb-farm-sim, 163 servers (LHCb)")
+    plt.grid(alpha=0.3)
+    plt.legend()
+    plt.tight_layout()
+    plt.savefig(os.path.join(out, "barrier-every.png"), dpi=110)
+    plt.close()
+
+    rate = {k: {s: float(r["event_rate"]) for s, r in by[k]} for k in kinds}
+    crossover = next((s for s in sorted(rate["tournament"]) if rate["tournament"][s] > rate["centralized"][s]), None)
+    print("tournament builds more events than centralized from %s servers" % crossover)
+    for s in sorted(rate["tournament"]):
+        t, c, n = rate["tournament"][s], rate["centralized"][s], rate["none"][s]
+        print("%4d servers: centralized %+.1f %% against tournament, no barrier %+.1f %%" % (s, 100 * (c - t) / t, 100 * (n - t) / t))
+    best = max((r for r in every if r["barrier"] != "none"), key=lambda r: float(r["throughput_tbps"]))
+    print("best at 163 servers: barrier %s every %s phases, %.1f Tb/s (no barrier %.1f Tb/s)"
+          % (best["barrier"], best["barrier_every"], float(best["throughput_tbps"]), none[0] if none else float("nan")))
+
+
+if __name__ == "__main__":
+    main()
