@@ -4,6 +4,8 @@
 #include <simgrid/s4u.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <iostream>
 #include <random>
 #include <stdexcept>
 #include <unordered_map>
@@ -134,6 +136,7 @@ struct Simulation {
     Link_flows* flows = nullptr;
     double barrier_seconds = 0, end = 0, network_bytes = 0;
     int token = 0;                      // a payload to send: SimGrid wants one
+    std::chrono::steady_clock::time_point wall_start = std::chrono::steady_clock::now();
 
     bool runs_ru(int r) const { return plan.ranks[r].function == Rank_function::ru || plan.ranks[r].function == Rank_function::ru_bu; }
     bool runs_bu(int r) const { return plan.ranks[r].function == Rank_function::bu || plan.ranks[r].function == Rank_function::ru_bu; }
@@ -170,6 +173,7 @@ public:
                     barrier(role);
             }
             control_round();
+            if (sim_.position[rank_] == 0) progress(cycle + 1);
         }
         for (const int peer : sim_.live)
             if (peer != rank_) data_box(peer, rank_)->set_receiver(nullptr);
@@ -228,6 +232,13 @@ private:
         sim_.round->wait();
         host_time(2.0 * (sim_.live.size() - 1) * sim_.network.message_overhead_s + 2 * sim_.network.nic_latency_s +
                   2 * sim_.network.link_latency_s);
+    }
+
+    // Long simulations say how far they are (the first live rank, per cycle).
+    void progress(std::uint32_t cycles_done) const {
+        const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - sim_.wall_start).count();
+        std::cerr << "eb-farm-sim: cycle " << cycles_done << "/" << sim_.run.cycles << " done at " << sg4::Engine::get_clock()
+                  << " s simulated, " << wall << " s wall\n";
     }
 
     double noise() {
