@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Draws make sim's results (Debian's matplotlib) and prints what they say.
 
-Reads OUT/scale.csv and OUT/barrier-every.csv (run.sh); writes
+Reads OUT/scale.csv, OUT/barrier-every.csv and OUT/failures.csv
+(run.sh; the first column names the plan: servers, or servers and what
+was lost); writes
 event-rate.png and throughput.png (against servers, one line per barrier,
 as the reference design's Fig. 10 and 12) and barrier-every.png
 (throughput at 163 servers against --barrier-every); prints the servers
@@ -29,7 +31,7 @@ def main():
     scale = rows(os.path.join(out, "scale.csv"))
     every = rows(os.path.join(out, "barrier-every.csv"))
     kinds = ["none", "tournament", "centralized"]
-    by = {k: sorted(((int(r["servers"]), r) for r in scale if r["barrier"] == k), key=lambda x: x[0]) for k in kinds}
+    by = {k: sorted(((int(r["plan"]), r) for r in scale if r["barrier"] == k), key=lambda x: x[0]) for k in kinds}
 
     for column, label, file in [("event_rate", "events per second (millions)", "event-rate.png"),
                                 ("throughput_tbps", "aggregate throughput (Tb/s)", "throughput.png")]:
@@ -74,6 +76,8 @@ def main():
     best = max((r for r in every if r["barrier"] != "none"), key=lambda r: float(r["throughput_tbps"]))
     print("best at 163 servers: barrier %s every %s phases, %.1f Tb/s (no barrier %.1f Tb/s)"
           % (best["barrier"], best["barrier_every"], float(best["throughput_tbps"]), none[0] if none else float("nan")))
+    for r in rows(os.path.join(out, "failures.csv")):
+        print("%-16s %4s live ranks: %.1f Tb/s, %.3g events/s" % (r["plan"], r["live"], float(r["throughput_tbps"]), float(r["event_rate"])))
 
 
 if __name__ == "__main__":
