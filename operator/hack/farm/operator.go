@@ -29,6 +29,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"daq.io/eventbuilder/operator/internal/shortlist"
 )
 
 // operatorNamespace is where the chart is installed.
@@ -264,6 +266,25 @@ func sumSamples(r io.Reader, want ...string) (map[string]float64, error) {
 		}
 	}
 	return sums, sc.Err()
+}
+
+// errorLogs counts the replicas' error-level log lines and gives the first.
+func (o *operator) errorLogs() (int, string, error) {
+	n, first := 0, ""
+	for _, r := range o.replicas {
+		data, err := os.ReadFile(r.proc.log)
+		if err != nil {
+			return 0, "", err
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, `"level":"error"`) {
+				if n++; first == "" {
+					first = shortlist.Clip(line, 400)
+				}
+			}
+		}
+	}
+	return n, first, nil
 }
 
 // leader is the replica that leads (leader_election_master_status 1).

@@ -157,5 +157,14 @@ func bench(ctx context.Context, o options, shape lhcb.Shape) ([]string, error) {
 	}
 	f.target("apply_to_scheduled_median", median(f.appliedScheduled).Seconds(), targetScheduled.Seconds(), "s")
 	f.target("apply_to_running_median", median(f.appliedRunning).Seconds(), targetRunning.Seconds(), "s")
+	// Error level is for what needs a person: none of this should.
+	errorLines, first, err := f.op.errorLogs()
+	if err != nil {
+		return nil, err
+	}
+	benchLine("operator_error_logs", float64(errorLines), "lines")
+	if errorLines > 0 {
+		f.missed = append(f.missed, fmt.Sprintf("operator_error_logs %d, the first: %s", errorLines, first))
+	}
 	return f.missed, errors.Join(f.b.err(), f.op.check(), f.cp.check())
 }

@@ -164,7 +164,11 @@ type EventBuilderRunReconciler struct {
 // requeues itself every PollInterval for as long as the run exists, since
 // builders' counters change without any Kubernetes event.
 func (r *EventBuilderRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return requeueOnConflict(r.reconcile(ctx, req))
+	result, err := r.reconcile(ctx, req)
+	if deletedDuringPass(err, req.NamespacedName) {
+		return ctrl.Result{}, nil
+	}
+	return requeueOnConflict(result, err)
 }
 
 // reconcile loads what the run's decisions rest on, decides (runplan and
