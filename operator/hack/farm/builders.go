@@ -180,7 +180,9 @@ func (b *builders) worker() {
 func (b *builders) start(pod *corev1.Pod) error {
 	uid := string(pod.UID)
 	secret, err := b.cs.CoreV1().Secrets(b.ns).Get(b.ctx, builderpod.ControlSecretName(pod.Labels[builderpod.LabelRun]), metav1.GetOptions{})
-	if err != nil {
+	if apierrors.IsNotFound(err) {
+		return nil // its run is being deleted: a kubelet could not mount the token either, and the pod goes
+	} else if err != nil {
 		return err
 	}
 	listener, err := net.Listen("tcp", net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(builderpod.HTTPPort)))
