@@ -23,10 +23,10 @@ int Fabric_shape::spine(int leaf, int port) const {
     return (leaf * ports_per_leaf + port) % spines;
 }
 
-int Farm_plan::live() const {
-    int n = 0;
-    for (const Farm_rank& r : ranks) n += r.function != Rank_function::dummy;
-    return n;
+Rank_table Farm_plan::schedule() const {
+    std::vector<Rank_function> functions;
+    for (const Farm_rank& r : ranks) functions.push_back(r.function);
+    return Rank_table(std::move(functions));
 }
 
 Farm_plan read_table(const nlohmann::json& table, const Fabric_shape& fabric) {

@@ -39,8 +39,9 @@ struct Farm_plan {
     Fabric_shape fabric;
     std::vector<Farm_rank> ranks;
 
-    int live() const;
-    int dummies() const { return static_cast<int>(ranks.size()) - live(); }
+    // The schedule's view of the table: who runs an RU, a BU, or nothing.
+    Rank_table schedule() const;
+    int live() const { return static_cast<int>(schedule().live_ranks().size()); }
 };
 
 // A self-configured set of `units` folded ranks on one switch (eb-builder

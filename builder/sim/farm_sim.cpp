@@ -68,7 +68,7 @@ struct Platform {
     const std::vector<int>& links_between(int src, int dst) const { return route[src * hosts.size() + dst]; }
 };
 
-Platform build_platform(const Farm_plan& plan, const Network_model& network) {
+Platform build_platform(const Farm_plan& plan, const Rank_table& table, const Network_model& network) {
     const int n = static_cast<int>(plan.ranks.size());
     const Fabric_shape& f = plan.fabric;
     Platform p;
@@ -96,10 +96,9 @@ Platform build_platform(const Farm_plan& plan, const Network_model& network) {
                                               network.link_latency_s, false);
         }
     p.route.resize(static_cast<std::size_t>(n) * n);
-    for (int a = 0; a < n; ++a) {
-        if (plan.ranks[a].function == Rank_function::dummy) continue;
-        for (int b = 0; b < n; ++b) {
-            if (a == b || plan.ranks[b].function == Rank_function::dummy) continue;
+    for (const Rank a : table.live_ranks()) {
+        for (const Rank b : table.live_ranks()) {
+            if (a == b) continue;
             const Farm_rank &src = plan.ranks[a], &dst = plan.ranks[b];
             std::vector<int>& links = p.route[a * n + b];
             links.push_back(nic_up[a]);
@@ -128,7 +127,8 @@ struct Simulation {
     const Network_model& network;
     const Jitter_model& jitter;
     const Run_model& run;
-    std::vector<int> live;              // live ranks, ascending: barrier positions
+    const Rank_table& table;            // the schedule's view: who runs an RU, a BU
+    const std::vector<Rank>& live;      // live ranks, ascending: barrier positions
     std::vector<int> position;          // rank -> position among live, -1 for dummies
     std::vector<std::uint64_t> mfp;     // rank -> its MFP bytes
     sg4::BarrierPtr start, round;       // set-up done; the all-to-all control rounds
@@ -138,8 +138,8 @@ struct Simulation {
     int token = 0;                      // a payload to send: SimGrid wants one
     std::chrono::steady_clock::time_point wall_start = std::chrono::steady_clock::now();
 
-    bool runs_ru(int r) const { return plan.ranks[r].function == Rank_function::ru || plan.ranks[r].function == Rank_function::ru_bu; }
-    bool runs_bu(int r) const { return plan.ranks[r].function == Rank_function::bu || plan.ranks[r].function == Rank_function::ru_bu; }
+    bool runs_ru(int r) const { return table.runs_ru(static_cast<Rank>(r)); }
+    bool runs_bu(int r) const { return table.runs_bu(static_cast<Rank>(r)); }
 };
 
 // One rank's builder: per cycle, the header round, the N-1 phases of
@@ -267,15 +267,10 @@ std::uint64_t mean_mfp_bytes(const Run_model& run, std::uint32_t source) {
 
 double analytic_throughput_tbps(const Farm_plan& plan, const Network_model& network) {
     // Per cycle each RU sends one MFP to every BU but itself, over N-1 phases.
-    double rus = 0, bus = 0, both = 0;
-    for (const Farm_rank& r : plan.ranks) {
-        const bool ru = r.function == Rank_function::ru || r.function == Rank_function::ru_bu;
-        const bool bu = r.function == Rank_function::bu || r.function == Rank_function::ru_bu;
-        rus += ru;
-        bus += bu;
-        both += ru && bu;
-    }
-    const double messages = rus * bus - both;
+    const Rank_table table = plan.schedule();
+    double both = 0;
+    for (const Rank r : table.rus()) both += table.runs_bu(r);
+    const double messages = static_cast<double>(table.rus().size()) * table.bus().size() - both;
     return messages / (static_cast<double>(plan.ranks.size()) - 1) * std::min(network.nic_gbps, network.link_gbps) / 1000;
 }
 
@@ -289,17 +284,14 @@ Sim_result simulate(const Farm_plan& plan, const Network_model& network, const J
     engine.set_config("network/model:CM02");
     engine.set_config("network/crosstraffic:0");
     sg_link_load_plugin_init();
-    const Platform platform = build_platform(plan, network);
+    const Rank_table table = plan.schedule();
+    const Platform platform = build_platform(plan, table, network);
 
-    Simulation sim{plan, network, jitter, run, {}, {}, {}, nullptr, nullptr};
+    Simulation sim{plan, network, jitter, run, table, table.live_ranks(), {}, {}, nullptr, nullptr};
     const int n = static_cast<int>(plan.ranks.size());
     sim.position.assign(n, -1);
-    for (int r = 0; r < n; ++r) {
-        sim.mfp.push_back(mean_mfp_bytes(run, static_cast<std::uint32_t>(r)));
-        if (plan.ranks[r].function == Rank_function::dummy) continue;
-        sim.position[r] = static_cast<int>(sim.live.size());
-        sim.live.push_back(r);
-    }
+    for (int r = 0; r < n; ++r) sim.mfp.push_back(mean_mfp_bytes(run, static_cast<std::uint32_t>(r)));
+    for (std::size_t i = 0; i < sim.live.size(); ++i) sim.position[sim.live[i]] = static_cast<int>(i);
     sim.start = sg4::Barrier::create(sim.live.size());
     sim.round = sg4::Barrier::create(sim.live.size());
 
@@ -314,9 +306,7 @@ Sim_result simulate(const Farm_plan& plan, const Network_model& network, const J
     result.ranks = n;
     result.live = static_cast<int>(sim.live.size());
     result.seconds = sim.end;
-    int bus = 0;
-    for (const int r : sim.live) bus += sim.runs_bu(r);
-    result.events = static_cast<double>(run.cycles) * run.packing_factor * bus;
+    result.events = static_cast<double>(run.cycles) * run.packing_factor * table.bus().size();
     result.event_rate = result.events / result.seconds;
     result.network_bytes = sim.network_bytes;
     result.throughput_tbps = sim.network_bytes * 8 / result.seconds / 1e12;
