@@ -381,7 +381,7 @@ func (b *builders) latestTable(run string) (ranktable.Document, bool) {
 	return latest, latest.Epoch > 0
 }
 
-// deletionsOn is when the first of the named pods was seen being deleted
+// firstDeletion is when the first of the named pods was seen being deleted
 // (zero if none was).
 func (b *builders) firstDeletion(names []string) time.Time {
 	b.mu.Lock()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -17,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -238,34 +239,28 @@ func (o *operator) metrics(ctx context.Context, r *operatorReplica, want ...stri
 	return sumSamples(resp.Body, want...)
 }
 
-// sumSamples sums, per metric name, the non-negative samples of a Prometheus text
-// exposition whose names are in want.
+// sumSamples sums, per metric name, the non-negative samples of a
+// Prometheus text exposition whose names are in want.
 func sumSamples(r io.Reader, want ...string) (map[string]float64, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
 	sums := map[string]float64{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
+	for _, name := range want {
+		family := families[name]
+		if family == nil {
 			continue
 		}
-		name, _, _ := strings.Cut(line, "{")
-		name, _, _ = strings.Cut(name, " ")
-		for _, w := range want {
-			if name != w {
-				continue
-			}
-			fields := strings.Fields(line)
-			v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-			if err != nil {
-				return nil, fmt.Errorf("metric line %q: %w", line, err)
-			}
+		for _, m := range family.GetMetric() {
+			v := m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
 			if v >= 0 { // -1: a gauge its source could not read
-				sums[w] += v
+				sums[name] += v
 			}
 		}
 	}
-	return sums, sc.Err()
+	return sums, nil
 }
 
 // errorLogs counts the replicas' error-level log lines and gives the first.

@@ -375,7 +375,7 @@ func (f *farmBench) lose(nodes []string) (time.Time, time.Duration, error) {
 	return at, lag, err
 }
 
-// onNodes: no live rank of doc runs on these nodes.
+// onNoneOf: no live rank of doc runs on these nodes.
 func onNoneOf(nodes []string) func(ranktable.Document) bool {
 	return func(doc ranktable.Document) bool {
 		for _, r := range doc.Ranks {
