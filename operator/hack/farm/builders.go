@@ -263,7 +263,8 @@ func (b *builders) onAccept(eb *builderemu.Builder, cmd string, epoch int64) {
 // markReady sets the pod's Ready condition, as the kubelet does once its
 // readiness probe passes.
 func (b *builders) markReady(p *corev1.Pod) error {
-	for {
+	const attempts = 20 // each a conflict with another writer of the pod's status
+	for range attempts {
 		pod, err := b.cs.CoreV1().Pods(b.ns).Get(b.ctx, p.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) || (err == nil && pod.UID != p.UID) {
 			return nil
@@ -282,6 +283,7 @@ func (b *builders) markReady(p *corev1.Pod) error {
 			return err
 		}
 	}
+	return fmt.Errorf("its status changed under %d updates in a row", attempts)
 }
 
 func setPodCondition(pod *corev1.Pod, c corev1.PodCondition) {
