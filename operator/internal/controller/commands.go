@@ -5,10 +5,10 @@ import (
 	"sync"
 	"time"
 
+	"daq.io/eventbuilder/operator/internal/buildercontrol"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-
-	"daq.io/eventbuilder/operator/internal/planner"
 )
 
 // Control calls are sent as batches. Each run's command batch (configure
@@ -165,13 +165,23 @@ func (c *commander) forget(run types.NamespacedName) {
 	delete(c.sentUntil, run)
 }
 
-// liveRanks are the live ranks of t, in rank order.
-func liveRanks(t planner.RankTable) []int32 {
-	var out []int32
-	for _, rk := range t.Ranks {
-		if rk.Role == planner.Live {
-			out = append(out, int32(rk.Rank))
+// targets are the builders of ranks whose pods run, for a control call.
+func (r *EventBuilderRunReconciler) targets(pods map[int32]*corev1.Pod, ranks []int32) []buildercontrol.Builder {
+	var out []buildercontrol.Builder
+	for _, rank := range ranks {
+		if pod := pods[rank]; pod != nil {
+			out = append(out, buildercontrol.Builder{Rank: rank, URL: r.StatusURL(pod)})
 		}
 	}
 	return out
+}
+
+// commandReason is the Event reason of a command sent.
+var commandReason = map[buildercontrol.Command]string{
+	buildercontrol.Configure: "BuildersConfigured",
+	buildercontrol.Start:     "BuildersStarted",
+	buildercontrol.Pause:     "BuildersPaused",
+	buildercontrol.Resume:    "BuildersResumed",
+	buildercontrol.Stop:      "BuildersStopped",
+	buildercontrol.Reset:     "BuildersReset",
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -97,4 +98,18 @@ func current(p *builderstatus.Poll, pods map[int32]*corev1.Pod) *builderstatus.P
 		}
 	}
 	return p
+}
+
+// converging: the run is not (yet) where its spec asks, so every
+// reconcile polls its builders and drives them.
+func converging(run *ebv1.EventBuilderRun) bool {
+	st := &run.Status
+	if st.ObservedGeneration != run.Generation || !meta.IsStatusConditionTrue(st.Conditions, ebv1.ConditionConfigured) {
+		return true
+	}
+	switch st.Phase {
+	case ebv1.PhaseRunning, ebv1.PhaseDegraded, ebv1.PhasePaused, ebv1.PhaseStopped:
+		return false
+	}
+	return true
 }
