@@ -273,7 +273,7 @@ TEST(ControlApi, WrongMethodIs405WithAllow) {
     EXPECT_TRUE(target.calls.empty());
 }
 
-// The error bodies the operator's client reads (buildercontrol.BuilderError),
+// The error bodies the operator's client reads (builderapi.BuilderError),
 // shared with its Go tests, each under the status it comes with.
 TEST(ControlApi, GoldenErrorBodiesForTheOperator) {
     Recording_target target;

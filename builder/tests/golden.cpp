@@ -21,8 +21,8 @@ void expect_golden(const std::string& name, const std::string& text) {
     golden << file.rdbuf();
     EXPECT_EQ(text, golden.str()) << "the builder now writes another " << name
                                   << ": if that is meant, rewrite it with EB_UPDATE_GOLDEN=1 ctest -R Golden, and "
-                                     "make the operator read it (go test ./internal/builderstatus "
-                                     "./internal/buildercontrol in operator/)";
+                                     "make the operator read it (go test ./internal/builderapi "
+                                     "./internal/builderclient in operator/)";
 }
 
 }  // namespace eb::test

@@ -165,7 +165,7 @@ TEST(StatusRender, PromtoolAcceptsTheMetrics) {
     }
 }
 
-// The bodies the operator's client decodes (builderstatus.Report), shared
+// The bodies the operator's client decodes (builderapi.Report), shared
 // with its Go tests: a running verbs unit with a NUMA report, and a unit
 // just started (NOT_READY, no table).
 TEST(StatusRender, GoldenStatusBodiesForTheOperator) {

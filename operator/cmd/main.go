@@ -25,9 +25,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
-	"daq.io/eventbuilder/operator/internal/buildercontrol"
+	"daq.io/eventbuilder/operator/internal/builderclient"
 	"daq.io/eventbuilder/operator/internal/builderpod"
-	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/console"
 	"daq.io/eventbuilder/operator/internal/controller"
 	"daq.io/eventbuilder/operator/internal/opmetrics"
@@ -233,12 +232,14 @@ func main() {
 		os.Exit(1)
 	}
 
+	// One client, one pool of connections, for the builders' polls and commands.
+	builders := builderclient.New(builderclient.Timeouts{Poll: o.pollTimeout, Control: o.controlTimeout})
 	if err := (&controller.EventBuilderRunReconciler{
 		Client:                 mgr.GetClient(),
 		APIReader:              mgr.GetAPIReader(),
 		Recorder:               mgr.GetEventRecorder("eventbuilderrun-controller"),
-		Builders:               builderstatus.NewClient(o.pollTimeout),
-		Control:                opmetrics.CountControl(buildercontrol.NewClient(o.controlTimeout)),
+		Builders:               builders,
+		Control:                opmetrics.CountControl(builders),
 		StatusURL:              builderpod.StatusURL,
 		PollInterval:           o.pollInterval,
 		NodeNotReadyGrace:      o.notReadyGrace,

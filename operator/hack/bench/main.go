@@ -59,10 +59,9 @@ import (
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 	"daq.io/eventbuilder/operator/hack/accepted"
 	"daq.io/eventbuilder/operator/hack/lhcb"
-	"daq.io/eventbuilder/operator/internal/buildercontrol"
+	"daq.io/eventbuilder/operator/internal/builderclient"
 	"daq.io/eventbuilder/operator/internal/builderemu"
 	"daq.io/eventbuilder/operator/internal/builderpod"
-	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/controller"
 	"daq.io/eventbuilder/operator/internal/ranktable"
 	"daq.io/eventbuilder/operator/internal/runplan"
@@ -128,9 +127,10 @@ func bench(crds string) error {
 	}
 	farm := builderemu.NewFarm()
 	defer farm.Close()
+	builders := builderclient.New(builderclient.Timeouts{Poll: time.Second, Control: 2 * time.Second})
 	err = errors.Join((&controller.EventBuilderRunReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("eventbuilderrun-controller"),
-		Builders: builderstatus.NewClient(time.Second), Control: buildercontrol.NewClient(2 * time.Second),
+		Builders: builders, Control: builders,
 		StatusURL:    func(pod *corev1.Pod) string { return farm.URL(string(pod.UID)) },
 		PollInterval: 2 * time.Second, NodeNotReadyGrace: 10 * time.Second, RejoinBackoff: runplan.DefaultRejoinBackoff,
 		StatusCountersInterval: *statusCounters,

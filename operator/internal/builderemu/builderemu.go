@@ -22,7 +22,7 @@
 // it lost a peer's RU, and the unit the set follows drops the lost BUs'
 // share; next_event counts every event of the set once.
 //
-// The contract suite (internal/buildercontrol/contract_test.go) runs the
+// The contract suite (internal/builderclient/contract_test.go) runs the
 // same scenarios against this emulation and real eb-builder processes. What
 // the emulation simplifies: a set's cycle boundary comes at once (a pause
 // or stop sent to one unit reaches its set's others within the command,
@@ -57,7 +57,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
-	"daq.io/eventbuilder/operator/internal/builderstatus"
+	"daq.io/eventbuilder/operator/internal/builderapi"
 )
 
 // Builder states, as the builder names them.
@@ -496,7 +496,7 @@ func (b *Builder) role() string {
 func (b *Builder) advance(now time.Time) {
 	dt := now.Sub(b.last).Seconds()
 	b.last = now
-	if b.activity() != builderstatus.ActivityBuilding || dt <= 0 {
+	if b.activity() != builderapi.ActivityBuilding || dt <= 0 {
 		return
 	}
 	b.building += dt
@@ -573,28 +573,28 @@ func (b *Builder) connected() bool {
 func (b *Builder) activity() string {
 	switch {
 	case b.state == Running && b.role() == "dummy":
-		return builderstatus.ActivityStandby
+		return builderapi.ActivityStandby
 	case b.state == Running && b.inSession && !b.farm.stalled[b.key] && b.connected():
-		return builderstatus.ActivityBuilding
+		return builderapi.ActivityBuilding
 	case b.state == Running:
-		return builderstatus.ActivityConnecting
+		return builderapi.ActivityConnecting
 	case b.state == Paused && b.inSession:
-		return builderstatus.ActivityPaused
+		return builderapi.ActivityPaused
 	}
-	return builderstatus.ActivityIdle
+	return builderapi.ActivityIdle
 }
 
 // statusDoc is the builder's GET /status document, as the operator
 // decodes it.
 type statusDoc struct {
-	builderstatus.Report
+	builderapi.Report
 }
 
 // numa is the builder's NUMA report: nothing asked, nothing pinned; else
 // pinned where asked, its CPUs there unless SetMisaligned says otherwise,
 // its RDMA device (if any) there.
-func (b *Builder) numa() *builderstatus.NUMA {
-	n := &builderstatus.NUMA{Requested: b.opts.NUMANode}
+func (b *Builder) numa() *builderapi.NUMA {
+	n := &builderapi.NUMA{Requested: b.opts.NUMANode}
 	node, err := strconv.ParseInt(b.opts.NUMANode, 10, 32)
 	if err != nil {
 		n.Warning = "emulated builder: no NUMA node asked"
@@ -614,13 +614,13 @@ func (b *Builder) numa() *builderstatus.NUMA {
 // (encoded outside it).
 func (b *Builder) status() *statusDoc {
 	b.advance(time.Now())
-	d := &statusDoc{Report: builderstatus.Report{Rank: b.rank, State: b.state, Activity: b.activity(), Role: b.role(), Epoch: b.shown.epoch(),
+	d := &statusDoc{Report: builderapi.Report{Rank: b.rank, State: b.state, Activity: b.activity(), Role: b.role(), Epoch: b.shown.epoch(),
 		PendingEpoch: b.pending.epoch(), LostPeers: []int32{}, DataRefusals: noRefusals(), Allowed: allowed(b.state), LastError: b.lastError, NUMA: b.numa()}}
 	if t := b.shown; t != nil {
 		// Its live peers are up once its set has connected and builds.
 		setUp := b.table != nil && b.active() && b.inSession && b.connected() && !b.farm.unreachable[b.key]
 		d.Units = int32(len(t.Ranks))
-		d.Peers = make([]builderstatus.Peer, len(t.Ranks))
+		d.Peers = make([]builderapi.Peer, len(t.Ranks))
 		for i, r := range t.Ranks {
 			st := "connecting"
 			switch {
@@ -633,7 +633,7 @@ func (b *Builder) status() *statusDoc {
 			case setUp:
 				st = "up"
 			}
-			d.Peers[i] = builderstatus.Peer{Rank: int32(r.Rank), State: st}
+			d.Peers[i] = builderapi.Peer{Rank: int32(r.Rank), State: st}
 		}
 	}
 	d.Transport = b.transport(d.Peers)
@@ -693,8 +693,8 @@ func noRefusals() map[string]int64 {
 // tcp; for verbs the port and a queue pair per live peer, ready to send
 // (RTS) once the peer is up, in error once it is lost, being connected
 // (INIT) before.
-func (b *Builder) transport(peers []builderstatus.Peer) *builderstatus.Transport {
-	t := &builderstatus.Transport{Kind: b.opts.Transport}
+func (b *Builder) transport(peers []builderapi.Peer) *builderapi.Transport {
+	t := &builderapi.Transport{Kind: b.opts.Transport}
 	if t.Kind != ebv1.TransportVerbs {
 		return t
 	}
@@ -703,10 +703,10 @@ func (b *Builder) transport(peers []builderstatus.Peer) *builderstatus.Transport
 	if b.farm.unreachable[b.key] {
 		t.PortState = "DOWN"
 	}
-	qpState := map[string]string{builderstatus.PeerUp: "RTS", builderstatus.PeerLost: "ERR", "connecting": "INIT"}
+	qpState := map[string]string{builderapi.PeerUp: "RTS", builderapi.PeerLost: "ERR", "connecting": "INIT"}
 	for _, p := range peers {
 		if st, ok := qpState[p.State]; ok {
-			t.Peers = append(t.Peers, builderstatus.QueuePair{Rank: p.Rank, QPState: st})
+			t.Peers = append(t.Peers, builderapi.QueuePair{Rank: p.Rank, QPState: st})
 		}
 	}
 	return t

@@ -19,7 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"daq.io/eventbuilder/operator/internal/builderstatus"
+	"daq.io/eventbuilder/operator/internal/builderapi"
+	"daq.io/eventbuilder/operator/internal/builderclient"
 )
 
 // The emulation follows builder/docs/control-api.md; these check the
@@ -311,7 +312,7 @@ func TestMesh(t *testing.T) {
 func TestRestartRejoins(t *testing.T) {
 	f := NewFarm()
 	defer f.Close()
-	status := builderstatus.NewClient(time.Second)
+	status := builderclient.New(builderclient.Timeouts{Poll: time.Second, Control: time.Second})
 	ctx := context.Background()
 	var bs []*Builder
 	for r := range 3 {
@@ -359,7 +360,7 @@ func TestRestartRejoins(t *testing.T) {
 func TestJoinersThatCannotJoinAreLost(t *testing.T) {
 	f := NewFarm()
 	defer f.Close()
-	status := builderstatus.NewClient(time.Second)
+	status := builderclient.New(builderclient.Timeouts{Poll: time.Second, Control: time.Second})
 	ctx := context.Background()
 	// Ranks 0 and 1 live, 2 and 3 spares: 2 unreachable, 3 killed.
 	for r := range 4 {
@@ -409,7 +410,7 @@ func TestJoinersThatCannotJoinAreLost(t *testing.T) {
 // not healed yet at an earlier epoch (it went on alone through it). Reset
 // first, it rejoins as a restarted process does.
 func TestHealedPartition(t *testing.T) {
-	status := builderstatus.NewClient(time.Second)
+	status := builderclient.New(builderclient.Timeouts{Poll: time.Second, Control: time.Second})
 	ctx := context.Background()
 	// start runs ranks 0..2 at epoch 1 and cuts rank 1 off.
 	start := func(t *testing.T) *Farm {
@@ -554,21 +555,21 @@ func TestTransportReport(t *testing.T) {
 	for r := range 3 {
 		f.Start(fmt.Sprint(r), Options{Token: "tok", Rank: int32(r), Mesh: "m", Transport: "verbs", RDMADevice: fmt.Sprintf("mlx5_%d", r)})
 	}
-	status := func(key string) builderstatus.Report {
-		rep, err := builderstatus.NewClient(time.Second).Get(context.Background(), f.URL(key))
+	status := func(key string) builderapi.Report {
+		rep, err := builderclient.New(builderclient.Timeouts{Poll: time.Second, Control: time.Second}).Get(context.Background(), f.URL(key))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return rep
 	}
-	if got := status("tcp").Transport; got == nil || !reflect.DeepEqual(*got, builderstatus.Transport{Kind: "tcp"}) {
+	if got := status("tcp").Transport; got == nil || !reflect.DeepEqual(*got, builderapi.Transport{Kind: "tcp"}) {
 		t.Errorf("tcp builder reports transport %+v", got)
 	}
-	port := func(state string, qps ...builderstatus.QueuePair) builderstatus.Transport {
-		return builderstatus.Transport{Kind: "verbs", Device: "mlx5_0", Port: 1, GIDIndex: ptr.To[int32](-1), PortState: state,
+	port := func(state string, qps ...builderapi.QueuePair) builderapi.Transport {
+		return builderapi.Transport{Kind: "verbs", Device: "mlx5_0", Port: 1, GIDIndex: ptr.To[int32](-1), PortState: state,
 			LinkLayer: "InfiniBand", Peers: qps}
 	}
-	check := func(when string, want builderstatus.Transport) {
+	check := func(when string, want builderapi.Transport) {
 		t.Helper()
 		if got := status("0").Transport; got == nil || !reflect.DeepEqual(*got, want) {
 			t.Errorf("%s: rank 0 reports transport %+v, want %+v", when, got, want)
@@ -578,22 +579,22 @@ func TestTransportReport(t *testing.T) {
 	for r := range 3 {
 		post(t, f.URL(fmt.Sprint(r)), "tok", "configure", cfgBody(r, 1, "live", "live", "dummy"))
 	}
-	check("configured", port("ACTIVE", builderstatus.QueuePair{Rank: 1, QPState: "INIT"}))
+	check("configured", port("ACTIVE", builderapi.QueuePair{Rank: 1, QPState: "INIT"}))
 	for r := range 3 {
 		post(t, f.URL(fmt.Sprint(r)), "tok", "start", "")
 	}
-	check("running", port("ACTIVE", builderstatus.QueuePair{Rank: 1, QPState: "RTS"}))
+	check("running", port("ACTIVE", builderapi.QueuePair{Rank: 1, QPState: "RTS"}))
 	f.Kill("1")
-	check("peer lost", port("ACTIVE", builderstatus.QueuePair{Rank: 1, QPState: "ERR"}))
+	check("peer lost", port("ACTIVE", builderapi.QueuePair{Rank: 1, QPState: "ERR"}))
 	f.SetUnreachable("0", true)
-	check("data network down", port("DOWN", builderstatus.QueuePair{Rank: 1, QPState: "ERR"}))
+	check("data network down", port("DOWN", builderapi.QueuePair{Rank: 1, QPState: "ERR"}))
 }
 
 // goldenKeys are the top-level keys of a body eb-builder's tests write
 // (builder/tests/golden.hpp).
 func goldenKeys(t *testing.T, name string) []string {
 	t.Helper()
-	raw, err := os.ReadFile("../builderstatus/testdata/builder/" + name)
+	raw, err := os.ReadFile("../builderapi/testdata/builder/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -635,7 +636,7 @@ func TestBodiesHaveTheBuildersFields(t *testing.T) {
 // says aligned where the operator asked for a NUMA node, until
 // SetMisaligned.
 func TestNUMAReportHasTheBuildersKeys(t *testing.T) {
-	raw, err := os.ReadFile("../builderstatus/testdata/builder/status-running.json")
+	raw, err := os.ReadFile("../builderapi/testdata/builder/status-running.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -697,7 +698,7 @@ func TestIncompleteEventsDroppedOrFlagged(t *testing.T) {
 			srv := httptest.NewServer(f.Handler("0"))
 			defer srv.Close()
 			own := srv.URL
-			var st builderstatus.Report
+			var st builderapi.Report
 			deadline := time.Now().Add(10 * time.Second)
 			for st.EventsBuilt+st.EventsDropped == 0 {
 				if time.Now().After(deadline) {

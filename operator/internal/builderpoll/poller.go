@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/types"
 
+	"daq.io/eventbuilder/operator/internal/builderapi"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 )
 
@@ -32,7 +33,7 @@ type Target struct {
 }
 
 // Get asks the builder at base URL for its status.
-type Get func(ctx context.Context, url string) (builderstatus.Report, error)
+type Get func(ctx context.Context, url string) (builderapi.Report, error)
 
 // Poller polls the runs it tracks. Its zero value is not usable: use New.
 type Poller struct {
@@ -202,7 +203,7 @@ func (p *Poller) loop(ctx context.Context, run types.NamespacedName, t *tracked)
 // does not answer is missing from the reports.
 func (p *Poller) pollOnce(ctx context.Context, targets []Target) *builderstatus.Poll {
 	poll := &builderstatus.Poll{Time: time.Now(), Pods: make(map[int32]string, len(targets)),
-		Reports: make(map[int32]builderstatus.Report, len(targets))}
+		Reports: make(map[int32]builderapi.Report, len(targets))}
 	var mu sync.Mutex
 	var g errgroup.Group
 	g.SetLimit(maxInFlight)

@@ -9,28 +9,29 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"daq.io/eventbuilder/operator/internal/builderapi"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 )
 
 // fakeBuilders answer GET /status by URL: a report, or silence.
 type fakeBuilders struct {
 	mu      sync.Mutex
-	answers map[string]builderstatus.Report // by URL; missing: no answer
+	answers map[string]builderapi.Report // by URL; missing: no answer
 	asked   map[string]int
 }
 
-func (f *fakeBuilders) get(_ context.Context, url string) (builderstatus.Report, error) {
+func (f *fakeBuilders) get(_ context.Context, url string) (builderapi.Report, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.asked[url]++
 	if rep, ok := f.answers[url]; ok {
 		return rep, nil
 	}
-	return builderstatus.Report{}, errors.New("no answer")
+	return builderapi.Report{}, errors.New("no answer")
 }
 
 func TestPollerPollsInTheBackgroundAndWakesTheRun(t *testing.T) {
-	builders := &fakeBuilders{answers: map[string]builderstatus.Report{
+	builders := &fakeBuilders{answers: map[string]builderapi.Report{
 		"http://a": {State: "RUNNING", EventsBuilt: 10},
 		"http://b": {State: "READY"},
 	}, asked: map[string]int{}}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/builderapi"
 	"daq.io/eventbuilder/operator/internal/shortlist"
 )
 
@@ -27,7 +28,7 @@ type Unit struct {
 type Poll struct {
 	Time    time.Time
 	Pods    map[int32]string
-	Reports map[int32]Report
+	Reports map[int32]builderapi.Report
 }
 
 // Silence is a row of polls a builder pod left unanswered: since the first
@@ -203,7 +204,7 @@ func missing(observed []Unit, rows []ebv1.UnitStatus) string {
 			why = "no pod"
 		case row.State == "":
 			why = fmt.Sprintf("pod %s on node %s, builder not answering", u.Pod, cmp.Or(u.Node, "(none)"))
-		case row.State != StateRunning:
+		case row.State != builderapi.StateRunning:
 			why = fmt.Sprintf("pod %s on node %s, builder %s", u.Pod, cmp.Or(u.Node, "(none)"), row.State)
 		case !u.Ready:
 			why = fmt.Sprintf("pod %s on node %s not Ready", u.Pod, cmp.Or(u.Node, "(none)"))
@@ -240,8 +241,8 @@ func notBuilding(stuck []ebv1.UnitStatus, observed []Unit, at time.Time) string 
 	})
 	first := stuck[0]
 	msg := fmt.Sprintf("every builder is %s, but ranks %s have built nothing for %s (the event stream stands at %d)",
-		StateRunning, ranks, at.Sub(first.ProgressTime.Time).Round(time.Second), first.NextEvent)
-	if i := slices.IndexFunc(stuck, func(u ebv1.UnitStatus) bool { return u.Activity == ActivityConnecting }); i >= 0 {
+		builderapi.StateRunning, ranks, at.Sub(first.ProgressTime.Time).Round(time.Second), first.NextEvent)
+	if i := slices.IndexFunc(stuck, func(u ebv1.UnitStatus) bool { return u.Activity == builderapi.ActivityConnecting }); i >= 0 {
 		msg += fmt.Sprintf("; rank %d cannot connect to its peers: the data network between their nodes is cut (a partition), "+
 			"or a peer's address does not resolve", stuck[i].Rank)
 	}
@@ -282,24 +283,24 @@ func assess(units []ebv1.UnitStatus, ready int32, desired ebv1.RunState) (ebv1.R
 	count := map[string]int{}
 	for _, u := range units {
 		count[u.State]++
-		if u.State == StateError {
+		if u.State == builderapi.StateError {
 			failed = append(failed, u)
 		}
 	}
-	running := count[StateRunning]
+	running := count[builderapi.StateRunning]
 	n := len(units)
 	if len(failed) == 0 && n > 0 {
 		switch desired {
 		case ebv1.StatePaused:
-			if count[StatePaused]+count[StateReady] == n {
-				return ebv1.PhasePaused, ebv1.ReasonRunPaused, fmt.Sprintf("spec.state is Paused: %d builders PAUSED, %d READY (never started)", count[StatePaused], count[StateReady])
+			if count[builderapi.StatePaused]+count[builderapi.StateReady] == n {
+				return ebv1.PhasePaused, ebv1.ReasonRunPaused, fmt.Sprintf("spec.state is Paused: %d builders PAUSED, %d READY (never started)", count[builderapi.StatePaused], count[builderapi.StateReady])
 			}
-			return ebv1.PhasePending, ebv1.ReasonUnitsPending, fmt.Sprintf("pausing: %d/%d builders PAUSED, %d RUNNING, %d did not answer", count[StatePaused], n, running, count[""])
+			return ebv1.PhasePending, ebv1.ReasonUnitsPending, fmt.Sprintf("pausing: %d/%d builders PAUSED, %d RUNNING, %d did not answer", count[builderapi.StatePaused], n, running, count[""])
 		case ebv1.StateStopped:
-			if count[StateReady]+count[StateNotReady] == n {
-				return ebv1.PhaseStopped, ebv1.ReasonRunStopped, fmt.Sprintf("spec.state is Stopped: %d builders READY, %d NOT_READY; their pods stay", count[StateReady], count[StateNotReady])
+			if count[builderapi.StateReady]+count[builderapi.StateNotReady] == n {
+				return ebv1.PhaseStopped, ebv1.ReasonRunStopped, fmt.Sprintf("spec.state is Stopped: %d builders READY, %d NOT_READY; their pods stay", count[builderapi.StateReady], count[builderapi.StateNotReady])
 			}
-			return ebv1.PhasePending, ebv1.ReasonUnitsPending, fmt.Sprintf("stopping: %d/%d builders READY, %d RUNNING, %d PAUSED, %d did not answer", count[StateReady], n, running, count[StatePaused], count[""])
+			return ebv1.PhasePending, ebv1.ReasonUnitsPending, fmt.Sprintf("stopping: %d/%d builders READY, %d RUNNING, %d PAUSED, %d did not answer", count[builderapi.StateReady], n, running, count[builderapi.StatePaused], count[""])
 		}
 	}
 	switch {
@@ -308,10 +309,10 @@ func assess(units []ebv1.UnitStatus, ready int32, desired ebv1.RunState) (ebv1.R
 		// 1024 characters: name a few ranks, clip the error.
 		ranks := shortlist.Join(failed, ", ", func(u ebv1.UnitStatus) string { return strconv.Itoa(int(u.Rank)) })
 		return ebv1.PhaseFailed, ebv1.ReasonBuilderError,
-			fmt.Sprintf("builders of ranks %s report %s; rank %d: %s", ranks, StateError, failed[0].Rank, clipError(failed[0].LastError))
+			fmt.Sprintf("builders of ranks %s report %s; rank %d: %s", ranks, builderapi.StateError, failed[0].Rank, clipError(failed[0].LastError))
 	case int(ready) == n && running == n:
-		return ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning, fmt.Sprintf("all %d units ready and %s", n, StateRunning)
+		return ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning, fmt.Sprintf("all %d units ready and %s", n, builderapi.StateRunning)
 	default:
-		return ebv1.PhasePending, ebv1.ReasonUnitsPending, fmt.Sprintf("%d/%d units ready, %d/%d builders %s", ready, n, running, n, StateRunning)
+		return ebv1.PhasePending, ebv1.ReasonUnitsPending, fmt.Sprintf("%d/%d units ready, %d/%d builders %s", ready, n, running, n, builderapi.StateRunning)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"daq.io/eventbuilder/operator/internal/builderapi"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
@@ -17,8 +19,8 @@ var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
 func micro(t time.Time) *metav1.MicroTime { m := metav1.NewMicroTime(t); return &m }
 
-func running(events, bytes int64) Report {
-	return Report{State: StateRunning, EventsBuilt: events, BytesBuilt: bytes}
+func running(events, bytes int64) builderapi.Report {
+	return builderapi.Report{State: builderapi.StateRunning, EventsBuilt: events, BytesBuilt: bytes}
 }
 
 // units returns n ready units with pods.
@@ -37,8 +39,8 @@ func TestAggregate(t *testing.T) {
 		ThroughputGbps: "0.500",
 		LastSampleTime: micro(t0),
 		Units: []ebv1.UnitStatus{
-			{Rank: 0, Pod: "p", Ready: true, State: StateRunning, EventsBuilt: 1000, BytesBuilt: 1e9},
-			{Rank: 1, Pod: "p", Ready: true, State: StateRunning, EventsBuilt: 2000, BytesBuilt: 2e9},
+			{Rank: 0, Pod: "p", Ready: true, State: builderapi.StateRunning, EventsBuilt: 1000, BytesBuilt: 1e9},
+			{Rank: 1, Pod: "p", Ready: true, State: builderapi.StateRunning, EventsBuilt: 2000, BytesBuilt: 2e9},
 		},
 	}
 
@@ -63,14 +65,14 @@ func TestAggregate(t *testing.T) {
 			name:  "first poll: totals but no rate yet",
 			prev:  ebv1.EventBuilderRunStatus{},
 			units: units(2),
-			poll:  &Poll{Time: t0, Reports: map[int32]Report{0: running(10, 100), 1: running(20, 200)}},
+			poll:  &Poll{Time: t0, Reports: map[int32]builderapi.Report{0: running(10, 100), 1: running(20, 200)}},
 			want:  want{ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning, 2, 30, 0, 0, "0.000", micro(t0), []string{"RUNNING", "RUNNING"}},
 		},
 		{
 			name:  "rate and throughput from the deltas over two seconds",
 			prev:  prev,
 			units: units(2),
-			poll: &Poll{Time: t0.Add(2 * time.Second), Reports: map[int32]Report{
+			poll: &Poll{Time: t0.Add(2 * time.Second), Reports: map[int32]builderapi.Report{
 				0: running(1000+3000, 1e9+2e9),
 				1: running(2000+5000, 2e9+3e9),
 			}},
@@ -81,7 +83,7 @@ func TestAggregate(t *testing.T) {
 			name:  "restarted builder counts from zero",
 			prev:  prev,
 			units: units(2),
-			poll: &Poll{Time: t0.Add(time.Second), Reports: map[int32]Report{
+			poll: &Poll{Time: t0.Add(time.Second), Reports: map[int32]builderapi.Report{
 				0: running(1100, 1e9),
 				1: running(50, 0), // was 2000
 			}},
@@ -91,7 +93,7 @@ func TestAggregate(t *testing.T) {
 			name:  "silent builder keeps its last counters, adds no rate, and blocks Running",
 			prev:  prev,
 			units: units(2),
-			poll:  &Poll{Time: t0.Add(time.Second), Reports: map[int32]Report{0: running(1500, 1e9)}},
+			poll:  &Poll{Time: t0.Add(time.Second), Reports: map[int32]builderapi.Report{0: running(1500, 1e9)}},
 			want:  want{ebv1.PhasePending, ebv1.ReasonUnitsPending, 2, 3500, 0, 500, "0.000", micro(t0.Add(time.Second)), []string{"RUNNING", ""}},
 		},
 		{
@@ -102,7 +104,7 @@ func TestAggregate(t *testing.T) {
 				return p
 			}(),
 			units: units(2),
-			poll: &Poll{Time: t0.Add(time.Second), Reports: map[int32]Report{
+			poll: &Poll{Time: t0.Add(time.Second), Reports: map[int32]builderapi.Report{
 				0: running(1100, 1e9),
 				1: running(9000, 2e9),
 			}},
@@ -112,7 +114,7 @@ func TestAggregate(t *testing.T) {
 			name:  "nobody answers: sample time stays, rate drops to zero",
 			prev:  prev,
 			units: units(2),
-			poll:  &Poll{Time: t0.Add(time.Second), Reports: map[int32]Report{}},
+			poll:  &Poll{Time: t0.Add(time.Second), Reports: map[int32]builderapi.Report{}},
 			want:  want{ebv1.PhasePending, ebv1.ReasonUnitsPending, 2, 3000, 0, 0, "0.000", micro(t0), []string{"", ""}},
 		},
 		{
@@ -126,9 +128,9 @@ func TestAggregate(t *testing.T) {
 			name:  "a builder in ERROR fails the run",
 			prev:  prev,
 			units: units(2),
-			poll: &Poll{Time: t0.Add(time.Second), Reports: map[int32]Report{
+			poll: &Poll{Time: t0.Add(time.Second), Reports: map[int32]builderapi.Report{
 				0: running(1000, 1e9),
-				1: {State: StateError, EventsBuilt: 2000, EventsIncomplete: 3, BytesBuilt: 2e9, LastError: "peer 0 hung up"},
+				1: {State: builderapi.StateError, EventsBuilt: 2000, EventsIncomplete: 3, BytesBuilt: 2e9, LastError: "peer 0 hung up"},
 			}},
 			want: want{ebv1.PhaseFailed, ebv1.ReasonBuilderError, 2, 3000, 3, 0, "0.000", micro(t0.Add(time.Second)), []string{"RUNNING", "ERROR"}},
 		},
@@ -168,9 +170,9 @@ func TestAggregate(t *testing.T) {
 }
 
 func TestAggregateDoesNotModifyPrev(t *testing.T) {
-	prev := ebv1.EventBuilderRunStatus{Units: []ebv1.UnitStatus{{Rank: 0, State: StateRunning, EventsBuilt: 1}}}
+	prev := ebv1.EventBuilderRunStatus{Units: []ebv1.UnitStatus{{Rank: 0, State: builderapi.StateRunning, EventsBuilt: 1}}}
 	before := prev.DeepCopy()
-	Aggregate(&prev, units(1), &Poll{Time: t0, Reports: map[int32]Report{0: running(5, 5)}}, ebv1.StateRunning, stallAfter)
+	Aggregate(&prev, units(1), &Poll{Time: t0, Reports: map[int32]builderapi.Report{0: running(5, 5)}}, ebv1.StateRunning, stallAfter)
 	if !reflect.DeepEqual(&prev, before) {
 		t.Errorf("prev changed: %+v, was %+v", prev, *before)
 	}
@@ -179,9 +181,9 @@ func TestAggregateDoesNotModifyPrev(t *testing.T) {
 // events.k8s.io refuses notes over 1024 characters: a run of hundreds of
 // failed builders must still produce a short message.
 func TestBuilderErrorMessageIsBounded(t *testing.T) {
-	reports := map[int32]Report{}
+	reports := map[int32]builderapi.Report{}
 	for r := range int32(300) {
-		reports[r] = Report{State: StateError, LastError: strings.Repeat("x", 2000)}
+		reports[r] = builderapi.Report{State: builderapi.StateError, LastError: strings.Repeat("x", 2000)}
 	}
 	s := Aggregate(&ebv1.EventBuilderRunStatus{}, units(300), &Poll{Time: t0, Reports: reports}, ebv1.StateRunning, stallAfter)
 	if s.Reason != ebv1.ReasonBuilderError || len(s.Message) > 600 || !strings.Contains(s.Message, "0, 1, 2, 3, 4, and 295 more") {
@@ -192,10 +194,10 @@ func TestBuilderErrorMessageIsBounded(t *testing.T) {
 // spec.state decides which builder states make the phase.
 func TestAggregateDesiredState(t *testing.T) {
 	poll := func(states ...string) *Poll {
-		p := &Poll{Time: t0, Reports: map[int32]Report{}}
+		p := &Poll{Time: t0, Reports: map[int32]builderapi.Report{}}
 		for i, s := range states {
 			if s != "" {
-				p.Reports[int32(i)] = Report{State: s}
+				p.Reports[int32(i)] = builderapi.Report{State: s}
 			}
 		}
 		return p
@@ -207,15 +209,15 @@ func TestAggregateDesiredState(t *testing.T) {
 		phase   ebv1.RunPhase
 		reason  string
 	}{
-		{"running", ebv1.StateRunning, poll(StateRunning, StateRunning), ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning},
-		{"running asked, one PAUSED", ebv1.StateRunning, poll(StateRunning, StatePaused), ebv1.PhasePending, ebv1.ReasonUnitsPending},
-		{"paused", ebv1.StatePaused, poll(StatePaused, StatePaused), ebv1.PhasePaused, ebv1.ReasonRunPaused},
-		{"paused, one never started", ebv1.StatePaused, poll(StatePaused, StateReady), ebv1.PhasePaused, ebv1.ReasonRunPaused},
-		{"pausing", ebv1.StatePaused, poll(StatePaused, StateRunning), ebv1.PhasePending, ebv1.ReasonUnitsPending},
-		{"paused asked, one silent", ebv1.StatePaused, poll(StatePaused, ""), ebv1.PhasePending, ebv1.ReasonUnitsPending},
-		{"stopped", ebv1.StateStopped, poll(StateReady, StateNotReady), ebv1.PhaseStopped, ebv1.ReasonRunStopped},
-		{"stopping", ebv1.StateStopped, poll(StateReady, StatePaused), ebv1.PhasePending, ebv1.ReasonUnitsPending},
-		{"ERROR fails whatever is asked", ebv1.StateStopped, poll(StateReady, StateError), ebv1.PhaseFailed, ebv1.ReasonBuilderError},
+		{"running", ebv1.StateRunning, poll(builderapi.StateRunning, builderapi.StateRunning), ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning},
+		{"running asked, one PAUSED", ebv1.StateRunning, poll(builderapi.StateRunning, builderapi.StatePaused), ebv1.PhasePending, ebv1.ReasonUnitsPending},
+		{"paused", ebv1.StatePaused, poll(builderapi.StatePaused, builderapi.StatePaused), ebv1.PhasePaused, ebv1.ReasonRunPaused},
+		{"paused, one never started", ebv1.StatePaused, poll(builderapi.StatePaused, builderapi.StateReady), ebv1.PhasePaused, ebv1.ReasonRunPaused},
+		{"pausing", ebv1.StatePaused, poll(builderapi.StatePaused, builderapi.StateRunning), ebv1.PhasePending, ebv1.ReasonUnitsPending},
+		{"paused asked, one silent", ebv1.StatePaused, poll(builderapi.StatePaused, ""), ebv1.PhasePending, ebv1.ReasonUnitsPending},
+		{"stopped", ebv1.StateStopped, poll(builderapi.StateReady, builderapi.StateNotReady), ebv1.PhaseStopped, ebv1.ReasonRunStopped},
+		{"stopping", ebv1.StateStopped, poll(builderapi.StateReady, builderapi.StatePaused), ebv1.PhasePending, ebv1.ReasonUnitsPending},
+		{"ERROR fails whatever is asked", ebv1.StateStopped, poll(builderapi.StateReady, builderapi.StateError), ebv1.PhaseFailed, ebv1.ReasonBuilderError},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := Aggregate(&ebv1.EventBuilderRunStatus{}, units(2), tc.poll, tc.desired, stallAfter)
@@ -228,9 +230,9 @@ func TestAggregateDesiredState(t *testing.T) {
 
 // Epochs, lost peers and dropped events reach the unit rows and totals.
 func TestAggregateControlFields(t *testing.T) {
-	s := Aggregate(&ebv1.EventBuilderRunStatus{}, units(2), &Poll{Time: t0, Reports: map[int32]Report{
-		0: {State: StateRunning, Epoch: 2, PendingEpoch: 3, EventsDropped: 5, LostPeers: []int32{1}},
-		1: {State: StateRunning, Epoch: 3, EventsDropped: 7},
+	s := Aggregate(&ebv1.EventBuilderRunStatus{}, units(2), &Poll{Time: t0, Reports: map[int32]builderapi.Report{
+		0: {State: builderapi.StateRunning, Epoch: 2, PendingEpoch: 3, EventsDropped: 5, LostPeers: []int32{1}},
+		1: {State: builderapi.StateRunning, Epoch: 3, EventsDropped: 7},
 	}}, ebv1.StateRunning, stallAfter)
 	u := s.Units
 	if u[0].Epoch != 2 || u[0].PendingEpoch != 3 || !reflect.DeepEqual(u[0].LostPeers, []int32{1}) || u[1].LostPeers != nil ||
@@ -242,16 +244,16 @@ func TestAggregateControlFields(t *testing.T) {
 // Units whose MEP rings' consumers report are summed into consumed; a run
 // where none reports has none.
 func TestAggregateConsumerCounts(t *testing.T) {
-	s := Aggregate(&ebv1.EventBuilderRunStatus{}, units(3), &Poll{Time: t0, Reports: map[int32]Report{
-		0: {State: StateRunning, Consumer: &Consumer{MEPs: 3, EventsComplete: 3000, EventsIncomplete: 1, Rejected: 2}},
-		1: {State: StateRunning, Consumer: &Consumer{MEPs: 2, EventsComplete: 2000}},
-		2: {State: StateRunning},
+	s := Aggregate(&ebv1.EventBuilderRunStatus{}, units(3), &Poll{Time: t0, Reports: map[int32]builderapi.Report{
+		0: {State: builderapi.StateRunning, Consumer: &builderapi.Consumer{MEPs: 3, EventsComplete: 3000, EventsIncomplete: 1, Rejected: 2}},
+		1: {State: builderapi.StateRunning, Consumer: &builderapi.Consumer{MEPs: 2, EventsComplete: 2000}},
+		2: {State: builderapi.StateRunning},
 	}}, ebv1.StateRunning, stallAfter)
 	want := ebv1.ConsumerCounts{MEPs: 5, EventsComplete: 5000, EventsIncomplete: 1, Rejected: 2}
 	if s.Consumed == nil || *s.Consumed != want || s.Units[2].Consumer != nil || s.Units[1].Consumer.MEPs != 2 {
 		t.Errorf("consumed %+v, units %+v", s.Consumed, s.Units)
 	}
-	none := Aggregate(&ebv1.EventBuilderRunStatus{}, units(1), &Poll{Time: t0, Reports: map[int32]Report{0: {State: StateRunning}}},
+	none := Aggregate(&ebv1.EventBuilderRunStatus{}, units(1), &Poll{Time: t0, Reports: map[int32]builderapi.Report{0: {State: builderapi.StateRunning}}},
 		ebv1.StateRunning, stallAfter)
 	if none.Consumed != nil {
 		t.Errorf("consumed %+v without a consumer", none.Consumed)
@@ -266,10 +268,10 @@ func TestSilencesAfterPolls(t *testing.T) {
 	start := time.Unix(100, 0)
 	pods := map[int32]string{1: "a", 2: "b", 3: "c", 4: "d"}
 	poll := func(at time.Duration, pods map[int32]string, unanswered ...int32) *Poll {
-		p := &Poll{Time: start.Add(at), Pods: pods, Reports: map[int32]Report{}}
+		p := &Poll{Time: start.Add(at), Pods: pods, Reports: map[int32]builderapi.Report{}}
 		for rank := range pods {
 			if !slices.Contains(unanswered, rank) {
-				p.Reports[rank] = Report{}
+				p.Reports[rank] = builderapi.Report{}
 			}
 		}
 		return p
@@ -300,9 +302,9 @@ func TestSilencesOfReadyPodsCountForANewLeader(t *testing.T) {
 	start := time.Unix(100, 0)
 	pods := map[int32]string{0: "a", 1: "b", 2: "c"}
 	ready := map[string]bool{"a": true, "b": true} // c is still starting
-	first := &Poll{Time: start, Pods: pods, Reports: map[int32]Report{1: {}}}
+	first := &Poll{Time: start, Pods: pods, Reports: map[int32]builderapi.Report{1: {}}}
 	s := Silences{}.After(first, ready)
-	s = s.After(&Poll{Time: start.Add(time.Second), Pods: pods, Reports: map[int32]Report{1: {}}}, ready)
+	s = s.After(&Poll{Time: start.Add(time.Second), Pods: pods, Reports: map[int32]builderapi.Report{1: {}}}, ready)
 	if got := s.Rows[0]; got.Pod != "a" || !got.Since.Equal(start) || got.Polls != 2 {
 		t.Errorf("rank 0 (Ready, silent to this operator): %+v, want silent since the first poll, for 2 polls", got)
 	}
@@ -319,48 +321,48 @@ const stallAfter = 10 * time.Second
 // which have not moved the event stream on for longer than stallAfter is
 // Degraded, naming them, what they do and the first one's last error.
 func TestAggregateNotBuilding(t *testing.T) {
-	at := func(next int64, activity, lastError string) Report {
-		return Report{State: StateRunning, Activity: activity, NextEvent: next, LastError: lastError}
+	at := func(next int64, activity, lastError string) builderapi.Report {
+		return builderapi.Report{State: builderapi.StateRunning, Activity: activity, NextEvent: next, LastError: lastError}
 	}
 	// Two units last seen at event 100, moving on at t0.
 	prev := ebv1.EventBuilderRunStatus{LastSampleTime: micro(t0), Units: []ebv1.UnitStatus{
-		{Rank: 0, Pod: "p", Ready: true, State: StateRunning, NextEvent: 100, ProgressTime: micro(t0)},
-		{Rank: 1, Pod: "p", Ready: true, State: StateRunning, NextEvent: 100, ProgressTime: micro(t0)},
+		{Rank: 0, Pod: "p", Ready: true, State: builderapi.StateRunning, NextEvent: 100, ProgressTime: micro(t0)},
+		{Rank: 1, Pod: "p", Ready: true, State: builderapi.StateRunning, NextEvent: 100, ProgressTime: micro(t0)},
 	}}
 	for _, tc := range []struct {
 		name     string
 		prev     ebv1.EventBuilderRunStatus
 		after    time.Duration
-		reports  map[int32]Report
+		reports  map[int32]builderapi.Report
 		desired  ebv1.RunState
 		phase    ebv1.RunPhase
 		says     []string
 		progress []time.Time
 	}{
 		{"building: the stream moves", prev, 11 * time.Second,
-			map[int32]Report{0: at(5000, ActivityBuilding, ""), 1: at(5000, ActivityBuilding, "")}, ebv1.StateRunning,
+			map[int32]builderapi.Report{0: at(5000, builderapi.ActivityBuilding, ""), 1: at(5000, builderapi.ActivityBuilding, "")}, ebv1.StateRunning,
 			ebv1.PhaseRunning, nil, []time.Time{t0.Add(11 * time.Second), t0.Add(11 * time.Second)}},
 		{"still within stallAfter", prev, 9 * time.Second,
-			map[int32]Report{0: at(100, ActivityConnecting, ""), 1: at(100, ActivityConnecting, "")}, ebv1.StateRunning,
+			map[int32]builderapi.Report{0: at(100, builderapi.ActivityConnecting, ""), 1: at(100, builderapi.ActivityConnecting, "")}, ebv1.StateRunning,
 			ebv1.PhaseRunning, nil, []time.Time{t0, t0}},
 		{"connecting past stallAfter", prev, 11 * time.Second,
-			map[int32]Report{0: at(100, ActivityConnecting, "rank 3 at x-eb-3.x-eb:7000: cannot resolve: Temporary failure in name resolution"),
-				1: at(100, ActivityConnecting, "")}, ebv1.StateRunning,
+			map[int32]builderapi.Report{0: at(100, builderapi.ActivityConnecting, "rank 3 at x-eb-3.x-eb:7000: cannot resolve: Temporary failure in name resolution"),
+				1: at(100, builderapi.ActivityConnecting, "")}, ebv1.StateRunning,
 			ebv1.PhaseDegraded, []string{"ranks 0 (connecting, node n0), 1 (connecting, node n1) have built nothing for 11s", "stands at 100",
 				"rank 0 cannot connect to its peers: the data network between their nodes is cut (a partition)", "rank 0: rank 3 at x-eb-3.x-eb:7000: cannot resolve"},
 			[]time.Time{t0, t0}},
 		{"one unit stalled, building", prev, 12 * time.Second,
-			map[int32]Report{0: at(9000, ActivityBuilding, ""), 1: at(100, ActivityBuilding, "output ring full")}, ebv1.StateRunning,
+			map[int32]builderapi.Report{0: at(9000, builderapi.ActivityBuilding, ""), 1: at(100, builderapi.ActivityBuilding, "output ring full")}, ebv1.StateRunning,
 			ebv1.PhaseDegraded, []string{"ranks 1 (building, node n1) have built nothing for 12s", "rank 1: output ring full"},
 			[]time.Time{t0.Add(12 * time.Second), t0}},
 		{"a restarted builder's stream starts again: progress", prev, 30 * time.Second,
-			map[int32]Report{0: at(20, ActivityBuilding, ""), 1: at(20, ActivityBuilding, "")}, ebv1.StateRunning,
+			map[int32]builderapi.Report{0: at(20, builderapi.ActivityBuilding, ""), 1: at(20, builderapi.ActivityBuilding, "")}, ebv1.StateRunning,
 			ebv1.PhaseRunning, nil, []time.Time{t0.Add(30 * time.Second), t0.Add(30 * time.Second)}},
 		{"paused on purpose is not stalled", prev, time.Minute,
-			map[int32]Report{0: {State: StatePaused, NextEvent: 100}, 1: {State: StatePaused, NextEvent: 100}}, ebv1.StatePaused,
+			map[int32]builderapi.Report{0: {State: builderapi.StatePaused, NextEvent: 100}, 1: {State: builderapi.StatePaused, NextEvent: 100}}, ebv1.StatePaused,
 			ebv1.PhasePaused, nil, []time.Time{t0, t0}},
 		{"first seen: progress counts from there", ebv1.EventBuilderRunStatus{}, time.Hour,
-			map[int32]Report{0: at(100, ActivityConnecting, ""), 1: at(100, ActivityConnecting, "")}, ebv1.StateRunning,
+			map[int32]builderapi.Report{0: at(100, builderapi.ActivityConnecting, ""), 1: at(100, builderapi.ActivityConnecting, "")}, ebv1.StateRunning,
 			ebv1.PhaseRunning, nil, []time.Time{t0.Add(time.Hour), t0.Add(time.Hour)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -390,7 +392,7 @@ func TestAggregateNotBuilding(t *testing.T) {
 func TestAggregateMissingUnits(t *testing.T) {
 	observed := []Unit{{Rank: 0, Pod: "r-eb-0", Node: "w1", Ready: true}, {Rank: 1, Pod: "r-eb-1", Node: "w2", Ready: false},
 		{Rank: 2}, {Rank: 3, Pod: "r-eb-3", Node: "w2", Ready: true}}
-	poll := &Poll{Time: t0, Reports: map[int32]Report{0: running(1, 1), 3: {State: StateReady}}}
+	poll := &Poll{Time: t0, Reports: map[int32]builderapi.Report{0: running(1, 1), 3: {State: builderapi.StateReady}}}
 	for _, tc := range []struct {
 		name    string
 		prev    ebv1.RunPhase

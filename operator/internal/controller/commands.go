@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"daq.io/eventbuilder/operator/internal/buildercontrol"
+	"daq.io/eventbuilder/operator/internal/builderapi"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -166,22 +166,22 @@ func (c *commander) forget(run types.NamespacedName) {
 }
 
 // targets are the builders of ranks whose pods run, for a control call.
-func (r *EventBuilderRunReconciler) targets(pods map[int32]*corev1.Pod, ranks []int32) []buildercontrol.Builder {
-	var out []buildercontrol.Builder
+func (r *EventBuilderRunReconciler) targets(pods map[int32]*corev1.Pod, ranks []int32) []builderapi.Builder {
+	var out []builderapi.Builder
 	for _, rank := range ranks {
 		if pod := pods[rank]; pod != nil {
-			out = append(out, buildercontrol.Builder{Rank: rank, URL: r.StatusURL(pod)})
+			out = append(out, builderapi.Builder{Rank: rank, URL: r.StatusURL(pod)})
 		}
 	}
 	return out
 }
 
 // commandReason is the Event reason of a command sent.
-var commandReason = map[buildercontrol.Command]string{
-	buildercontrol.Configure: "BuildersConfigured",
-	buildercontrol.Start:     "BuildersStarted",
-	buildercontrol.Pause:     "BuildersPaused",
-	buildercontrol.Resume:    "BuildersResumed",
-	buildercontrol.Stop:      "BuildersStopped",
-	buildercontrol.Reset:     "BuildersReset",
+var commandReason = map[builderapi.Command]string{
+	builderapi.Configure: "BuildersConfigured",
+	builderapi.Start:     "BuildersStarted",
+	builderapi.Pause:     "BuildersPaused",
+	builderapi.Resume:    "BuildersResumed",
+	builderapi.Stop:      "BuildersStopped",
+	builderapi.Reset:     "BuildersReset",
 }

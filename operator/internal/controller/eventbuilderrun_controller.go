@@ -26,10 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
-	"daq.io/eventbuilder/operator/internal/buildercontrol"
+	"daq.io/eventbuilder/operator/internal/builderclient"
 	"daq.io/eventbuilder/operator/internal/builderpod"
 	"daq.io/eventbuilder/operator/internal/builderpoll"
-	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/opmetrics"
 	"daq.io/eventbuilder/operator/internal/runplan"
 )
@@ -48,9 +47,9 @@ type EventBuilderRunReconciler struct {
 	// start from the table last published, never from a stale copy.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
-	Builders  *builderstatus.Client
+	Builders  *builderclient.Client
 	// Control is the builders' run-control API.
-	Control buildercontrol.Control
+	Control builderclient.Control
 	// NodeNotReadyGrace is how long a node's Ready condition may be False
 	// before its units fail over; a node with Ready Unknown, being
 	// deleted, or gone fails them at once.

@@ -31,9 +31,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/builderapi"
 	"daq.io/eventbuilder/operator/internal/builderemu"
 	"daq.io/eventbuilder/operator/internal/builderpod"
-	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/runplan"
 )
 
@@ -352,7 +352,7 @@ func TestRunLifecycle(t *testing.T) {
 		}
 		var sum int64
 		for i, u := range st.Units {
-			if u.Rank != int32(i) || u.Pod != pods[i].Name || !u.Ready || u.State != builderstatus.StateRunning || u.Epoch != 1 {
+			if u.Rank != int32(i) || u.Pod != pods[i].Name || !u.Ready || u.State != builderapi.StateRunning || u.Epoch != 1 {
 				return fmt.Errorf("unit row %d: %+v", i, u)
 			}
 			sum += u.EventsBuilt
@@ -692,7 +692,7 @@ func TestLostUnitRejoins(t *testing.T) {
 	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
 	eventually(t, "every unit on epoch 2, nobody lost", func() error {
 		for _, u := range getRun(t, key).Status.Units {
-			if u.Epoch != 2 || u.PendingEpoch != 0 || len(u.LostPeers) != 0 || u.State != builderstatus.StateRunning {
+			if u.Epoch != 2 || u.PendingEpoch != 0 || len(u.LostPeers) != 0 || u.State != builderapi.StateRunning {
 				return fmt.Errorf("unit row %+v", u)
 			}
 		}
@@ -746,7 +746,7 @@ func waitAllAt(t *testing.T, key client.ObjectKey, from int64) int64 {
 			return fmt.Errorf("epoch %d", epoch)
 		}
 		for _, u := range st.Units {
-			if u.Epoch != epoch || u.PendingEpoch != 0 || len(u.LostPeers) != 0 || u.State != builderstatus.StateRunning {
+			if u.Epoch != epoch || u.PendingEpoch != 0 || len(u.LostPeers) != 0 || u.State != builderapi.StateRunning {
 				return fmt.Errorf("unit row %+v at table epoch %d", u, epoch)
 			}
 		}
@@ -975,7 +975,7 @@ func TestRejoinBacksOffWhileItDoesNotHold(t *testing.T) {
 	}
 	eventually(t, "every unit on epoch 4, nobody lost, the record cleared", func() error {
 		for _, u := range getRun(t, key).Status.Units {
-			if u.Epoch != 4 || len(u.LostPeers) != 0 || u.State != builderstatus.StateRunning {
+			if u.Epoch != 4 || len(u.LostPeers) != 0 || u.State != builderapi.StateRunning {
 				return fmt.Errorf("unit row %+v", u)
 			}
 		}

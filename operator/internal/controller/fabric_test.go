@@ -21,9 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/builderapi"
 	"daq.io/eventbuilder/operator/internal/builderemu"
 	"daq.io/eventbuilder/operator/internal/builderpod"
-	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/opmetrics"
 	"daq.io/eventbuilder/operator/internal/ranktable"
 	"daq.io/eventbuilder/operator/internal/runplan"
@@ -362,7 +362,7 @@ func TestFabricRunPlacesUnitsAndFailsOver(t *testing.T) {
 		if st.Phase != ebv1.PhaseRunning || st.LiveUnits != 5 || st.SparesLeft != 2 || st.RankCount != 8 || st.Epoch != 1 || len(st.Ranks) != 8 || len(st.Units) != 5 {
 			return fmt.Errorf("phase %s (%v) live %d spares %d ranks %d epoch %d", st.Phase, st.Conditions, st.LiveUnits, st.SparesLeft, st.RankCount, st.Epoch)
 		}
-		if r := st.Ranks[2]; r.Pod != "fo-eb-2" || r.State != builderstatus.StateRunning {
+		if r := st.Ranks[2]; r.Pod != "fo-eb-2" || r.State != builderapi.StateRunning {
 			return fmt.Errorf("spare rank 2: %+v, want its pod and a standby builder RUNNING", r)
 		}
 		return nil
@@ -477,7 +477,7 @@ func TestFabricRunPlacesUnitsAndFailsOver(t *testing.T) {
 		if err := k8s.Get(ctx, key, run); err != nil {
 			return err
 		}
-		if st := run.Status; st.SparesLeft != 2 || st.Epoch != 4 || st.Ranks[0].State != builderstatus.StateRunning || st.Ranks[0].Role != ebv1.RoleSpare {
+		if st := run.Status; st.SparesLeft != 2 || st.Epoch != 4 || st.Ranks[0].State != builderapi.StateRunning || st.Ranks[0].Role != ebv1.RoleSpare {
 			return fmt.Errorf("spares left %d, epoch %d, rank 0 %+v", st.SparesLeft, st.Epoch, st.Ranks[0])
 		}
 		return nil

@@ -15,7 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
-	"daq.io/eventbuilder/operator/internal/buildercontrol"
+	"daq.io/eventbuilder/operator/internal/builderapi"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/lifecycle"
 	"daq.io/eventbuilder/operator/internal/opmetrics"
@@ -41,7 +41,7 @@ func (p *runPass) driveBuilders(ctx context.Context, in *loadedRun, secret *core
 		// A new table goes to every running builder at once, without
 		// waiting for a poll: their answers to configure are the poll
 		// (fresh whenever the batch runs, even queued behind another).
-		decideOn, blind = &builderstatus.Poll{Time: p.now, Reports: map[int32]builderstatus.Report{}}, true
+		decideOn, blind = &builderstatus.Poll{Time: p.now, Reports: map[int32]builderapi.Report{}}, true
 	}
 	// On a data network peers dial its addresses only (a pod's name
 	// resolves on the pod network): nothing is configured until every
@@ -121,15 +121,15 @@ func (r *EventBuilderRunReconciler) drive(ctx context.Context, run *ebv1.EventBu
 		urls[rank] = r.StatusURL(pods[rank])
 	}
 	doc = doc.WithIPs(ips)
-	targets := func(ranks []int32) []buildercontrol.Builder {
-		out := make([]buildercontrol.Builder, len(ranks))
+	targets := func(ranks []int32) []builderapi.Builder {
+		out := make([]builderapi.Builder, len(ranks))
 		for i, rank := range ranks {
-			out[i] = buildercontrol.Builder{Rank: rank, URL: urls[rank]}
+			out[i] = builderapi.Builder{Rank: rank, URL: urls[rank]}
 		}
 		return out
 	}
 	// merge takes the builders' answers as their latest reports.
-	merge := func(reps buildercontrol.Reports) {
+	merge := func(reps builderapi.Reports) {
 		for i := range builders {
 			if rep, ok := reps[builders[i].Rank]; ok {
 				builders[i].Report = &rep
@@ -138,7 +138,7 @@ func (r *EventBuilderRunReconciler) drive(ctx context.Context, run *ebv1.EventBu
 		}
 	}
 	var errs []error
-	announce := func(cmd buildercontrol.Command, reps buildercontrol.Reports, what string) {
+	announce := func(cmd builderapi.Command, reps builderapi.Reports, what string) {
 		if len(reps) == 0 {
 			return
 		}
@@ -158,7 +158,7 @@ func (r *EventBuilderRunReconciler) drive(ctx context.Context, run *ebv1.EventBu
 		reps, err := r.Control.Configure(ctx, token, targets(ranks), doc)
 		sent = true
 		merge(reps)
-		announce(buildercontrol.Configure, reps, fmt.Sprintf(" epoch %d", table.Epoch))
+		announce(builderapi.Configure, reps, fmt.Sprintf(" epoch %d", table.Epoch))
 		errs = append(errs, err)
 	}
 	for _, step := range lifecycle.Drive(run.Spec.State, table.Epoch, builders, live) {

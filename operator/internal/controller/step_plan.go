@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
-	"daq.io/eventbuilder/operator/internal/buildercontrol"
+	"daq.io/eventbuilder/operator/internal/builderapi"
 	"daq.io/eventbuilder/operator/internal/builderpod"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/lifecycle"
@@ -268,9 +268,9 @@ func (r *EventBuilderRunReconciler) stopForResize(ctx context.Context, orig, run
 	if targets := r.targets(pods, resize.Stop); len(targets) > 0 {
 		snapshot := run.DeepCopy()
 		r.commands.submit(key, basis, func(ctx context.Context) commandResult {
-			reps, err := r.Control.Send(ctx, token, buildercontrol.Stop, targets)
+			reps, err := r.Control.Send(ctx, token, builderapi.Stop, targets)
 			if len(reps) > 0 {
-				r.Recorder.Eventf(snapshot, nil, corev1.EventTypeNormal, commandReason[buildercontrol.Stop], string(buildercontrol.Stop),
+				r.Recorder.Eventf(snapshot, nil, corev1.EventTypeNormal, commandReason[builderapi.Stop], string(builderapi.Stop),
 					"stop to %d builders (ranks %s): the set is started again on a table of %d ranks", len(reps), rankList(resize.Stop), to)
 			}
 			return commandResult{kind: resizeBatch, sent: true, err: err}
@@ -305,9 +305,9 @@ func (r *EventBuilderRunReconciler) resetLost(key client.ObjectKey, run *ebv1.Ev
 	}
 	snapshot := run.DeepCopy()
 	r.commands.submit(key, basis, func(ctx context.Context) commandResult {
-		reps, err := r.Control.Send(ctx, token, buildercontrol.Reset, targets)
+		reps, err := r.Control.Send(ctx, token, builderapi.Reset, targets)
 		if len(reps) > 0 {
-			r.Recorder.Eventf(snapshot, nil, corev1.EventTypeNormal, commandReason[buildercontrol.Reset], string(buildercontrol.Reset),
+			r.Recorder.Eventf(snapshot, nil, corev1.EventTypeNormal, commandReason[builderapi.Reset], string(builderapi.Reset),
 				"reset to %d builders (ranks %s): lost by their set, they still ran their session; they rejoin as new processes",
 				len(reps), rankList(slices.Sorted(maps.Keys(reps))))
 		}

@@ -10,7 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
-	"daq.io/eventbuilder/operator/internal/buildercontrol"
+	"daq.io/eventbuilder/operator/internal/builderapi"
 	"daq.io/eventbuilder/operator/internal/builderpod"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/opmetrics"
@@ -92,7 +92,7 @@ type phaseCauses struct {
 // stopped, its control failed, units or readout streams are missing.
 func reportPhase(run *ebv1.EventBuilderRun, s builderstatus.Summary, c phaseCauses) {
 	st := &run.Status
-	var berrs *buildercontrol.Errors
+	var berrs *builderapi.Errors
 	switch {
 	case c.stopped:
 		setPhase(run, ebv1.PhaseFailed, ebv1.ReasonNoSpareLeft, fmt.Sprintf(

@@ -23,9 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
-	"daq.io/eventbuilder/operator/internal/buildercontrol"
+	"daq.io/eventbuilder/operator/internal/builderclient"
 	"daq.io/eventbuilder/operator/internal/builderemu"
-	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/opmetrics"
 	"daq.io/eventbuilder/operator/internal/runplan"
 	"daq.io/eventbuilder/operator/internal/testenv"
@@ -59,7 +58,7 @@ var (
 	// farm runs the emulated builders, one per started pod (by UID).
 	farm    *builderemu.Farm
 	prober  = &readinessProber{pods: map[types.UID]client.ObjectKey{}, ready: map[types.UID]bool{}}
-	control = buildercontrol.NewClient(time.Second)
+	control = builderclient.New(builderclient.Timeouts{Poll: time.Second, Control: time.Second})
 )
 
 // repoRoot is the repository root, relative to this package.
@@ -124,7 +123,7 @@ func runSuite(m *testing.M) int {
 		Client:            mgr.GetClient(),
 		APIReader:         mgr.GetAPIReader(),
 		Recorder:          mgr.GetEventRecorder("eventbuilderrun-controller"),
-		Builders:          builderstatus.NewClient(time.Second),
+		Builders:          builderclient.New(builderclient.Timeouts{Poll: time.Second, Control: time.Second}),
 		Control:           opmetrics.CountControl(control),
 		StatusURL:         builderURL,
 		PollInterval:      pollInterval,

@@ -2,7 +2,7 @@
 // builders need: given each builder's last report (its state and the
 // epochs it holds), the rank table's epoch and the run's spec.state. The
 // reconciler polls, calls these, and sends what they say with
-// internal/buildercontrol.
+// internal/builderclient.
 //
 // The rules (builder/docs/control-api.md has the state machine):
 //
@@ -23,8 +23,7 @@ import (
 	"slices"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
-	"daq.io/eventbuilder/operator/internal/buildercontrol"
-	"daq.io/eventbuilder/operator/internal/builderstatus"
+	"daq.io/eventbuilder/operator/internal/builderapi"
 )
 
 // Builder is one builder of the run's table: a live or spare rank whose
@@ -34,19 +33,19 @@ type Builder struct {
 	// Live: the rank is live in the table; otherwise it is a warm spare.
 	Live bool
 	// Report is the builder's last status; nil when it did not answer.
-	Report *builderstatus.Report
+	Report *builderapi.Report
 }
 
 // Step is one command for a set of ranks.
 type Step struct {
-	Command buildercontrol.Command
+	Command builderapi.Command
 	Ranks   []int32
 }
 
 // Holds: the builder has accepted the table of epoch (it runs it, or will
 // switch to it) and is in a state that runs tables.
-func Holds(r *builderstatus.Report, epoch int64) bool {
-	if r == nil || r.State == builderstatus.StateError || r.State == builderstatus.StateNotReady {
+func Holds(r *builderapi.Report, epoch int64) bool {
+	if r == nil || r.State == builderapi.StateError || r.State == builderapi.StateNotReady {
 		return false
 	}
 	return r.Epoch == epoch || r.PendingEpoch == epoch
@@ -60,10 +59,10 @@ func ToConfigure(epoch int64, builders []Builder) []int32 {
 	var out []int32
 	for _, b := range builders {
 		r := b.Report
-		if r == nil || r.State == builderstatus.StateError {
+		if r == nil || r.State == builderapi.StateError {
 			continue
 		}
-		if r.State == builderstatus.StateNotReady || r.HeldEpoch() < epoch {
+		if r.State == builderapi.StateNotReady || r.HeldEpoch() < epoch {
 			out = append(out, b.Rank)
 		}
 	}
@@ -106,25 +105,25 @@ func Drive(desired ebv1.RunState, epoch int64, builders []Builder, live []int32)
 		switch desired {
 		case ebv1.StateRunning:
 			switch r.State {
-			case builderstatus.StateReady:
+			case builderapi.StateReady:
 				if allHeld {
 					start = append(start, b.Rank)
 				}
-			case builderstatus.StatePaused:
+			case builderapi.StatePaused:
 				resume = append(resume, b.Rank)
 			}
 		case ebv1.StatePaused:
-			if r.State == builderstatus.StateRunning {
+			if r.State == builderapi.StateRunning {
 				pause = append(pause, b.Rank)
 			}
 		case ebv1.StateStopped:
-			if r.State == builderstatus.StateRunning || r.State == builderstatus.StatePaused {
+			if r.State == builderapi.StateRunning || r.State == builderapi.StatePaused {
 				stop = append(stop, b.Rank)
 			}
 		}
 	}
 	var steps []Step
-	for _, s := range []Step{{buildercontrol.Start, start}, {buildercontrol.Resume, resume}, {buildercontrol.Pause, pause}, {buildercontrol.Stop, stop}} {
+	for _, s := range []Step{{builderapi.Start, start}, {builderapi.Resume, resume}, {builderapi.Pause, pause}, {builderapi.Stop, stop}} {
 		if len(s.Ranks) > 0 {
 			slices.Sort(s.Ranks)
 			steps = append(steps, s)
@@ -159,9 +158,9 @@ func ResizeTo(n int, builders []Builder) Resize {
 			continue
 		}
 		switch {
-		case r.State == builderstatus.StateRunning || r.State == builderstatus.StatePaused:
+		case r.State == builderapi.StateRunning || r.State == builderapi.StatePaused:
 			out.Stop = append(out.Stop, b.Rank)
-		case r.Activity == builderstatus.ActivityBuilding || r.Activity == builderstatus.ActivityPaused:
+		case r.Activity == builderapi.ActivityBuilding || r.Activity == builderapi.ActivityPaused:
 			out.Ending = append(out.Ending, b.Rank)
 		}
 	}

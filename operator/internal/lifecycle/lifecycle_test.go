@@ -6,21 +6,20 @@ import (
 	"testing"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
-	"daq.io/eventbuilder/operator/internal/buildercontrol"
-	"daq.io/eventbuilder/operator/internal/builderstatus"
+	"daq.io/eventbuilder/operator/internal/builderapi"
 )
 
 // rep is a report in state at epoch (and pending epoch).
-func rep(state string, epoch, pending int64) *builderstatus.Report {
-	return &builderstatus.Report{State: state, Epoch: epoch, PendingEpoch: pending}
+func rep(state string, epoch, pending int64) *builderapi.Report {
+	return &builderapi.Report{State: state, Epoch: epoch, PendingEpoch: pending}
 }
 
 const (
-	notReady = builderstatus.StateNotReady
-	ready    = builderstatus.StateReady
-	running  = builderstatus.StateRunning
-	paused   = builderstatus.StatePaused
-	failed   = builderstatus.StateError
+	notReady = builderapi.StateNotReady
+	ready    = builderapi.StateReady
+	running  = builderapi.StateRunning
+	paused   = builderapi.StatePaused
+	failed   = builderapi.StateError
 )
 
 func TestToConfigure(t *testing.T) {
@@ -63,12 +62,12 @@ func TestDrive(t *testing.T) {
 			name: "all configured: start live and spare together", desired: ebv1.StateRunning, epoch: 1,
 			builders: []B{{0, true, rep(ready, 1, 0)}, {1, true, rep(ready, 1, 0)}, {2, false, rep(ready, 1, 0)}},
 			live:     []int32{0, 1},
-			want:     []Step{{buildercontrol.Start, []int32{0, 1, 2}}},
+			want:     []Step{{builderapi.Start, []int32{0, 1, 2}}},
 		},
 		{
 			name: "default desired state is Running", desired: "", epoch: 1,
 			builders: []B{{0, true, rep(ready, 1, 0)}}, live: []int32{0},
-			want: []Step{{buildercontrol.Start, []int32{0}}},
+			want: []Step{{builderapi.Start, []int32{0}}},
 		},
 		{
 			name: "a live builder not configured yet holds the start back", desired: ebv1.StateRunning, epoch: 1,
@@ -81,12 +80,12 @@ func TestDrive(t *testing.T) {
 		{
 			name: "a spare not answering does not", desired: ebv1.StateRunning, epoch: 1,
 			builders: []B{{0, true, rep(ready, 1, 0)}, {2, false, nil}}, live: []int32{0},
-			want: []Step{{buildercontrol.Start, []int32{0}}},
+			want: []Step{{builderapi.Start, []int32{0}}},
 		},
 		{
 			name: "a restarted builder joins a running set", desired: ebv1.StateRunning, epoch: 2,
 			builders: []B{{0, true, rep(running, 2, 0)}, {1, true, rep(ready, 2, 0)}}, live: []int32{0, 1},
-			want: []Step{{buildercontrol.Start, []int32{1}}},
+			want: []Step{{builderapi.Start, []int32{1}}},
 		},
 		{
 			name: "running with a pending epoch: nothing to do", desired: ebv1.StateRunning, epoch: 3,
@@ -95,12 +94,12 @@ func TestDrive(t *testing.T) {
 		{
 			name: "resume paused builders", desired: ebv1.StateRunning, epoch: 1,
 			builders: []B{{0, true, rep(paused, 1, 0)}, {1, true, rep(running, 1, 0)}, {2, false, rep(paused, 1, 0)}}, live: []int32{0, 1},
-			want: []Step{{buildercontrol.Resume, []int32{0, 2}}},
+			want: []Step{{builderapi.Resume, []int32{0, 2}}},
 		},
 		{
 			name: "pause running builders, standby spares too", desired: ebv1.StatePaused, epoch: 1,
 			builders: []B{{0, true, rep(running, 1, 0)}, {1, true, rep(paused, 1, 0)}, {2, false, rep(running, 1, 0)}}, live: []int32{0, 1},
-			want: []Step{{buildercontrol.Pause, []int32{0, 2}}},
+			want: []Step{{builderapi.Pause, []int32{0, 2}}},
 		},
 		{
 			name: "paused: READY builders are not started", desired: ebv1.StatePaused, epoch: 1,
@@ -109,7 +108,7 @@ func TestDrive(t *testing.T) {
 		{
 			name: "stop running and paused builders", desired: ebv1.StateStopped, epoch: 1,
 			builders: []B{{0, true, rep(running, 1, 0)}, {1, true, rep(paused, 1, 0)}, {2, false, rep(ready, 1, 0)}}, live: []int32{0, 1},
-			want: []Step{{buildercontrol.Stop, []int32{0, 1}}},
+			want: []Step{{builderapi.Stop, []int32{0, 1}}},
 		},
 		{
 			name: "ERROR is left alone", desired: ebv1.StateRunning, epoch: 1,
@@ -118,7 +117,7 @@ func TestDrive(t *testing.T) {
 		{
 			name: "a builder on an older epoch is configured first, not driven", desired: ebv1.StatePaused, epoch: 2,
 			builders: []B{{0, true, rep(running, 1, 0)}, {1, true, rep(running, 2, 0)}}, live: []int32{0, 1},
-			want: []Step{{buildercontrol.Pause, []int32{1}}},
+			want: []Step{{builderapi.Pause, []int32{1}}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,13 +147,13 @@ func TestConfigured(t *testing.T) {
 }
 
 func TestResizeTo(t *testing.T) {
-	at := func(state, activity string, units int32) *builderstatus.Report {
-		return &builderstatus.Report{State: state, Activity: activity, Units: units, Epoch: 1}
+	at := func(state, activity string, units int32) *builderapi.Report {
+		return &builderapi.Report{State: state, Activity: activity, Units: units, Epoch: 1}
 	}
 	const (
-		building = builderstatus.ActivityBuilding
-		idle     = builderstatus.ActivityIdle
-		standby  = builderstatus.ActivityStandby
+		building = builderapi.ActivityBuilding
+		idle     = builderapi.ActivityIdle
+		standby  = builderapi.ActivityStandby
 	)
 	for _, tc := range []struct {
 		name      string
@@ -166,7 +165,7 @@ func TestResizeTo(t *testing.T) {
 		{"a table of the same size switches while running", 4,
 			[]Builder{{0, true, at(running, building, 4)}, {1, true, at(running, building, 4)}}, Resize{}, true},
 		{"a running set of another size is stopped first", 3,
-			[]Builder{{0, true, at(running, building, 4)}, {1, true, at(paused, builderstatus.ActivityPaused, 4)}, {3, false, at(running, standby, 4)}},
+			[]Builder{{0, true, at(running, building, 4)}, {1, true, at(paused, builderapi.ActivityPaused, 4)}, {3, false, at(running, standby, 4)}},
 			Resize{Stop: []int32{0, 1, 3}}, false},
 		{"stopped but still ending its cycle: wait", 3,
 			[]Builder{{0, true, at(ready, building, 4)}, {1, true, at(ready, idle, 4)}}, Resize{Ending: []int32{0}}, false},

@@ -14,7 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"daq.io/eventbuilder/operator/internal/buildercontrol"
+	"daq.io/eventbuilder/operator/internal/builderapi"
+	"daq.io/eventbuilder/operator/internal/builderclient"
 	"daq.io/eventbuilder/operator/internal/ranktable"
 )
 
@@ -143,24 +144,24 @@ func Configured(d time.Duration) { FailoverDuration.Observe(d.Seconds()) }
 
 // CountControl is c, counting in ControlFailed every builder that refuses
 // or does not answer a command.
-func CountControl(c buildercontrol.Control) buildercontrol.Control { return countingControl{c} }
+func CountControl(c builderclient.Control) builderclient.Control { return countingControl{c} }
 
-type countingControl struct{ buildercontrol.Control }
+type countingControl struct{ builderclient.Control }
 
-func (c countingControl) Configure(ctx context.Context, token string, builders []buildercontrol.Builder, table ranktable.Document) (buildercontrol.Reports, error) {
+func (c countingControl) Configure(ctx context.Context, token string, builders []builderapi.Builder, table ranktable.Document) (builderapi.Reports, error) {
 	reps, err := c.Control.Configure(ctx, token, builders, table)
-	countFailed(buildercontrol.Configure, err)
+	countFailed(builderapi.Configure, err)
 	return reps, err
 }
 
-func (c countingControl) Send(ctx context.Context, token string, cmd buildercontrol.Command, builders []buildercontrol.Builder) (buildercontrol.Reports, error) {
+func (c countingControl) Send(ctx context.Context, token string, cmd builderapi.Command, builders []builderapi.Builder) (builderapi.Reports, error) {
 	reps, err := c.Control.Send(ctx, token, cmd, builders)
 	countFailed(cmd, err)
 	return reps, err
 }
 
-func countFailed(cmd buildercontrol.Command, err error) {
-	var errs *buildercontrol.Errors
+func countFailed(cmd builderapi.Command, err error) {
+	var errs *builderapi.Errors
 	if errors.As(err, &errs) {
 		ControlFailed.WithLabelValues(string(cmd)).Add(float64(len(errs.Builders)))
 	}

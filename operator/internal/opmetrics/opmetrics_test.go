@@ -11,7 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"daq.io/eventbuilder/operator/internal/buildercontrol"
+	"daq.io/eventbuilder/operator/internal/builderapi"
+	"daq.io/eventbuilder/operator/internal/builderclient"
 )
 
 // Every metric is on the manager's registry under its documented name,
@@ -86,10 +87,10 @@ func TestCountControl(t *testing.T) {
 		_, _ = w.Write([]byte(`{"error":"wrong bearer token"}`))
 	}))
 	defer refusing.Close()
-	c := CountControl(buildercontrol.NewClient(time.Second))
+	c := CountControl(builderclient.New(builderclient.Timeouts{Poll: time.Second, Control: time.Second}))
 	before := testutil.ToFloat64(ControlFailed.WithLabelValues("pause"))
-	builders := []buildercontrol.Builder{{Rank: 0, URL: refusing.URL}, {Rank: 1, URL: refusing.URL}}
-	if _, err := c.Send(context.Background(), "t", buildercontrol.Pause, builders); err == nil {
+	builders := []builderapi.Builder{{Rank: 0, URL: refusing.URL}, {Rank: 1, URL: refusing.URL}}
+	if _, err := c.Send(context.Background(), "t", builderapi.Pause, builders); err == nil {
 		t.Fatal("a refused pause returned no error")
 	}
 	if got := testutil.ToFloat64(ControlFailed.WithLabelValues("pause")) - before; got != 2 {

@@ -46,7 +46,7 @@ func checkQuery(t *testing.T, known map[string]bool, what, expr string) {
 
 // builderMetrics is eb-builder's /metrics as its tests write it
 // (builder/tests/golden.hpp).
-const builderMetrics = "../builderstatus/testdata/builder/metrics.txt"
+const builderMetrics = "../builderapi/testdata/builder/metrics.txt"
 
 // exported are the metric names the builder and the operator export: the
 // builder's from its golden /metrics body (histograms with their _bucket,

@@ -4,7 +4,7 @@ import (
 	"maps"
 	"slices"
 
-	"daq.io/eventbuilder/operator/internal/builderstatus"
+	"daq.io/eventbuilder/operator/internal/builderapi"
 	"daq.io/eventbuilder/operator/internal/planner"
 )
 
@@ -59,7 +59,7 @@ func (g GivenAddresses) Give(epoch int64, ips, uids map[int32]string) (GivenAddr
 // Spares are dummies in the table, which no peer dials: their address
 // matters once a failover makes them live, and that epoch carries it.
 // Ranks in order.
-func MovedAddresses(t planner.RankTable, given GivenAddresses, ips, uids map[int32]string, reports map[int32]builderstatus.Report) []int {
+func MovedAddresses(t planner.RankTable, given GivenAddresses, ips, uids map[int32]string, reports map[int32]builderapi.Report) []int {
 	if given.Epoch != t.Epoch {
 		return nil
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
-	"daq.io/eventbuilder/operator/internal/builderstatus"
+	"daq.io/eventbuilder/operator/internal/builderapi"
 	"daq.io/eventbuilder/operator/internal/planner"
 )
 
@@ -62,20 +62,20 @@ func TestMovedAddresses(t *testing.T) {
 	}
 	pods := map[int32]string{0: "uid-a", 1: "uid-b", 2: "uid-c", 3: "uid-d"}
 	given := GivenAddresses{Epoch: 3, IPs: map[int32]string{0: "10.0.0.1", 1: "10.0.0.2", 2: "10.0.0.3", 3: "10.0.0.4"}, Pods: pods}
-	all := map[int32]builderstatus.Report{0: {}, 1: {}, 2: {}, 3: {}}
+	all := map[int32]builderapi.Report{0: {}, 1: {}, 2: {}, 3: {}}
 	moved := map[int32]string{0: "10.0.0.1", 1: "10.0.1.7", 2: "10.0.0.3", 3: "10.0.1.8"}
 	for _, tc := range []struct {
 		name    string
 		given   GivenAddresses
 		ips     map[int32]string
 		uids    map[int32]string
-		reports map[int32]builderstatus.Report
+		reports map[int32]builderapi.Report
 		want    []int
 	}{
 		{"nothing moved", given, given.IPs, pods, all, nil},
 		{"a restarted node's two pods", given, moved, pods, all, []int{1, 3}},
 		{"moved but its builder does not answer yet: it waits", given, moved, pods,
-			map[int32]builderstatus.Report{0: {}, 1: {}, 2: {}}, []int{1}},
+			map[int32]builderapi.Report{0: {}, 1: {}, 2: {}}, []int{1}},
 		{"moved but its pod is not running: it waits", given, map[int32]string{0: "10.0.0.1", 2: "10.0.0.3", 3: "10.0.1.8"}, pods, all, []int{3}},
 		{"a record of another epoch says nothing", GivenAddresses{Epoch: 2, IPs: given.IPs}, moved, pods, all, nil},
 		{"a rank never given an address (its name was sent)", GivenAddresses{Epoch: 3, IPs: map[int32]string{0: "10.0.0.1"}}, moved, pods, all, nil},

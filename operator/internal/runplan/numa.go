@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
-	"daq.io/eventbuilder/operator/internal/builderstatus"
+	"daq.io/eventbuilder/operator/internal/builderapi"
 	"daq.io/eventbuilder/operator/internal/planner"
 )
 
@@ -63,7 +63,7 @@ func NUMAAlignment(ranks []ebv1.RankStatus, generation int64) (c metav1.Conditio
 // not run on its endpoint's NUMA node, except those in failed: planned
 // moves (spec.numaPolicy FailOver), in rank order, as Draining's: never
 // every unit that still builds at once.
-func Misaligned(t planner.RankTable, reports map[int32]builderstatus.Report, failed []Failure) []Failure {
+func Misaligned(t planner.RankTable, reports map[int32]builderapi.Report, failed []Failure) []Failure {
 	return plannedMoves(t, failed, ebv1.ReasonNUMAMisaligned, func(r planner.Rank) bool {
 		rep, ok := reports[int32(r.Rank)]
 		return r.Endpoint != "" && ok && rep.NUMA.Asked() && !rep.NUMA.Aligned()

@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
-	"daq.io/eventbuilder/operator/internal/builderstatus"
+	"daq.io/eventbuilder/operator/internal/builderapi"
 	"daq.io/eventbuilder/operator/internal/planner"
 )
 
@@ -71,17 +71,17 @@ func TestMisalignedUnitsArePlannedMoves(t *testing.T) {
 		{Rank: 4, Role: planner.Live, Endpoint: "e"},
 		{Rank: 5, Role: planner.Live, Endpoint: "f"},
 	}}
-	aligned := &builderstatus.NUMA{Requested: "0", Node: ptr.To(int32(0)), Pinned: true, CPUsLocal: true, MemoryLocal: true}
-	cpusOff := &builderstatus.NUMA{Requested: "0", Node: ptr.To(int32(0)), Pinned: true, MemoryLocal: true}
-	deviceOff := &builderstatus.NUMA{Requested: "0", Node: ptr.To(int32(0)), Pinned: true, CPUsLocal: true, MemoryLocal: true,
+	aligned := &builderapi.NUMA{Requested: "0", Node: ptr.To(int32(0)), Pinned: true, CPUsLocal: true, MemoryLocal: true}
+	cpusOff := &builderapi.NUMA{Requested: "0", Node: ptr.To(int32(0)), Pinned: true, MemoryLocal: true}
+	deviceOff := &builderapi.NUMA{Requested: "0", Node: ptr.To(int32(0)), Pinned: true, CPUsLocal: true, MemoryLocal: true,
 		DeviceLocal: ptr.To(false)}
-	reports := map[int32]builderstatus.Report{
+	reports := map[int32]builderapi.Report{
 		0: {NUMA: aligned},
 		1: {NUMA: cpusOff},
 		2: {NUMA: deviceOff},
-		3: {NUMA: cpusOff},               // a spare: not a unit
-		4: {NUMA: &builderstatus.NUMA{}}, // nothing asked
-		5: {NUMA: cpusOff},               // failing already
+		3: {NUMA: cpusOff},            // a spare: not a unit
+		4: {NUMA: &builderapi.NUMA{}}, // nothing asked
+		5: {NUMA: cpusOff},            // failing already
 	}
 	got := Misaligned(table, reports, []Failure{{Rank: 5, Reason: ReasonPeerLost}})
 	want := []Failure{{Rank: 1, Reason: ebv1.ReasonNUMAMisaligned, Planned: true}, {Rank: 2, Reason: ebv1.ReasonNUMAMisaligned, Planned: true}}
@@ -91,7 +91,7 @@ func TestMisalignedUnitsArePlannedMoves(t *testing.T) {
 
 	// Every unit still building misaligned: the last waits, to carry the
 	// set's place in the event stream to the spares that join.
-	reports[0], reports[4] = builderstatus.Report{NUMA: cpusOff}, builderstatus.Report{NUMA: cpusOff}
+	reports[0], reports[4] = builderapi.Report{NUMA: cpusOff}, builderapi.Report{NUMA: cpusOff}
 	got = Misaligned(table, reports, []Failure{{Rank: 5, Reason: ReasonPeerLost}})
 	if fmt.Sprint(got) != fmt.Sprint([]Failure{{Rank: 0, Reason: ebv1.ReasonNUMAMisaligned, Planned: true},
 		{Rank: 1, Reason: ebv1.ReasonNUMAMisaligned, Planned: true}, {Rank: 2, Reason: ebv1.ReasonNUMAMisaligned, Planned: true}}) {

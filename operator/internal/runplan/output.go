@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
-	"daq.io/eventbuilder/operator/internal/builderstatus"
+	"daq.io/eventbuilder/operator/internal/builderapi"
 	"daq.io/eventbuilder/operator/internal/planner"
 	"daq.io/eventbuilder/operator/internal/shortlist"
 )
@@ -25,8 +25,8 @@ func OutputStallAfter(spec *ebv1.EventBuilderRunSpec) time.Duration {
 
 // outputStalled says whether rank r of t runs a BU whose builder, building,
 // reported (rep) that its output has taken no MEP for `after`.
-func outputStalled(r planner.Rank, rep builderstatus.Report, after time.Duration) bool {
-	return r.Role == planner.Live && r.Function != planner.RU && rep.Activity == builderstatus.ActivityBuilding &&
+func outputStalled(r planner.Rank, rep builderapi.Report, after time.Duration) bool {
+	return r.Role == planner.Live && r.Function != planner.RU && rep.Activity == builderapi.ActivityBuilding &&
 		rep.OutputStalledSeconds >= after.Seconds()
 }
 
@@ -34,7 +34,7 @@ func outputStalled(r planner.Rank, rep builderstatus.Report, after time.Duration
 // for `after` while building, except those in failed: planned moves of the
 // BU alone (spec.outputStallPolicy MoveBU), in rank order, as Draining's:
 // never every unit that still builds at once.
-func OutputStalls(t planner.RankTable, reports map[int32]builderstatus.Report, after time.Duration, failed []Failure) []Failure {
+func OutputStalls(t planner.RankTable, reports map[int32]builderapi.Report, after time.Duration, failed []Failure) []Failure {
 	moves := plannedMoves(t, failed, ebv1.ReasonOutputStalled, func(r planner.Rank) bool {
 		rep, ok := reports[int32(r.Rank)]
 		return ok && outputStalled(r, rep, after)
@@ -49,7 +49,7 @@ func OutputStalls(t planner.RankTable, reports map[int32]builderstatus.Report, a
 // builders last reported reports: True when no live BU's output has
 // stalled for `after`, False naming those that have. ok is false when no
 // live BU reported (no poll yet): the run keeps the condition it has.
-func OutputsFlowing(t planner.RankTable, reports map[int32]builderstatus.Report, after time.Duration,
+func OutputsFlowing(t planner.RankTable, reports map[int32]builderapi.Report, after time.Duration,
 	policy ebv1.OutputStallPolicy, generation int64) (c metav1.Condition, ok bool) {
 	var reported int
 	var stalled []string

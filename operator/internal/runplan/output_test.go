@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
-	"daq.io/eventbuilder/operator/internal/builderstatus"
+	"daq.io/eventbuilder/operator/internal/builderapi"
 	"daq.io/eventbuilder/operator/internal/planner"
 )
 
@@ -24,12 +24,12 @@ func stallTable() planner.RankTable {
 	}}
 }
 
-func stalled(seconds float64) builderstatus.Report {
-	return builderstatus.Report{Activity: builderstatus.ActivityBuilding, OutputStalledSeconds: seconds, MEPsDiscarded: int64(seconds)}
+func stalled(seconds float64) builderapi.Report {
+	return builderapi.Report{Activity: builderapi.ActivityBuilding, OutputStalledSeconds: seconds, MEPsDiscarded: int64(seconds)}
 }
 
 func TestOutputStallsAreBUMoves(t *testing.T) {
-	reports := map[int32]builderstatus.Report{
+	reports := map[int32]builderapi.Report{
 		0: stalled(0),
 		1: stalled(61),
 		2: stalled(500), // an RU alone: no output to stall
@@ -38,7 +38,7 @@ func TestOutputStallsAreBUMoves(t *testing.T) {
 		5: stalled(90), // failing already
 	}
 	paused := stalled(120)
-	paused.Activity = builderstatus.ActivityPaused
+	paused.Activity = builderapi.ActivityPaused
 	reports[0] = paused // a paused set drops nothing
 	got := OutputStalls(stallTable(), reports, time.Minute, []Failure{{Rank: 5, Reason: ReasonPeerLost}})
 	want := []Failure{{Rank: 1, Reason: ebv1.ReasonOutputStalled, Planned: true, BUOnly: true},
@@ -52,7 +52,7 @@ func TestOutputsFlowingNamesTheStalledBUsAndWhatFollows(t *testing.T) {
 	if _, ok := OutputsFlowing(stallTable(), nil, time.Minute, ebv1.OutputStallReport, 1); ok {
 		t.Errorf("no report: want no condition")
 	}
-	flowing := map[int32]builderstatus.Report{0: stalled(0), 1: stalled(59), 2: stalled(500), 4: stalled(0)}
+	flowing := map[int32]builderapi.Report{0: stalled(0), 1: stalled(59), 2: stalled(500), 4: stalled(0)}
 	c, ok := OutputsFlowing(stallTable(), flowing, time.Minute, ebv1.OutputStallReport, 1)
 	if !ok || c.Status != metav1.ConditionTrue || c.Reason != ebv1.ReasonOutputsFlowing || !strings.Contains(c.Message, "3 live BUs") {
 		t.Errorf("flowing: %+v, want True over the 3 BUs that reported", c)

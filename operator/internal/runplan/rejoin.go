@@ -7,7 +7,7 @@ import (
 	"time"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
-	"daq.io/eventbuilder/operator/internal/builderstatus"
+	"daq.io/eventbuilder/operator/internal/builderapi"
 	"daq.io/eventbuilder/operator/internal/planner"
 )
 
@@ -27,12 +27,12 @@ import (
 // whose builder does not answer (its pod is being recreated) or is in
 // ERROR is not listed: it waits, and no epoch is spent on it. Ranks in
 // order.
-func Rejoins(t planner.RankTable, reports map[int32]builderstatus.Report) []int {
+func Rejoins(t planner.RankTable, reports map[int32]builderapi.Report) []int {
 	lost := LostPeers(t, reports)
 	var out []int
 	for _, r := range t.Ranks {
 		rep, answers := reports[int32(r.Rank)]
-		if lost[r.Rank] && answers && rep.State != builderstatus.StateError {
+		if lost[r.Rank] && answers && rep.State != builderapi.StateError {
 			out = append(out, r.Rank)
 		}
 	}
@@ -167,7 +167,7 @@ type RejoinDecision struct {
 // later loss rejoins at once again. Records of ranks no longer live go.
 // The rejoin epoch is configured on every builder, so every lost rank
 // still in its session (not only those in Now) is listed in Reset.
-func DecideRejoins(t planner.RankTable, reports map[int32]builderstatus.Report, attempts RejoinAttempts,
+func DecideRejoins(t planner.RankTable, reports map[int32]builderapi.Report, attempts RejoinAttempts,
 	now time.Time, b RejoinBackoff) RejoinDecision {
 	lost, up := LostPeers(t, reports), UpPeers(t, reports)
 	d := RejoinDecision{Attempts: RejoinAttempts{}}
@@ -211,7 +211,7 @@ func DecideRejoins(t planner.RankTable, reports map[int32]builderstatus.Report, 
 // none yet (a READY builder starts with the set or joins it afresh), and
 // ERROR ended it.
 func InSession(state string) bool {
-	return state == builderstatus.StateRunning || state == builderstatus.StatePaused
+	return state == builderapi.StateRunning || state == builderapi.StatePaused
 }
 
 // String says how long the rank waits, for the Ready condition and events.

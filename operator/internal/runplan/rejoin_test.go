@@ -8,7 +8,7 @@ import (
 	"time"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
-	"daq.io/eventbuilder/operator/internal/builderstatus"
+	"daq.io/eventbuilder/operator/internal/builderapi"
 )
 
 func TestRejoins(t *testing.T) {
@@ -16,34 +16,34 @@ func TestRejoins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := func(state string, epoch int64, lost ...int32) builderstatus.Report {
-		return builderstatus.Report{State: state, Epoch: epoch, LostPeers: lost}
+	at := func(state string, epoch int64, lost ...int32) builderapi.Report {
+		return builderapi.Report{State: state, Epoch: epoch, LostPeers: lost}
 	}
-	run := builderstatus.StateRunning
-	restarted := at(builderstatus.StateNotReady, 0)
+	run := builderapi.StateRunning
+	restarted := at(builderapi.StateNotReady, 0)
 	for _, tc := range []struct {
 		name    string
-		reports map[int32]builderstatus.Report
+		reports map[int32]builderapi.Report
 		want    []int
 	}{
-		{"nobody lost", map[int32]builderstatus.Report{0: at(run, 3), 1: at(run, 3), 2: at(run, 3), 3: at(run, 3)}, nil},
+		{"nobody lost", map[int32]builderapi.Report{0: at(run, 3), 1: at(run, 3), 2: at(run, 3), 3: at(run, 3)}, nil},
 		{"lost by all, restarted: answers NOT_READY",
-			map[int32]builderstatus.Report{0: at(run, 3, 1), 1: restarted, 2: at(run, 3, 1), 3: at(run, 3, 1)}, []int{1}},
+			map[int32]builderapi.Report{0: at(run, 3, 1), 1: restarted, 2: at(run, 3, 1), 3: at(run, 3, 1)}, []int{1}},
 		{"lost by all, configured and started again at the epoch it was lost in",
-			map[int32]builderstatus.Report{0: at(run, 3, 1), 1: at(run, 3), 2: at(run, 3, 1), 3: at(run, 3, 1)}, []int{1}},
+			map[int32]builderapi.Report{0: at(run, 3, 1), 1: at(run, 3), 2: at(run, 3, 1), 3: at(run, 3, 1)}, []int{1}},
 		{"a partition healed: it answers, having lost them too",
-			map[int32]builderstatus.Report{0: at(run, 3, 1), 1: at(run, 3, 0, 2, 3), 2: at(run, 3, 1), 3: at(run, 3, 1)}, []int{1}},
+			map[int32]builderapi.Report{0: at(run, 3, 1), 1: at(run, 3, 0, 2, 3), 2: at(run, 3, 1), 3: at(run, 3, 1)}, []int{1}},
 		{"two lost, both back: one rejoin for both",
-			map[int32]builderstatus.Report{0: at(run, 3, 1, 3), 1: restarted, 2: at(run, 3, 1, 3), 3: restarted}, []int{1, 3}},
-		{"two lost, one back: only it", map[int32]builderstatus.Report{0: at(run, 3, 1, 3), 1: restarted, 2: at(run, 3, 1, 3)}, []int{1}},
+			map[int32]builderapi.Report{0: at(run, 3, 1, 3), 1: restarted, 2: at(run, 3, 1, 3), 3: restarted}, []int{1, 3}},
+		{"two lost, one back: only it", map[int32]builderapi.Report{0: at(run, 3, 1, 3), 1: restarted, 2: at(run, 3, 1, 3)}, []int{1}},
 		{"lost but silent (its pod is being recreated): it waits",
-			map[int32]builderstatus.Report{0: at(run, 3, 1), 2: at(run, 3, 1), 3: at(run, 3, 1)}, nil},
+			map[int32]builderapi.Report{0: at(run, 3, 1), 2: at(run, 3, 1), 3: at(run, 3, 1)}, nil},
 		{"lost and in ERROR: it must be reset or its pod deleted first",
-			map[int32]builderstatus.Report{0: at(run, 3, 1), 1: at(builderstatus.StateError, 3), 2: at(run, 3, 1), 3: at(run, 3, 1)}, nil},
+			map[int32]builderapi.Report{0: at(run, 3, 1), 1: at(builderapi.StateError, 3), 2: at(run, 3, 1), 3: at(run, 3, 1)}, nil},
 		{"one of three peers: no majority",
-			map[int32]builderstatus.Report{0: at(run, 3, 1), 1: restarted, 2: at(run, 3), 3: at(run, 3)}, nil},
+			map[int32]builderapi.Report{0: at(run, 3, 1), 1: restarted, 2: at(run, 3), 3: at(run, 3)}, nil},
 		{"reports of another epoch do not count (the rejoin epoch is switching)",
-			map[int32]builderstatus.Report{0: at(run, 2, 1), 1: restarted, 2: at(run, 2, 1), 3: at(run, 2, 1)}, nil},
+			map[int32]builderapi.Report{0: at(run, 2, 1), 1: restarted, 2: at(run, 2, 1), 3: at(run, 2, 1)}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Rejoins(table, tc.reports); !slices.Equal(got, tc.want) {
@@ -110,9 +110,9 @@ func TestDecideRejoins(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	ago := func(s int) time.Time { return t0.Add(-time.Duration(s) * time.Second) }
 	// A peer's report at epoch: rank 1 lost, up or (neither) connecting.
-	peer := func(epoch int64, rank1 string) builderstatus.Report {
-		rep := builderstatus.Report{State: builderstatus.StateRunning, Epoch: epoch, Peers: []builderstatus.Peer{{Rank: 1, State: rank1}}}
-		if rank1 == builderstatus.PeerLost {
+	peer := func(epoch int64, rank1 string) builderapi.Report {
+		rep := builderapi.Report{State: builderapi.StateRunning, Epoch: epoch, Peers: []builderapi.Peer{{Rank: 1, State: rank1}}}
+		if rank1 == builderapi.PeerLost {
 			rep.LostPeers = []int32{1}
 		}
 		return rep
@@ -120,23 +120,23 @@ func TestDecideRejoins(t *testing.T) {
 	// at: the peers' reports at epoch, rank 1 lost, up or connecting for
 	// them; rank 1's builder in state self ("" silent): NOT_READY
 	// restarted, else at epoch 3.
-	const silent, restarted = "", builderstatus.StateNotReady
-	run, paused, ready := builderstatus.StateRunning, builderstatus.StatePaused, builderstatus.StateReady
-	at := func(epoch int64, rank1, self string) map[int32]builderstatus.Report {
-		reps := map[int32]builderstatus.Report{0: peer(epoch, rank1), 2: peer(epoch, rank1), 3: peer(epoch, rank1)}
+	const silent, restarted = "", builderapi.StateNotReady
+	run, paused, ready := builderapi.StateRunning, builderapi.StatePaused, builderapi.StateReady
+	at := func(epoch int64, rank1, self string) map[int32]builderapi.Report {
+		reps := map[int32]builderapi.Report{0: peer(epoch, rank1), 2: peer(epoch, rank1), 3: peer(epoch, rank1)}
 		switch self {
 		case silent:
 		case restarted:
-			reps[1] = builderstatus.Report{State: self}
+			reps[1] = builderapi.Report{State: self}
 		default:
-			reps[1] = builderstatus.Report{State: self, Epoch: 3}
+			reps[1] = builderapi.Report{State: self, Epoch: 3}
 		}
 		return reps
 	}
 	// Ranks 1 and 2 lost by 0 and 3, both answering in state self at epoch 3.
-	twoLost := func(self string) map[int32]builderstatus.Report {
-		rep := builderstatus.Report{State: run, Epoch: 3, LostPeers: []int32{1, 2}}
-		return map[int32]builderstatus.Report{0: rep, 3: rep, 1: {State: self, Epoch: 3}, 2: {State: self, Epoch: 3}}
+	twoLost := func(self string) map[int32]builderapi.Report {
+		rep := builderapi.Report{State: run, Epoch: 3, LostPeers: []int32{1, 2}}
+		return map[int32]builderapi.Report{0: rep, 3: rep, 1: {State: self, Epoch: 3}, 2: {State: self, Epoch: 3}}
 	}
 	pending := RejoinAttempt{Attempts: 1, Epoch: 3, Time: ago(1)}
 	failed := func(attempts int, secondsAgo int) RejoinAttempt {
@@ -144,42 +144,42 @@ func TestDecideRejoins(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		reports  map[int32]builderstatus.Report
+		reports  map[int32]builderapi.Report
 		attempts RejoinAttempts
 		want     RejoinDecision
 	}{
-		{"first rejoin of a restarted process: at once", at(3, builderstatus.PeerLost, restarted), RejoinAttempts{},
+		{"first rejoin of a restarted process: at once", at(3, builderapi.PeerLost, restarted), RejoinAttempts{},
 			RejoinDecision{Now: []int{1}, Attempts: RejoinAttempts{1: {Attempts: 1, Epoch: 4, Time: t0}}, Changed: true}},
-		{"a partition (healed or not): it still runs its session, RUNNING; reset first", at(3, builderstatus.PeerLost, run), RejoinAttempts{},
+		{"a partition (healed or not): it still runs its session, RUNNING; reset first", at(3, builderapi.PeerLost, run), RejoinAttempts{},
 			RejoinDecision{Now: []int{1}, Reset: []int{1}, Attempts: RejoinAttempts{1: {Attempts: 1, Epoch: 4, Time: t0}}, Changed: true}},
-		{"PAUSED in its session: reset first", at(3, builderstatus.PeerLost, paused), RejoinAttempts{},
+		{"PAUSED in its session: reset first", at(3, builderapi.PeerLost, paused), RejoinAttempts{},
 			RejoinDecision{Now: []int{1}, Reset: []int{1}, Attempts: RejoinAttempts{1: {Attempts: 1, Epoch: 4, Time: t0}}, Changed: true}},
-		{"READY: no session to leave, not reset", at(3, builderstatus.PeerLost, ready), RejoinAttempts{},
+		{"READY: no session to leave, not reset", at(3, builderapi.PeerLost, ready), RejoinAttempts{},
 			RejoinDecision{Now: []int{1}, Attempts: RejoinAttempts{1: {Attempts: 1, Epoch: 4, Time: t0}}, Changed: true}},
-		{"in ERROR: neither rejoined nor reset", at(3, builderstatus.PeerLost, builderstatus.StateError), RejoinAttempts{},
+		{"in ERROR: neither rejoined nor reset", at(3, builderapi.PeerLost, builderapi.StateError), RejoinAttempts{},
 			RejoinDecision{Attempts: RejoinAttempts{}}},
-		{"its epoch is being switched to: the peers still report the old one", at(2, builderstatus.PeerLost, run),
+		{"its epoch is being switched to: the peers still report the old one", at(2, builderapi.PeerLost, run),
 			RejoinAttempts{1: pending}, RejoinDecision{Attempts: RejoinAttempts{1: pending}}},
 		{"joining: neither lost nor up yet", at(3, "connecting", run),
 			RejoinAttempts{1: pending}, RejoinDecision{Attempts: RejoinAttempts{1: pending}}},
-		{"lost again at its epoch: failed, the next waits 10 s, nothing reset", at(3, builderstatus.PeerLost, run), RejoinAttempts{1: pending},
+		{"lost again at its epoch: failed, the next waits 10 s, nothing reset", at(3, builderapi.PeerLost, run), RejoinAttempts{1: pending},
 			RejoinDecision{Failed: []int{1}, Attempts: RejoinAttempts{1: failed(1, 1)}, Changed: true}},
-		{"lost at a later epoch than its rejoin's: failed too", at(3, builderstatus.PeerLost, run),
+		{"lost at a later epoch than its rejoin's: failed too", at(3, builderapi.PeerLost, run),
 			RejoinAttempts{1: {Attempts: 1, Epoch: 2, Time: ago(1)}},
 			RejoinDecision{Failed: []int{1}, Attempts: RejoinAttempts{1: {Attempts: 1, Epoch: 2, Time: ago(1), Failed: true}}, Changed: true}},
-		{"still waiting", at(3, builderstatus.PeerLost, run), RejoinAttempts{1: failed(1, 5)},
+		{"still waiting", at(3, builderapi.PeerLost, run), RejoinAttempts{1: failed(1, 5)},
 			RejoinDecision{Attempts: RejoinAttempts{1: failed(1, 5)}}},
-		{"waited: the second rejoin, RUNNING where the first left it: reset first", at(3, builderstatus.PeerLost, run), RejoinAttempts{1: failed(1, 10)},
+		{"waited: the second rejoin, RUNNING where the first left it: reset first", at(3, builderapi.PeerLost, run), RejoinAttempts{1: failed(1, 10)},
 			RejoinDecision{Now: []int{1}, Reset: []int{1}, Attempts: RejoinAttempts{1: {Attempts: 2, Epoch: 4, Time: t0}}, Changed: true}},
-		{"after two, 20 s", at(3, builderstatus.PeerLost, run), RejoinAttempts{1: failed(2, 15)},
+		{"after two, 20 s", at(3, builderapi.PeerLost, run), RejoinAttempts{1: failed(2, 15)},
 			RejoinDecision{Attempts: RejoinAttempts{1: failed(2, 15)}}},
-		{"after nine, the 40 s cap", at(3, builderstatus.PeerLost, run), RejoinAttempts{1: failed(9, 40)},
+		{"after nine, the 40 s cap", at(3, builderapi.PeerLost, run), RejoinAttempts{1: failed(9, 40)},
 			RejoinDecision{Now: []int{1}, Reset: []int{1}, Attempts: RejoinAttempts{1: {Attempts: 10, Epoch: 4, Time: t0}}, Changed: true}},
-		{"silent once its wait is over: it waits for its builder", at(3, builderstatus.PeerLost, silent), RejoinAttempts{1: failed(1, 60)},
+		{"silent once its wait is over: it waits for its builder", at(3, builderapi.PeerLost, silent), RejoinAttempts{1: failed(1, 60)},
 			RejoinDecision{Attempts: RejoinAttempts{1: failed(1, 60)}}},
-		{"its peers report it up: it held, the record goes", at(3, builderstatus.PeerUp, run), RejoinAttempts{1: failed(3, 1)},
+		{"its peers report it up: it held, the record goes", at(3, builderapi.PeerUp, run), RejoinAttempts{1: failed(3, 1)},
 			RejoinDecision{Attempts: RejoinAttempts{}, Changed: true}},
-		{"a record of a rank no longer live goes", at(3, builderstatus.PeerUp, run), RejoinAttempts{7: failed(1, 1)},
+		{"a record of a rank no longer live goes", at(3, builderapi.PeerUp, run), RejoinAttempts{7: failed(1, 1)},
 			RejoinDecision{Attempts: RejoinAttempts{}, Changed: true}},
 		{"one rejoins, one waits: the new epoch reaches both, both in their session are reset", twoLost(run),
 			RejoinAttempts{2: failed(1, 5)},

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/builderapi"
 	"daq.io/eventbuilder/operator/internal/builderpod"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/planner"
@@ -326,7 +327,7 @@ const ReasonPeerLost = "PeerLost"
 // not created yet). nodes is NodeHealth's view: a node NotReady for less
 // than the grace period is up.
 func Failures(t planner.RankTable, endpoints map[string]planner.Endpoint, nodes Nodes, pods map[int32]*corev1.Pod,
-	reports map[int32]builderstatus.Report) []Failure {
+	reports map[int32]builderapi.Report) []Failure {
 	lost := LostPeers(t, reports)
 	var out []Failure
 	for _, r := range t.Ranks {
@@ -389,18 +390,18 @@ func Unreachable(t planner.RankTable, silences map[int32]builderstatus.Silence, 
 // those that answered: with half the set gone (a stopped server), one
 // survivor that timed another out while its sends to the dead stalled is
 // no majority.
-func LostPeers(t planner.RankTable, reports map[int32]builderstatus.Report) map[int]bool {
-	return byMajority(t, reports, func(rep builderstatus.Report) []int32 { return rep.LostPeers }, true)
+func LostPeers(t planner.RankTable, reports map[int32]builderapi.Report) map[int]bool {
+	return byMajority(t, reports, func(rep builderapi.Report) []int32 { return rep.LostPeers }, true)
 }
 
 // UpPeers finds the live ranks of t that their peers report up (peers[].state),
 // by the same majority as LostPeers: the set builds with them. A rank
 // joining at the epoch is neither lost nor up while it connects.
-func UpPeers(t planner.RankTable, reports map[int32]builderstatus.Report) map[int]bool {
-	return byMajority(t, reports, func(rep builderstatus.Report) []int32 {
+func UpPeers(t planner.RankTable, reports map[int32]builderapi.Report) map[int]bool {
+	return byMajority(t, reports, func(rep builderapi.Report) []int32 {
 		var up []int32
 		for _, p := range rep.Peers {
-			if p.State == builderstatus.PeerUp {
+			if p.State == builderapi.PeerUp {
 				up = append(up, p.Rank)
 			}
 		}
@@ -412,11 +413,11 @@ func UpPeers(t planner.RankTable, reports map[int32]builderstatus.Report) map[in
 // live builders (other than X) that answered while running t's epoch name
 // in names(report); with wholeSet, about an X that answered too, a strict
 // majority of all of X's live peers in t.
-func byMajority(t planner.RankTable, reports map[int32]builderstatus.Report, names func(builderstatus.Report) []int32,
+func byMajority(t planner.RankTable, reports map[int32]builderapi.Report, names func(builderapi.Report) []int32,
 	wholeSet bool) map[int]bool {
-	current := func(rank int32) (builderstatus.Report, bool) {
+	current := func(rank int32) (builderapi.Report, bool) {
 		rep, ok := reports[rank]
-		return rep, ok && rep.Epoch == t.Epoch && rep.State != builderstatus.StateNotReady
+		return rep, ok && rep.Epoch == t.Epoch && rep.State != builderapi.StateNotReady
 	}
 	reporters, live := 0, 0
 	votes := map[int]int{}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/builderapi"
 	"daq.io/eventbuilder/operator/internal/builderpod"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/planner"
@@ -149,29 +150,29 @@ func TestFailures(t *testing.T) {
 func TestLostPeers(t *testing.T) {
 	f, table := plan(t, 5, 2, nil) // LLSSLLL. (live 0 1 4 5 6)
 	table.Epoch = 3
-	at := func(epoch int64, lost ...int32) builderstatus.Report {
-		return builderstatus.Report{State: builderstatus.StateRunning, Epoch: epoch, LostPeers: lost}
+	at := func(epoch int64, lost ...int32) builderapi.Report {
+		return builderapi.Report{State: builderapi.StateRunning, Epoch: epoch, LostPeers: lost}
 	}
 	for _, tc := range []struct {
 		name    string
-		reports map[int32]builderstatus.Report
+		reports map[int32]builderapi.Report
 		want    string
 	}{
-		{"nobody lost", map[int32]builderstatus.Report{0: at(3), 1: at(3), 4: at(3), 5: at(3), 6: at(3)}, ""},
+		{"nobody lost", map[int32]builderapi.Report{0: at(3), 1: at(3), 4: at(3), 5: at(3), 6: at(3)}, ""},
 		{"every survivor reports rank 4, which does not answer",
-			map[int32]builderstatus.Report{0: at(3, 4), 1: at(3, 4), 5: at(3, 4), 6: at(3, 4)}, "4"},
+			map[int32]builderapi.Report{0: at(3, 4), 1: at(3, 4), 5: at(3, 4), 6: at(3, 4)}, "4"},
 		{"rank 4 answers, but its peers lost it",
-			map[int32]builderstatus.Report{0: at(3, 4), 1: at(3, 4), 4: at(3), 5: at(3, 4), 6: at(3)}, "4"},
-		{"one of four: no majority", map[int32]builderstatus.Report{0: at(3, 4), 1: at(3), 5: at(3), 6: at(3)}, ""},
+			map[int32]builderapi.Report{0: at(3, 4), 1: at(3, 4), 4: at(3), 5: at(3, 4), 6: at(3)}, "4"},
+		{"one of four: no majority", map[int32]builderapi.Report{0: at(3, 4), 1: at(3), 5: at(3), 6: at(3)}, ""},
 		{"rank 0 lost its network and reports everyone; they report it",
-			map[int32]builderstatus.Report{0: at(3, 1, 4, 5, 6), 1: at(3, 0), 4: at(3, 0), 5: at(3, 0), 6: at(3, 0)}, "0"},
+			map[int32]builderapi.Report{0: at(3, 1, 4, 5, 6), 1: at(3, 0), 4: at(3, 0), 5: at(3, 0), 6: at(3, 0)}, "0"},
 		{"reports of an older epoch do not count (a failover is switching)",
-			map[int32]builderstatus.Report{0: at(2, 4), 1: at(2, 4), 5: at(2, 4), 6: at(2, 4)}, ""},
+			map[int32]builderapi.Report{0: at(2, 4), 1: at(2, 4), 5: at(2, 4), 6: at(2, 4)}, ""},
 		{"a spare or dummy rank reported lost is no unit failure",
-			map[int32]builderstatus.Report{0: at(3, 2, 7), 1: at(3, 2, 7), 5: at(3, 2, 7), 6: at(3, 2, 7)}, ""},
-		{"the only other reporter counts", map[int32]builderstatus.Report{0: at(3, 4)}, "4"},
+			map[int32]builderapi.Report{0: at(3, 2, 7), 1: at(3, 2, 7), 5: at(3, 2, 7), 6: at(3, 2, 7)}, ""},
+		{"the only other reporter counts", map[int32]builderapi.Report{0: at(3, 4)}, "4"},
 		{"with half the set silent, one survivor's word is no majority about another that answers",
-			map[int32]builderstatus.Report{0: at(3, 1, 5, 6), 1: at(3, 5, 6)}, "5 6"},
+			map[int32]builderapi.Report{0: at(3, 1, 5, 6), 1: at(3, 5, 6)}, "5 6"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string

@@ -1,15 +1,12 @@
-// Package builderstatus reads builders' status over HTTP and folds the
-// reports of all units of a run into the run's status.
-package builderstatus
+// Package builderapi holds the types of the builders' HTTP API
+// (builder/docs/control-api.md): the status document a builder serves and
+// answers commands with, the commands of its state machine, and how a
+// builder refuses one. Types only: the pure packages (lifecycle, runplan,
+// builderstatus) import them; the client that speaks the API is
+// builderclient, an emulation of the builder that serves it builderemu.
+package builderapi
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
-	"time"
-
 	"k8s.io/utils/ptr"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
@@ -181,42 +178,3 @@ const (
 // HeldEpoch is the newest table the builder has accepted: its pending
 // epoch if it has one, else the epoch it runs.
 func (r Report) HeldEpoch() int64 { return max(r.Epoch, r.PendingEpoch) }
-
-// maxReportSize bounds what is read from a builder.
-const maxReportSize = 1 << 20
-
-// Client polls builders.
-type Client struct {
-	http *http.Client
-}
-
-// NewClient returns a Client whose requests give up after timeout, so that
-// one hung builder cannot stall a run's reconcile.
-func NewClient(timeout time.Duration) *Client {
-	return &Client{http: &http.Client{
-		Timeout: timeout,
-		// Pod IPs are dialled directly, never through an HTTP proxy.
-		Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, IdleConnTimeout: time.Minute},
-	}}
-}
-
-// Get fetches baseURL/status.
-func (c *Client) Get(ctx context.Context, baseURL string) (Report, error) {
-	var r Report
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/status", nil)
-	if err != nil {
-		return r, err
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return r, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return r, fmt.Errorf("GET %s: %s", req.URL, resp.Status)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxReportSize)).Decode(&r); err != nil {
-		return r, fmt.Errorf("GET %s: decoding status: %w", req.URL, err)
-	}
-	return r, nil
-}

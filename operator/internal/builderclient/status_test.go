@@ -1,4 +1,4 @@
-package builderstatus
+package builderclient
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"daq.io/eventbuilder/operator/internal/builderapi"
+
 	"k8s.io/utils/ptr"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
@@ -18,7 +20,7 @@ func TestClientGet(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		handler http.HandlerFunc
-		want    Report
+		want    builderapi.Report
 		wantErr string
 	}{
 		{
@@ -30,7 +32,7 @@ func TestClientGet(t *testing.T) {
 				}
 				_, _ = w.Write([]byte(`{"state":"RUNNING","events_built":42,"events_incomplete":1,"bytes_built":5376,"rank":3,"units":4,"meps_built":7,"last_error":"slow peer"}`))
 			},
-			want: Report{Rank: 3, Units: 4, State: StateRunning, EventsBuilt: 42, EventsIncomplete: 1, MEPsBuilt: 7, BytesBuilt: 5376, LastError: "slow peer"},
+			want: builderapi.Report{Rank: 3, Units: 4, State: builderapi.StateRunning, EventsBuilt: 42, EventsIncomplete: 1, MEPsBuilt: 7, BytesBuilt: 5376, LastError: "slow peer"},
 		},
 		{
 			// The example of builder/docs/control-api.md, verbatim.
@@ -44,11 +46,11 @@ func TestClientGet(t *testing.T) {
    "numa":{"requested":"0","node":0,"pinned":true,"cpus_local":true,"memory_local":true,"device_local":null,"warning":""},
    "allowed":["configure","pause","stop","reset"],"last_error":""}`))
 			},
-			want: Report{Rank: 3, Units: 8, State: StateRunning, Role: RoleLive, Epoch: 2, EventsBuilt: 123000, MEPsBuilt: 123,
+			want: builderapi.Report{Rank: 3, Units: 8, State: builderapi.StateRunning, Role: builderapi.RoleLive, Epoch: 2, EventsBuilt: 123000, MEPsBuilt: 123,
 				BytesBuilt: 17000000, EventsPerSecond: 3.1e6, BytesPerSecond: 4.2e8,
-				Peers:     []Peer{{0, "up"}, {1, "lost"}, {2, "dummy"}, {3, "self"}},
+				Peers:     []builderapi.Peer{{Rank: 0, State: "up"}, {Rank: 1, State: "lost"}, {Rank: 2, State: "dummy"}, {Rank: 3, State: "self"}},
 				LostPeers: []int32{1}, Allowed: []string{"configure", "pause", "stop", "reset"},
-				NUMA: &NUMA{Requested: "0", Node: ptr.To(int32(0)), Pinned: true, CPUsLocal: true, MemoryLocal: true}},
+				NUMA: &builderapi.NUMA{Requested: "0", Node: ptr.To(int32(0)), Pinned: true, CPUsLocal: true, MemoryLocal: true}},
 		},
 		{
 			name: "verbs transport",
@@ -56,15 +58,15 @@ func TestClientGet(t *testing.T) {
 				_, _ = w.Write([]byte(`{"rank":0,"state":"RUNNING","transport":{"kind":"verbs","device":"rxe0","port":1,"gid_index":1,
    "port_state":"ACTIVE","link_layer":"Ethernet","peers":[{"rank":1,"qp_state":"RTS"},{"rank":2,"qp_state":"ERR"}]}}`))
 			},
-			want: Report{State: StateRunning, Transport: &Transport{Kind: ebv1.TransportVerbs, Device: "rxe0", Port: 1, GIDIndex: ptr.To[int32](1),
-				PortState: "ACTIVE", LinkLayer: "Ethernet", Peers: []QueuePair{{1, "RTS"}, {2, "ERR"}}}},
+			want: builderapi.Report{State: builderapi.StateRunning, Transport: &builderapi.Transport{Kind: ebv1.TransportVerbs, Device: "rxe0", Port: 1, GIDIndex: ptr.To[int32](1),
+				PortState: "ACTIVE", LinkLayer: "Ethernet", Peers: []builderapi.QueuePair{{Rank: 1, QPState: "RTS"}, {Rank: 2, QPState: "ERR"}}}},
 		},
 		{
 			name: "tcp transport",
 			handler: func(w http.ResponseWriter, _ *http.Request) {
 				_, _ = w.Write([]byte(`{"state":"READY","transport":{"kind":"tcp"}}`))
 			},
-			want: Report{State: StateReady, Transport: &Transport{Kind: ebv1.TransportTCP}},
+			want: builderapi.Report{State: builderapi.StateReady, Transport: &builderapi.Transport{Kind: ebv1.TransportTCP}},
 		},
 		{
 			name:    "HTTP error",
@@ -79,13 +81,13 @@ func TestClientGet(t *testing.T) {
 		{
 			name:    "timeout",
 			handler: func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() },
-			wantErr: "Timeout",
+			wantErr: "no answer within the poll timeout",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(tc.handler)
 			defer srv.Close()
-			got, err := NewClient(200*time.Millisecond).Get(context.Background(), srv.URL)
+			got, err := New(Timeouts{Poll: 200 * time.Millisecond, Control: 200 * time.Millisecond}).Get(context.Background(), srv.URL)
 			switch {
 			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
 				t.Fatalf("Get() error = %v, want one containing %q", err, tc.wantErr)
@@ -103,20 +105,20 @@ func TestClientGet(t *testing.T) {
 func TestRankTransport(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		in   *Transport
+		in   *builderapi.Transport
 		want *ebv1.RankTransport
 	}{
 		{"not reported", nil, nil},
-		{"tcp", &Transport{Kind: ebv1.TransportTCP}, nil},
-		{"RoCE", &Transport{Kind: ebv1.TransportVerbs, Device: "rxe0", Port: 1, GIDIndex: ptr.To[int32](1), PortState: "ACTIVE", LinkLayer: "Ethernet",
-			Peers: []QueuePair{{1, "RTS"}}}, &ebv1.RankTransport{Device: "rxe0", GIDIndex: ptr.To[int32](1), PortState: "ACTIVE"}},
-		{"GID index 0", &Transport{Kind: ebv1.TransportVerbs, Device: "mlx5_0", GIDIndex: ptr.To[int32](0), PortState: "DOWN"},
+		{"tcp", &builderapi.Transport{Kind: ebv1.TransportTCP}, nil},
+		{"RoCE", &builderapi.Transport{Kind: ebv1.TransportVerbs, Device: "rxe0", Port: 1, GIDIndex: ptr.To[int32](1), PortState: "ACTIVE", LinkLayer: "Ethernet",
+			Peers: []builderapi.QueuePair{{Rank: 1, QPState: "RTS"}}}, &ebv1.RankTransport{Device: "rxe0", GIDIndex: ptr.To[int32](1), PortState: "ACTIVE"}},
+		{"GID index 0", &builderapi.Transport{Kind: ebv1.TransportVerbs, Device: "mlx5_0", GIDIndex: ptr.To[int32](0), PortState: "DOWN"},
 			&ebv1.RankTransport{Device: "mlx5_0", GIDIndex: ptr.To[int32](0), PortState: "DOWN"}},
 		// InfiniBand addresses peers by LID: no GID index to show.
-		{"InfiniBand", &Transport{Kind: ebv1.TransportVerbs, Device: "mlx5_1", GIDIndex: ptr.To[int32](-1), PortState: "ACTIVE", LinkLayer: "InfiniBand"},
+		{"InfiniBand", &builderapi.Transport{Kind: ebv1.TransportVerbs, Device: "mlx5_1", GIDIndex: ptr.To[int32](-1), PortState: "ACTIVE", LinkLayer: "InfiniBand"},
 			&ebv1.RankTransport{Device: "mlx5_1", PortState: "ACTIVE"}},
 	} {
-		if got := (Report{Transport: tc.in}).RankTransport(); !reflect.DeepEqual(got, tc.want) {
+		if got := (builderapi.Report{Transport: tc.in}).RankTransport(); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: RankTransport() = %+v, want %+v", tc.name, got, tc.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package buildercontrol
+package builderclient
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"daq.io/eventbuilder/operator/internal/builderapi"
 	"daq.io/eventbuilder/operator/internal/builderemu"
-	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/ranktable"
 )
 
@@ -33,14 +33,14 @@ func table(epoch int64, states ...string) ranktable.Document {
 func TestClientDrivesBuilders(t *testing.T) {
 	farm := builderemu.NewFarm()
 	defer farm.Close()
-	var builders []Builder
+	var builders []builderapi.Builder
 	var emu []*builderemu.Builder
 	for r := range int32(3) {
 		key := fmt.Sprint(r)
 		emu = append(emu, farm.Start(key, builderemu.Options{Token: "s3cret", Rank: r, Mesh: "r"}))
-		builders = append(builders, Builder{Rank: r, URL: farm.URL(key)})
+		builders = append(builders, builderapi.Builder{Rank: r, URL: farm.URL(key)})
 	}
-	c := NewClient(time.Second)
+	c := New(Timeouts{Poll: time.Second, Control: time.Second})
 	ctx := context.Background()
 
 	reps, err := c.Configure(ctx, "s3cret", builders, table(1, "live", "live", "dummy"))
@@ -48,14 +48,14 @@ func TestClientDrivesBuilders(t *testing.T) {
 		t.Fatal(err)
 	}
 	for r, rep := range reps {
-		if rep.State != builderstatus.StateReady || rep.Epoch != 1 || rep.Rank != r {
+		if rep.State != builderapi.StateReady || rep.Epoch != 1 || rep.Rank != r {
 			t.Errorf("rank %d answered %+v", r, rep)
 		}
 	}
-	if reps[2].Role != builderstatus.RoleDummy || reps[0].Role != builderstatus.RoleLive {
+	if reps[2].Role != builderapi.RoleDummy || reps[0].Role != builderapi.RoleLive {
 		t.Errorf("roles %q %q", reps[0].Role, reps[2].Role)
 	}
-	if reps, err = c.Send(ctx, "s3cret", Start, builders); err != nil || len(reps) != 3 || reps[1].State != builderstatus.StateRunning {
+	if reps, err = c.Send(ctx, "s3cret", builderapi.Start, builders); err != nil || len(reps) != 3 || reps[1].State != builderapi.StateRunning {
 		t.Fatalf("start: %v %+v", err, reps)
 	}
 	// A new epoch while running: accepted as pending, switched together.
@@ -70,7 +70,7 @@ func TestClientDrivesBuilders(t *testing.T) {
 	}
 	// Pause reaches the whole set through the first builder; the others
 	// answer 409 in PAUSED, which is done, not an error.
-	reps, err = c.Send(ctx, "s3cret", Pause, builders)
+	reps, err = c.Send(ctx, "s3cret", builderapi.Pause, builders)
 	if err != nil {
 		t.Fatalf("pause: %v", err)
 	}
@@ -82,7 +82,7 @@ func TestClientDrivesBuilders(t *testing.T) {
 	if len(reps) == 0 || len(reps) > 3 {
 		t.Errorf("pause reports %v", reps)
 	}
-	if _, err := c.Send(ctx, "s3cret", Configure, builders); err == nil {
+	if _, err := c.Send(ctx, "s3cret", builderapi.Configure, builders); err == nil {
 		t.Errorf("Send(configure) without a table succeeded")
 	}
 }
@@ -105,16 +105,16 @@ func TestClientErrors(t *testing.T) {
 		}
 	}))
 	defer hung.Close()
-	builders := []Builder{
-		{0, farm.URL("ok")}, {1, farm.URL("other-token")}, {2, farm.URL("no-token")},
-		{3, farm.URL("nobody")}, {4, farm.URL("error")}, {5, hung.URL},
+	builders := []builderapi.Builder{
+		{Rank: 0, URL: farm.URL("ok")}, {Rank: 1, URL: farm.URL("other-token")}, {Rank: 2, URL: farm.URL("no-token")},
+		{Rank: 3, URL: farm.URL("nobody")}, {Rank: 4, URL: farm.URL("error")}, {Rank: 5, URL: hung.URL},
 	}
-	reps, err := NewClient(300*time.Millisecond).Configure(context.Background(), "s3cret", builders, table(1, "live", "live", "live", "live", "live", "live"))
-	var errs *Errors
+	reps, err := New(Timeouts{Poll: 300 * time.Millisecond, Control: 300 * time.Millisecond}).Configure(context.Background(), "s3cret", builders, table(1, "live", "live", "live", "live", "live", "live"))
+	var errs *builderapi.Errors
 	if !errors.As(err, &errs) {
 		t.Fatalf("error %v, want *Errors", err)
 	}
-	if len(reps) != 1 || reps[0].State != builderstatus.StateReady {
+	if len(reps) != 1 || reps[0].State != builderapi.StateReady {
 		t.Errorf("reports %+v, want rank 0 READY", reps)
 	}
 	want := []struct {
@@ -126,9 +126,9 @@ func TestClientErrors(t *testing.T) {
 		{2, 403, "the control API is disabled"},
 		{3, 0, "EOF"},
 		{4, 409, "cannot configure in state ERROR"},
-		{5, 0, "Timeout"},
+		{5, 0, "no answer within the control timeout"},
 	}
-	if len(errs.Builders) != len(want) || errs.Of != 6 || errs.Command != Configure {
+	if len(errs.Builders) != len(want) || errs.Of != 6 || errs.Command != builderapi.Configure {
 		t.Fatalf("errors %v", errs)
 	}
 	for i, w := range want {
@@ -137,7 +137,7 @@ func TestClientErrors(t *testing.T) {
 			t.Errorf("error %d: %+v, want rank %d status %d containing %q", i, b, w.rank, w.status, w.msg)
 		}
 	}
-	if errs.Builders[3].State != builderstatus.StateError {
+	if errs.Builders[3].State != builderapi.StateError {
 		t.Errorf("a 409 should carry the state: %+v", errs.Builders[3])
 	}
 	if !errs.Unauthorized() || errs.Builders[2].Unauthorized() {
@@ -148,7 +148,7 @@ func TestClientErrors(t *testing.T) {
 		strings.Count(msg, "; rank ") != 4 {
 		t.Errorf("message %q", msg)
 	}
-	var one *BuilderError
+	var one *builderapi.BuilderError
 	if !errors.As(err, &one) || one.Rank != 1 {
 		t.Errorf("errors.As finds %+v", one)
 	}
@@ -166,12 +166,12 @@ func TestClientRequests(t *testing.T) {
 		_, _ = w.Write([]byte(`{"state":"READY","epoch":7}`))
 	}))
 	defer srv.Close()
-	c := NewClient(time.Second)
+	c := New(Timeouts{Poll: time.Second, Control: time.Second})
 	doc := table(7, "live")
-	if _, err := c.Configure(context.Background(), "tok", []Builder{{0, srv.URL}}, doc); err != nil {
+	if _, err := c.Configure(context.Background(), "tok", []builderapi.Builder{{Rank: 0, URL: srv.URL}}, doc); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Send(context.Background(), "tok", Resume, []Builder{{0, srv.URL}}); err != nil {
+	if _, err := c.Send(context.Background(), "tok", builderapi.Resume, []builderapi.Builder{{Rank: 0, URL: srv.URL}}); err != nil {
 		t.Fatal(err)
 	}
 	parts := strings.SplitN(seen["POST /control/configure"], "|", 3)
@@ -207,12 +207,12 @@ func TestClientParallelism(t *testing.T) {
 		_, _ = w.Write([]byte(`{"state":"RUNNING"}`))
 	}))
 	defer srv.Close()
-	var builders []Builder
+	var builders []builderapi.Builder
 	for r := range int32(200) {
-		builders = append(builders, Builder{r, srv.URL})
+		builders = append(builders, builderapi.Builder{Rank: r, URL: srv.URL})
 	}
 	start := time.Now()
-	reps, err := NewClient(5*time.Second).Send(context.Background(), "t", Start, builders)
+	reps, err := New(Timeouts{Poll: 5 * time.Second, Control: 5 * time.Second}).Send(context.Background(), "t", builderapi.Start, builders)
 	if err != nil || len(reps) != 200 {
 		t.Fatalf("%d reports, %v", len(reps), err)
 	}
@@ -226,20 +226,20 @@ func TestClientParallelism(t *testing.T) {
 
 func TestAlreadyIn(t *testing.T) {
 	for _, tc := range []struct {
-		cmd   Command
+		cmd   builderapi.Command
 		state string
 		want  bool
 	}{
-		{Start, builderstatus.StateRunning, true},
-		{Resume, builderstatus.StateRunning, true},
-		{Pause, builderstatus.StatePaused, true},
-		{Stop, builderstatus.StateReady, true},
-		{Reset, builderstatus.StateNotReady, true},
-		{Start, builderstatus.StateNotReady, false},
-		{Pause, builderstatus.StateReady, false},
-		{Configure, builderstatus.StateReady, false},
+		{builderapi.Start, builderapi.StateRunning, true},
+		{builderapi.Resume, builderapi.StateRunning, true},
+		{builderapi.Pause, builderapi.StatePaused, true},
+		{builderapi.Stop, builderapi.StateReady, true},
+		{builderapi.Reset, builderapi.StateNotReady, true},
+		{builderapi.Start, builderapi.StateNotReady, false},
+		{builderapi.Pause, builderapi.StateReady, false},
+		{builderapi.Configure, builderapi.StateReady, false},
 	} {
-		if got := AlreadyIn(tc.cmd, tc.state); got != tc.want {
+		if got := builderapi.AlreadyIn(tc.cmd, tc.state); got != tc.want {
 			t.Errorf("AlreadyIn(%s, %s) = %v", tc.cmd, tc.state, got)
 		}
 	}
@@ -258,9 +258,9 @@ func TestClientReadsTheBuildersErrorBodies(t *testing.T) {
 		{"error-401.json", 401, "", true},
 		{"error-403.json", 403, "", true},
 		{"error-404.json", 404, "", false},
-		{"error-409.json", 409, builderstatus.StateNotReady, false},
+		{"error-409.json", 409, builderapi.StateNotReady, false},
 	} {
-		body, err := os.ReadFile("../builderstatus/testdata/builder/" + c.golden)
+		body, err := os.ReadFile("../builderapi/testdata/builder/" + c.golden)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -275,9 +275,9 @@ func TestClientReadsTheBuildersErrorBodies(t *testing.T) {
 			w.WriteHeader(c.status)
 			_, _ = w.Write(body)
 		}))
-		_, err = NewClient(time.Second).Send(context.Background(), "t", Start, []Builder{{Rank: 7, URL: srv.URL}})
+		_, err = New(Timeouts{Poll: time.Second, Control: time.Second}).Send(context.Background(), "t", builderapi.Start, []builderapi.Builder{{Rank: 7, URL: srv.URL}})
 		srv.Close()
-		var one *BuilderError
+		var one *builderapi.BuilderError
 		switch {
 		case !errors.As(err, &one):
 			t.Errorf("%s: error %v, want a BuilderError", c.golden, err)
@@ -308,9 +308,9 @@ func TestClientReadsGarbageAndServerErrors(t *testing.T) {
 			w.WriteHeader(c.status)
 			_, _ = io.WriteString(w, c.body)
 		}))
-		reps, err := NewClient(time.Second).Send(context.Background(), "t", Pause, []Builder{{Rank: 3, URL: srv.URL}})
+		reps, err := New(Timeouts{Poll: time.Second, Control: time.Second}).Send(context.Background(), "t", builderapi.Pause, []builderapi.Builder{{Rank: 3, URL: srv.URL}})
 		srv.Close()
-		var one *BuilderError
+		var one *builderapi.BuilderError
 		if !errors.As(err, &one) || len(reps) != 0 || one.Status != c.status || !strings.Contains(one.Message, c.says) {
 			t.Errorf("%s: reports %v, error %+v; want status %d saying %q", c.name, reps, one, c.status, c.says)
 		}

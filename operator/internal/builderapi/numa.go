@@ -1,4 +1,4 @@
-package builderstatus
+package builderapi
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package buildercontrol
+package builderclient
 
 import (
 	"context"
@@ -21,9 +21,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/builderapi"
 	"daq.io/eventbuilder/operator/internal/builderemu"
 	"daq.io/eventbuilder/operator/internal/builderpod"
-	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/planner"
 	"daq.io/eventbuilder/operator/internal/ranktable"
 	"daq.io/eventbuilder/operator/internal/runplan"
@@ -50,9 +50,9 @@ const realToken = "0123456789abcdef"
 // --token-file, no table), and the rank table (epoch 1) that names them.
 type set struct {
 	t        *testing.T
-	builders []Builder
+	builders []builderapi.Builder
 	doc      ranktable.Document
-	status   *builderstatus.Client
+	status   *Client
 	// kill ends rank r's process as a crash does; start starts it again
 	// (a restarted container: same rank and ports) and waits for it to
 	// serve, NOT_READY.
@@ -76,7 +76,7 @@ func newEmulatedSet(t *testing.T, table planner.RankTable) *set {
 	farm := builderemu.NewFarm()
 	t.Cleanup(farm.Close)
 	n := table.N()
-	s := &set{t: t, status: builderstatus.NewClient(time.Second)}
+	s := &set{t: t, status: New(Timeouts{Poll: time.Second, Control: time.Second})}
 	addresses := make([]string, n)
 	options := func(r int) builderemu.Options {
 		return builderemu.Options{Token: realToken, Rank: int32(r), Mesh: "contract"}
@@ -84,7 +84,7 @@ func newEmulatedSet(t *testing.T, table planner.RankTable) *set {
 	for r := range n {
 		addresses[r] = net.JoinHostPort("127.0.0.1", strconv.Itoa(7000+r))
 		farm.Start(strconv.Itoa(r), options(r))
-		s.builders = append(s.builders, Builder{Rank: int32(r), URL: farm.URL(strconv.Itoa(r))})
+		s.builders = append(s.builders, builderapi.Builder{Rank: int32(r), URL: farm.URL(strconv.Itoa(r))})
 	}
 	s.kill = func(r int) { farm.Kill(strconv.Itoa(r)) }
 	s.start = func(r int) { farm.Start(strconv.Itoa(r), options(r)) }
@@ -115,7 +115,7 @@ func newRealSet(t *testing.T, table planner.RankTable) *set {
 	if err := os.WriteFile(tokenFile, []byte(realToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := &set{t: t, status: builderstatus.NewClient(time.Second)}
+	s := &set{t: t, status: New(Timeouts{Poll: time.Second, Control: time.Second})}
 	n := table.N()
 	ports := freePorts(t, 2*n)
 	httpPorts := ports[:n]
@@ -132,7 +132,7 @@ func newRealSet(t *testing.T, table planner.RankTable) *set {
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 		waitFor(t, fmt.Sprintf("rank %d serving", r), func() error {
 			rep, err := s.status.Get(context.Background(), s.builders[r].URL)
-			if err == nil && rep.State != builderstatus.StateNotReady {
+			if err == nil && rep.State != builderapi.StateNotReady {
 				err = fmt.Errorf("state %s", rep.State)
 			}
 			return err
@@ -145,7 +145,7 @@ func newRealSet(t *testing.T, table planner.RankTable) *set {
 	addresses := make([]string, n)
 	for r := range n {
 		addresses[r] = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[n+r]))
-		s.builders = append(s.builders, Builder{Rank: int32(r), URL: "http://127.0.0.1:" + strconv.Itoa(httpPorts[r])})
+		s.builders = append(s.builders, builderapi.Builder{Rank: int32(r), URL: "http://127.0.0.1:" + strconv.Itoa(httpPorts[r])})
 		s.start(r)
 	}
 	s.doc = ranktable.New("contract", "", table, addresses, nil)
@@ -176,7 +176,7 @@ func TestContractRunAndFailover(t *testing.T) {
 func runAndFailover(t *testing.T, set *set) {
 	builders, doc, status := set.builders, set.doc, set.status
 	ctx := context.Background()
-	c := NewClient(2 * time.Second)
+	c := New(Timeouts{Poll: 2 * time.Second, Control: 2 * time.Second})
 	const token = realToken
 
 	if _, err := c.Configure(ctx, "wrong", builders, doc); err == nil {
@@ -186,15 +186,15 @@ func runAndFailover(t *testing.T, set *set) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reps[0].State != builderstatus.StateReady || reps[0].Epoch != 1 || reps[2].Role != builderstatus.RoleDummy {
+	if reps[0].State != builderapi.StateReady || reps[0].Epoch != 1 || reps[2].Role != builderapi.RoleDummy {
 		t.Errorf("after configure: %+v / %+v", reps[0], reps[2])
 	}
-	if _, err := c.Send(ctx, token, Start, builders); err != nil {
+	if _, err := c.Send(ctx, token, builderapi.Start, builders); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "events built", func() error {
 		rep, err := status.Get(ctx, builders[0].URL)
-		if err == nil && (rep.State != builderstatus.StateRunning || rep.EventsBuilt == 0) {
+		if err == nil && (rep.State != builderapi.StateRunning || rep.EventsBuilt == 0) {
 			err = fmt.Errorf("%s, %d events", rep.State, rep.EventsBuilt)
 		}
 		return err
@@ -209,7 +209,7 @@ func runAndFailover(t *testing.T, set *set) {
 	next.Epoch = 2
 	next.Ranks = append([]ranktable.Rank(nil), doc.Ranks...)
 	next.Ranks[1].State, next.Ranks[2].State = ranktable.Dummy, ranktable.Live
-	builders = []Builder{builders[0], builders[2]}
+	builders = []builderapi.Builder{builders[0], builders[2]}
 	if _, err := c.Configure(ctx, token, builders, next); err != nil {
 		t.Fatal(err)
 	}
@@ -223,12 +223,12 @@ func runAndFailover(t *testing.T, set *set) {
 			if err != nil {
 				return err
 			}
-			if rep.Epoch != 2 || rep.PendingEpoch != 0 || rep.State != builderstatus.StateRunning {
+			if rep.Epoch != 2 || rep.PendingEpoch != 0 || rep.State != builderapi.StateRunning {
 				return fmt.Errorf("rank %d: %+v", b.Rank, rep)
 			}
 		}
 		rep, _ := status.Get(ctx, builders[1].URL)
-		if rep.Role != builderstatus.RoleLive || rep.EventsBuilt == 0 {
+		if rep.Role != builderapi.RoleLive || rep.EventsBuilt == 0 {
 			return fmt.Errorf("spare: %s, %d events", rep.Role, rep.EventsBuilt)
 		}
 		return nil
@@ -239,9 +239,9 @@ func runAndFailover(t *testing.T, set *set) {
 	}
 
 	for _, step := range []struct {
-		cmd   Command
+		cmd   builderapi.Command
 		state string
-	}{{Pause, builderstatus.StatePaused}, {Resume, builderstatus.StateRunning}, {Stop, builderstatus.StateReady}} {
+	}{{builderapi.Pause, builderapi.StatePaused}, {builderapi.Resume, builderapi.StateRunning}, {builderapi.Stop, builderapi.StateReady}} {
 		if _, err := c.Send(ctx, token, step.cmd, builders); err != nil {
 			t.Fatalf("%s: %v", step.cmd, err)
 		}
@@ -253,14 +253,14 @@ func runAndFailover(t *testing.T, set *set) {
 			}
 			return nil
 		})
-		if step.cmd == Pause {
+		if step.cmd == builderapi.Pause {
 			// The builder answers PAUSED at once and pauses at the next
 			// cycle boundary, when its activity turns paused: a resume
 			// before that is kept (control-api.md), but the pause this
 			// step checks is the one that took effect.
 			waitFor(t, "the pause to take effect", func() error {
 				for _, b := range builders {
-					if rep, err := status.Get(ctx, b.URL); err != nil || rep.Activity != builderstatus.ActivityPaused {
+					if rep, err := status.Get(ctx, b.URL); err != nil || rep.Activity != builderapi.ActivityPaused {
 						return fmt.Errorf("rank %d: activity %s %v", b.Rank, rep.Activity, err)
 					}
 				}
@@ -290,8 +290,8 @@ func TestContractRejoin(t *testing.T) {
 			set.start(1)
 		}},
 		{"reset in its session", func(t *testing.T, set *set, c *Client) {
-			reps, err := c.Send(context.Background(), realToken, Reset, set.builders[1:2])
-			if err != nil || reps[1].State != builderstatus.StateNotReady {
+			reps, err := c.Send(context.Background(), realToken, builderapi.Reset, set.builders[1:2])
+			if err != nil || reps[1].State != builderapi.StateNotReady {
 				t.Fatalf("reset rank 1: %+v, %v; want NOT_READY", reps, err)
 			}
 			set.waitLost(0, 1)
@@ -306,11 +306,11 @@ func TestContractRejoin(t *testing.T) {
 
 func rejoin(t *testing.T, set *set, lose func(*testing.T, *set, *Client)) {
 	ctx := context.Background()
-	c := NewClient(2 * time.Second)
+	c := New(Timeouts{Poll: 2 * time.Second, Control: 2 * time.Second})
 	if _, err := c.Configure(ctx, realToken, set.builders, set.doc); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Send(ctx, realToken, Start, set.builders); err != nil {
+	if _, err := c.Send(ctx, realToken, builderapi.Start, set.builders); err != nil {
 		t.Fatal(err)
 	}
 	building := func(what string, epoch int64) {
@@ -326,7 +326,7 @@ func rejoin(t *testing.T, set *set, lose func(*testing.T, *set, *Client)) {
 				switch {
 				case err != nil:
 					return err
-				case rep.State != builderstatus.StateRunning || rep.Epoch != epoch || rep.PendingEpoch != 0 || len(rep.LostPeers) != 0:
+				case rep.State != builderapi.StateRunning || rep.Epoch != epoch || rep.PendingEpoch != 0 || len(rep.LostPeers) != 0:
 					return fmt.Errorf("rank %d: %s at epoch %d (pending %d), lost %v", b.Rank, rep.State, rep.Epoch, rep.PendingEpoch, rep.LostPeers)
 				case rep.EventsBuilt <= before[b.Rank]:
 					return fmt.Errorf("rank %d: %d events built, had %d", b.Rank, rep.EventsBuilt, before[b.Rank])
@@ -346,7 +346,7 @@ func rejoin(t *testing.T, set *set, lose func(*testing.T, *set, *Client)) {
 	if _, err := c.Configure(ctx, realToken, set.builders, next); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Send(ctx, realToken, Start, set.builders[1:2]); err != nil {
+	if _, err := c.Send(ctx, realToken, builderapi.Start, set.builders[1:2]); err != nil {
 		t.Fatal(err)
 	}
 	building("every unit building at epoch 2, nobody lost", 2)
@@ -359,25 +359,25 @@ func TestContractUnfolded(t *testing.T) {
 
 func unfolded(t *testing.T, set *set) {
 	ctx := context.Background()
-	c := NewClient(2 * time.Second)
+	c := New(Timeouts{Poll: 2 * time.Second, Control: 2 * time.Second})
 	if got := []string{set.doc.Ranks[0].Function, set.doc.Ranks[1].Function, set.doc.Ranks[2].Function, set.doc.Ranks[3].Function}; !slices.Equal(got, []string{"RU", "RU", "BU", "BU"}) {
 		t.Fatalf("the operator's table has functions %v, want RU RU BU BU", got)
 	}
 	if _, err := c.Configure(ctx, realToken, set.builders, set.doc); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Send(ctx, realToken, Start, set.builders); err != nil {
+	if _, err := c.Send(ctx, realToken, builderapi.Start, set.builders); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "both BUs building", func() error {
 		for _, b := range set.builders[2:] {
-			if rep, err := set.status.Get(ctx, b.URL); err != nil || rep.State != builderstatus.StateRunning || rep.EventsBuilt < 1000 {
+			if rep, err := set.status.Get(ctx, b.URL); err != nil || rep.State != builderapi.StateRunning || rep.EventsBuilt < 1000 {
 				return fmt.Errorf("rank %d: %s, %d events, %v", b.Rank, rep.State, rep.EventsBuilt, err)
 			}
 		}
 		return nil
 	})
-	if _, err := c.Send(ctx, realToken, Stop, set.builders[:1]); err != nil {
+	if _, err := c.Send(ctx, realToken, builderapi.Stop, set.builders[:1]); err != nil {
 		t.Fatal(err)
 	}
 	var built, next int64
@@ -388,7 +388,7 @@ func unfolded(t *testing.T, set *set) {
 			switch {
 			case err != nil:
 				return err
-			case rep.State != builderstatus.StateReady:
+			case rep.State != builderapi.StateReady:
 				return fmt.Errorf("rank %d: %s", b.Rank, rep.State)
 			case rep.EventsIncomplete != 0 || rep.EventsDropped != 0 || rep.LastError != "":
 				return fmt.Errorf("rank %d: %d incomplete, %d dropped, %q", b.Rank, rep.EventsIncomplete, rep.EventsDropped, rep.LastError)
@@ -425,7 +425,7 @@ func waitFor(t *testing.T, what string, check func() error) {
 }
 
 // statusOf reads rank r's report, failing the test if it does not answer.
-func (s *set) statusOf(r int) builderstatus.Report {
+func (s *set) statusOf(r int) builderapi.Report {
 	s.t.Helper()
 	rep, err := s.status.Get(context.Background(), s.builders[r].URL)
 	if err != nil {
@@ -463,26 +463,26 @@ func sized(doc ranktable.Document, n int, epoch int64) ranktable.Document {
 func TestContractSetStartsTogether(t *testing.T) {
 	contract(t, plan(t, ebv1.EventBuilderRunSpec{Units: 2}), func(t *testing.T, s *set) {
 		ctx := context.Background()
-		c := NewClient(2 * time.Second)
+		c := New(Timeouts{Poll: 2 * time.Second, Control: 2 * time.Second})
 		if _, err := c.Configure(ctx, realToken, s.builders, s.doc); err != nil {
 			t.Fatal(err)
 		}
-		if rep := s.statusOf(0); rep.Units != 2 || rep.Activity != builderstatus.ActivityIdle || rep.Role != builderstatus.RoleLive {
+		if rep := s.statusOf(0); rep.Units != 2 || rep.Activity != builderapi.ActivityIdle || rep.Role != builderapi.RoleLive {
 			t.Errorf("configured: units %d, activity %s, role %s; want 2, idle, live", rep.Units, rep.Activity, rep.Role)
 		}
-		if _, err := c.Send(ctx, realToken, Start, s.builders[:1]); err != nil {
+		if _, err := c.Send(ctx, realToken, builderapi.Start, s.builders[:1]); err != nil {
 			t.Fatal(err)
 		}
-		s.waitStates("rank 0 connecting", builderstatus.StateRunning, builderstatus.ActivityConnecting, 0)
-		if rep := s.statusOf(0); rep.EventsBuilt != 0 || len(rep.Peers) != 2 || rep.Peers[1].State == builderstatus.PeerUp {
+		s.waitStates("rank 0 connecting", builderapi.StateRunning, builderapi.ActivityConnecting, 0)
+		if rep := s.statusOf(0); rep.EventsBuilt != 0 || len(rep.Peers) != 2 || rep.Peers[1].State == builderapi.PeerUp {
 			t.Errorf("rank 0 alone: %d events, peers %+v; want none built and rank 1 not up", rep.EventsBuilt, rep.Peers)
 		}
-		if _, err := c.Send(ctx, realToken, Start, s.builders[1:]); err != nil {
+		if _, err := c.Send(ctx, realToken, builderapi.Start, s.builders[1:]); err != nil {
 			t.Fatal(err)
 		}
-		s.waitStates("both building", builderstatus.StateRunning, builderstatus.ActivityBuilding, 0, 1)
+		s.waitStates("both building", builderapi.StateRunning, builderapi.ActivityBuilding, 0, 1)
 		waitFor(t, "rank 1 up for rank 0", func() error {
-			if rep := s.statusOf(0); rep.Peers[1].State != builderstatus.PeerUp {
+			if rep := s.statusOf(0); rep.Peers[1].State != builderapi.PeerUp {
 				return fmt.Errorf("peers %+v", rep.Peers)
 			}
 			return nil
@@ -497,20 +497,20 @@ func TestContractSetStartsTogether(t *testing.T) {
 func TestContractResize(t *testing.T) {
 	contract(t, plan(t, ebv1.EventBuilderRunSpec{Units: 3}), func(t *testing.T, s *set) {
 		ctx := context.Background()
-		c := NewClient(2 * time.Second)
+		c := New(Timeouts{Poll: 2 * time.Second, Control: 2 * time.Second})
 		runOn := func(doc ranktable.Document, ranks ...int) {
 			t.Helper()
-			var bs []Builder
+			var bs []builderapi.Builder
 			for _, r := range ranks {
 				bs = append(bs, s.builders[r])
 			}
 			if _, err := c.Configure(ctx, realToken, bs, doc); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := c.Send(ctx, realToken, Start, bs); err != nil {
+			if _, err := c.Send(ctx, realToken, builderapi.Start, bs); err != nil {
 				t.Fatal(err)
 			}
-			s.waitStates(fmt.Sprintf("ranks %v building at epoch %d", ranks, doc.Epoch), builderstatus.StateRunning, builderstatus.ActivityBuilding, ranks...)
+			s.waitStates(fmt.Sprintf("ranks %v building at epoch %d", ranks, doc.Epoch), builderapi.StateRunning, builderapi.ActivityBuilding, ranks...)
 			for _, r := range ranks {
 				if rep := s.statusOf(r); rep.Epoch != doc.Epoch || rep.Units != int32(len(doc.Ranks)) {
 					t.Errorf("rank %d: epoch %d, units %d; want %d, %d", r, rep.Epoch, rep.Units, doc.Epoch, len(doc.Ranks))
@@ -522,8 +522,8 @@ func TestContractResize(t *testing.T) {
 		resize := func(next ranktable.Document, ranks ...int) int64 {
 			t.Helper()
 			_, err := c.Configure(ctx, realToken, s.builders[:1], next)
-			var errs *Errors
-			if !errors.As(err, &errs) || errs.Builders[0].Status != http.StatusConflict || errs.Builders[0].State != builderstatus.StateRunning ||
+			var errs *builderapi.Errors
+			if !errors.As(err, &errs) || errs.Builders[0].Status != http.StatusConflict || errs.Builders[0].State != builderapi.StateRunning ||
 				!strings.Contains(errs.Builders[0].Message, "number of ranks cannot change while running") {
 				t.Fatalf("a table of %d ranks sent to a running set: %v; want 409 naming the number of ranks", len(next.Ranks), err)
 			}
@@ -533,10 +533,10 @@ func TestContractResize(t *testing.T) {
 				}
 				return nil
 			})
-			if _, err := c.Send(ctx, realToken, Stop, s.builders[:1]); err != nil {
+			if _, err := c.Send(ctx, realToken, builderapi.Stop, s.builders[:1]); err != nil {
 				t.Fatal(err)
 			}
-			s.waitStates("the set stopped together", builderstatus.StateReady, builderstatus.ActivityIdle, ranks...)
+			s.waitStates("the set stopped together", builderapi.StateReady, builderapi.ActivityIdle, ranks...)
 			return s.statusOf(0).NextEvent
 		}
 
@@ -548,10 +548,10 @@ func TestContractResize(t *testing.T) {
 		}
 		resize(sized(s.doc, 2, 3), 0, 1, 2)
 		runOn(sized(s.doc, 2, 3), 0, 1)
-		if _, err := c.Send(ctx, realToken, Stop, s.builders[:1]); err != nil {
+		if _, err := c.Send(ctx, realToken, builderapi.Stop, s.builders[:1]); err != nil {
 			t.Fatal(err)
 		}
-		s.waitStates("the set stopped", builderstatus.StateReady, builderstatus.ActivityIdle, 0, 1)
+		s.waitStates("the set stopped", builderapi.StateReady, builderapi.ActivityIdle, 0, 1)
 		var counted int64
 		for r := range s.builders {
 			rep := s.statusOf(r)
@@ -630,7 +630,7 @@ func TestContractRefusals(t *testing.T) {
 			{name: "unknown command, wrong token", method: "POST", path: "/control/launch", token: "wrong", code: 401, says: "wrong bearer token", authenticates: true},
 			{name: "unknown command", method: "POST", path: "/control/launch", token: realToken, code: 404, says: "unknown command 'launch'"},
 			{name: "a command by GET", method: "GET", path: "/control/start", token: realToken, code: 405},
-			{name: "start before configure", method: "POST", path: "/control/start", token: realToken, code: 409, says: "cannot start in state NOT_READY", state: builderstatus.StateNotReady},
+			{name: "start before configure", method: "POST", path: "/control/start", token: realToken, code: 409, says: "cannot start in state NOT_READY", state: builderapi.StateNotReady},
 			{name: "start with a body", method: "POST", path: "/control/start", token: realToken, body: "{}", code: 400, says: "takes no body"},
 			{name: "no table", method: "POST", path: "/control/configure", token: realToken, body: `{"rank":0}`, code: 400, says: "table"},
 			{name: "wrong version", method: "POST", path: "/control/configure", token: realToken, code: 400, says: "table.version",
@@ -664,11 +664,11 @@ func TestContractRefusals(t *testing.T) {
 			{name: "the table", method: "POST", path: "/control/configure", token: realToken, body: configure(older, 0), code: 200},
 			{name: "the same table again", method: "POST", path: "/control/configure", token: realToken, body: configure(older, 0), code: 200},
 			{name: "another table at that epoch", method: "POST", path: "/control/configure", token: realToken, body: configure(other, 0), code: 409,
-				says: "epoch 2", state: builderstatus.StateReady},
+				says: "epoch 2", state: builderapi.StateReady},
 			{name: "an older epoch", method: "POST", path: "/control/configure", token: realToken, body: good, code: 409,
-				says: "epochs only go forward", state: builderstatus.StateReady},
+				says: "epochs only go forward", state: builderapi.StateReady},
 			{name: "pause when READY", method: "POST", path: "/control/pause", token: realToken, code: 409, says: "cannot pause in state READY",
-				state: builderstatus.StateReady},
+				state: builderapi.StateReady},
 		} {
 			code, doc, header := s.call(0, tc.method, tc.path, tc.token, tc.body)
 			msg, _ := doc["error"].(string)
@@ -693,7 +693,7 @@ func TestContractRefusals(t *testing.T) {
 func TestContractReads(t *testing.T) {
 	contract(t, plan(t, ebv1.EventBuilderRunSpec{Units: 2}), func(t *testing.T, s *set) {
 		ctx := context.Background()
-		c := NewClient(2 * time.Second)
+		c := New(Timeouts{Poll: 2 * time.Second, Control: 2 * time.Second})
 		get := func(path string) (int, string) {
 			resp, err := http.Get(s.builders[0].URL + path)
 			if err != nil {
@@ -723,11 +723,11 @@ func TestContractReads(t *testing.T) {
 				t.Errorf("/metrics (%d) has no line starting %q", code, name)
 			}
 		}
-		reps, err := c.Send(ctx, realToken, Reset, s.builders[:1])
+		reps, err := c.Send(ctx, realToken, builderapi.Reset, s.builders[:1])
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rep := reps[0]; rep.State != builderstatus.StateNotReady || rep.Epoch != 5 || rep.Role != builderstatus.RoleLive ||
+		if rep := reps[0]; rep.State != builderapi.StateNotReady || rep.Epoch != 5 || rep.Role != builderapi.RoleLive ||
 			!slices.Equal(rep.Allowed, []string{"configure", "reset"}) {
 			t.Errorf("after reset: %s at epoch %d, role %s, allowed %v; want NOT_READY still showing epoch 5, live, allowed configure and reset",
 				rep.State, rep.Epoch, rep.Role, rep.Allowed)
