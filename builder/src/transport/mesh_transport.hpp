@@ -4,11 +4,12 @@
 #include <string>
 
 #include "transport/data_traffic.hpp"
-#include "transport/tcp/tcp_mesh.hpp"
 #include "transport/transport.hpp"
 #include "transport/transport_report.hpp"
 
 namespace eb {
+
+struct Tcp_mesh;  // transport/tcp/tcp_mesh.hpp: only the transports and Peer_links open it
 
 // A transport over the unit's TCP mesh, which a unit grows and shrinks as
 // rank tables change: joined peers' connections are added, peers that left

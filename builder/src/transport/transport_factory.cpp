@@ -7,16 +7,6 @@
 
 namespace eb {
 
-std::string_view transport_kind_name(Transport_kind kind) { return kind == Transport_kind::verbs ? "verbs" : "tcp"; }
-
-bool verbs_available() {
-#ifdef EB_WITH_VERBS
-    return true;
-#else
-    return false;
-#endif
-}
-
 std::unique_ptr<Mesh_transport> make_transport(const Transport_settings& settings, Rank rank, Tcp_mesh mesh,
                                                const Stop_flag& stop, Mesh_transport::Loss_observer on_loss,
                                                Data_threads& threads) {

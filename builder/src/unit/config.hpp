@@ -5,12 +5,12 @@
 #include <vector>
 
 #include "schedule/barrier_plan.hpp"
-#include "transport/tcp/data_key.hpp"
+#include "transport/data_key.hpp"
 #include "formats/event_model.hpp"
 #include "schedule/peer_address.hpp"
 #include "base/rank.hpp"
 #include "schedule/rank_table.hpp"
-#include "transport/transport_factory.hpp"
+#include "transport/transport_settings.hpp"
 
 namespace eb {
 
@@ -68,7 +68,7 @@ struct Config {
     // timeout before it sends its queue-pair addresses: the set-up waits that
     // long and a peer timeout more.
     Transport_settings transport_settings() const {
-        return {transport, rdma_device, gid_index, peer_timeout_ms, join_timeout_ms + peer_timeout_ms, busy_poll_us};
+        return {transport, rdma_device, gid_index, peer_timeout_ms, join_timeout_ms + peer_timeout_ms, busy_poll_us, tcp_streams};
     }
 };
 

@@ -13,7 +13,6 @@
 #include "base/socket.hpp"
 #include "telemetry/status_render.hpp"
 #include "schedule/table_switch.hpp"
-#include "transport/tcp/tcp_mesh.hpp"
 
 namespace eb {
 namespace {
@@ -37,22 +36,6 @@ Command_outcome refused(std::string error) { return {Command_outcome::Kind::refu
 
 Rank_table request_table(const Configure_request& request) {
     return Rank_table(request.functions, request.unread_sources, request.streams);
-}
-
-// Of the peers a connect reached (by rank): those connected both ways, and
-// those of them that are building in a session already (their hello says so).
-struct Reached {
-    std::vector<bool> connected, in_session;
-};
-
-Reached reached_peers(const Mesh_connections& connections) {
-    const Rank units = static_cast<Rank>(connections.hellos.size());
-    Reached reached{std::vector<bool>(units), std::vector<bool>(units)};
-    for (Rank peer = 0; peer < units; ++peer) {
-        reached.connected[peer] = connections.connected(peer);
-        reached.in_session[peer] = reached.connected[peer] && connections.hellos[peer]->in_session;
-    }
-    return reached;
 }
 
 // Each live peer of `rank` in `table`, lost or up as the transport holds it.
@@ -185,7 +168,7 @@ Command_outcome Unit::configure(const Configure_request& request) {
     if (!listener_ || port != listener_port_) {
         if (in_session) return refused("this rank's data port cannot change while running; stop the set first");
         try {
-            listener_ = std::make_shared<const Fd>(listen_for_peers(port));
+            listener_ = std::make_shared<const Fd>(Peer_links::listen(port));
             listener_port_ = port;
         } catch (const std::exception& error) {
             return {Command_outcome::Kind::invalid, "cannot listen on data port " + std::to_string(port) +
@@ -317,15 +300,15 @@ Unit::Session_end Unit::run_session(Configure_request table) {
     // set being joined overrides it. A unit that built keeps its place.
     if (cycles_done_ == 0)
         next_chunk_ = std::max(next_chunk_, (table.resume_event + config_.packing_factor - 1) / config_.packing_factor);
-    auto connections = connect_peers(*session_listener(), rank, table.peers, live_ranks(ranks),
-                                     mesh_position(table.epoch, false),
-                                     static_cast<int>(config_.peer_timeout_ms), join_timeout(), session_stop_,
-                                     config_.data_key, resolve_host, &status_.refusals());
-    if (!connections) return Session_end::stopped;
+    Peer_links links(rank, {config_.transport_settings(), join_timeout(), config_.data_key, &status_.refusals()}, session_stop_,
+                     [this](Rank peer, Link_failure failure, const std::string&) { status_.peer_lost(peer, failure); },
+                     data_threads_);
+    const auto reached = links.connect(*session_listener(), table.peers, live_ranks(ranks), mesh_position(table.epoch, false));
+    if (!reached) return Session_end::stopped;
     // Join the set where it is: units already building say so in their hello;
     // units starting together go on from the furthest of them.
     bool joining = false;
-    for (const auto& hello : connections->hellos) {
+    for (const auto& hello : reached->hellos) {
         if (!hello) continue;
         if (hello->in_session && !joining) {
             joining = true;
@@ -337,15 +320,10 @@ Unit::Session_end Unit::run_session(Configure_request table) {
         }
     }
     status_.set_next_event(next_chunk_ * config_.packing_factor);
-    // The running units this process reached: each sends it a verdict.
-    const Reached reached = reached_peers(*connections);
-    const std::unique_ptr<Mesh_transport> owned_transport =
-        make_transport(config_.transport_settings(), rank, std::move(connections->mesh), session_stop_,
-                       [this](Rank peer, Link_failure failure, const std::string&) { status_.peer_lost(peer, failure); },
-                       data_threads_);
-    Mesh_transport& transport = *owned_transport;
+    // The running units this process reached each send it a verdict.
+    Mesh_transport& transport = links.transport();
     transport.count_traffic(status_.traffic());
-    if (joining && !take_verdicts(ranks, rank, reached.connected, reached.in_session, transport))
+    if (joining && !take_verdicts(ranks, rank, reached->connected, reached->in_session, transport))
         return Session_end::left;
     show_peers(status_, ranks, rank, transport);
 
@@ -407,7 +385,7 @@ Unit::Session_end Unit::run_session(Configure_request table) {
             }
             if (decision->pause && !wait_while_paused()) return Session_end::stopped;
         }
-        if (!switch_table(table, *next, transport)) return Session_end::left;
+        if (!switch_table(table, *next, links)) return Session_end::left;
         ranks = request_table(table);
     }
 }
@@ -434,7 +412,8 @@ bool Unit::wait_while_paused() {
     return true;
 }
 
-bool Unit::switch_table(Configure_request& table, const Configure_request& next, Mesh_transport& transport) {
+bool Unit::switch_table(Configure_request& table, const Configure_request& next, Peer_links& links) {
+    Mesh_transport& transport = links.transport();
     const Rank_table before = request_table(table);
     const Rank_table after = request_table(next);
     {
@@ -460,32 +439,27 @@ bool Unit::switch_table(Configure_request& table, const Configure_request& next,
     }
     if (any_joining) {
         set_phase(Session_phase::connecting);
-        auto connections = connect_peers(*session_listener(), table.rank, table.peers, joining,
-                                         mesh_position(next.epoch, true),
-                                         static_cast<int>(config_.peer_timeout_ms), join_timeout(), session_stop_,
-                                         config_.data_key, resolve_host, &status_.refusals());
-        if (!connections) throw Stopped();
-        const Reached reached = reached_peers(*connections);
+        const auto reached = links.connect(*session_listener(), table.peers, joining, mesh_position(next.epoch, true));
+        if (!reached) throw Stopped();
         std::vector<bool> connected(units), out_of_step(units);
         for (Rank peer = 0; peer < units; ++peer) {
-            const std::optional<Mesh_position>& hello = connections->hellos[peer];
+            const std::optional<Mesh_position>& hello = reached->hellos[peer];
             // A unit that went on building on its own (cut off from this set
             // while it ran) is elsewhere in the event stream: it is refused
             // as one not connected, never built with.
-            out_of_step[peer] = reached.in_session[peer] &&
+            out_of_step[peer] = reached->in_session[peer] &&
                                 (hello->next_chunk != next_chunk_ || hello->cycles_done != cycles_done_);
-            connected[peer] = reached.connected[peer] && !out_of_step[peer];
+            connected[peer] = reached->connected[peer] && !out_of_step[peer];
             // A new process waits for this unit's verdict; a running unit (it
             // had lost this one) does not.
-            fresh[peer] = reached.connected[peer] && !reached.in_session[peer];
+            fresh[peer] = reached->connected[peer] && !reached->in_session[peer];
         }
-        transport.connect(std::move(connections->mesh));
         for (Rank peer = 0; peer < units; ++peer) {
             if (out_of_step[peer])
                 transport.lose(peer, Link_failure::out_of_step,
                                "it joins from a session of its own, at chunk " +
-                                   std::to_string(connections->hellos[peer]->next_chunk) + " after " +
-                                   std::to_string(connections->hellos[peer]->cycles_done) + " cycles, this unit at " +
+                                   std::to_string(reached->hellos[peer]->next_chunk) + " after " +
+                                   std::to_string(reached->hellos[peer]->cycles_done) + " cycles, this unit at " +
                                    std::to_string(next_chunk_) + " after " + std::to_string(cycles_done_));
             else if (joining[peer] && !connected[peer])
                 transport.lose(peer, Link_failure::join_timeout,
@@ -500,12 +474,11 @@ bool Unit::switch_table(Configure_request& table, const Configure_request& next,
 std::chrono::milliseconds Unit::join_timeout() const { return std::chrono::milliseconds(config_.join_timeout_ms); }
 
 Mesh_position Unit::mesh_position(std::uint64_t epoch, bool in_session) const {
-    return {static_cast<std::uint32_t>(epoch), in_session, next_chunk_, cycles_done_,
-            config_.transport == Transport_kind::verbs, config_.tcp_streams};
+    return {static_cast<std::uint32_t>(epoch), in_session, next_chunk_, cycles_done_};
 }
 
 bool Unit::take_verdicts(const Rank_table& ranks, Rank rank, std::vector<bool> connected,
-                         const std::vector<bool>& running, Mesh_transport& transport) {
+                         const std::vector<bool>& running, Transport& transport) {
     const Rank units = ranks.units();
     std::vector<Membership> verdicts(units, Membership(units));
     std::vector<Receive> receives;
@@ -534,7 +507,7 @@ bool Unit::take_verdicts(const Rank_table& ranks, Rank rank, std::vector<bool> c
 
 void Unit::agree_on_joiners(Rank rank, const Rank_table& after, const std::vector<bool>& joining,
                             const std::vector<bool>& going_on, const std::vector<bool>& fresh,
-                            Mesh_transport& transport) {
+                            Transport& transport) {
     const Rank units = after.units();
     // Joiners not connected are lost already.
     Membership report(units);

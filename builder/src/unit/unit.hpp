@@ -20,8 +20,8 @@
 #include "schedule/rank_table.hpp"
 #include "base/stop_flag.hpp"
 #include "schedule/table_switch.hpp"
-#include "transport/tcp/tcp_mesh.hpp"
-#include "transport/mesh_transport.hpp"
+#include "transport/peer_links.hpp"
+#include "transport/transport.hpp"
 #include "unit/unit_buffers.hpp"
 #include "telemetry/unit_status.hpp"
 
@@ -62,18 +62,18 @@ private:
     const Configure_request* newest_table() const;  // pending or in force, if any; mutex held
     std::optional<Configure_request> wait_for_work();
     Session_end run_session(Configure_request table);
-    bool switch_table(Configure_request& table, const Configure_request& next, Mesh_transport& transport);
+    bool switch_table(Configure_request& table, const Configure_request& next, Peer_links& links);
     // A join never wedges the set (docs/control-api.md, "Joiners"): at a
     // switch the units that go on from the old table tell each other whom
     // they connected, keep only joiners every one of them connected, send
     // each new process their verdict and give up on the other joiners.
     void agree_on_joiners(Rank rank, const Rank_table& after, const std::vector<bool>& joining,
-                          const std::vector<bool>& going_on, const std::vector<bool>& fresh, Mesh_transport& transport);
+                          const std::vector<bool>& going_on, const std::vector<bool>& fresh, Transport& transport);
     // A process joining a running set: waits for the verdicts of the running
     // units it connected (`running`), builds with the ranks they all keep and
     // gives up on the others. Returns false if it is not taken in.
     bool take_verdicts(const Rank_table& ranks, Rank rank, std::vector<bool> connected,
-                       const std::vector<bool>& running, Mesh_transport& transport);
+                       const std::vector<bool>& running, Transport& transport);
     std::chrono::milliseconds join_timeout() const;
     // Where this unit stands, for the hellos of a connect at `epoch`.
     Mesh_position mesh_position(std::uint64_t epoch, bool in_session) const;

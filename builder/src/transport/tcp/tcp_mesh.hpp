@@ -11,7 +11,8 @@
 #include <variant>
 #include <vector>
 
-#include "transport/tcp/data_key.hpp"
+#include "transport/data_key.hpp"
+#include "transport/mesh_position.hpp"
 #include "base/fd.hpp"
 #include "schedule/peer_address.hpp"
 #include "base/rank.hpp"
@@ -58,21 +59,6 @@ inline constexpr unsigned max_tcp_streams = 16;
 
 // Opens the data-plane listener on 0.0.0.0:port now, so a clash fails at startup.
 Fd listen_for_peers(std::uint16_t port);
-
-// Where a unit stands when it connects: sent in the hello on every
-// connection it dials, so a unit joining a running set learns the set's
-// place in the event stream from the hellos of the units already running.
-struct Mesh_position {
-    std::uint32_t epoch = 1;
-    bool in_session = false;  // already building with the others (a mesh that grows)
-    std::uint64_t next_chunk = 0;
-    std::uint64_t cycles_done = 0;
-    // Moves data over verbs queue pairs set up on this mesh (else over it):
-    // in the hello too, so units of one set that disagree are told at once.
-    bool verbs = false;
-    // Connections per peer and direction (Tcp_mesh::streams), likewise.
-    unsigned streams = 1;
-};
 
 struct Mesh_connections {
     Tcp_mesh mesh;  // both entries of each peer connected both ways, none of the others

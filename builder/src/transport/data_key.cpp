@@ -1,4 +1,4 @@
-#include "transport/tcp/data_key.hpp"
+#include "transport/data_key.hpp"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
