@@ -74,8 +74,8 @@ func render(r *http.Request, c client.Reader, history *History, path string) ([]
 			}
 		}
 	}
-	rates := history.Rates(types.NamespacedName{Namespace: run.Namespace, Name: run.Name})
-	return pageOrError(RunPage(&run, rates, fabric, onFabric, time.Now()))
+	key := types.NamespacedName{Namespace: run.Namespace, Name: run.Name}
+	return pageOrError(RunPage(&run, history.Rates(key), history.Failovers(key), fabric, onFabric, time.Now()))
 }
 
 // pageOrError is a rendered page (200), or why it could not be rendered (500).

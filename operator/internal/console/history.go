@@ -29,16 +29,48 @@ type RatePoint struct {
 
 // History keeps, per run, the events built as its status said at each of
 // the operator's samples (status.lastSampleTime), over the last window,
-// for the rate to be drawn without a Prometheus. It forgets runs that are
-// gone at the next look.
+// for the rate to be drawn without a Prometheus, and each failover the
+// status recorded (status.lastFailover holds the last one only), for the
+// failover timeline. It forgets runs that are gone at the next look.
 type History struct {
-	mu      sync.Mutex
-	window  time.Duration
-	samples map[types.NamespacedName][]sample
+	mu        sync.Mutex
+	window    time.Duration
+	samples   map[types.NamespacedName][]sample
+	failovers map[types.NamespacedName][]ebv1.FailoverStatus
 }
 
+// MaxFailovers bounds a run's failover timeline: the newest are kept.
+const MaxFailovers = 50
+
 func NewHistory(window time.Duration) *History {
-	return &History{window: window, samples: map[types.NamespacedName][]sample{}}
+	return &History{window: window, samples: map[types.NamespacedName][]sample{},
+		failovers: map[types.NamespacedName][]ebv1.FailoverStatus{}}
+}
+
+// RecordFailover adds the run's last failover as its status records it,
+// once: a record seen again (same epoch and observed time) replaces the
+// one kept, which the operator completes when every builder took the new
+// table (configuredTime).
+func (h *History) RecordFailover(run types.NamespacedName, f ebv1.FailoverStatus) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	timeline := h.failovers[run]
+	if n := len(timeline); n > 0 && timeline[n-1].Epoch == f.Epoch && timeline[n-1].ObservedTime.Equal(&f.ObservedTime) {
+		timeline[n-1] = f
+		return
+	}
+	timeline = append(timeline, f)
+	if len(timeline) > MaxFailovers {
+		timeline = append([]ebv1.FailoverStatus(nil), timeline[len(timeline)-MaxFailovers:]...)
+	}
+	h.failovers[run] = timeline
+}
+
+// Failovers is the run's failover timeline, oldest first.
+func (h *History) Failovers(run types.NamespacedName) []ebv1.FailoverStatus {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]ebv1.FailoverStatus(nil), h.failovers[run]...)
 }
 
 // Record adds a sample of run: its eventsBuilt at the operator's sample
@@ -74,6 +106,11 @@ func (h *History) Forget(keep map[types.NamespacedName]bool) {
 			delete(h.samples, run)
 		}
 	}
+	for run := range h.failovers {
+		if !keep[run] {
+			delete(h.failovers, run)
+		}
+	}
 }
 
 // Rates is run's event rate between consecutive samples, oldest first.
@@ -102,6 +139,9 @@ func (h *History) Sample(ctx context.Context, c client.Reader) error {
 		keep[key] = true
 		if t := run.Status.LastSampleTime; t != nil {
 			h.Record(key, t.Time, run.Status.EventsBuilt)
+		}
+		if f := run.Status.LastFailover; f != nil {
+			h.RecordFailover(key, *f)
 		}
 	}
 	h.Forget(keep)

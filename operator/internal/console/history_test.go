@@ -5,7 +5,11 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/shiftview"
 )
 
 func TestHistoryKeepsTheWindowAndRestartsOnAResetCounter(t *testing.T) {
@@ -60,4 +64,54 @@ func TestRateSVGDrawsEachPointWithinTheChart(t *testing.T) {
 	if empty := RateSVG(nil, now, Window); !strings.Contains(empty, "no events built in the last 15m0s") {
 		t.Errorf("no samples: %s", empty)
 	}
+}
+
+func TestHistoryKeepsEachFailoverOnceTheNewestLast(t *testing.T) {
+	run := types.NamespacedName{Namespace: "daq", Name: "physics"}
+	t0 := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+	record := func(epoch int64, at time.Time) ebv1.FailoverStatus {
+		return ebv1.FailoverStatus{Epoch: epoch, ObservedTime: metav1.NewMicroTime(at), Outcome: ebv1.OutcomeMovedToSpare,
+			Duration: metav1.Duration{Duration: 2 * time.Second},
+			Moves: []ebv1.UnitMove{{Unit: 1, Reason: "PeerLost", FailedRank: 1, FailedEndpoint: "srv-a-0"}}}
+	}
+	h := NewHistory(time.Minute)
+	first := record(2, t0)
+	h.RecordFailover(run, first)
+	configured := first
+	configured.ConfiguredTime = ptrMicro(t0.Add(time.Second))
+	h.RecordFailover(run, configured) // sampled again once completed: the same failover
+	h.RecordFailover(run, record(3, t0.Add(time.Minute)))
+	got := h.Failovers(run)
+	if len(got) != 2 || got[0].Epoch != 2 || got[0].ConfiguredTime == nil || got[1].Epoch != 3 {
+		t.Fatalf("timeline %+v: want epochs 2 (completed) then 3", got)
+	}
+	for i := range MaxFailovers + 5 {
+		h.RecordFailover(run, record(int64(4+i), t0.Add(time.Duration(2+i)*time.Minute)))
+	}
+	if got := h.Failovers(run); len(got) != MaxFailovers || got[len(got)-1].Epoch != int64(4+MaxFailovers+4) {
+		t.Errorf("after %d more: %d kept, newest epoch %d; want the newest %d", MaxFailovers+5, len(got),
+			got[len(got)-1].Epoch, MaxFailovers)
+	}
+
+	// The page shows each, numbered, and the status's last one alone when
+	// the operator saw none.
+	text := shiftview.Timeline([]ebv1.FailoverStatus{first, record(3, t0.Add(time.Minute))}, &ebv1.EventBuilderRun{}, t0.Add(2*time.Minute))
+	if !strings.Contains(text, "Failover 1 of 2: MovedToSpare at epoch 2, 2m0s ago") ||
+		!strings.Contains(text, "Failover 2 of 2: MovedToSpare at epoch 3, 1m0s ago") || !strings.Contains(text, "srv-a-0") {
+		t.Errorf("timeline text:\n%s", text)
+	}
+	last := &ebv1.EventBuilderRun{Status: ebv1.EventBuilderRunStatus{LastFailover: &first}}
+	if text := shiftview.Timeline(nil, last, t0.Add(time.Minute)); !strings.HasPrefix(text, "Last failover: MovedToSpare at epoch 2") {
+		t.Errorf("no timeline, status only:\n%s", text)
+	}
+
+	h.Forget(map[types.NamespacedName]bool{})
+	if got := h.Failovers(run); len(got) != 0 {
+		t.Errorf("a forgotten run still has %d failovers", len(got))
+	}
+}
+
+func ptrMicro(t time.Time) *metav1.MicroTime {
+	m := metav1.NewMicroTime(t)
+	return &m
 }

@@ -42,7 +42,7 @@ var runPage = template.Must(template.New("run").Parse(`<!DOCTYPE html>
 {{.Map}}{{end}}
 <h2>Ranks</h2>
 <pre id="ranks">{{.Ranks}}</pre>
-<h2>Last failover</h2>
+<h2>Failovers</h2>
 <pre id="failovers">{{.Failovers}}</pre>
 </body></html>`))
 
@@ -59,10 +59,11 @@ func IndexPage(runs []ebv1.EventBuilderRun) ([]byte, error) {
 
 // RunPage is one run: its status, its event rate over the last Window
 // (rates), its fabric's map with what runs where (fabric nil: a run
-// without one), its ranks and its last failover. onFabric are the runs on
+// without one), its ranks and its failovers (the timeline History kept,
+// else the status's last one). onFabric are the runs on
 // the same fabric, whose ranks the map shows too.
-func RunPage(run *ebv1.EventBuilderRun, rates []RatePoint, fabric *ebv1.Fabric, onFabric []ebv1.EventBuilderRun,
-	now time.Time) ([]byte, error) {
+func RunPage(run *ebv1.EventBuilderRun, rates []RatePoint, failovers []ebv1.FailoverStatus, fabric *ebv1.Fabric,
+	onFabric []ebv1.EventBuilderRun, now time.Time) ([]byte, error) {
 	data := struct {
 		Refresh                  int
 		Style                    template.CSS
@@ -73,7 +74,7 @@ func RunPage(run *ebv1.EventBuilderRun, rates []RatePoint, fabric *ebv1.Fabric, 
 		Window                   time.Duration
 	}{Refresh: RefreshSeconds, Style: template.CSS(style), Run: run, Phase: string(run.Status.Phase),
 		Now: now.UTC().Format(time.RFC3339), Status: shiftview.Status(run, now), Ranks: shiftview.Ranks(run, fabric),
-		Failovers: shiftview.LastFailover(run, now), Window: Window,
+		Failovers: shiftview.Timeline(failovers, run, now), Window: Window,
 		// RateSVG writes numbers and its own labels only.
 		RateChart: template.HTML(RateSVG(rates, now, Window))} //nolint:gosec // numbers only
 	if data.Phase == "" {

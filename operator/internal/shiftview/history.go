@@ -49,7 +49,21 @@ func LastFailover(run *ebv1.EventBuilderRun, now time.Time) string {
 	if run.Status.LastFailover == nil {
 		return "No failover recorded in the run's status.\n"
 	}
-	return lastFailover(run.Status.LastFailover, now)
+	return failover("Last failover", run.Status.LastFailover, now)
+}
+
+// Timeline is the failovers an operator saw, oldest first (the console's
+// history of the status's last failover), or the status's last one when it
+// saw none (it started since).
+func Timeline(seen []ebv1.FailoverStatus, run *ebv1.EventBuilderRun, now time.Time) string {
+	if len(seen) == 0 {
+		return LastFailover(run, now)
+	}
+	var out strings.Builder
+	for i := range seen {
+		out.WriteString(failover(fmt.Sprintf("Failover %d of %d", i+1, len(seen)), &seen[i], now))
+	}
+	return out.String()
 }
 
 func eventTime(e eventsv1.Event) time.Time {

@@ -56,15 +56,15 @@ func Status(run *ebv1.EventBuilderRun, now time.Time) string {
 		_ = w.Flush()
 	}
 	if f := st.LastFailover; f != nil {
-		out.WriteString(lastFailover(f, now))
+		out.WriteString(failover("Last failover", f, now))
 	}
 	return out.String()
 }
 
-// lastFailover is a failover as the run's status records it.
-func lastFailover(f *ebv1.FailoverStatus, now time.Time) string {
+// failover is a failover as the run's status records it, headed title.
+func failover(title string, f *ebv1.FailoverStatus, now time.Time) string {
 	var out strings.Builder
-	fmt.Fprintf(&out, "Last failover: %s at epoch %d, %s ago, took %s\n", f.Outcome, f.Epoch,
+	fmt.Fprintf(&out, "%s: %s at epoch %d, %s ago, took %s\n", title, f.Outcome, f.Epoch,
 		since(f.ObservedTime.Time, now), f.Duration.Duration)
 	for _, m := range f.Moves {
 		to := "no spare left"
