@@ -72,7 +72,7 @@ func TestHistoryKeepsEachFailoverOnceTheNewestLast(t *testing.T) {
 	record := func(epoch int64, at time.Time) ebv1.FailoverStatus {
 		return ebv1.FailoverStatus{Epoch: epoch, ObservedTime: metav1.NewMicroTime(at), Outcome: ebv1.OutcomeMovedToSpare,
 			Duration: metav1.Duration{Duration: 2 * time.Second},
-			Moves: []ebv1.UnitMove{{Unit: 1, Reason: "PeerLost", FailedRank: 1, FailedEndpoint: "srv-a-0"}}}
+			Moves:    []ebv1.UnitMove{{Unit: 1, Reason: "PeerLost", FailedRank: 1, FailedEndpoint: "srv-a-0"}}}
 	}
 	h := NewHistory(time.Minute)
 	first := record(2, t0)
