@@ -39,7 +39,7 @@ func TestConsoleIsForThoseTheAPIServerAllows(t *testing.T) {
 	}
 	addr := listener.Addr().String()
 	_ = listener.Close()
-	if err := addConsole(mgr, addr, nil); err != nil {
+	if err := addConsole(mgr, addr, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -36,6 +36,7 @@ import (
 // options are the manager's command-line flags.
 type options struct {
 	metricsAddr, probeAddr, consoleAddr       string
+	consolePrometheus                         string
 	secureMetrics, enableHTTP2                bool
 	leaderElect                               bool
 	leaderElectionNamespace                   string
@@ -68,6 +69,9 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.consoleAddr, "console-bind-address", "0",
 		"where the shift crew's read-only web console serves (HTTPS, under /console/), authenticated and authorised "+
 			"through the API server as the metrics are (nonResourceURLs /console/*, verb get); 0 turns it off")
+	fs.StringVar(&o.consolePrometheus, "console-prometheus-url", "",
+		"a Prometheus scraping the builders (the chart's PodMonitor), e.g. http://prometheus-operated.monitoring:9090, "+
+			"from which the console draws each run's event rate; empty: from the operator's own samples of the runs' status")
 	fs.BoolVar(&o.secureMetrics, "metrics-secure", true,
 		"Serve metrics over HTTPS, authenticated and authorized against the API server.")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false,
@@ -262,7 +266,7 @@ func main() {
 	}
 
 	if o.consoleAddr != "0" {
-		if err := addConsole(mgr, o.consoleAddr, tlsOpts); err != nil {
+		if err := addConsole(mgr, o.consoleAddr, o.consolePrometheus, tlsOpts); err != nil {
 			log.Error(err, "unable to set up the console")
 			os.Exit(1)
 		}
@@ -285,16 +289,24 @@ func main() {
 }
 
 // addConsole serves the web console (internal/console) at addr from the
-// manager's cache, with the event rates it samples from the runs' status
-// every 5 s, on every replica, leader or not: over HTTPS with the
+// manager's cache, with the event rates from prometheusURL when given,
+// else those it samples from the runs' status every 5 s, on every replica,
+// leader or not: over HTTPS with the
 // API server deciding who may look, through controller-runtime's secure
 // metrics server (which also answers /metrics there).
-func addConsole(mgr ctrl.Manager, addr string, tlsOpts []func(*tls.Config)) error {
+func addConsole(mgr ctrl.Manager, addr, prometheusURL string, tlsOpts []func(*tls.Config)) error {
 	history := console.NewHistory(console.Window)
+	var prom *console.Prometheus
+	if prometheusURL != "" {
+		var err error
+		if prom, err = console.NewPrometheus(prometheusURL); err != nil {
+			return err
+		}
+	}
 	server, err := metricsserver.NewServer(metricsserver.Options{
 		BindAddress: addr, SecureServing: true, TLSOpts: tlsOpts,
 		FilterProvider: filters.WithAuthenticationAndAuthorization,
-		ExtraHandlers:  map[string]http.Handler{console.Prefix: console.Handler(mgr.GetClient(), history)},
+		ExtraHandlers:  map[string]http.Handler{console.Prefix: console.Handler(mgr.GetClient(), history, prom)},
 	}, mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return err

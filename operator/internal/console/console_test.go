@@ -130,7 +130,7 @@ func TestHandlerServesTheRunsFromTheAPIServer(t *testing.T) {
 	if err := history.Sample(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	server := httptest.NewServer(Handler(c, history))
+	server := httptest.NewServer(Handler(c, history, nil))
 	t.Cleanup(server.Close)
 	get := func(path string) (int, string) {
 		t.Helper()

@@ -1,6 +1,8 @@
 package console
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -19,14 +21,14 @@ const Prefix = "/console/"
 // history keeps: Prefix lists the runs, Prefix+"runs/NAMESPACE/NAME" shows
 // one. Read-only: it answers GET alone. Authentication and authorisation
 // wrap it where it is served.
-func Handler(c client.Reader, history *History) http.Handler {
+func Handler(c client.Reader, history *History, prom *Prometheus) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			http.Error(w, "the console is read-only: GET only", http.StatusMethodNotAllowed)
 			return
 		}
 		path := strings.TrimPrefix(r.URL.Path, Prefix)
-		page, status, err := render(r, c, history, path)
+		page, status, err := render(r, c, history, prom, path)
 		if err != nil {
 			http.Error(w, err.Error(), status)
 			return
@@ -37,7 +39,7 @@ func Handler(c client.Reader, history *History) http.Handler {
 	})
 }
 
-func render(r *http.Request, c client.Reader, history *History, path string) ([]byte, int, error) {
+func render(r *http.Request, c client.Reader, history *History, prom *Prometheus, path string) ([]byte, int, error) {
 	ctx := r.Context()
 	if path == "" {
 		var runs ebv1.EventBuilderRunList
@@ -75,10 +77,27 @@ func render(r *http.Request, c client.Reader, history *History, path string) ([]
 		}
 	}
 	key := types.NamespacedName{Namespace: run.Namespace, Name: run.Name}
-	return pageOrError(RunPage(&run, history.Rates(key), history.Failovers(key), fabric, onFabric, time.Now()))
+	view := RunView{Run: &run, Failovers: history.Failovers(key), Fabric: fabric, OnFabric: onFabric, Now: time.Now()}
+	view.Rates, view.RateSource = rates(ctx, history, prom, key, view.Now)
+	return pageOrError(RunPage(view))
 }
 
 // pageOrError is a rendered page (200), or why it could not be rendered (500).
+// rates is the run's event rate over the window and where it comes from:
+// Prometheus when one is configured and answers, else (and saying why)
+// the operator's own samples of the run's status.
+func rates(ctx context.Context, history *History, prom *Prometheus, run types.NamespacedName, now time.Time) ([]RatePoint, string) {
+	own := "the operator's samples of the run's status (every 5 s, since it started)"
+	if prom == nil {
+		return history.Rates(run), own
+	}
+	points, err := prom.Rates(ctx, run, now, Window)
+	if err != nil {
+		return history.Rates(run), fmt.Sprintf("%s: Prometheus at %s did not answer: %v", own, prom.URL, err)
+	}
+	return points, fmt.Sprintf("Prometheus at %s: %s", prom.URL, eventRateQuery(run))
+}
+
 func pageOrError(page []byte, err error) ([]byte, int, error) {
 	if err != nil {
 		return nil, http.StatusInternalServerError, err

@@ -35,6 +35,7 @@ var runPage = template.Must(template.New("run").Parse(`<!DOCTYPE html>
 <h1 id="run">{{.Run.Namespace}}/{{.Run.Name}}: {{.Phase}}</h1>
 <pre id="status">{{.Status}}</pre>
 <h2>Event rate, last {{.Window}}</h2>
+<p id="rate-source">from {{.RateSource}}</p>
 <div id="rate">{{.RateChart}}</div>
 {{if .Map}}<h2>Fabric {{.FabricName}}</h2>
 <p class="legend"><span class="live">building</span><span class="trouble">live, not building</span>
@@ -57,32 +58,45 @@ func IndexPage(runs []ebv1.EventBuilderRun) ([]byte, error) {
 	return b.Bytes(), err
 }
 
-// RunPage is one run: its status, its event rate over the last Window
-// (rates), its fabric's map with what runs where (fabric nil: a run
-// without one), its ranks and its failovers (the timeline History kept,
-// else the status's last one). onFabric are the runs on
-// the same fabric, whose ranks the map shows too.
-func RunPage(run *ebv1.EventBuilderRun, rates []RatePoint, failovers []ebv1.FailoverStatus, fabric *ebv1.Fabric,
-	onFabric []ebv1.EventBuilderRun, now time.Time) ([]byte, error) {
+// RunView is what a run's page shows: the run, its event rate over the
+// last Window (Rates, read from RateSource), its failovers (the timeline
+// History kept; none: the status's last one), its Fabric (nil: a run
+// without one) with the runs on it (OnFabric, whose ranks the map shows
+// too), as of Now.
+type RunView struct {
+	Run        *ebv1.EventBuilderRun
+	Rates      []RatePoint
+	RateSource string
+	Failovers  []ebv1.FailoverStatus
+	Fabric     *ebv1.Fabric
+	OnFabric   []ebv1.EventBuilderRun
+	Now        time.Time
+}
+
+// RunPage is one run: its status, event rate, fabric map with what runs
+// where, ranks and failovers.
+func RunPage(v RunView) ([]byte, error) {
+	run, fabric, now := v.Run, v.Fabric, v.Now
 	data := struct {
 		Refresh                  int
 		Style                    template.CSS
 		Run                      *ebv1.EventBuilderRun
 		Phase, Now, FabricName   string
 		Status, Ranks, Failovers string
+		RateSource               string
 		Map, RateChart           template.HTML
 		Window                   time.Duration
 	}{Refresh: RefreshSeconds, Style: template.CSS(style), Run: run, Phase: string(run.Status.Phase),
 		Now: now.UTC().Format(time.RFC3339), Status: shiftview.Status(run, now), Ranks: shiftview.Ranks(run, fabric),
-		Failovers: shiftview.Timeline(failovers, run, now), Window: Window,
+		Failovers: shiftview.Timeline(v.Failovers, run, now), Window: Window, RateSource: v.RateSource,
 		// RateSVG writes numbers and its own labels only.
-		RateChart: template.HTML(RateSVG(rates, now, Window))} //nolint:gosec // numbers only
+		RateChart: template.HTML(RateSVG(v.Rates, now, Window))} //nolint:gosec // numbers only
 	if data.Phase == "" {
 		data.Phase = "not observed yet"
 	}
 	if fabric != nil {
 		on := map[string]Occupant{}
-		for _, r := range onFabric {
+		for _, r := range v.OnFabric {
 			for _, rank := range r.Status.Ranks {
 				if rank.Endpoint != "" {
 					on[rank.Endpoint] = Occupant{Run: r.Namespace + "/" + r.Name, Rank: rank.Rank, Role: rank.Role, State: rank.State}
