@@ -109,6 +109,16 @@ func TestChartServesTheConsoleOnlyWhenEnabled(t *testing.T) {
 			t.Errorf("with the console enabled (metrics off) the chart lacks %q", want)
 		}
 	}
+	if strings.Contains(on, "--console-prometheus-url") {
+		t.Error("the chart names a Prometheus to the console without console.prometheusURL")
+	}
+	withProm := helmTemplate(t, "console.enabled=true", "console.prometheusURL=http://prometheus-operated.monitoring:9090")
+	if got := renderedFlag(t, withProm, "console-prometheus-url"); got != "http://prometheus-operated.monitoring:9090" {
+		t.Errorf("--console-prometheus-url=%s, want the chart's console.prometheusURL", got)
+	}
+	if fs.Lookup("console-prometheus-url") == nil {
+		t.Error("the manager has no --console-prometheus-url flag for the chart's console.prometheusURL")
+	}
 }
 
 // The leader election's durations are checked against each other at
