@@ -48,7 +48,7 @@ func TestLayoutDrawsEveryEndpointOnceAtItsLeafAndPort(t *testing.T) {
 			t.Errorf("%s drawn twice", e.Name)
 		}
 		seen[e.Name] = true
-		if p.X < leafX(e.Leaf) || p.X+leafWidth-8 > leafX(e.Leaf)+leafWidth {
+		if p.X < m.leafX(e.Leaf) || p.X+m.LeafWidth-8 > m.leafX(e.Leaf)+m.LeafWidth {
 			t.Errorf("%s at x %d, outside leaf %d's column", e.Name, p.X, e.Leaf)
 		}
 		if p.Y != portY(e.Port) || p.Y+slotHeight > m.Height {
@@ -59,6 +59,19 @@ func TestLayoutDrawsEveryEndpointOnceAtItsLeafAndPort(t *testing.T) {
 		}
 		slots[[2]int{p.X, p.Y}] = e.Name
 	}
+
+	// Long server names (kind's) widen the leaves so that every label fits its box.
+	long := &ebv1.Fabric{Spec: ebv1.FabricSpec{Leaves: 2, Spines: 1, PortsPerLeaf: 2, Endpoints: []ebv1.FabricEndpoint{
+		{Name: "a", Node: "eventbuilder-e2e-worker2", NUMA: 1, Leaf: 1, Port: 1}, {Name: "b", Node: "srv", Leaf: 0, Port: 0}}}}
+	lm := Layout(long)
+	for _, p := range lm.Endpoints {
+		if need := charWidth*len(label(p.Endpoint, maxLabelRank)) + 4; need > lm.LeafWidth-8 {
+			t.Errorf("%s's label needs %d units, its box has %d", p.Endpoint.Name, need, lm.LeafWidth-8)
+		}
+	}
+	if lm.Width != 2*margin+2*lm.LeafWidth+leafGap || lm.LeafWidth <= minLeafWidth {
+		t.Errorf("map %d wide with leaves %d wide, want two widened leaves", lm.Width, lm.LeafWidth)
+	}
 }
 
 func TestSVGColoursEachEndpointByWhatRunsThere(t *testing.T) {
@@ -68,9 +81,10 @@ func TestSVGColoursEachEndpointByWhatRunsThere(t *testing.T) {
 		"srv-000-1": {Run: "daq/physics", Rank: 1, Role: ebv1.RoleLive, State: ""},
 		"srv-001-0": {Run: "daq/physics", Rank: 2, Role: ebv1.RoleSpare, State: "RUNNING"},
 	}
-	svg := SVG(Layout(fabric), on, map[string]string{"srv-002-0": "NodeNotReady"})
+	svg := SVG(Layout(fabric), on, map[string]string{"srv-002-0": "NodeNotReady"},
+		map[string]string{"srv-003-0": "unit 7 failed here (PeerLost), epoch 4", "srv-000-0": "unit 0 failed here (PodLost), epoch 2"})
 	for name, want := range map[string]string{"srv-000-0": "live", "srv-000-1": "trouble", "srv-001-0": "spare",
-		"srv-002-0": "down", "srv-166-1": "free"} {
+		"srv-002-0": "down", "srv-003-0": "failed", "srv-166-1": "free"} {
 		if !strings.Contains(svg, fmt.Sprintf(`<g class="endpoint %s" id="endpoint-%s"`, want, name)) {
 			t.Errorf("endpoint %s is not drawn as %s", name, want)
 		}
@@ -78,8 +92,9 @@ func TestSVGColoursEachEndpointByWhatRunsThere(t *testing.T) {
 	if got := strings.Count(svg, `<g class="endpoint `); got != 334 {
 		t.Errorf("%d endpoint boxes, want 334", got)
 	}
-	if !strings.Contains(svg, "daq/physics rank 1 (Live)") || !strings.Contains(svg, "unschedulable: NodeNotReady") {
-		t.Error("the titles lack the occupant or the reason an endpoint is down")
+	if !strings.Contains(svg, "daq/physics rank 1 (Live)") || !strings.Contains(svg, "unschedulable: NodeNotReady") ||
+		!strings.Contains(svg, "last failover: unit 7 failed here (PeerLost), epoch 4") {
+		t.Error("the titles lack the occupant, the reason an endpoint is down or the unit that failed there")
 	}
 }
 

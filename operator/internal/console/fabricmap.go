@@ -17,11 +17,12 @@ import (
 // The map's geometry, in SVG user units: a column per leaf, a slot per
 // port down it.
 const (
-	leafWidth   = 150
-	leafGap     = 20
-	slotHeight  = 22
-	headerSpace = 30
-	margin      = 10
+	minLeafWidth = 150
+	charWidth    = 7 // of the 11 px monospace labels
+	leafGap      = 20
+	slotHeight   = 22
+	headerSpace  = 30
+	margin       = 10
 )
 
 // Placed is an endpoint at its leaf and port, where the map draws it.
@@ -30,9 +31,11 @@ type Placed struct {
 	X, Y     int
 }
 
-// Map is a Fabric laid out: its size and every endpoint's place.
+// Map is a Fabric laid out: its size, its leaves' width (wide enough for
+// the longest endpoint label) and every endpoint's place.
 type Map struct {
 	Width, Height int
+	LeafWidth     int
 	Leaves        int32
 	Ports         int32
 	Endpoints     []Placed
@@ -43,11 +46,15 @@ type Map struct {
 // validation refuses a port twice).
 func Layout(fabric *ebv1.Fabric) Map {
 	s := fabric.Spec
-	m := Map{Leaves: s.Leaves, Ports: s.PortsPerLeaf,
-		Width:  2*margin + int(s.Leaves)*(leafWidth+leafGap) - leafGap,
-		Height: 2*margin + headerSpace + int(s.PortsPerLeaf)*slotHeight}
+	longest := 0
 	for _, e := range s.Endpoints {
-		m.Endpoints = append(m.Endpoints, Placed{Endpoint: e, X: leafX(e.Leaf) + 4, Y: portY(e.Port)})
+		longest = max(longest, len(label(e, maxLabelRank)))
+	}
+	m := Map{Leaves: s.Leaves, Ports: s.PortsPerLeaf, LeafWidth: max(minLeafWidth, charWidth*longest+16),
+		Height: 2*margin + headerSpace + int(s.PortsPerLeaf)*slotHeight}
+	m.Width = 2*margin + int(s.Leaves)*(m.LeafWidth+leafGap) - leafGap
+	for _, e := range s.Endpoints {
+		m.Endpoints = append(m.Endpoints, Placed{Endpoint: e, X: m.leafX(e.Leaf) + 4, Y: portY(e.Port)})
 	}
 	sort.Slice(m.Endpoints, func(i, j int) bool {
 		a, b := m.Endpoints[i].Endpoint, m.Endpoints[j].Endpoint
@@ -56,7 +63,20 @@ func Layout(fabric *ebv1.Fabric) Map {
 	return m
 }
 
-func leafX(leaf int32) int { return margin + int(leaf)*(leafWidth+leafGap) }
+func (m Map) leafX(leaf int32) int { return margin + int(leaf)*(m.LeafWidth+leafGap) }
+
+// maxLabelRank is the widest rank a label is sized for.
+const maxLabelRank = 9999
+
+// label is what an endpoint's box says: its port, server and NUMA node,
+// and the rank on it (rank < 0: none).
+func label(e ebv1.FabricEndpoint, rank int32) string {
+	text := fmt.Sprintf("%d %s/%d", e.Port, e.Node, e.NUMA)
+	if rank >= 0 {
+		text += fmt.Sprintf(" r%d", rank)
+	}
+	return text
+}
 func portY(port int32) int { return margin + headerSpace + int(port)*slotHeight }
 
 // Occupant is what runs on an endpoint, for its colour and its tooltip.
@@ -67,11 +87,14 @@ type Occupant struct {
 	State string // the builder's, as last polled
 }
 
-// class is an endpoint's colour class in the page's style sheet.
-func class(o *Occupant, unschedulable bool) string {
+// class is an endpoint's colour class in the page's style sheet: failed
+// is an endpoint a unit failed on in the last failover, now free.
+func class(o *Occupant, unschedulable, failed bool) string {
 	switch {
 	case unschedulable:
 		return "down"
+	case o == nil && failed:
+		return "failed"
 	case o == nil:
 		return "free"
 	case o.Role == ebv1.RoleSpare:
@@ -87,15 +110,17 @@ func class(o *Occupant, unschedulable bool) string {
 
 // SVG draws the map: a column per leaf with its number, a slot per port,
 // and each endpoint as a box named by its server and NUMA node, coloured by
-// its occupant (on, keyed by endpoint name) and titled with the details.
-func SVG(m Map, on map[string]Occupant, unschedulable map[string]string) string {
+// its occupant (on, keyed by endpoint name), whether the scheduler can use
+// it (unschedulable: why not) and whether a unit failed there in the last
+// failover (failed: what), and titled with the details.
+func SVG(m Map, on map[string]Occupant, unschedulable, failed map[string]string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="fabric" width="%d" height="%d" viewBox="0 0 %d %d">`,
 		m.Width, m.Height, m.Width, m.Height)
 	for leaf := int32(0); leaf < m.Leaves; leaf++ {
-		x := leafX(leaf)
+		x := m.leafX(leaf)
 		fmt.Fprintf(&b, `<g class="leaf" id="leaf-%d"><rect x="%d" y="%d" width="%d" height="%d"/>`+
-			`<text x="%d" y="%d">leaf %d</text></g>`, leaf, x, margin, leafWidth, m.Height-2*margin,
+			`<text x="%d" y="%d">leaf %d</text></g>`, leaf, x, margin, m.LeafWidth, m.Height-2*margin,
 			x+6, margin+18, leaf)
 	}
 	for _, p := range m.Endpoints {
@@ -109,18 +134,22 @@ func SVG(m Map, on map[string]Occupant, unschedulable map[string]string) string 
 		if len(e.Streams) > 0 {
 			title += ", fibres " + strings.Join(e.Streams, ",")
 		}
-		label := fmt.Sprintf("%d %s/%d", e.Port, e.Node, e.NUMA)
+		rank := int32(-1)
 		if occupant != nil {
 			title += fmt.Sprintf("; %s rank %d (%s) %s", occupant.Run, occupant.Rank, occupant.Role, occupant.State)
-			label += fmt.Sprintf(" r%d", occupant.Rank)
+			rank = occupant.Rank
 		}
 		if isDown {
 			title += "; unschedulable: " + down
 		}
+		what, hasFailed := failed[e.Name]
+		if hasFailed {
+			title += "; last failover: " + what
+		}
 		fmt.Fprintf(&b, `<g class="endpoint %s" id="endpoint-%s" data-leaf="%d" data-port="%d"><title>%s</title>`+
 			`<rect x="%d" y="%d" width="%d" height="%d"/><text x="%d" y="%d">%s</text></g>`,
-			class(occupant, isDown), html.EscapeString(e.Name), e.Leaf, e.Port, html.EscapeString(title),
-			p.X, p.Y, leafWidth-8, slotHeight-4, p.X+4, p.Y+13, html.EscapeString(label))
+			class(occupant, isDown, hasFailed), html.EscapeString(e.Name), e.Leaf, e.Port, html.EscapeString(title),
+			p.X, p.Y, m.LeafWidth-8, slotHeight-4, p.X+4, p.Y+13, html.EscapeString(label(e, rank)))
 	}
 	b.WriteString(`</svg>`)
 	return b.String()

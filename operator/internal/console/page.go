@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"fmt"
 	"html/template"
 	"time"
 
@@ -15,8 +16,10 @@ const RefreshSeconds = 5
 const style = `body{font-family:sans-serif;margin:1em}pre{background:#f4f4f4;padding:.5em;overflow-x:auto}
 svg.fabric .leaf rect{fill:#fafafa;stroke:#999}svg.fabric text{font:11px monospace}
 svg.fabric .endpoint rect{stroke:#333}.live rect{fill:#8fd18f}.trouble rect{fill:#f0a040}.spare rect{fill:#8fb8e8}
-.dummy rect{fill:#ccc}.free rect{fill:#fff}.down rect{fill:#e06060}
-.legend span{padding:0 .5em;margin-right:.5em;border:1px solid #333}`
+.dummy rect{fill:#ccc}.free rect{fill:#fff}.down rect{fill:#e06060}.failed rect{fill:#fff;stroke:#d00;stroke-width:3;stroke-dasharray:5 3}
+.legend span{padding:0 .5em;margin-right:.5em;border:1px solid #333}.legend .live{background:#8fd18f}
+.legend .trouble{background:#f0a040}.legend .spare{background:#8fb8e8}.legend .dummy{background:#ccc}
+.legend .down{background:#e06060}.legend .failed{border:2px dashed #d00}`
 
 var pages = template.Must(template.New("index").Parse(`<!DOCTYPE html>
 <html><head><meta charset="utf-8"><meta http-equiv="refresh" content="{{.Refresh}}">
@@ -39,7 +42,8 @@ var runPage = template.Must(template.New("run").Parse(`<!DOCTYPE html>
 <div id="rate">{{.RateChart}}</div>
 {{if .Map}}<h2>Fabric {{.FabricName}}</h2>
 <p class="legend"><span class="live">building</span><span class="trouble">live, not building</span>
-<span class="spare">spare</span><span class="dummy">dummy</span><span class="free">free</span><span class="down">unschedulable</span></p>
+<span class="spare">spare</span><span class="dummy">dummy</span><span class="free">free</span><span class="down">unschedulable</span>
+<span class="failed">a unit failed here (last failover)</span></p>
 {{.Map}}{{end}}
 <h2>Ranks</h2>
 <pre id="ranks">{{.Ranks}}</pre>
@@ -107,8 +111,16 @@ func RunPage(v RunView) ([]byte, error) {
 		for _, u := range fabric.Status.Unschedulable {
 			down[u.Name] = u.Reason
 		}
+		failed := map[string]string{}
+		if f := run.Status.LastFailover; f != nil {
+			for _, m := range f.Moves {
+				if m.FailedEndpoint != "" {
+					failed[m.FailedEndpoint] = fmt.Sprintf("unit %d failed here (%s), epoch %d", m.Unit, m.Reason, f.Epoch)
+				}
+			}
+		}
 		// SVG escapes every name and text it writes itself.
-		data.Map = template.HTML(SVG(Layout(fabric), on, down)) //nolint:gosec // built from escaped parts
+		data.Map = template.HTML(SVG(Layout(fabric), on, down, failed)) //nolint:gosec // built from escaped parts
 		data.FabricName = fabric.Name
 	}
 	var b bytes.Buffer
