@@ -76,7 +76,7 @@ PROMETHEUS_IMAGE := eventbuilder/prometheus:$(PROMETHEUS_VERSION)
 
 DEMO_CLUSTER := eventbuilder-demo
 PACKAGES := build-essential ccache cmake ninja-build libgtest-dev debootstrap clang libclang-rt-14-dev iperf3 busybox-static nlohmann-json3-dev prometheus \
-  libibverbs-dev libmicrohttpd-dev libssl-dev zlib1g-dev libsimgrid-dev libcli11-dev python3-matplotlib
+  libibverbs-dev libmicrohttpd-dev libssl-dev zlib1g-dev libsimgrid-dev libcli11-dev python3-matplotlib chromium
 
 export PATH := $(K8S_BIN):$(PATH)
 # ccache (builder/CMakeLists.txt): paths under the clone hashed as relative,
@@ -155,8 +155,9 @@ test-chart: packages $(HELM) build-operator $(RDMA_DP)/checkconfig ## Lint and r
 	promtool test rules charts/tests/alerts_test.yaml
 
 .PHONY: test-e2e
-test-e2e: images cluster-images node-image $(KIND) $(HELM) ## The kind end-to-end suite (creates and deletes its own cluster).
+test-e2e: images cluster-images node-image build-plugin $(KIND) $(HELM) ## The kind end-to-end suite (creates and deletes its own cluster); the console's screenshots go to build/e2e.
 	cd e2e && E2E_NODE_IMAGE=$$(cat $(NODE_IMAGE_FILE)) E2E_KIND=$(KIND) E2E_HELM=$(HELM) E2E_KUBECTL=$(KUBECTL) E2E_PODNET_IMAGE=$(PODNET_IMAGE) \
+	  E2E_PLUGIN=$(BUILD)/operator/kubectl-eventbuilder E2E_ARTIFACTS=$(BUILD)/e2e \
 	  E2E_OPERATOR_IMAGE=$(OPERATOR_IMAGE) E2E_BUILDER_IMAGE=$(BUILDER_IMAGE) E2E_READOUT_PLUGIN_IMAGE=$(READOUT_PLUGIN_IMAGE) \
 	  E2E_PROMETHEUS_OPERATOR_DIR=$(PROMETHEUS_OPERATOR) E2E_PROMETHEUS_OPERATOR_IMAGE=$(PROMETHEUS_OPERATOR_IMAGE) \
 	  E2E_PROMETHEUS_CONFIG_RELOADER_IMAGE=$(PROMETHEUS_CONFIG_RELOADER_IMAGE) \
@@ -212,9 +213,12 @@ build-builder: packages ## Build the C++ builder (Release).
 	cmake --build $(BUILD)/builder
 
 .PHONY: build-operator
-build-operator: ## Build the operator binary.
+build-operator: build-plugin ## Build the operator binary.
 	cd operator && CGO_ENABLED=0 go build -trimpath -o $(BUILD)/operator/manager ./cmd
 	cd operator && CGO_ENABLED=0 go build -trimpath -o $(BUILD)/operator/readout-device-plugin ./cmd/readout-device-plugin
+
+.PHONY: build-plugin
+build-plugin: ## Build the kubectl plugin (kubectl eventbuilder).
 	cd operator && CGO_ENABLED=0 go build -trimpath -o $(BUILD)/operator/kubectl-eventbuilder ./cmd/kubectl-eventbuilder
 
 .PHONY: manifests

@@ -105,6 +105,18 @@ func TestFailoverToWarmSpare(t *testing.T) {
 		t.Fatalf("run delivered %d incomplete events before the failover, want 0: %s", run.Status.EventsIncomplete, describeFailover(run))
 	}
 
+	// What the shift crew sees before the failure: the console in a browser
+	// (every endpoint drawn once, coloured by its rank's role and state) and
+	// the plugin.
+	crew := openConsole(ctx, t, namespaceName)
+	crew.refusesAnonymous(ctx, t)
+	crew.waitForPage(ctx, t, run, fabric, "console-failover-before")
+	if out := pluginSays(ctx, t, "status", namespaceName, runName); !strings.Contains(out,
+		fmt.Sprintf("Run %s/%s: Running (wanted Running), epoch %d", namespaceName, runName, run.Status.Epoch)) {
+		t.Errorf("kubectl eventbuilder status before the failure does not say Running at epoch %d", run.Status.Epoch)
+	}
+	pluginSays(ctx, t, "ranks", namespaceName, runName)
+
 	// The victim is the lowest live rank, the survivor the other one.
 	before := run.DeepCopy()
 	var live, spares []ebv1alpha1.RankStatus
@@ -205,6 +217,29 @@ func TestFailoverToWarmSpare(t *testing.T) {
 	// No restart: neither the survivor nor the spare that took over.
 	assertNotRestarted(ctx, t, "surviving live unit's", survivorPod)
 	assertNotRestarted(ctx, t, "spare's", sparePods[spare])
+
+	// And what the crew sees after it: the failed unit's endpoint marked as
+	// where a unit failed (its rank is a dummy, placed nowhere), the spare's
+	// endpoint building, the move in the failovers; the plugin says the same.
+	page := crew.waitForPage(ctx, t, run, fabric, "console-failover-after")
+	for _, b := range page.Endpoints {
+		if b.ID == "endpoint-"+victim.Endpoint && b.Class != "endpoint failed" {
+			t.Errorf("console: the failed unit's endpoint %s has class %q after the failover, want \"endpoint failed\"", victim.Endpoint, b.Class)
+		}
+		if b.ID == "endpoint-"+move.SpareEndpoint && b.Class != "endpoint live" {
+			t.Errorf("console: the spare's endpoint %s has class %q after the failover, want \"endpoint live\"", move.SpareEndpoint, b.Class)
+		}
+	}
+	if !strings.Contains(page.Failovers, victim.Endpoint) || !strings.Contains(page.Failovers, move.SpareEndpoint) {
+		t.Errorf("console: the failovers do not name %s and %s:\n%s", victim.Endpoint, move.SpareEndpoint, page.Failovers)
+	}
+	if out := pluginSays(ctx, t, "status", namespaceName, runName); !strings.Contains(out, fmt.Sprintf("epoch %d", fo.Epoch)) ||
+		!strings.Contains(out, "Last failover: "+string(ebv1alpha1.OutcomeMovedToSpare)) {
+		t.Errorf("kubectl eventbuilder status after the failover does not say epoch %d and the move to a spare", fo.Epoch)
+	}
+	pluginSays(ctx, t, "ranks", namespaceName, runName)
+	pluginSays(ctx, t, "failovers", namespaceName, runName)
+	crew.waitForPrometheusRate(ctx, t, run, "console-failover-after")
 
 	removeRunAndFabric(ctx, t, key, fabricName)
 }

@@ -47,6 +47,7 @@ var env struct {
 	prometheusOperatorDir, prometheusOperatorImage, configReloaderImage string
 	prometheusImage, prometheusVersion                                  string
 	kubeconfig                                                          string
+	plugin                                                              string // kubectl-eventbuilder
 }
 
 var (
@@ -64,7 +65,7 @@ func run(m *testing.M) int {
 		"E2E_OPERATOR_IMAGE": &env.operatorImage, "E2E_BUILDER_IMAGE": &env.builderImage, "E2E_READOUT_PLUGIN_IMAGE": &env.readoutPluginImage, "E2E_PODNET_IMAGE": &env.podnetImage,
 		"E2E_PROMETHEUS_OPERATOR_DIR": &env.prometheusOperatorDir, "E2E_PROMETHEUS_OPERATOR_IMAGE": &env.prometheusOperatorImage,
 		"E2E_PROMETHEUS_CONFIG_RELOADER_IMAGE": &env.configReloaderImage, "E2E_PROMETHEUS_IMAGE": &env.prometheusImage,
-		"E2E_PROMETHEUS_VERSION": &env.prometheusVersion,
+		"E2E_PROMETHEUS_VERSION": &env.prometheusVersion, "E2E_PLUGIN": &env.plugin,
 	} {
 		if *target = os.Getenv(name); *target == "" {
 			fmt.Fprintf(os.Stderr, "e2e: %s is not set; run the suite with `make test-e2e`\n", name)
@@ -146,7 +147,7 @@ func bringUp() error {
 		"--kubeconfig", env.kubeconfig, "--namespace", operatorNamespace, "--create-namespace",
 		"--set", "image.repository="+repository, "--set", "image.tag="+tag, "-f", "monitoring/chart-values.yaml",
 		"-f", "readout/chart-values.yaml", "--set", "readoutDevicePlugin.image.repository="+pluginRepository,
-		"--set", "readoutDevicePlugin.image.tag="+pluginTag,
+		"--set", "readoutDevicePlugin.image.tag="+pluginTag, "--set", "console.enabled=true", "--set", "console.prometheusURL="+prometheusURL,
 		"--wait", "--timeout", "3m").Run(); err != nil {
 		return fmt.Errorf("helm install: %w", err)
 	}
