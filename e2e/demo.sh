@@ -27,8 +27,6 @@ step_done "kind cluster up"
 echo ">> loading images"
 "$kind" load docker-image --name "$name" "$operator_image" "$builder_image" >/dev/null
 step_done "images loaded"
-"$root/e2e/monitoring/up.sh" "$name" "$kind" "$kubeconfig" "${monitoring[@]}"
-step_done "Prometheus up"
 echo ">> installing the chart"
 # helm upgrade leaves CRDs alone, so a reused cluster gets the chart's current ones here.
 $kubectl apply --server-side --force-conflicts -f "$root/charts/eventbuilder-operator/crds/" >/dev/null
@@ -38,11 +36,12 @@ operator_failed() {
   $kubectl -n eventbuilder-system logs deploy/eventbuilder-operator --tail=50 >&2 || true
   exit 1
 }
-"$helm" upgrade --install eventbuilder-operator "$root/charts/eventbuilder-operator" --kubeconfig "$kubeconfig" \
-  --namespace eventbuilder-system --create-namespace \
-  --set image.repository="${operator_image%:*}" --set image.tag="${operator_image##*:}" \
-  -f "$root/e2e/monitoring/chart-values.yaml" --wait --timeout 3m >/dev/null \
-  || operator_failed
+# Events first: the chart without its monitoring objects (their CRDs come with
+# the Prometheus Operator, brought up once the sample builds), console on.
+chart=(upgrade --install eventbuilder-operator "$root/charts/eventbuilder-operator" --kubeconfig "$kubeconfig"
+  --namespace eventbuilder-system --create-namespace
+  --set image.repository="${operator_image%:*}" --set image.tag="${operator_image##*:}" --set console.enabled=true)
+"$helm" "${chart[@]}" --wait --timeout 3m >/dev/null || operator_failed
 # The image tag does not change between builds: restart so a reloaded image runs.
 $kubectl -n eventbuilder-system rollout restart deployment/eventbuilder-operator >/dev/null
 $kubectl -n eventbuilder-system rollout status deployment/eventbuilder-operator --timeout=3m >/dev/null || operator_failed
@@ -75,7 +74,17 @@ awk -v e="$((events1 - events0))" -v b="$((bytes1 - bytes0))" -v t0="$t0" -v t1=
 step_done "rate measured"
 echo ">> kubectl eventbuilder status sample"
 "$plugin" status sample --kubeconfig "$kubeconfig"
-echo ">> the steps took:"
+events_after=$SECONDS
+"$root/e2e/monitoring/up.sh" "$name" "$kind" "$kubeconfig" "${monitoring[@]}"
+echo ">> adding the chart's monitoring objects; the console draws rates from Prometheus"
+"$helm" "${chart[@]}" -f "$root/e2e/monitoring/chart-values.yaml" \
+  --set console.prometheusURL=http://prometheus-operated.monitoring:9090 --wait --timeout 3m >/dev/null || operator_failed
+step_done "Prometheus up, scraping"
+# The console's reader: a service account bound to the chart's console-viewer role.
+$kubectl -n eventbuilder-system create serviceaccount shift-crew --dry-run=client -o yaml | $kubectl apply -f - >/dev/null
+$kubectl create clusterrolebinding shift-crew-console --clusterrole=eventbuilder-operator-console-viewer \
+  --serviceaccount=eventbuilder-system:shift-crew --dry-run=client -o yaml | $kubectl apply -f - >/dev/null
+echo ">> events flowed ${events_after} s after the start; the steps took:"
 printf '   %s\n' "${steps[@]}"
 cat <<TXT
 
@@ -91,6 +100,14 @@ $kubectl_path; the shift crew's plugin is $plugin, which kubectl runs as
   kubectl describe eventbuilderrun sample    # conditions and events
   kubectl logs sample-eb-0                   # one builder's progress
   kubectl -n eventbuilder-system logs deploy/eventbuilder-operator
+The shift crew's console (a page per run: the fabric, ranks, event rate,
+failovers; it reloads itself), over HTTPS with a bearer token of the
+shift-crew service account, which the demo bound to the console-viewer role:
+  kubectl -n eventbuilder-system port-forward deploy/eventbuilder-operator 8444 &
+  kubectl -n eventbuilder-system create token shift-crew   # the token
+  # then open https://localhost:8444/console/ in a browser sending the header
+  # "Authorization: Bearer <token>" (the certificate is the operator's own), or:
+  curl -sk -H "Authorization: Bearer \$(kubectl -n eventbuilder-system create token shift-crew)" https://localhost:8444/console/runs/default/sample
 Prometheus scrapes every builder and the operator, and evaluates the chart's alerts.
 Reach its API (its web UI is not built here: the UI's assets come from npm, not
 from Prometheus's Go module) and paste a query:
