@@ -212,15 +212,26 @@ type runPage struct {
 }
 
 // readRunPage opens the run's page, reads it from the DOM, and saves a
-// screenshot named name.
-func (c *console) readRunPage(ctx context.Context, t *testing.T, run *ebv1alpha1.EventBuilderRun, name string) runPage {
-	t.Helper()
-	tab, cancel := context.WithTimeout(c.chrome, time.Minute)
+// screenshot named name. A page that is not the run's (an error the
+// console answered, a failed port-forward) is an error naming what the
+// browser shows, for the wait around it to retry and report.
+func (c *console) readRunPage(run *ebv1alpha1.EventBuilderRun, name string) (runPage, error) {
+	tab, cancel := context.WithTimeout(c.chrome, 30*time.Second)
 	defer cancel()
 	var page runPage
 	var png []byte
+	var isRunPage bool
+	var shown string
 	url := c.base + "runs/" + run.Namespace + "/" + run.Name
-	err := chromedp.Run(tab, chromedp.Navigate(url), chromedp.WaitVisible("#ranks", chromedp.ByQuery),
+	if err := chromedp.Run(tab, chromedp.Navigate(url), chromedp.WaitReady("body", chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelector("#ranks") !== null`, &isRunPage),
+		chromedp.Text("body", &shown, chromedp.ByQuery)); err != nil {
+		return page, fmt.Errorf("chromium at %s: %w", url, err)
+	}
+	if !isRunPage {
+		return page, fmt.Errorf("chromium at %s shows no run page: %.300s", url, shown)
+	}
+	err := chromedp.Run(tab,
 		chromedp.Text("#run", &page.Heading, chromedp.ByQuery), chromedp.Text("#ranks", &page.Ranks, chromedp.ByQuery),
 		chromedp.Text("#failovers", &page.Failovers, chromedp.ByQuery),
 		chromedp.Text("#rate-source", &page.RateSource, chromedp.ByQuery),
@@ -230,26 +241,27 @@ func (c *console) readRunPage(ctx context.Context, t *testing.T, run *ebv1alpha1
 			id: g.id, class: g.getAttribute("class"), label: g.querySelector("text").textContent}))`, &page.Endpoints),
 		chromedp.FullScreenshot(&png, 100))
 	if err != nil {
-		t.Fatalf("chromium at %s: %v", url, err)
+		return page, fmt.Errorf("chromium at %s: %w", url, err)
 	}
 	dir := os.Getenv("E2E_ARTIFACTS")
 	if dir == "" {
 		dir = filepath.Join("..", "build", "e2e")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
+		return page, err
 	}
 	page.Screenshot, _ = filepath.Abs(filepath.Join(dir, name+".png"))
-	if err := os.WriteFile(page.Screenshot, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return page
+	return page, os.WriteFile(page.Screenshot, png, 0o644)
 }
 
 // expectedClass is the colour class the console gives endpoint for what
-// the run's status says runs there (console.class): live and RUNNING, spare,
-// dummy; nothing, after a unit failed there in the last failover; or free.
-func expectedClass(run *ebv1alpha1.EventBuilderRun, endpoint string) string {
+// the run's status says runs there (console.class): unschedulable (the
+// Fabric's status says), live and RUNNING, spare, dummy; nothing, after a
+// unit failed there in the last failover; or free.
+func expectedClass(run *ebv1alpha1.EventBuilderRun, fabric *ebv1alpha1.Fabric, endpoint string) string {
+	if slices.ContainsFunc(fabric.Status.Unschedulable, func(u ebv1alpha1.UnschedulableEndpoint) bool { return u.Name == endpoint }) {
+		return "down"
+	}
 	i := slices.IndexFunc(run.Status.Ranks, func(rk ebv1alpha1.RankStatus) bool { return rk.Endpoint == endpoint })
 	if i < 0 {
 		if f := run.Status.LastFailover; f != nil &&
@@ -290,7 +302,7 @@ func pageMatches(page runPage, run *ebv1alpha1.EventBuilderRun, fabric *ebv1alph
 			diffs = append(diffs, fmt.Sprintf("endpoint %s drawn %d times", e.Name, len(boxes)))
 			continue
 		}
-		if want := "endpoint " + expectedClass(run, e.Name); boxes[0].Class != want {
+		if want := "endpoint " + expectedClass(run, fabric, e.Name); boxes[0].Class != want {
 			diffs = append(diffs, fmt.Sprintf("endpoint %s has class %q, want %q", e.Name, boxes[0].Class, want))
 		}
 	}
@@ -323,7 +335,13 @@ func (c *console) waitForPage(ctx context.Context, t *testing.T, run *ebv1alpha1
 		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(run), run); err != nil {
 			return false, err.Error()
 		}
-		page = c.readRunPage(ctx, t, run, name)
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(fabric), fabric); err != nil {
+			return false, err.Error()
+		}
+		var err error
+		if page, err = c.readRunPage(run, name); err != nil {
+			return false, err.Error()
+		}
 		diff := pageMatches(page, run, fabric)
 		return diff == "", diff
 	})
@@ -356,7 +374,10 @@ func (c *console) waitForPrometheusRate(ctx context.Context, t *testing.T, run *
 	// Prometheus finds new pods through the PodMonitor, scrapes every 5 s,
 	// and a rate over 1m needs two scrapes: a minute or two after a run starts.
 	waitFor(ctx, t, "the console to draw the rate of "+run.Name+" from Prometheus", 3*time.Minute, func() (bool, string) {
-		page := c.readRunPage(ctx, t, run, name)
+		page, err := c.readRunPage(run, name)
+		if err != nil {
+			return false, err.Error()
+		}
 		return strings.HasPrefix(page.RateSource, "from Prometheus at "+prometheusURL) && page.RatePoints >= 1,
 			fmt.Sprintf("%d points %s", page.RatePoints, page.RateSource)
 	})

@@ -46,12 +46,13 @@ type Control interface {
 const MaxParallel = 64
 
 // idleConnTimeout closes a connection the client has not used for this
-// long, before the builder does (its HTTP server's idle timeout is 3 s,
-// builder/src/control/http_server.hpp): a command is never sent on a
-// connection the builder is closing. A run's polls, every second or more
-// often, keep each builder's connection open, and a failover's configure
-// goes out on it without a new handshake.
-const idleConnTimeout = 2 * time.Second
+// long, half a second before the builder would (its HTTP server's idle
+// timeout is 3 s, builder/src/control/http_server.hpp): a command is never
+// sent on a connection the builder is closing (net/http does not retry a
+// POST there). A run's polls (every 2 s by default, more often while it
+// converges) keep each builder's connection open, and a failover's
+// configure goes out on it without a new handshake.
+const idleConnTimeout = 2500 * time.Millisecond
 
 // Timeouts bound each call, so that one hung builder cannot stall a run.
 type Timeouts struct {
@@ -82,10 +83,11 @@ func bounded(ctx context.Context, what string, d time.Duration) (context.Context
 // named says so when the call's own timeout cut it off (bounded), rather
 // than the bare "context deadline exceeded" the HTTP client reports.
 func named(ctx context.Context, err error) error {
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
-		return fmt.Errorf("%w: %w", cause, err)
+	cause := context.Cause(ctx)
+	if cause == nil || errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded) || errors.Is(err, cause) {
+		return err // not ours, or the HTTP client already reports it (Go 1.23 on)
 	}
-	return err
+	return fmt.Errorf("%w: %w", cause, err)
 }
 
 // maxAnswer bounds what is read of a builder's answer.
@@ -104,11 +106,16 @@ func (c *Client) Get(ctx context.Context, baseURL string) (builderapi.Report, er
 	if err != nil {
 		return r, named(ctx, err)
 	}
-	defer resp.Body.Close()
+	// Read to the end, so that the connection can carry the next call.
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	resp.Body.Close()
+	if err != nil {
+		return r, fmt.Errorf("GET %s: reading the answer: %w", req.URL, named(ctx, err))
+	}
 	if resp.StatusCode != http.StatusOK {
 		return r, fmt.Errorf("GET %s: %s", req.URL, resp.Status)
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswer)).Decode(&r); err != nil {
+	if err := json.Unmarshal(body, &r); err != nil {
 		return r, fmt.Errorf("GET %s: decoding status: %w", req.URL, err)
 	}
 	return r, nil

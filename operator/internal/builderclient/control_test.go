@@ -133,7 +133,7 @@ func TestClientErrors(t *testing.T) {
 	}
 	for i, w := range want {
 		b := errs.Builders[i]
-		if b.Rank != w.rank || b.Status != w.status || !strings.Contains(b.Message, w.msg) {
+		if b.Rank != w.rank || b.Status != w.status || strings.Count(b.Message, w.msg) != 1 {
 			t.Errorf("error %d: %+v, want rank %d status %d containing %q", i, b, w.rank, w.status, w.msg)
 		}
 	}

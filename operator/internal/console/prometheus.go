@@ -57,6 +57,9 @@ func (p *Prometheus) Rates(ctx context.Context, run types.NamespacedName, now ti
 func matrixRates(v model.Value) ([]RatePoint, error) {
 	m, ok := v.(model.Matrix)
 	if !ok {
+		if v == nil {
+			return nil, fmt.Errorf("a range query answered nothing")
+		}
 		return nil, fmt.Errorf("a range query answered a %s, not a matrix", v.Type())
 	}
 	if len(m) > 1 {

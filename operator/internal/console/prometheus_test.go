@@ -29,6 +29,9 @@ func TestMatrixRatesTakesTheRunsOneSeries(t *testing.T) {
 	if _, err := matrixRates(model.Vector{}); err == nil || !strings.Contains(err.Error(), "not a matrix") {
 		t.Errorf("a vector: %v, want an error", err)
 	}
+	if _, err := matrixRates(nil); err == nil || !strings.Contains(err.Error(), "answered nothing") {
+		t.Errorf("nothing: %v, want an error", err)
+	}
 }
 
 func TestRatesFallBackToTheOperatorsSamplesSayingWhy(t *testing.T) {
