@@ -93,6 +93,22 @@ func named(ctx context.Context, err error) error {
 // maxAnswer bounds what is read of a builder's answer.
 const maxAnswer = 1 << 20
 
+// call sends req and reads its answer to the end (at most maxAnswer), so
+// that the connection can carry the next call: the answer's status and
+// body, or status 0 and why none came.
+func (c *Client) call(req *http.Request) (int, []byte, error) {
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, named(req.Context(), err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return resp.StatusCode, nil, fmt.Errorf("reading the answer: %w", named(req.Context(), err))
+	}
+	return resp.StatusCode, body, nil
+}
+
 // Get fetches baseURL/status.
 func (c *Client) Get(ctx context.Context, baseURL string) (builderapi.Report, error) {
 	ctx, cancel := bounded(ctx, "poll", c.timeouts.Poll)
@@ -102,18 +118,14 @@ func (c *Client) Get(ctx context.Context, baseURL string) (builderapi.Report, er
 	if err != nil {
 		return r, err
 	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return r, named(ctx, err)
-	}
-	// Read to the end, so that the connection can carry the next call.
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-	resp.Body.Close()
-	if err != nil {
-		return r, fmt.Errorf("GET %s: reading the answer: %w", req.URL, named(ctx, err))
-	}
-	if resp.StatusCode != http.StatusOK {
-		return r, fmt.Errorf("GET %s: %s", req.URL, resp.Status)
+	status, body, err := c.call(req)
+	switch {
+	case status == 0:
+		return r, err
+	case err != nil:
+		return r, fmt.Errorf("GET %s: %w", req.URL, err)
+	case status != http.StatusOK:
+		return r, fmt.Errorf("GET %s: %d %s", req.URL, status, http.StatusText(status))
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
 		return r, fmt.Errorf("GET %s: decoding status: %w", req.URL, err)
@@ -203,35 +215,30 @@ func (c *Client) post(ctx context.Context, token string, cmd builderapi.Command,
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := c.http.Do(req)
+	status, raw, err := c.call(req)
 	if err != nil {
-		return fail(0, named(ctx, err).Error(), "")
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-	if err != nil {
-		return fail(resp.StatusCode, "reading the answer: "+err.Error(), "")
+		return fail(status, err.Error(), "")
 	}
 	var a answer
 	jerr := json.Unmarshal(raw, &a)
 	switch {
-	case resp.StatusCode == http.StatusOK && jerr == nil:
+	case status == http.StatusOK && jerr == nil:
 		return a.Report, false, nil
-	case resp.StatusCode == http.StatusOK:
-		return fail(resp.StatusCode, "decoding the status it answered: "+jerr.Error(), "")
-	case resp.StatusCode == http.StatusConflict && jerr == nil && builderapi.AlreadyIn(cmd, a.State):
+	case status == http.StatusOK:
+		return fail(status, "decoding the status it answered: "+jerr.Error(), "")
+	case status == http.StatusConflict && jerr == nil && builderapi.AlreadyIn(cmd, a.State):
 		// The command's end state is already reached, e.g. pause of a
 		// builder that the running set's pause reached first.
 		return builderapi.Report{}, true, nil
 	}
 	msg := a.Error
 	if jerr != nil || msg == "" {
-		msg = http.StatusText(resp.StatusCode)
+		msg = http.StatusText(status)
 		if len(raw) > 0 {
 			msg += ": " + clip(string(raw))
 		}
 	}
-	return fail(resp.StatusCode, msg, a.State)
+	return fail(status, msg, a.State)
 }
 
 // clip shortens what a builder said for a message.

@@ -82,7 +82,6 @@ func render(r *http.Request, c client.Reader, history *History, prom *Prometheus
 	return pageOrError(RunPage(view))
 }
 
-// pageOrError is a rendered page (200), or why it could not be rendered (500).
 // rates is the run's event rate over the window and where it comes from:
 // Prometheus when one is configured and answers, else (and saying why)
 // the operator's own samples of the run's status.
@@ -98,6 +97,7 @@ func rates(ctx context.Context, history *History, prom *Prometheus, run types.Na
 	return points, fmt.Sprintf("Prometheus at %s: %s", prom.URL, eventRateQuery(run))
 }
 
+// pageOrError is a rendered page (200), or why it could not be rendered (500).
 func pageOrError(page []byte, err error) ([]byte, int, error) {
 	if err != nil {
 		return nil, http.StatusInternalServerError, err

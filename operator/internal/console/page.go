@@ -13,13 +13,13 @@ import (
 // RefreshSeconds is how often a page reloads itself.
 const RefreshSeconds = 5
 
+// Each state's colour is set once (--c) and used by the map's boxes and
+// the legend alike.
 const style = `body{font-family:sans-serif;margin:1em}pre{background:#f4f4f4;padding:.5em;overflow-x:auto}
 svg.fabric .leaf rect{fill:#fafafa;stroke:#999}svg.fabric text{font:11px monospace}
-svg.fabric .endpoint rect{stroke:#333}.live rect{fill:#8fd18f}.trouble rect{fill:#f0a040}.spare rect{fill:#8fb8e8}
-.dummy rect{fill:#ccc}.free rect{fill:#fff}.down rect{fill:#e06060}svg.fabric .endpoint.failed rect{fill:#fff;stroke:#d00;stroke-width:3;stroke-dasharray:5 3}
-.legend span{padding:0 .5em;margin-right:.5em;border:1px solid #333}.legend .live{background:#8fd18f}
-.legend .trouble{background:#f0a040}.legend .spare{background:#8fb8e8}.legend .dummy{background:#ccc}
-.legend .down{background:#e06060}.legend .failed{border:2px dashed #d00}`
+.live{--c:#8fd18f}.trouble{--c:#f0a040}.spare{--c:#8fb8e8}.dummy{--c:#ccc}.free,.failed{--c:#fff}.down{--c:#e06060}
+svg.fabric .endpoint rect{stroke:#333;fill:var(--c)}svg.fabric .endpoint.failed rect{stroke:#d00;stroke-width:3;stroke-dasharray:5 3}
+.legend span{padding:0 .5em;margin-right:.5em;border:1px solid #333;background:var(--c)}.legend .failed{border:2px dashed #d00}`
 
 var pages = template.Must(template.New("index").Parse(`<!DOCTYPE html>
 <html><head><meta charset="utf-8"><meta http-equiv="refresh" content="{{.Refresh}}">
