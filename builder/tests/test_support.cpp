@@ -93,10 +93,18 @@ std::vector<std::uint16_t> free_ports(std::size_t count) {
     return ports;
 }
 
-Fd connect_to(std::uint16_t port) {
+Fd connect_to(std::uint16_t port, const char* source) {
     Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd) return Fd{};
+    if (source != nullptr) {
+        sockaddr_in from{};
+        from.sin_family = AF_INET;
+        if (::inet_pton(AF_INET, source, &from.sin_addr) != 1 ||
+            ::bind(fd.get(), reinterpret_cast<const sockaddr*>(&from), sizeof from) != 0)
+            return Fd{};
+    }
     const sockaddr_in address = loopback(port);
-    if (!fd || ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) return Fd{};
+    if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) return Fd{};
     return fd;
 }
 

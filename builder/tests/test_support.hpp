@@ -38,8 +38,10 @@ bool all_tests_required();
 // once, as the 64-unit tests do, would otherwise hit that).
 std::vector<std::uint16_t> free_ports(std::size_t count);
 
-// A TCP connection to 127.0.0.1:port; an empty Fd if none could be made.
-Fd connect_to(std::uint16_t port);
+// A TCP connection to 127.0.0.1:port, from `source` (another loopback
+// address, e.g. "127.0.0.2", plays another client host); an empty Fd if
+// none could be made.
+Fd connect_to(std::uint16_t port, const char* source = nullptr);
 
 struct Http_reply {
     int status = 0;

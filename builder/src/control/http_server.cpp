@@ -128,7 +128,8 @@ void Http_server::serve() {
     MHD_Daemon* daemon = MHD_start_daemon(
         MHD_USE_POLL_INTERNAL_THREAD, 0, nullptr, nullptr, &Context::on_request, this,
         MHD_OPTION_LISTEN_SOCKET, listener, MHD_OPTION_THREAD_POOL_SIZE, worker_threads,
-        MHD_OPTION_CONNECTION_LIMIT, max_connections, MHD_OPTION_CONNECTION_TIMEOUT, idle_timeout_seconds,
+        MHD_OPTION_CONNECTION_LIMIT, max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        max_connections_per_address, MHD_OPTION_CONNECTION_TIMEOUT, idle_timeout_seconds,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_memory, MHD_OPTION_NOTIFY_COMPLETED, &forget_request, nullptr,
         MHD_OPTION_END);
     if (daemon == nullptr) {

@@ -15,11 +15,16 @@ namespace eb {
 // Serves the control API (docs/control-api.md) on 0.0.0.0:port with
 // libmicrohttpd: one poll() loop per worker thread, so idle or trickling
 // clients cost a connection slot each and never hold up the probes.
-// Limits (http_server.cpp): connections, request head size, body size, time
-// to send a body, idle time.
+// Limits (http_server.cpp): connections, in all and per client address,
+// request head size, body size, time to send a body, idle time.
 class Http_server {
 public:
     static constexpr unsigned max_connections = 512;
+    // One address (a broken client, a scanner) cannot take the slots the
+    // probes need: more of its connections are closed at once. The unit's
+    // legitimate clients (the kubelet's probes, the operator's polls and
+    // commands on one kept connection, Prometheus) hold a few each.
+    static constexpr unsigned max_connections_per_address = 16;
     static constexpr unsigned idle_timeout_seconds = 3;
 
     // Binds at once, so a port clash fails at startup, not in the thread.
