@@ -127,6 +127,10 @@ test-verbs: build-builder $(HELM) $(RDMA_DP)/k8s-rdma-shared-dp ## The builder's
 	hack/verbs-vm/run.sh --timeout $(VERBS_TIMEOUT) -- bash -c 'ctest --test-dir $(BUILD)/builder -L verbs --output-on-failure --no-tests=error && \
 	  hack/verbs-vm/rdma-device-plugin.sh $(HELM) $(RDMA_DP)/k8s-rdma-shared-dp $(BUILD)/kubelet-registrar'
 
+.PHONY: qualify-rdma
+qualify-rdma: build-builder ## A report a site keeps of its RDMA device under the builder (device, firmware, MTU, GID, perftest and the builder at the MFP size, injected queue-pair faults, counters before and after) in build/qualify-rdma; a real HCA, else Soft-RoCE in a VM.
+	hack/verbs-vm/qualify.sh $(BUILD)/builder $(BUILD)/qualify-rdma --timeout $(VERBS_TIMEOUT)
+
 .PHONY: verbs-selftest
 verbs-selftest: ## Check the verbs runner itself (device ACTIVE, ib_write_bw, 4 processes).
 	hack/verbs-vm/selftest.sh

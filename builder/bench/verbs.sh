@@ -46,31 +46,50 @@ source "$here/../../hack/verbs-vm/lib.sh"
 # byte and a 2-byte size per fragment, padded to 8 bytes, then the payloads.
 mfp_bytes=$(((32 + 3 * packing_factor + 7) / 8 * 8 + 128 * packing_factor))
 
-# Soft-RoCE counts the RNR NAKs its QPs received (an MFP that met no posted
-# receive); other devices name their counters otherwise: then none is printed.
-rnr_counter=/sys/class/infiniband/$EB_RDMA_DEVICE/ports/1/hw_counters/rcvd_rnr_err
-rnr_naks() { cat "$rnr_counter" 2>/dev/null || echo 0; }
+# Soft-RoCE's counters (other devices name theirs otherwise: then these lines
+# are not printed): the RNR NAKs its QPs received (an MFP that met no posted
+# receive); the requester's retries (completer_retry_err: a local ACK timeout
+# or a sequence NAK, each resending from the last packet acknowledged); and the
+# requests the responder saw twice (duplicate_request); both per 10 000
+# packets received, as perftest runs for a time and the builder for a count.
+counters=/sys/class/infiniband/$EB_RDMA_DEVICE/ports/1/hw_counters
+counter() { cat "$counters/$1" 2>/dev/null || echo 0; }
+# counted COMMAND...: runs COMMAND; sets rnr (NAKs), retries and duplicates
+# (per 10 000 packets received) to what it added to the counters.
+counted() {
+  local rnr0 retries0 duplicates0 received0
+  rnr0=$(counter rcvd_rnr_err) retries0=$(counter completer_retry_err)
+  duplicates0=$(counter duplicate_request) received0=$(counter rcvd_pkts)
+  "$@"
+  local packets=$(($(counter rcvd_pkts) - received0))
+  rnr=$(($(counter rcvd_rnr_err) - rnr0))
+  retries=$(per_10k_packets $(($(counter completer_retry_err) - retries0)) "$packets")
+  duplicates=$(per_10k_packets $(($(counter duplicate_request) - duplicates0)) "$packets")
+}
+per_10k_packets() { awk -v n="$1" -v p="$2" 'BEGIN { printf "%.3g", (p > 0 ? 1e4 * n / p : 0) }'; }
 rnr_total=0
 
 ib=() send=() verbs=() tcp=() verbs_cpu=() tcp_cpu=()
+ib_retries=() ib_duplicates=() verbs_retries=() verbs_duplicates=()
 vs_write=() vs_send=() vs_tcp=()
 for ((run = 1; run <= runs; run++)); do
   echo ">> run $run of $runs: ib_write_bw and ib_send_bw -b, $mfp_bytes-byte messages, $tx_depth in flight, $ib_seconds s" >&2
-  perftest_pair ib_write_bw $((18514 + run)) "$work/ib" -b -s "$mfp_bytes" -D "$ib_seconds" -q 1 -t "$tx_depth"
-  ib+=("$(average_gbits "$work/ib")")
+  counted perftest_pair ib_write_bw $((18514 + run)) "$work/ib" -b -s "$mfp_bytes" -D "$ib_seconds" -q 1 -t "$tx_depth"
+  ib+=("$(average_gbits "$work/ib")") ib_retries+=("$retries") ib_duplicates+=("$duplicates")
   [ -n "${ib[-1]}" ] || { cat "$work/ib" >&2; echo "bench: no 'BW average' from ib_write_bw" >&2; exit 1; }
   perftest_pair ib_send_bw $((18524 + run)) "$work/send" -b -s "$mfp_bytes" -D "$ib_seconds" -q 1 -t "$tx_depth"
   send+=("$(average_gbits "$work/send")")
   [ -n "${send[-1]}" ] || { cat "$work/send" >&2; echo "bench: no 'BW average' from ib_send_bw" >&2; exit 1; }
-  rnr_before=$(rnr_naks)
-  run_builder --source prepared --output discard --transport verbs --rdma-device "$EB_RDMA_DEVICE"
-  rnr_total=$((rnr_total + $(rnr_naks) - rnr_before))
+  counted run_builder --source prepared --output discard --transport verbs --rdma-device "$EB_RDMA_DEVICE"
+  rnr_total=$((rnr_total + rnr)) verbs_retries+=("$retries") verbs_duplicates+=("$duplicates")
   verbs+=("$(gbps "$received" "$seconds")") verbs_cpu+=("$(per_gb "$cpu" "$received")")
   run_builder --source prepared --output discard --transport tcp
   tcp+=("$(gbps "$received" "$seconds")") tcp_cpu+=("$(per_gb "$cpu" "$received")")
   vs_write+=("$(ratio "${verbs[-1]}" "${ib[-1]}")") vs_send+=("$(ratio "${verbs[-1]}" "${send[-1]}")")
   vs_tcp+=("$(ratio "${verbs[-1]}" "${tcp[-1]}")")
-  echo ">> run $run: verbs/ib_write_bw ${vs_write[-1]}, verbs/ib_send_bw ${vs_send[-1]}, verbs/tcp ${vs_tcp[-1]}" >&2
+  echo ">> run $run: verbs/ib_write_bw ${vs_write[-1]}, verbs/ib_send_bw ${vs_send[-1]}, verbs/tcp ${vs_tcp[-1]};" \
+    "per 10k packets: retries ${verbs_retries[-1]} (ib_write_bw ${ib_retries[-1]}), duplicate requests" \
+    "${verbs_duplicates[-1]} (ib_write_bw ${ib_duplicates[-1]})" >&2
 done
 
 bench_spread "ib_write_bw_bidirectional_${mfp_bytes}B" Gb/s "${ib[@]}"
@@ -79,7 +98,13 @@ bench_spread "builder_verbs_network_throughput_n$units" Gb/s "${verbs[@]}"
 bench_spread "builder_tcp_network_throughput_n$units" Gb/s "${tcp[@]}"
 bench "builder_verbs_cpu_seconds_per_gb_n$units" "$(spread "${verbs_cpu[@]}" | cut -d' ' -f1)" s/GB
 bench "builder_tcp_cpu_seconds_per_gb_n$units" "$(spread "${tcp_cpu[@]}" | cut -d' ' -f1)" s/GB
-[ -r "$rnr_counter" ] && bench "builder_verbs_rnr_naks_n${units}_all_runs" "$rnr_total" NAKs
+if [ -r "$counters/rcvd_rnr_err" ]; then
+  bench "builder_verbs_rnr_naks_n${units}_all_runs" "$rnr_total" NAKs
+  bench_spread "builder_verbs_retries_n$units" per_10k_packets "${verbs_retries[@]}"
+  bench_spread ib_write_bw_retries per_10k_packets "${ib_retries[@]}"
+  bench_spread "builder_verbs_duplicate_requests_n$units" per_10k_packets "${verbs_duplicates[@]}"
+  bench_spread ib_write_bw_duplicate_requests per_10k_packets "${ib_duplicates[@]}"
+fi
 bench_spread verbs_vs_ib_write_bw ratio "${vs_write[@]}"
 bench_spread verbs_vs_ib_send_bw ratio "${vs_send[@]}"
 bench_spread verbs_vs_tcp ratio "${vs_tcp[@]}"

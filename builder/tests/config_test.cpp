@@ -109,6 +109,16 @@ TEST(Config, WithoutPeersTheProcessIsControlled) {
     EXPECT_EQ(pinned->transport_settings().busy_poll_us, 0u) << "the transport is made with it";
     EXPECT_EQ(pinned->data_threads, 3u);
     EXPECT_EQ(pinned->tcp_streams, 4u);
+    EXPECT_FALSE(pinned->fault) << "no fault unless asked for";
+
+    const Command_line faulty = parse({"--transport", "verbs", "--inject-fault", "short-mfp:2:17"});
+    const auto* injecting = std::get_if<Config>(&faulty);
+    ASSERT_NE(injecting, nullptr) << std::get<Usage_error>(faulty).message;
+    ASSERT_TRUE(injecting->transport_settings().fault) << "the transport is made with it";
+    EXPECT_EQ(injecting->fault->kind, Injected_fault::Kind::short_mfp);
+    EXPECT_EQ(injecting->fault->peer, 2u);
+    EXPECT_EQ(injecting->fault->after, 17u);
+    EXPECT_EQ(injected_fault_text(*injecting->fault), "short-mfp:2:17");
 
     const Command_line self = parse({"--rank", "0", "--peers", "a:1"});
     ASSERT_TRUE(std::holds_alternative<Config>(self));
@@ -238,6 +248,14 @@ TEST(Config, ErrorsNameTheFlagAndTheFix) {
         {{"--tcp-streams", "17"}, "--tcp-streams '17': expected a whole number in 1..16"},
         {{"--transport", "verbs", "--tcp-streams", "2"},
          "--tcp-streams 2 splits data over TCP connections; with --transport verbs the HCA moves it"},
+        {{"--inject-fault", "qp-error:2"},
+         "--inject-fault 'qp-error:2': expected qp-error:R:N or short-mfp:R:N (R a peer's rank, N >= 1"},
+        {{"--inject-fault", "qp-err:2:5"}, "--inject-fault 'qp-err:2:5': expected qp-error:R:N or short-mfp:R:N"},
+        {{"--inject-fault", "short-mfp:2:0"}, "--inject-fault 'short-mfp:2:0': expected"},
+        {{"--inject-fault", "short-mfp:x:3"}, "--inject-fault 'short-mfp:x:3': expected"},
+        {{"--inject-fault", "short-mfp:2:3:4"}, "--inject-fault 'short-mfp:2:3:4': expected"},
+        {{"--inject-fault", "qp-error:2:5"},
+         "--inject-fault qp-error:2:5 acts on the verbs transport's queue pairs: add --transport verbs or drop it"},
         // Controlled (the operator's way), the run's parameters are checked alike.
         {{"--size-model", "poisson", "--fragment-size", "0"},
          "--fragment-size 0: --size-model poisson needs a mean of at least 1 byte"},

@@ -74,8 +74,9 @@ public:
         for (const Rank rank : started) start(rank);
     }
 
-    // Starts (or restarts) the process of `rank`; each start logs to its own file.
-    void start(Rank rank) {
+    // Starts (or restarts) the process of `rank`, with `more` flags of its
+    // own; each start logs to its own file.
+    void start(Rank rank, const std::vector<std::string>& more = {}) {
         processes_.resize(units_);
         starts_.resize(units_);
         std::vector<std::string> args{"--rank", std::to_string(rank), "--http-port", std::to_string(http_port(rank)),
@@ -84,6 +85,7 @@ public:
         // A test's own --rate replaces the default: the builder takes each flag once.
         if (std::find(flags_.begin(), flags_.end(), "--rate") == flags_.end()) args.insert(args.end(), {"--rate", "200000"});
         args.insert(args.end(), flags_.begin(), flags_.end());
+        args.insert(args.end(), more.begin(), more.end());
         const std::vector<std::string> transport = transport_flags();
         args.insert(args.end(), transport.begin(), transport.end());
         processes_[rank] = std::make_unique<Child>(

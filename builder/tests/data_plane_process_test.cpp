@@ -440,7 +440,7 @@ TEST_F(Run, AWriterCrashIsReportedAndItsStaleRingReclaimed) {
     ASSERT_TRUE(test::eventually(
         [&] { return builder.log().find("INFO building under rank table epoch 1") != std::string::npos; }, 10s));
     emulator.signal(SIGKILL);
-    ASSERT_TRUE(emulator.wait_exit(5s));
+    ASSERT_TRUE(emulator.wait_exit(20s));
     ASSERT_TRUE(test::eventually([&] { return builder.log().find("died") != std::string::npos; }, 10s));
     EXPECT_NE(builder.log().find("the writer of ring /eb-" + run_name_ + "-0-mfp"), std::string::npos);
     // The unit cannot build without its source: ERROR, naming the ring, in its status.
@@ -456,8 +456,8 @@ TEST_F(Run, AWriterCrashIsReportedAndItsStaleRingReclaimed) {
     ASSERT_TRUE(test::eventually([&] { return second.log().find("reclaiming stale") != std::string::npos; }, 10s));
     second.signal(SIGTERM);
     builder.signal(SIGTERM);
-    EXPECT_EQ(second.wait_exit(5s), 0);
-    EXPECT_EQ(builder.wait_exit(5s), 0);
+    EXPECT_EQ(second.wait_exit(20s), 0);
+    EXPECT_EQ(builder.wait_exit(20s), 0);
     EXPECT_FALSE(ring_exists(0, "mfp"));
 }
 

@@ -39,6 +39,7 @@ using test::Controlled_set;
 using test::Relay;
 using Clock = std::chrono::steady_clock;
 constexpr std::uint64_t packing_factor = test::controlled_packing_factor;
+constexpr const char* stray_address = "127.0.0.2";  // another host to the units
 
 std::set<Rank> without(std::set<Rank> ranks, Rank rank) {
     ranks.erase(rank);
@@ -279,9 +280,57 @@ TEST(Faults, BytesChangedOnTheDataWireAreFoundAndNeverCountedAsBuilt) {
     expect_no_error(set);
 }
 
+// Over verbs, faults of the queue pairs themselves, injected by rank 2
+// into its own traffic with rank 0 (--inject-fault, real queue pairs in real
+// states): its data queue pair moved to the error state mid-cycle, a receive
+// posted and rank 0's MFP on its way (rank 2's receive flushes; rank 0's
+// send meets a queue pair that answers nothing, the QP timeout path), or an
+// MFP sent 8 bytes short of what its header announced (rank 0 finds the
+// size). Either way the set loses the link 0-2: the lost peer is named, rank
+// 2 goes out for the whole set (of two units that lost each other, the
+// higher rank), the others cycle on, no MEP with a damaged slot is counted
+// built (every consumer checks every event), and every event is counted once.
+class InjectedVerbsFault : public testing::TestWithParam<const char*> {};
+
+TEST_P(InjectedVerbsFault, LosesTheLinkNamesThePeerAndTheSetBuildsOnIntact) {
+    if (!test::over_verbs())
+        GTEST_SKIP() << "verbs only (--inject-fault acts on queue pairs); make test-verbs runs it";
+    Controlled_set set(4, {0, 1, 3}, {"--peer-timeout-ms", "1000", "--output", "check"});
+    set.start(2, {"--inject-fault", std::string(GetParam()) + ":0:20"});
+    const std::set<Rank> everyone = set.ranks(), set_on = {0, 1, 3};
+    ASSERT_TRUE(set.all_answer()) << set.logs();
+    set.configure_all(1, everyone);
+    set.command_all("start");
+
+    ASSERT_TRUE(set.all_report(set_on, lost_peers({2}), 20s)) << set.logs();
+    ASSERT_TRUE(set.all_report({2}, lost_peers(set_on), 10s)) << set.logs();
+    EXPECT_NE(set.process(2).log().find("injected fault (--inject-fault)"), std::string::npos) << set.logs();
+    // The first unit to see it names the peer and why.
+    for (const Rank rank : {0, 2}) {
+        const std::string log = set.process(rank).log();
+        const std::size_t at = log.find("lost rank " + std::to_string(2 - rank));
+        if (at != std::string::npos)
+            std::printf("%s, rank %u: %s\n", GetParam(), rank, log.substr(at, log.find('\n', at) - at).c_str());
+    }
+    // Without rank 2's MFPs every MEP is dropped (--incomplete drop), and counted.
+    ASSERT_TRUE(all_go_on(set, set_on, "next_event")) << "the set cycles on\n" << set.logs();
+    EXPECT_TRUE(set.all_report(everyone, R"("state":"RUNNING")", 0ms)) << set.logs();
+
+    const std::uint64_t next_event = stop_everyone(set, 0);
+    for (const Rank rank : set_on) EXPECT_EQ(set.number(rank, "next_event"), next_event) << rank;
+    EXPECT_EQ(set.totals(everyone).incomplete, 0u) << "no damaged MEP delivered";
+    EXPECT_GT(set.totals(everyone).dropped, 0u) << "the chunks built without rank 2";
+    expect_every_event_counted_once(set, next_event);
+    expect_no_error(set);
+}
+
+INSTANTIATE_TEST_SUITE_P(Faults, InjectedVerbsFault, testing::Values("qp-error", "short-mfp"),
+                         [](const auto& fault) { return fault.param == std::string("qp-error") ? "QpError" : "ShortMfp"; });
+
 // 100 idle and 100 garbage connections on each port of rank 1, and a client
-// that connects, sends garbage and leaves, over and over, all while the set
-// builds: the probes are answered, the set builds on, the stray data
+// that connects, sends garbage and leaves, over and over, all from another
+// host (127.0.0.2) while the set builds: the probes are answered (the
+// control port keeps 16 of that host's connections and closes the rest), the set builds on, the stray data
 // connections are refused and counted (protocol, slow) when the units next
 // connect, which they do not hold up, and nothing is lost.
 TEST(Faults, AConnectionStormOnTheControlAndDataPortsLeavesTheSetBuilding) {
@@ -297,14 +346,14 @@ TEST(Faults, AConnectionStormOnTheControlAndDataPortsLeavesTheSetBuilding) {
     std::vector<Fd> storm;
     for (const std::uint16_t port : {set.http_port(1), set.data_port(1)})
         for (int i = 0; i < 2 * each; ++i) {
-            storm.push_back(test::connect_to(port));
+            storm.push_back(test::connect_to(port, stray_address));
             ASSERT_TRUE(storm.back()) << "connection " << i << " to port " << port;
             if (i % 2 == 1) ::send(storm.back().get(), garbage.data(), garbage.size(), MSG_NOSIGNAL);
         }
     std::atomic<std::uint64_t> churned{0};
     std::jthread churn([&](std::stop_token stop) {
         while (!stop.stop_requested()) {
-            const Fd fd = test::connect_to(set.http_port(1));
+            const Fd fd = test::connect_to(set.http_port(1), stray_address);
             ::send(fd.get(), garbage.data(), garbage.size(), MSG_NOSIGNAL);
             ++churned;
         }

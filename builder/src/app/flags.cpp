@@ -6,11 +6,13 @@
 #include <limits>
 #include <optional>
 #include <type_traits>
+#include <variant>
 
 #include <nlohmann/json.hpp>
 
 #include "base/data_threads.hpp"
 #include "formats/mfp.hpp"
+#include "transport/injected_fault.hpp"
 #include "transport/tcp/tcp_mesh.hpp"
 #include "formats/wire_format.hpp"
 
@@ -167,6 +169,13 @@ std::optional<Usage_error> gid_index_flag(const Flag_spec& spec, std::string_vie
     return std::nullopt;
 }
 
+std::optional<Usage_error> inject_fault_flag(const Flag_spec&, std::string_view value, Flag_state& state) {
+    auto parsed = parse_injected_fault(value);
+    if (auto* error = std::get_if<std::string>(&parsed)) return Usage_error{*error};
+    state.config.fault = std::get<Injected_fault>(parsed);
+    return std::nullopt;
+}
+
 // --numa-node and --rdma-device both say where to pin.
 std::optional<Usage_error> numa_node_flag(const Flag_spec& spec, std::string_view value, Flag_state& state) {
     std::uint32_t node = 0;
@@ -300,6 +309,11 @@ const Flag_spec flags[] = {
              "the same S",
      .fallback = "1", .min = 1, .max = max_tcp_streams, .parse = number<&Config::tcp_streams>,
      .show = show_number<&Config::tcp_streams>},
+    {.name = "--inject-fault", .value_name = "F",
+     .help = "tests and qualification only: with --transport verbs, qp-error:R:N moves the data queue pair with "
+             "rank R to the error state once the N-th data receive from R is posted; short-mfp:R:N sends the N-th "
+             "MFP to R 8 bytes short of its announced size (docs/verbs.md, \"Losing a peer\")",
+     .parse = inject_fault_flag},
 };
 
 const Flag_spec* find_flag(std::string_view name) {
@@ -338,6 +352,9 @@ std::optional<Usage_error> check_run_parameters(const Config& config) {
         return Usage_error{"--tcp-streams " + std::to_string(config.tcp_streams) +
                            " splits data over TCP connections; with --transport verbs the HCA moves it: drop "
                            "--tcp-streams or use --transport tcp"};
+    if (config.fault && config.transport != Transport_kind::verbs)
+        return Usage_error{"--inject-fault " + injected_fault_text(*config.fault) +
+                           " acts on the verbs transport's queue pairs: add --transport verbs or drop it"};
     return std::nullopt;
 }
 

@@ -20,7 +20,7 @@ std::unique_ptr<Mesh_transport> make_transport(const Transport_settings& setting
     return std::make_unique<Verbs_transport>(
         rank, std::move(mesh), stop,
         Verbs_transport::Settings{settings.rdma_device, 1, settings.gid_index, settings.peer_timeout_ms,
-                                  settings.setup_timeout_ms, settings.busy_poll_us},
+                                  settings.setup_timeout_ms, settings.busy_poll_us, settings.fault},
         std::move(on_loss));
 #else
     throw Transport_error("this eb-builder was built without libibverbs: --transport verbs is not available; "

@@ -1,10 +1,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "base/busy_poll.hpp"
+#include "transport/injected_fault.hpp"
 
 namespace eb {
 
@@ -21,6 +23,7 @@ struct Transport_settings {
     std::uint32_t setup_timeout_ms = 5000;
     std::uint32_t busy_poll_us = default_busy_poll_us;  // looking for data before sleeping (Busy_poll)
     unsigned tcp_streams = 1;  // data connections per peer and direction (--tcp-streams)
+    std::optional<Injected_fault> fault;  // verbs: --inject-fault
 };
 
 // Whether this build has the verbs transport (libibverbs found at build time).

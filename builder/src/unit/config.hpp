@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,7 @@ struct Config {
     std::uint32_t busy_poll_us = default_busy_poll_us;  // --busy-poll-us
     std::uint32_t data_threads = 0;  // --data-threads; 0: unset, chosen at start (choose_data_threads)
     std::uint32_t tcp_streams = 1;   // --tcp-streams: data connections per peer and direction
+    std::optional<Injected_fault> fault;  // --inject-fault (verbs)
 
     // With --peers the process configures and starts itself; without, it
     // waits for the control API (docs/control-api.md).
@@ -68,7 +70,8 @@ struct Config {
     // timeout before it sends its queue-pair addresses: the set-up waits that
     // long and a peer timeout more.
     Transport_settings transport_settings() const {
-        return {transport, rdma_device, gid_index, peer_timeout_ms, join_timeout_ms + peer_timeout_ms, busy_poll_us, tcp_streams};
+        return {transport, rdma_device, gid_index, peer_timeout_ms, join_timeout_ms + peer_timeout_ms, busy_poll_us, tcp_streams,
+                fault};
     }
 };
 

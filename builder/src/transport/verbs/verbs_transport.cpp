@@ -117,6 +117,11 @@ Verbs_transport::Verbs_transport(Rank rank, Tcp_mesh mesh, const Stop_flag& stop
            Busy_poll(std::chrono::microseconds(settings_.busy_poll_us))),
       peers_(mesh.to.size()),
       self_(rank, static_cast<Rank>(mesh.to.size()), "Verbs_transport") {
+    if (settings_.fault)
+        log_warning("fault injection armed (--inject-fault ", injected_fault_text(*settings_.fault), ")",
+                    settings_.fault->peer == rank_ || settings_.fault->peer >= peers_.size()
+                        ? ": rank " + std::to_string(settings_.fault->peer) + " is no peer of this unit, it never fires"
+                        : std::string());
     open_device();
     join(std::move(mesh), Link_failure::timeout, "it did not answer the connection set-up in time");
 }
@@ -519,6 +524,7 @@ void Verbs_transport::post_data(std::span<const Send> sends, std::span<const Rec
         peer.busy[data][receiving] = true;
         peer.data_receive_bytes = static_cast<std::uint32_t>(receive.into.size());
         send_credit(receive.peer);
+        if (fault_due(receive.peer, Injected_fault::Kind::qp_error, receiving)) move_to_error(receive.peer);
     }
     for (const Send& send : sends) {
         if (send.peer == rank_) {
@@ -530,6 +536,11 @@ void Verbs_transport::post_data(std::span<const Send> sends, std::span<const Rec
         if (peer.busy[data][sending])
             throw std::logic_error("Verbs_transport: a second data send to rank " + std::to_string(send.peer));
         peer.data_send_bytes = static_cast<std::uint32_t>(send.data.size());
+        if (fault_due(send.peer, Injected_fault::Kind::short_mfp, sending)) {
+            peer.data_send_bytes -= std::min<std::uint32_t>(peer.data_send_bytes, 8);
+            log_warning("injected fault (--inject-fault): this MFP to rank ", send.peer, " goes ",
+                        peer.data_send_bytes, " bytes long where its header announced ", send.data.size());
+        }
         peer.held = Held_send{send.data.data(), peer.data_send_bytes, lkey_of(send.data)};
         peer.busy[data][sending] = true;
         send_held(send.peer);  // now if its receive is posted, else when the credit comes
@@ -538,6 +549,23 @@ void Verbs_transport::post_data(std::span<const Send> sends, std::span<const Rec
             if (traffic_) traffic_->sends_held.fetch_add(1, std::memory_order_relaxed);
         }
     }
+}
+
+bool Verbs_transport::fault_due(Rank peer, Injected_fault::Kind kind, Direction direction) {
+    const std::uint64_t posted = ++peers_[peer].data_posted[direction];
+    return settings_.fault && settings_.fault->kind == kind && settings_.fault->peer == peer &&
+           settings_.fault->after == posted;
+}
+
+void Verbs_transport::move_to_error(Rank peer) {
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_ERR;
+    if (const int error = ibv_modify_qp(peers_[peer].qps[data].get(), &attr, IBV_QP_STATE); error != 0)
+        throw Transport_error(verbs_error("moving the data queue pair with rank " + std::to_string(peer) +
+                                              " to the error state (--inject-fault)",
+                                          error));
+    log_warning("injected fault (--inject-fault): the data queue pair with rank ", peer,
+                " is in the error state, its posted receive flushed");
 }
 
 bool Verbs_transport::wait_data(std::span<const Rank> sent_to, std::span<const Rank> received_from) {

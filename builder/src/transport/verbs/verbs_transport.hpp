@@ -13,6 +13,7 @@
 
 #include "base/busy_poll.hpp"
 #include "transport/mesh_transport.hpp"
+#include "transport/injected_fault.hpp"
 #include "transport/self_delivery.hpp"
 #include "base/stop_flag.hpp"
 #include "transport/tcp/tcp_transport.hpp"
@@ -54,6 +55,7 @@ public:
         std::uint32_t peer_timeout_ms = 1000;
         std::uint32_t setup_timeout_ms = 5000;  // a peer that sends no address by then is lost
         std::uint32_t busy_poll_us = default_busy_poll_us;  // polls of an idle completion queue before sleeping
+        std::optional<Injected_fault> fault;  // --inject-fault: tests and qualification only
     };
 
     // Opens the device and connects queue pairs with every peer of `mesh`.
@@ -112,6 +114,7 @@ private:
         std::uint32_t credits = 0;          // data receives the peer posted for this unit, not yet sent into
         std::optional<Held_send> held;      // the data send waiting for a credit
         std::uint32_t credits_unacked = 0;  // credits sent to the peer, not yet complete
+        std::uint64_t data_posted[2] = {};  // [Direction]: data operations ever posted with it (--inject-fault)
     };
     class Registration;
     struct Region {
@@ -137,6 +140,10 @@ private:
     void take_credit(Rank peer, std::uint32_t immediate);
     // Posts the held data send to `peer` if it has a credit for it.
     void send_held(Rank peer);
+    // The --inject-fault fault, if it is due at this data operation with
+    // `peer` (counted in data_posted): fires once.
+    bool fault_due(Rank peer, Injected_fault::Kind kind, Direction direction);
+    void move_to_error(Rank peer);
     std::uint32_t lkey_of(std::span<const std::byte> bytes) const;
     std::byte* control_slot(Rank peer, Direction direction, std::uint32_t slot);
     std::uint64_t work_id(Rank peer, Channel channel, Direction direction, std::uint32_t slot = 0) const;
