@@ -17,12 +17,16 @@
 # each ratio is taken within a run, builder against the perftest figure just
 # before it, and the median of those ratios is printed, with min and max.
 # Prints BENCH lines on stdout.
-# Usage: builder/bench/verbs.sh BUILD_DIR   (EB_BENCH_UNITS, default 2)
+# Usage: builder/bench/verbs.sh BUILD_DIR   (EB_BENCH_UNITS, default 2;
+# EB_BENCH_MORE_UNITS, default 3, also over verbs)
 set -euo pipefail
 build=$(cd "${1:?usage: builder/bench/verbs.sh BUILD_DIR}" && pwd)
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${EB_RDMA_DEVICE:?run this through hack/verbs-vm/run.sh (make bench-verbs)}"
 units=${EB_BENCH_UNITS:-2}
+# Also over verbs at this many units, against the same ib_write_bw ("" for
+# none): each unit then has two peers, as on a farm (the VM may take 3 vCPUs).
+more_units=${EB_BENCH_MORE_UNITS-3}
 events=${EB_BENCH_EVENTS:-1500000}  # per BU
 ib_seconds=${EB_BENCH_SECONDS:-6}
 # Messages perftest keeps in flight per direction. Its default, 128, of 1.3 MB
@@ -71,7 +75,7 @@ rnr_total=0
 
 ib=() send=() verbs=() tcp=() verbs_cpu=() tcp_cpu=()
 ib_retries=() ib_duplicates=() verbs_retries=() verbs_duplicates=()
-vs_write=() vs_send=() vs_tcp=()
+vs_write=() vs_send=() vs_tcp=() verbs_more=() vs_write_more=()
 for ((run = 1; run <= runs; run++)); do
   echo ">> run $run of $runs: ib_write_bw and ib_send_bw -b, $mfp_bytes-byte messages, $tx_depth in flight, $ib_seconds s" >&2
   counted perftest_pair ib_write_bw $((18514 + run)) "$work/ib" -b -s "$mfp_bytes" -D "$ib_seconds" -q 1 -t "$tx_depth"
@@ -87,7 +91,13 @@ for ((run = 1; run <= runs; run++)); do
   tcp+=("$(gbps "$received" "$seconds")") tcp_cpu+=("$(per_gb "$cpu" "$received")")
   vs_write+=("$(ratio "${verbs[-1]}" "${ib[-1]}")") vs_send+=("$(ratio "${verbs[-1]}" "${send[-1]}")")
   vs_tcp+=("$(ratio "${verbs[-1]}" "${tcp[-1]}")")
-  echo ">> run $run: verbs/ib_write_bw ${vs_write[-1]}, verbs/ib_send_bw ${vs_send[-1]}, verbs/tcp ${vs_tcp[-1]};" \
+  more=""
+  if [ -n "$more_units" ]; then
+    units=$more_units run_builder --source prepared --output discard --transport verbs --rdma-device "$EB_RDMA_DEVICE"
+    verbs_more+=("$(gbps "$received" "$seconds")") vs_write_more+=("$(ratio "${verbs_more[-1]}" "${ib[-1]}")")
+    more=" ($more_units units: ${vs_write_more[-1]})"
+  fi
+  echo ">> run $run: verbs/ib_write_bw ${vs_write[-1]}$more, verbs/ib_send_bw ${vs_send[-1]}, verbs/tcp ${vs_tcp[-1]};" \
     "per 10k packets: retries ${verbs_retries[-1]} (ib_write_bw ${ib_retries[-1]}), duplicate requests" \
     "${verbs_duplicates[-1]} (ib_write_bw ${ib_duplicates[-1]})" >&2
 done
@@ -108,3 +118,7 @@ fi
 bench_spread verbs_vs_ib_write_bw ratio "${vs_write[@]}"
 bench_spread verbs_vs_ib_send_bw ratio "${vs_send[@]}"
 bench_spread verbs_vs_tcp ratio "${vs_tcp[@]}"
+if [ -n "$more_units" ]; then
+  bench_spread "builder_verbs_network_throughput_n$more_units" Gb/s "${verbs_more[@]}"
+  bench_spread "verbs_vs_ib_write_bw_n$more_units" ratio "${vs_write_more[@]}"
+fi
