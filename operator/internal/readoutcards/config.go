@@ -35,17 +35,21 @@ type NodeConfig struct {
 
 // Card is one readout card: the device node its driver opens, the NUMA
 // node its PCIe slot hangs off, the streams (fibres, detector sources) it
-// reads, named as in the Fabric's endpoints.
+// reads, named as in the Fabric's endpoints; and its PCI address, from
+// which the DRA driver reads its PCIe root (internal/dradevices).
 type Card struct {
-	Name    string   `json:"name"`
-	NUMA    int      `json:"numa"`
-	Device  string   `json:"device,omitempty"`
-	Streams []string `json:"streams"`
+	Name       string   `json:"name"`
+	NUMA       int      `json:"numa"`
+	Device     string   `json:"device,omitempty"`
+	PCIAddress string   `json:"pciAddress,omitempty"`
+	Streams    []string `json:"streams"`
 }
 
 var (
 	prefixPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[-A-Za-z0-9_.]+$`)
 	namePattern   = regexp.MustCompile(`^[A-Za-z0-9][-A-Za-z0-9_.]*$`)
+	// PCIAddressPattern is an extended BDF, domain:bus:device.function.
+	PCIAddressPattern = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[0-1][0-9a-f]\.[0-7]$`)
 )
 
 // ParseConfig reads a FarmConfig and checks it; errors name the field and
@@ -73,6 +77,8 @@ func ParseConfig(data []byte) (FarmConfig, error) {
 				return cfg, fmt.Errorf("%s.device %q: expected the card's /dev node, which its driver opens (or set nodes[%s].emulated for cards that exist only here)", at, c.Device, node)
 			case nc.Emulated && c.Device != "":
 				return cfg, fmt.Errorf("%s.device %q: an emulated card has no device node; drop it, or unset nodes[%s].emulated", at, c.Device, node)
+			case c.PCIAddress != "" && !PCIAddressPattern.MatchString(c.PCIAddress):
+				return cfg, fmt.Errorf("%s.pciAddress %q: expected the card's PCI address as lspci -D shows it, e.g. 0000:3b:00.0", at, c.PCIAddress)
 			case len(c.Streams) == 0:
 				return cfg, fmt.Errorf("%s.streams: a card reads at least one stream; list them as the Fabric's endpoints name them", at)
 			}

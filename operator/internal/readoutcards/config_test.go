@@ -23,6 +23,8 @@ func TestParseConfigNamesTheField(t *testing.T) {
 		{"stream twice", `{"resourcePrefix":"daq.io/tell40","nodes":{"n":{"emulated":true,"cards":[{"name":"c0","streams":["s0"]},{"name":"c1","numa":1,"streams":["s0"]}]}}}`,
 			`stream "s0" is also read by card c0`},
 		{"numa", `{"resourcePrefix":"daq.io/tell40","nodes":{"n":{"emulated":true,"cards":[{"name":"c0","numa":-1,"streams":["s0"]}]}}}`, "nodes[n].cards[0].numa"},
+		{"pci address", `{"resourcePrefix":"daq.io/tell40","nodes":{"n":{"emulated":true,"cards":[{"name":"c0","pciAddress":"3b:00.0","streams":["s0"]}]}}}`,
+			`nodes[n].cards[0].pciAddress "3b:00.0": expected the card's PCI address as lspci -D shows it`},
 	} {
 		_, err := ParseConfig([]byte(tc.config))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
