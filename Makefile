@@ -217,9 +217,10 @@ build-builder: packages ## Build the C++ builder (Release).
 	cmake --build $(BUILD)/builder
 
 .PHONY: build-operator
-build-operator: build-plugin ## Build the operator binary.
+build-operator: build-plugin ## Build the operator binary, the readout device plugin and the DRA driver.
 	cd operator && CGO_ENABLED=0 go build -trimpath -o $(BUILD)/operator/manager ./cmd
 	cd operator && CGO_ENABLED=0 go build -trimpath -o $(BUILD)/operator/readout-device-plugin ./cmd/readout-device-plugin
+	cd operator && CGO_ENABLED=0 go build -trimpath -o $(BUILD)/operator/eventbuilder-dra ./cmd/eventbuilder-dra
 
 .PHONY: build-plugin
 build-plugin: ## Build the kubectl plugin (kubectl eventbuilder).

@@ -6,19 +6,20 @@ import (
 	"strings"
 	"testing"
 
+	"daq.io/eventbuilder/operator/internal/dradevices/sysfstest"
 	"daq.io/eventbuilder/operator/internal/readoutcards"
 )
 
 // A pod's claim on the dual-socket server: the NIC and the card of socket
 // 0, as a matchAttribute on pcieRoot allocates them.
 func TestClaimSpecGivesTheContainerItsNICAndStreamsTogether(t *testing.T) {
-	s := newSysfs(t)
-	s.nic(s.pci("pci0000:00", "0000:3b:00.0", 0), "mlx5_0", "InfiniBand", "4: ACTIVE", map[int]string{0: "IB " + ibGID})
-	s.nic(s.pci("pci0000:80", "0000:af:00.0", 1), "mlx5_1", "InfiniBand", "4: ACTIVE", map[int]string{0: "IB " + ibGID})
-	s.write("class/infiniband_verbs/uverbs0/ibdev", "mlx5_0")
-	s.write("class/infiniband_verbs/uverbs1/ibdev", "mlx5_1")
-	s.pci("pci0000:00", "0000:3c:00.0", 0)
-	devices, err := Discover(s.root, readoutcards.NodeConfig{Cards: []readoutcards.Card{
+	s := sysfstest.New(t)
+	s.NIC(s.PCI("pci0000:00", "0000:3b:00.0", 0), "mlx5_0", "InfiniBand", "4: ACTIVE", map[int]string{0: "IB " + ibGID})
+	s.NIC(s.PCI("pci0000:80", "0000:af:00.0", 1), "mlx5_1", "InfiniBand", "4: ACTIVE", map[int]string{0: "IB " + ibGID})
+	s.Write("class/infiniband_verbs/uverbs0/ibdev", "mlx5_0")
+	s.Write("class/infiniband_verbs/uverbs1/ibdev", "mlx5_1")
+	s.PCI("pci0000:00", "0000:3c:00.0", 0)
+	devices, err := Discover(s.Root, readoutcards.NodeConfig{Cards: []readoutcards.Card{
 		{Name: "tell40-0", NUMA: 0, Device: "/dev/pcie40_0", PCIAddress: "0000:3c:00.0", Streams: []string{"velo0", "velo1"}},
 		{Name: "emu", NUMA: 1, Streams: []string{"e0"}},
 	}})
@@ -26,7 +27,7 @@ func TestClaimSpecGivesTheContainerItsNICAndStreamsTogether(t *testing.T) {
 		t.Fatal(err)
 	}
 	devices[len(devices)-1].Attributes[AttrEmulated] = boolean(true)
-	verbs, err := VerbsNodes(s.root)
+	verbs, err := VerbsNodes(s.Root)
 	if err != nil || !reflect.DeepEqual(verbs, map[string]string{"mlx5_0": "/dev/infiniband/uverbs0", "mlx5_1": "/dev/infiniband/uverbs1"}) {
 		t.Fatalf("verbs nodes %v, %v", verbs, err)
 	}

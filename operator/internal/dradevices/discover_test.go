@@ -3,86 +3,16 @@ package dradevices
 import (
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
 
+	"daq.io/eventbuilder/operator/internal/dradevices/sysfstest"
 	"daq.io/eventbuilder/operator/internal/readoutcards"
 )
-
-// sysfs builds a fixture tree laid out as the kernel's: PCI devices under
-// devices/<root complex>/<bridge>/<bus id> with their numa_node, linked from
-// bus/pci/devices; RDMA devices under their PCI device's infiniband/,
-// linked from class/infiniband, each with a device link back.
-type sysfs struct {
-	t    *testing.T
-	root string
-}
-
-func newSysfs(t *testing.T) *sysfs {
-	s := &sysfs{t: t, root: t.TempDir()}
-	s.mkdir("devices")
-	s.mkdir("bus/pci/devices")
-	return s
-}
-
-func (s *sysfs) mkdir(rel string) string {
-	dir := filepath.Join(s.root, rel)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		s.t.Fatal(err)
-	}
-	return dir
-}
-
-func (s *sysfs) write(rel, content string) {
-	s.mkdir(filepath.Dir(rel))
-	if err := os.WriteFile(filepath.Join(s.root, rel), []byte(content+"\n"), 0o644); err != nil {
-		s.t.Fatal(err)
-	}
-}
-
-func (s *sysfs) link(rel, target string) {
-	s.mkdir(filepath.Dir(rel))
-	if err := os.Symlink(target, filepath.Join(s.root, rel)); err != nil {
-		s.t.Fatal(err)
-	}
-}
-
-// pci adds a PCI device under root complex root (pci<domain>:<bus>) and
-// returns its path relative to the tree.
-func (s *sysfs) pci(root, busID string, numa int) string {
-	rel := filepath.Join("devices", root, root[3:]+":00.0", busID)
-	s.write(filepath.Join(rel, "numa_node"), strconv.Itoa(numa))
-	s.link(filepath.Join("bus/pci/devices", busID), filepath.Join("../../..", rel))
-	return rel
-}
-
-// nic adds RDMA device name on the PCI device at pciRel, port 1, with
-// gids (index -> "type gid netdev"; type "IB" on InfiniBand).
-func (s *sysfs) nic(pciRel, name, linkLayer, state string, gids map[int]string) {
-	rel := filepath.Join(pciRel, "infiniband", name)
-	port := filepath.Join(rel, "ports", "1")
-	s.write(filepath.Join(port, "link_layer"), linkLayer)
-	s.write(filepath.Join(port, "state"), state)
-	for index, spec := range gids {
-		parts := strings.Fields(spec)
-		s.write(filepath.Join(port, "gids", strconv.Itoa(index)), parts[1])
-		if parts[0] != "IB" {
-			s.write(filepath.Join(port, "gid_attrs", "types", strconv.Itoa(index)), strings.ReplaceAll(parts[0], "_", " "))
-		}
-		if len(parts) > 2 {
-			s.write(filepath.Join(port, "gid_attrs", "ndevs", strconv.Itoa(index)), parts[2])
-		}
-	}
-	s.link(filepath.Join(rel, "device"), "../..")
-	s.link(filepath.Join("class/infiniband", name), filepath.Join("../..", rel))
-}
 
 // text renders a device's attributes as name=value, sorted.
 func text(d resourceapi.Device) string {
@@ -143,13 +73,13 @@ func TestDiscoverAServerWithACardAndANICOnEachRoot(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newSysfs(t)
-			s.nic(s.pci("pci0000:00", "0000:3b:00.0", 0), "mlx5_0", "Ethernet", "4: ACTIVE", map[int]string{
+			s := sysfstest.New(t)
+			s.NIC(s.PCI("pci0000:00", "0000:3b:00.0", 0), "mlx5_0", "Ethernet", "4: ACTIVE", map[int]string{
 				0: "RoCE_v1 " + linkLoc + " ens1f0", 1: "RoCE_v2 " + linkLoc + " ens1f0", 3: "RoCE_v2 " + roceIPv4 + " ens1f0"})
-			s.nic(s.pci("pci0000:80", "0000:af:00.0", 1), "mlx5_1", "InfiniBand", "4: ACTIVE", map[int]string{0: "IB " + ibGID})
-			s.pci(tc.cardRoot0, "0000:3c:00.0", 0)
-			s.pci("pci0000:80", "0000:b0:00.0", 1)
-			devices, err := Discover(s.root, readoutcards.NodeConfig{Cards: []readoutcards.Card{
+			s.NIC(s.PCI("pci0000:80", "0000:af:00.0", 1), "mlx5_1", "InfiniBand", "4: ACTIVE", map[int]string{0: "IB " + ibGID})
+			s.PCI(tc.cardRoot0, "0000:3c:00.0", 0)
+			s.PCI("pci0000:80", "0000:b0:00.0", 1)
+			devices, err := Discover(s.Root, readoutcards.NodeConfig{Cards: []readoutcards.Card{
 				{Name: "tell40-0", NUMA: 0, Device: "/dev/pcie40_0", PCIAddress: "0000:3c:00.0", Streams: []string{"velo0", "velo1"}},
 				{Name: "tell40-1", NUMA: 1, Device: "/dev/pcie40_1", PCIAddress: "0000:b0:00.0", Streams: []string{"ut_2"}},
 			}})
@@ -180,13 +110,13 @@ func TestDiscoverAServerWithACardAndANICOnEachRoot(t *testing.T) {
 }
 
 func TestDiscoverNamesWhatDoesNotCheckOut(t *testing.T) {
-	s := newSysfs(t)
-	s.nic(s.pci("pci0000:00", "0000:3b:00.0", -1), "rxe_0", "Ethernet", "1: DOWN", nil)
-	s.pci("pci0000:80", "0000:af:00.0", 1)
+	s := sysfstest.New(t)
+	s.NIC(s.PCI("pci0000:00", "0000:3b:00.0", -1), "rxe_0", "Ethernet", "1: DOWN", nil)
+	s.PCI("pci0000:80", "0000:af:00.0", 1)
 
 	// A NIC the kernel gives no NUMA node, no GID and a port DOWN: published
 	// as it is, with no numaNode.
-	devices, err := Discover(s.root, readoutcards.NodeConfig{})
+	devices, err := Discover(s.Root, readoutcards.NodeConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +126,7 @@ func TestDiscoverNamesWhatDoesNotCheckOut(t *testing.T) {
 	}
 
 	// An emulated card without a PCI address: aligned by its NUMA node alone.
-	devices, err = Discover(s.root, readoutcards.NodeConfig{Emulated: true, Cards: []readoutcards.Card{
+	devices, err = Discover(s.Root, readoutcards.NodeConfig{Emulated: true, Cards: []readoutcards.Card{
 		{Name: "emulated-0", NUMA: 1, Streams: []string{"s0"}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -217,12 +147,12 @@ func TestDiscoverNamesWhatDoesNotCheckOut(t *testing.T) {
 		{"a name too long", readoutcards.Card{Name: strings.Repeat("c", 40), NUMA: 1, Streams: []string{strings.Repeat("s", 20)}},
 			"is over 63 characters"},
 	} {
-		_, err := Discover(s.root, readoutcards.NodeConfig{Cards: []readoutcards.Card{tc.card}})
+		_, err := Discover(s.Root, readoutcards.NodeConfig{Cards: []readoutcards.Card{tc.card}})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
 		}
 	}
-	_, err = Discover(s.root, readoutcards.NodeConfig{Cards: []readoutcards.Card{
+	_, err = Discover(s.Root, readoutcards.NodeConfig{Cards: []readoutcards.Card{
 		{Name: "a.b", NUMA: 1, Streams: []string{"s"}}, {Name: "a-b", NUMA: 1, Streams: []string{"s"}}}})
 	if err == nil || !strings.Contains(err.Error(), "two devices are named stream-a-b-s") {
 		t.Errorf("names alike once DNS labels: error %v", err)
