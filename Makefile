@@ -57,6 +57,7 @@ BASE_IMAGE := eventbuilder/debian-base:bookworm-$(shell sha256sum images/base/bu
 OPERATOR_IMAGE := eventbuilder/operator:$(VERSION)
 BUILDER_IMAGE := eventbuilder/builder:$(VERSION)
 READOUT_PLUGIN_IMAGE := eventbuilder/readout-device-plugin:$(VERSION)
+DRA_DRIVER_IMAGE := eventbuilder/dra-driver:$(VERSION)
 NODE_INPUTS := e2e/cluster/build-node-image.sh hack/runc-wrapper/main.go $(shell find e2e/cluster/node e2e/cluster/images -type f | LC_ALL=C sort)
 NODE_HASH := $(shell (echo $(K8S_BIN) $(BASE_IMAGE) $(COREDNS_VERSION) $(KIND_VERSION) $$(go env GOVERSION); cat $(NODE_INPUTS)) | sha256sum | cut -c1-12)
 OFFLINE_NODE_IMAGE := eventbuilder/kind-node:$(K8S_VERSION)-$(NODE_HASH)
@@ -150,6 +151,7 @@ lint: $(CONTROLLER_GEN) $(HELM) ## gofmt and go vet over the Go modules, the CRD
 test-chart: packages $(HELM) build-operator $(RDMA_DP)/checkconfig ## Lint and render the Helm chart (monitoring objects, the device plugins and the data network on too; the rendered readout-card and RDMA configurations checked by the plugins' own parsers, bad values refused naming the field); check and unit-test its alerts with promtool.
 	$(HELM) lint --strict charts/eventbuilder-operator
 	$(HELM) template eb charts/eventbuilder-operator >/dev/null
+	$(HELM) lint --strict charts/eventbuilder-operator --set draDriver.enabled=true
 	$(HELM) template eb charts/eventbuilder-operator --set monitoring.podMonitor.enabled=true \
 	  --set monitoring.serviceMonitor.enabled=true --set monitoring.prometheusRule.enabled=true \
 	  --set monitoring.dashboard.enabled=true >/dev/null
@@ -231,14 +233,16 @@ manifests: $(CONTROLLER_GEN) ## Regenerate CRDs, RBAC and deepcopy code from the
 	CONTROLLER_GEN=$(CONTROLLER_GEN) operator/hack/generate.sh
 
 .PHONY: images
-images: docker base-image build-builder build-operator ## Build the operator and builder images (no registry needed).
+images: docker base-image build-builder build-operator ## Build the operator, builder, readout device plugin and DRA driver images (no registry needed).
 	mkdir -p $(BUILD)/operator-image-context && cp $(BUILD)/operator/manager $(BUILD)/operator-image-context/
 	docker build -q -t $(OPERATOR_IMAGE) -f images/operator/Dockerfile $(BUILD)/operator-image-context >/dev/null
 	mkdir -p $(BUILD)/readout-plugin-image-context && cp $(BUILD)/operator/readout-device-plugin $(BUILD)/readout-plugin-image-context/
 	docker build -q -t $(READOUT_PLUGIN_IMAGE) -f images/readout-device-plugin/Dockerfile $(BUILD)/readout-plugin-image-context >/dev/null
+	mkdir -p $(BUILD)/dra-driver-image-context && cp $(BUILD)/operator/eventbuilder-dra $(BUILD)/dra-driver-image-context/
+	docker build -q -t $(DRA_DRIVER_IMAGE) -f images/dra-driver/Dockerfile $(BUILD)/dra-driver-image-context >/dev/null
 	mkdir -p $(BUILD)/builder-image-context && cp $(BUILD)/builder/eb-builder $(BUILD)/builder/eb-readout-emulator $(BUILD)/builder/eb-consumer $(BUILD)/builder-image-context/
 	docker build -q -t $(BUILDER_IMAGE) --build-arg BASE_IMAGE=$(BASE_IMAGE) -f images/builder/Dockerfile $(BUILD)/builder-image-context >/dev/null
-	@echo ">> images $(OPERATOR_IMAGE) $(BUILDER_IMAGE) $(READOUT_PLUGIN_IMAGE)"
+	@echo ">> images $(OPERATOR_IMAGE) $(BUILDER_IMAGE) $(READOUT_PLUGIN_IMAGE) $(DRA_DRIVER_IMAGE)"
 
 .PHONY: cluster-images
 cluster-images: docker base-image $(FLANNEL) $(MACVLAN) $(WHEREABOUTS)/whereabouts $(PROMETHEUS_OPERATOR)/operator $(PROMETHEUS) ## Build the kind cluster's add-on images: the pod and data networks (flannel, netpol, npwg-emulation, macvlan, whereabouts), the Prometheus Operator, its config reloader, Prometheus.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"flag"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -13,27 +12,10 @@ import (
 	"daq.io/eventbuilder/operator/internal/testenv"
 )
 
-// chart is the operator's Helm chart, relative to this package.
-var chart = filepath.Join("..", "..", "charts", "eventbuilder-operator")
-
-// helmTemplate renders the chart with the given --set values; it skips
-// the test, saying why, when the repository's helm is not built (under
-// make test it fails instead: testenv.Unavailable).
+// helmTemplate renders the operator's chart with the given --set values.
 func helmTemplate(t *testing.T, set ...string) string {
 	t.Helper()
-	bins, _ := filepath.Glob(filepath.Join("..", "..", "bin", "helm-*", "helm"))
-	if len(bins) == 0 {
-		testenv.Unavailable(t, "no helm in ../bin/helm-*/ (make test-chart and make test-operator build it)")
-	}
-	args := []string{"template", "eb", chart}
-	for _, s := range set {
-		args = append(args, "--set", s)
-	}
-	out, err := exec.Command(bins[0], args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
+	return testenv.HelmTemplate(t, filepath.Join("..", ".."), set...)
 }
 
 // renderedFlag is the value of --name=value in the rendered manifests.

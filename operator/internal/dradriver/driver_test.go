@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,10 +18,13 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
+	"sigs.k8s.io/yaml"
 	cdi "tags.cncf.io/container-device-interface/specs-go"
 
+	"daq.io/eventbuilder/operator/internal/dradevices"
 	"daq.io/eventbuilder/operator/internal/dradevices/sysfstest"
 	"daq.io/eventbuilder/operator/internal/readoutcards"
 	"daq.io/eventbuilder/operator/internal/testenv"
@@ -163,4 +168,56 @@ func equalSets(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
+}
+
+// The chart's DeviceClasses (draDriver.enabled) are accepted by a real API
+// server, which compiles their CEL, and each selects exactly the driver's
+// devices of its kind, as the scheduler evaluates them (the DRA library's
+// own CEL compiler).
+func TestTheChartsDeviceClassesSelectTheDriversDevicesByKind(t *testing.T) {
+	env := testenv.StartForTest(t, "../../..")
+	clients := kubernetes.NewForConfigOrDie(env.Config)
+	ctx := context.Background()
+	var classes []resourceapi.DeviceClass
+	for _, doc := range strings.Split(testenv.HelmTemplate(t, "../../..", "draDriver.enabled=true"), "\n---") {
+		if !strings.Contains(doc, "\nkind: DeviceClass") {
+			continue
+		}
+		var class resourceapi.DeviceClass
+		if err := yaml.Unmarshal([]byte(doc), &class); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := clients.ResourceV1().DeviceClasses().Create(ctx, &class, metav1.CreateOptions{}); err != nil {
+			t.Errorf("DeviceClass %s refused: %v", class.Name, err)
+		}
+		classes = append(classes, class)
+	}
+	sys := sysfstest.New(t)
+	sys.NIC(sys.PCI("pci0000:00", "0000:3b:00.0", 0), "mlx5_0", "InfiniBand", "4: ACTIVE", nil)
+	devices, err := dradevices.Discover(sys.Root, readoutcards.NodeConfig{Emulated: true, Cards: []readoutcards.Card{
+		{Name: "emulated-0", Streams: []string{"s0"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	selected := map[string][]string{}
+	for _, class := range classes {
+		for _, selector := range class.Spec.Selectors {
+			compiled := cel.GetCompiler(cel.Features{}).CompileCELExpression(selector.CEL.Expression, cel.Options{})
+			if compiled.Error != nil {
+				t.Fatalf("%s: %v", class.Name, compiled.Error)
+			}
+			for _, d := range devices {
+				matches, _, err := compiled.DeviceMatches(ctx, cel.Device{Driver: DriverName, Attributes: d.Attributes})
+				if err != nil {
+					t.Fatalf("%s on %s: %v", class.Name, d.Name, err)
+				}
+				if matches {
+					selected[class.Name] = append(selected[class.Name], d.Name)
+				}
+			}
+		}
+	}
+	if want := map[string][]string{"eventbuilder-rdma": {"nic-mlx5-0"}, "eventbuilder-readout": {"stream-emulated-0-s0"}}; !reflect.DeepEqual(selected, want) {
+		t.Errorf("selected %v, want %v", selected, want)
+	}
 }

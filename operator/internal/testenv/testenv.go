@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,6 +76,26 @@ func StartForTest(t testing.TB, repoRoot string) *Env {
 	}
 	t.Cleanup(func() { _ = env.Stop() })
 	return env
+}
+
+// HelmTemplate renders the operator's chart of the repository at repoRoot
+// with the given --set values, with the helm make built there; without it
+// t is Unavailable, saying how to get it.
+func HelmTemplate(t testing.TB, repoRoot string, set ...string) string {
+	t.Helper()
+	bins, _ := filepath.Glob(filepath.Join(repoRoot, "bin", "helm-*", "helm"))
+	if len(bins) == 0 {
+		Unavailable(t, "no helm in "+filepath.Join(repoRoot, "bin", "helm-*")+" (make test-chart and make test-operator build it)")
+	}
+	args := []string{"template", "eb", filepath.Join(repoRoot, "charts", "eventbuilder-operator")}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	out, err := exec.Command(bins[0], args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }
 
 // Env is a running kube-apiserver and etcd with the operator's CRDs.
