@@ -24,6 +24,8 @@ import (
 	"sigs.k8s.io/yaml"
 	cdi "tags.cncf.io/container-device-interface/specs-go"
 
+	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
+	"daq.io/eventbuilder/operator/internal/builderpod"
 	"daq.io/eventbuilder/operator/internal/dradevices"
 	"daq.io/eventbuilder/operator/internal/dradevices/sysfstest"
 	"daq.io/eventbuilder/operator/internal/readoutcards"
@@ -170,8 +172,9 @@ func equalSets(a, b []string) bool {
 	return slices.Equal(a, b)
 }
 
-// The chart's DeviceClasses (draDriver.enabled) are accepted by a real API
-// server, which compiles their CEL, and each selects exactly the driver's
+// The chart's DeviceClasses (draDriver.enabled) and a unit's claim template
+// are accepted by a real API server, which compiles their CEL; each class
+// selects exactly the driver's
 // devices of its kind, as the scheduler evaluates them (the DRA library's
 // own CEL compiler).
 func TestTheChartsDeviceClassesSelectTheDriversDevicesByKind(t *testing.T) {
@@ -192,6 +195,15 @@ func TestTheChartsDeviceClassesSelectTheDriversDevicesByKind(t *testing.T) {
 		}
 		classes = append(classes, class)
 	}
+	// A unit's claim template, as the operator renders it, is accepted too
+	// (its selectors compiled, its constraint checked).
+	template := builderpod.ClaimTemplate(&ebv1.EventBuilderRun{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "default", UID: "u"}}, 0,
+		ebv1.FabricEndpoint{Name: "eb0-numa0", RDMADevice: "mlx5_0", Streams: []string{"velo0", "velo1"}}, builderpod.AlignPCIeRoot)
+	template.OwnerReferences = nil // no such run on this API server
+	if _, err := clients.ResourceV1().ResourceClaimTemplates("default").Create(ctx, template, metav1.CreateOptions{}); err != nil {
+		t.Errorf("claim template refused: %v", err)
+	}
+
 	sys := sysfstest.New(t)
 	sys.NIC(sys.PCI("pci0000:00", "0000:3b:00.0", 0), "mlx5_0", "InfiniBand", "4: ACTIVE", nil)
 	devices, err := dradevices.Discover(sys.Root, readoutcards.NodeConfig{Emulated: true, Cards: []readoutcards.Card{
