@@ -30,14 +30,10 @@ const (
 )
 
 // A bound that is the point of a test allows timingMargin over the
-// design's worst case: three of the chart's builder polls
-// (builderPollInterval, left at its default here), so that a loaded 2-core
-// machine that delays a poll or a reconcile does not fail it. The figures
-// themselves are logged by each test.
-const (
-	chartPollInterval = 2 * time.Second
-	timingMargin      = 3 * chartPollInterval
-)
+// design's worst case, so that a loaded 2-core machine that delays a poll
+// or a reconcile does not fail it; a bound the issue fixes says so where it
+// is. The figures themselves are logged by each test.
+const timingMargin = 6 * time.Second
 
 // env is what make test-e2e hands over: tool paths and image names.
 var env struct {

@@ -92,14 +92,14 @@ func bindFlags(fs *flag.FlagSet) *options {
 			"below --leader-elect-lease-duration, so that it has stopped before a standby takes over.")
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", time.Second,
 		"How often the leader renews its lease and a standby tries to take it.")
-	fs.DurationVar(&o.pollInterval, "builder-poll-interval", 2*time.Second, "How often each run's builders are polled for status.")
-	fs.DurationVar(&o.pollTimeout, "builder-poll-timeout", time.Second, "Timeout of one builder status request.")
+	fs.DurationVar(&o.pollInterval, "builder-poll-interval", time.Second, "How often each run's builders are polled for status.")
+	fs.DurationVar(&o.pollTimeout, "builder-poll-timeout", 750*time.Millisecond, "Timeout of one builder status request.")
 	fs.DurationVar(&o.controlTimeout, "builder-control-timeout", 2*time.Second,
 		"Timeout of one builder control command (configure, start, pause, resume, stop).")
 	fs.DurationVar(&o.notReadyGrace, "node-not-ready-grace", 10*time.Second,
 		"How long a node's Ready condition may be False before the units on it fail over to spares. "+
 			"A node whose Ready is Unknown, that is being deleted or that is gone fails them at once.")
-	fs.DurationVar(&o.unreachableAfter, "builder-unreachable-after", 2*time.Second,
+	fs.DurationVar(&o.unreachableAfter, "builder-unreachable-after", time.Second,
 		"How long a live unit's builder may answer no poll (two in a row at least), with no majority of its peers "+
 			"reporting it up, before the unit fails over to a spare (its server may be gone with every peer that "+
 			"could report it). 0 turns it off.")

@@ -74,8 +74,9 @@ func (p *Poller) Start(ctx context.Context) error {
 	return nil
 }
 
-// Track polls run's targets every interval from now on (every half of it
-// while a builder that answered before is silent: a lost server, maybe),
+// Track polls run's targets every interval from now on (again at once
+// when a builder that answered before falls silent, then every half
+// interval while it stays silent: a lost server, maybe),
 // starting its polling if it was not tracked. A change of targets (a pod
 // replaced, started or gone), or a shorter interval, is polled at once.
 func (p *Poller) Track(run types.NamespacedName, targets []Target, interval time.Duration) {
@@ -190,7 +191,12 @@ func (p *Poller) loop(ctx context.Context, run types.NamespacedName, t *tracked)
 		p.mu.Lock()
 		t.latest, t.taken = poll, poll.Time.Before(t.changed)
 		t.silences = t.silences.After(poll, readyPods(targets))
-		if len(t.silences.Rows) > 0 {
+		switch {
+		case fellSilent(t.silences):
+			// Confirmed at once: a lost server fails over after two
+			// poll timeouts, not a poll interval later.
+			interval = 0
+		case len(t.silences.Rows) > 0:
 			interval /= 2
 		}
 		p.mu.Unlock()
@@ -222,6 +228,16 @@ func (p *Poller) pollOnce(ctx context.Context, targets []Target) *builderstatus.
 	}
 	_ = g.Wait() // the goroutines never fail
 	return poll
+}
+
+// fellSilent: a builder left its first poll unanswered in this one.
+func fellSilent(s builderstatus.Silences) bool {
+	for _, row := range s.Rows {
+		if row.Polls == 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // readyPods are the pods of targets the kubelet finds Ready.

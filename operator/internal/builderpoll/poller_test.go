@@ -90,9 +90,14 @@ func TestPollerPollsInTheBackgroundAndWakesTheRun(t *testing.T) {
 	if second.Pods[0] != "uid-a2" || len(second.Reports) != 1 {
 		t.Errorf("second poll %+v, want the new pod of rank 0 and no report from rank 1", second)
 	}
-	// b had answered before: its silence is a row.
-	if rows := p.Silences(run); len(rows) != 1 || rows[1].Polls != 1 || rows[1].Pod != "uid-b" {
-		t.Errorf("silences %+v, want rank 1 (uid-b) silent for 1 poll", rows)
+	// b had answered before: its silence is a row, confirmed by a poll at
+	// once (the interval is an hour).
+	confirming := next("confirming that b fell silent")
+	if len(confirming.Reports) != 1 || confirming.Time.Sub(second.Time) > 2*time.Second {
+		t.Errorf("confirming poll %+v, %v after the one b left unanswered", confirming, confirming.Time.Sub(second.Time))
+	}
+	if rows := p.Silences(run); len(rows) != 1 || rows[1].Polls != 2 || rows[1].Pod != "uid-b" || !rows[1].Since.Equal(second.Time) {
+		t.Errorf("silences %+v, want rank 1 (uid-b) silent for 2 polls since %v", rows, second.Time)
 	}
 
 	// Kicked: polled at once; then every interval.

@@ -63,8 +63,8 @@ type EventBuilderRunReconciler struct {
 	// operator's polls unanswered (runplan.MinUnreachablePolls in a row at
 	// least), with no majority of its peers reporting it up, before it
 	// fails over: its server may be gone with every peer that could report
-	// it. Zero turns it off. While a builder is silent its run is polled
-	// every half PollInterval.
+	// it. Zero turns it off. A builder that falls silent is polled again
+	// at once, then every half PollInterval while it stays silent.
 	UnreachableAfter time.Duration
 	// StallAfter is how long a live unit's event stream (its next_event)
 	// may stand still while every builder is RUNNING before the run is
