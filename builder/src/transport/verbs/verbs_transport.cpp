@@ -524,7 +524,7 @@ void Verbs_transport::post_data(std::span<const Send> sends, std::span<const Rec
         peer.busy[data][receiving] = true;
         peer.data_receive_bytes = static_cast<std::uint32_t>(receive.into.size());
         send_credit(receive.peer);
-        if (fault_due(receive.peer, Injected_fault::Kind::qp_error, receiving)) move_to_error(receive.peer);
+        if (fault_due(receive.peer, Injected_fault::Kind::qp_error)) move_to_error(receive.peer);
     }
     for (const Send& send : sends) {
         if (send.peer == rank_) {
@@ -536,7 +536,7 @@ void Verbs_transport::post_data(std::span<const Send> sends, std::span<const Rec
         if (peer.busy[data][sending])
             throw std::logic_error("Verbs_transport: a second data send to rank " + std::to_string(send.peer));
         peer.data_send_bytes = static_cast<std::uint32_t>(send.data.size());
-        if (fault_due(send.peer, Injected_fault::Kind::short_mfp, sending)) {
+        if (fault_due(send.peer, Injected_fault::Kind::short_mfp)) {
             peer.data_send_bytes -= std::min<std::uint32_t>(peer.data_send_bytes, 8);
             log_warning("injected fault (--inject-fault): this MFP to rank ", send.peer, " goes ",
                         peer.data_send_bytes, " bytes long where its header announced ", send.data.size());
@@ -551,10 +551,9 @@ void Verbs_transport::post_data(std::span<const Send> sends, std::span<const Rec
     }
 }
 
-bool Verbs_transport::fault_due(Rank peer, Injected_fault::Kind kind, Direction direction) {
-    const std::uint64_t posted = ++peers_[peer].data_posted[direction];
-    return settings_.fault && settings_.fault->kind == kind && settings_.fault->peer == peer &&
-           settings_.fault->after == posted;
+bool Verbs_transport::fault_due(Rank peer, Injected_fault::Kind kind) {
+    if (!settings_.fault || settings_.fault->kind != kind || settings_.fault->peer != peer) return false;
+    return ++fault_operations_ == settings_.fault->after;
 }
 
 void Verbs_transport::move_to_error(Rank peer) {

@@ -114,7 +114,6 @@ private:
         std::uint32_t credits = 0;          // data receives the peer posted for this unit, not yet sent into
         std::optional<Held_send> held;      // the data send waiting for a credit
         std::uint32_t credits_unacked = 0;  // credits sent to the peer, not yet complete
-        std::uint64_t data_posted[2] = {};  // [Direction]: data operations ever posted with it (--inject-fault)
     };
     class Registration;
     struct Region {
@@ -140,9 +139,9 @@ private:
     void take_credit(Rank peer, std::uint32_t immediate);
     // Posts the held data send to `peer` if it has a credit for it.
     void send_held(Rank peer);
-    // The --inject-fault fault, if it is due at this data operation with
-    // `peer` (counted in data_posted): fires once.
-    bool fault_due(Rank peer, Injected_fault::Kind kind, Direction direction);
+    // Whether the --inject-fault fault is due at this data operation with
+    // `peer` (a receive for qp_error, a send for short_mfp): fires once.
+    bool fault_due(Rank peer, Injected_fault::Kind kind);
     void move_to_error(Rank peer);
     std::uint32_t lkey_of(std::span<const std::byte> bytes) const;
     std::byte* control_slot(Rank peer, Direction direction, std::uint32_t slot);
@@ -187,6 +186,7 @@ private:
     std::vector<Region> regions_;  // registered, by begin
     Self_delivery self_;
     bool quiesced_ = false;
+    std::uint64_t fault_operations_ = 0;  // of the --inject-fault kind with its peer, posted so far
     std::vector<pollfd> watch_;  // reused
     std::vector<Rank> waited_;   // reused: the peers a wait is for
     std::vector<bool> taken_;    // reused: the receives of a control transfer that took their message
