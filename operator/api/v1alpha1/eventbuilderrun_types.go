@@ -96,7 +96,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.numaPolicy) || self.numaPolicy != 'FailOver' || has(self.fabricRef)",message="spec.numaPolicy FailOver moves a misaligned unit to a spare endpoint, and NUMA nodes and spares come from a Fabric; set spec.fabricRef, or spec.numaPolicy to Report"
 // +kubebuilder:validation:XValidation:rule="!has(self.outputStallPolicy) || self.outputStallPolicy != 'MoveBU' || has(self.fabricRef)",message="spec.outputStallPolicy MoveBU moves a stalled unit's BU to a spare endpoint, and spares come from a Fabric; set spec.fabricRef, or spec.outputStallPolicy to Report"
 // +kubebuilder:validation:XValidation:rule="!has(self.spares) || self.spares == 0 || has(self.fabricRef)",message="spec.spares: warm spares are endpoints of a Fabric; set spec.fabricRef, or spec.spares to 0"
-// +kubebuilder:validation:XValidation:rule="!has(self.builder.transport) || self.builder.transport != 'verbs' || (has(self.resources) && has(self.resources.rdma))",message="spec.builder.transport verbs needs spec.resources.rdma: the RDMA device plugin's resource (e.g. rdma/hca_numa{numa}) is what puts the NIC's /dev/infiniband devices in the pod; set spec.resources.rdma (with spec.resources.cpus and spec.resources.memory), or spec.builder.transport to tcp"
+// +kubebuilder:validation:XValidation:rule="!has(self.builder.transport) || self.builder.transport != 'verbs' || (has(self.resources) && (has(self.resources.rdma) || has(self.resources.claims)))",message="spec.builder.transport verbs needs the NIC's /dev/infiniband devices in the pod: set spec.resources.rdma, the RDMA device plugin's resource (e.g. rdma/hca_numa{numa}, with spec.resources.cpus and spec.resources.memory), or spec.resources.claims (the DRA driver's); or set spec.builder.transport to tcp"
+// +kubebuilder:validation:XValidation:rule="!has(self.resources) || !has(self.resources.claims) || has(self.fabricRef)",message="spec.resources.claims asks for each endpoint's own NIC and readout streams, which a Fabric lists; set spec.fabricRef, or use spec.resources.rdma and spec.resources.readout"
 // +kubebuilder:validation:XValidation:rule="has(self.fabricRef) || !has(self.resources) || !((has(self.resources.rdma) && self.resources.rdma.contains('{numa}')) || (has(self.resources.network) && self.resources.network.contains('{numa}')) || (has(self.resources.readout) && self.resources.readout.resource.contains('{numa}')))",message="spec.resources: {numa} in rdma, readout.resource or network stands for the endpoint's NUMA node, which only a run on a Fabric has; set spec.fabricRef, or name one resource without {numa}"
 // +kubebuilder:validation:XValidation:rule="!has(self.builder.tcpStreams) || self.builder.tcpStreams == 1 || !has(self.builder.transport) || self.builder.transport != 'verbs'",message="spec.builder.tcpStreams slices data over TCP connections; with spec.builder.transport verbs the HCA moves it: drop tcpStreams or set transport to tcp"
 // +kubebuilder:validation:XValidation:rule="!has(self.builder.dataThreads) || !has(self.resources) || !has(self.resources.cpus) || self.builder.dataThreads <= self.resources.cpus",message="spec.builder.dataThreads is more than spec.resources.cpus: more threads than CPUs take turns on them; lower dataThreads or raise cpus"
@@ -225,6 +226,7 @@ type FabricReference struct {
 // to it.
 // +kubebuilder:validation:XValidation:rule="has(self.cpus) == has(self.memory)",message="spec.resources.cpus and spec.resources.memory go together (Guaranteed QoS with whole CPUs); set both or neither"
 // +kubebuilder:validation:XValidation:rule="!(has(self.hugepages) || has(self.rdma)) || has(self.cpus)",message="spec.resources: hugepages and rdma are for pinned Guaranteed units; set spec.resources.cpus and spec.resources.memory too"
+// +kubebuilder:validation:XValidation:rule="!has(self.claims) || !(has(self.rdma) || has(self.readout))",message="spec.resources.claims gives each unit its NIC and readout streams through DRA, in place of the device plugins' spec.resources.rdma and spec.resources.readout; set one or the other"
 type UnitResources struct {
 	// cpus is the number of whole CPUs (requests = limits).
 	// +kubebuilder:validation:Minimum=1
@@ -261,7 +263,37 @@ type UnitResources struct {
 	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[-a-z0-9.{}]+$`
 	// +optional
 	Network string `json:"network,omitempty"`
+
+	// claims gives every unit its endpoint's RDMA NIC (rdmaDevice) and
+	// readout streams through Dynamic Resource Allocation (resource.k8s.io/v1,
+	// the chart's draDriver), aligned as alignOn says, in place of rdma and
+	// readout (the device plugins'): the scheduler then places a pod only
+	// where such a set exists, and condition DevicesAllocated says why not.
+	// Needs spec.fabricRef.
+	// +optional
+	Claims *DeviceClaims `json:"claims,omitempty"`
 }
+
+// DeviceClaims asks for a unit's devices through DRA.
+type DeviceClaims struct {
+	// alignOn is the attribute the NIC and the readout streams of a unit
+	// must share: PCIeRoot (resource.kubernetes.io/pcieRoot, one root
+	// complex: DMA between card and NIC never crosses the socket's
+	// interconnect) or NUMANode (resource.kubernetes.io/numaNode, for
+	// servers whose cards and NICs are on one socket but not one root).
+	// +kubebuilder:default=PCIeRoot
+	// +optional
+	AlignOn DeviceAlignment `json:"alignOn,omitempty"`
+}
+
+// DeviceAlignment is what a unit's devices share.
+// +kubebuilder:validation:Enum=PCIeRoot;NUMANode
+type DeviceAlignment string
+
+const (
+	AlignPCIeRoot DeviceAlignment = "PCIeRoot"
+	AlignNUMANode DeviceAlignment = "NUMANode"
+)
 
 // Hugepages asks for huge pages of one size.
 type Hugepages struct {
@@ -602,6 +634,23 @@ const (
 	ReasonNetworkMissing   = "NetworkMissing"
 	// ReasonNetworkNotAttached: a running pod has no address on the network.
 	ReasonNetworkNotAttached = "NetworkNotAttached"
+)
+
+// ConditionDevicesAllocated, for a run with spec.resources.claims, is True
+// when every builder pod the run asks for has its claim allocated (it was
+// scheduled), and False: reason DRAUnavailable when the cluster serves no
+// resource.k8s.io/v1; DRADriverMissing when the driver's DeviceClasses do
+// not exist (no pods are made until they do); NoAlignedDevices naming the
+// pods the scheduler cannot place and its reason (no node of theirs has the
+// NIC and streams aligned as asked).
+const ConditionDevicesAllocated = "DevicesAllocated"
+
+// Reasons of the DevicesAllocated condition.
+const (
+	ReasonDevicesAllocated = "DevicesAllocated"
+	ReasonDRAUnavailable   = "DRAUnavailable"
+	ReasonDRADriverMissing = "DRADriverMissing"
+	ReasonNoAlignedDevices = "NoAlignedDevices"
 )
 
 // ConditionNUMAAligned, for a run on a Fabric (whose builders are asked to

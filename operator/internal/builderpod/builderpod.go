@@ -272,8 +272,8 @@ func Node(pod *corev1.Pod) string {
 // control Secret it was started with, and containers (image, pull policy,
 // command, args, env, resources, probes, security; a readout driver's
 // init container too, left out when there is none so that other pods
-// keep their hash), volumes and tolerations (a pod Pending on a taint gets
-// the toleration added to the run). A pod
+// keep their hash), volumes, tolerations (a pod Pending on a taint gets
+// the toleration added to the run) and DRA claims. A pod
 // whose hash differs from the run's current rendering is replaced; the
 // rank table is not part of it (it comes by configure).
 func SpecHash(pod *corev1.Pod) string {
@@ -284,10 +284,12 @@ func SpecHash(pod *corev1.Pod) string {
 		Security      *corev1.PodSecurityContext
 		Containers    []corev1.Container
 		Volumes       []corev1.Volume
-		Init          []corev1.Container  `json:",omitempty"`
-		Tolerations   []corev1.Toleration `json:",omitempty"`
+		Init          []corev1.Container        `json:",omitempty"`
+		Tolerations   []corev1.Toleration       `json:",omitempty"`
+		Claims        []corev1.PodResourceClaim `json:",omitempty"`
 	}{Node(pod), pod.Annotations[NetworksAnnotation], pod.Annotations[ControlSecretAnnotation],
-		pod.Spec.SecurityContext, pod.Spec.Containers, pod.Spec.Volumes, pod.Spec.InitContainers, pod.Spec.Tolerations})
+		pod.Spec.SecurityContext, pod.Spec.Containers, pod.Spec.Volumes, pod.Spec.InitContainers, pod.Spec.Tolerations,
+		pod.Spec.ResourceClaims})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])
 }
@@ -342,9 +344,10 @@ type Placement struct {
 	NUMA       int
 	RDMADevice string
 	Netdev     string
-	// Streams is how many readout streams the endpoint reads (its cards'
-	// fibres): a readout driver asks for that many of the readout resource.
-	Streams int
+	// Streams are the readout streams the endpoint reads (its cards'
+	// fibres): a readout driver asks for that many of the readout resource,
+	// or in claims mode for these.
+	Streams []string
 	// WithoutFibres: the Fabric lists readout streams, but none on this
 	// endpoint (a farm's spare server, cabled to the network only). A
 	// folded unit here runs its BU alone, so its pod has no readout driver
@@ -576,6 +579,7 @@ func Pod(run *ebv1.EventBuilderRun, rank int32, place *Placement, secretUID stri
 		},
 	}
 	addDataflow(pod, run, rank, place, env, pod.Spec.Containers[0].SecurityContext)
+	claimDevices(pod, ClaimTemplate(run, place))
 	annotations[SpecHashAnnotation] = SpecHash(pod)
 	return pod
 }

@@ -185,8 +185,8 @@ func readoutRequest(run *ebv1.EventBuilderRun, place *Placement) (corev1.Resourc
 	numa, count := 0, int64(max(rd.Count, 1))
 	if place != nil {
 		numa = place.NUMA
-		if place.Streams > 0 {
-			count = int64(place.Streams)
+		if len(place.Streams) > 0 {
+			count = int64(len(place.Streams))
 		}
 	}
 	return corev1.ResourceName(numaName(rd.Resource, numa)), *resource.NewQuantity(count, resource.DecimalSI), true

@@ -172,7 +172,7 @@ func TestRequestsSumTheSideContainers(t *testing.T) {
 func TestReadoutStreamsGoToTheDriver(t *testing.T) {
 	run := productionRun()
 	run.Spec.Resources.Readout = &ebv1.ReadoutResource{Resource: "daq.io/tell40-numa{numa}", Count: 1}
-	place := &Placement{Endpoint: "eb0-numa1", Node: "eb0", NUMA: 1, Streams: 3}
+	place := &Placement{Endpoint: "eb0-numa1", Node: "eb0", NUMA: 1, Streams: []string{"velo0", "velo1", "velo2"}}
 	pod := Pod(run, 2, place, "uid")
 	driver, builder := pod.Spec.InitContainers[0], pod.Spec.Containers[0]
 	if got := driver.Resources.Limits.Name("daq.io/tell40-numa1", resource.DecimalSI).Value(); got != 3 {

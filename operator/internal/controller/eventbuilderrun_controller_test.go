@@ -1176,7 +1176,18 @@ func TestInvalidRunsAreRejected(t *testing.T) {
 		{"verbs with pinned cpus but no rdma", "", func(s map[string]any) {
 			s["builder"].(map[string]any)["transport"] = "verbs"
 			s["resources"] = map[string]any{"cpus": int64(2), "memory": "1Gi"}
-		}, "spec.builder.transport verbs needs spec.resources.rdma"},
+		}, "spec.builder.transport verbs needs the NIC's /dev/infiniband devices"},
+		{"claims without a fabric", "", func(s map[string]any) {
+			s["resources"] = map[string]any{"claims": map[string]any{}}
+		}, "spec.resources.claims asks for each endpoint's own NIC"},
+		{"claims beside a device plugin's rdma", "", func(s map[string]any) {
+			s["fabricRef"] = map[string]any{"name": "f"}
+			s["resources"] = map[string]any{"cpus": int64(2), "memory": "1Gi", "rdma": "rdma/hca", "claims": map[string]any{}}
+		}, "in place of the device plugins' spec.resources.rdma and spec.resources.readout"},
+		{"claims aligned on a bogus attribute", "", func(s map[string]any) {
+			s["fabricRef"] = map[string]any{"name": "f"}
+			s["resources"] = map[string]any{"claims": map[string]any{"alignOn": "Rack"}}
+		}, "spec.resources.claims.alignOn"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := valid()
@@ -1212,6 +1223,7 @@ func TestSamplesAreValid(t *testing.T) {
 		"eventbuilder_v1alpha1_fabric.yaml",
 		"eventbuilder_v1alpha1_eventbuilderrun_fabric.yaml",
 		"eventbuilder_v1alpha1_eventbuilderrun_production.yaml",
+		"eventbuilder_v1alpha1_eventbuilderrun_claims.yaml",
 	} {
 		raw, err := os.ReadFile(filepath.Join(repoRoot, "config", "samples", file))
 		if err != nil {

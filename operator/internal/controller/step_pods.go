@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -63,10 +64,14 @@ func (p *runPass) placePods(ctx context.Context, in *loadedRun, secret *corev1.S
 	if err := r.syncDisruptionBudget(ctx, run, obs.fabric != nil, int32(out.table.N())); err != nil {
 		return nil, endWith(ctrl.Result{}, err)
 	}
+	claimsReady, err := r.checkDevices(ctx, run, out.table, obs.pods)
+	if err != nil {
+		return nil, endWith(ctrl.Result{}, err)
+	}
 	// A planned move's old pods build on until the set switched.
 	lastMove, _ := record[*ebv1.FailoverStatus](out.cm, annLastFailover) // checked in observe
 	out.held = runplan.HeldForSwitch(out.table, lastMove, run.Status.Units, p.now, switchHold)
-	if err := r.syncPods(ctx, run, out.table, obs.endpoints, in.cordoned, obs.pods, out.held, !plan.stopped, string(secret.UID)); err != nil {
+	if err := r.syncPods(ctx, run, out.table, obs.endpoints, in.cordoned, obs.pods, out.held, !plan.stopped, claimsReady, string(secret.UID)); err != nil {
 		var create *podCreateError
 		if errors.As(err, &create) {
 			// Quota, admission policy or an invalid resource name: say so
@@ -204,12 +209,15 @@ func (e *podCreateError) Unwrap() error { return e.err }
 // run renders now (image, resources, control Secret: never the table,
 // which reaches running builders by configure). A spare's failed pod is
 // kept: the spare is not used (runplan.FailedSpares) and the pod shows
-// why, until someone deletes it. pods is updated to what remains.
+// why, until someone deletes it. A pod that claims devices (claims mode)
+// is made after its ResourceClaimTemplate, and only when claimsReady
+// (checkDevices). pods is updated to what remains.
 func (r *EventBuilderRunReconciler) syncPods(ctx context.Context, run *ebv1.EventBuilderRun, t planner.RankTable,
-	endpoints map[string]planner.Endpoint, cordoned map[string]bool, pods map[int32]*corev1.Pod, held map[int32]bool, start bool,
+	endpoints map[string]planner.Endpoint, cordoned map[string]bool, pods map[int32]*corev1.Pod, held map[int32]bool, start, claimsReady bool,
 	secretUID string) error {
 	log := logf.FromContext(ctx)
 	want := map[int32]*corev1.Pod{}
+	templates := map[int32]*resourceapi.ResourceClaimTemplate{}
 	spare := map[int32]bool{}
 	physical := cabled(endpoints)
 	for _, rk := range t.Ranks {
@@ -225,6 +233,7 @@ func (r *EventBuilderRunReconciler) syncPods(ctx context.Context, run *ebv1.Even
 			place = placement(ep, physical)
 		}
 		want[int32(rk.Rank)] = builderpod.Pod(run, int32(rk.Rank), place, secretUID)
+		templates[int32(rk.Rank)] = builderpod.ClaimTemplate(run, place)
 		spare[int32(rk.Rank)] = rk.Role == planner.Spare
 	}
 
@@ -253,10 +262,16 @@ func (r *EventBuilderRunReconciler) syncPods(ctx context.Context, run *ebv1.Even
 	var g errgroup.Group
 	g.SetLimit(maxConcurrentCreates)
 	for rank, pod := range want {
-		if pods[rank] != nil {
+		template := templates[rank]
+		if pods[rank] != nil || (template != nil && !claimsReady) {
 			continue
 		}
 		g.Go(func() error {
+			if template != nil {
+				if err := r.ensureClaimTemplate(ctx, run, template); err != nil {
+					return &podCreateError{pod: pod.Name, err: err}
+				}
+			}
 			log.V(1).Info("creating pod", "pod", pod.Name, "rank", rank, "node", builderpod.Node(pod))
 			// AlreadyExists: our cache has not seen the pod yet, or its
 			// predecessor is still terminating; a later reconcile retries.
@@ -284,7 +299,7 @@ func cabled(endpoints map[string]planner.Endpoint) bool {
 // physical: the Fabric lists readout streams (cabled).
 func placement(ep planner.Endpoint, physical bool) *builderpod.Placement {
 	return &builderpod.Placement{Endpoint: ep.Name, Node: ep.Node, NUMA: ep.NUMA, RDMADevice: ep.RDMADevice, Netdev: ep.Netdev,
-		Streams: len(ep.Streams), WithoutFibres: physical && len(ep.Streams) == 0}
+		Streams: ep.Streams, WithoutFibres: physical && len(ep.Streams) == 0}
 }
 
 // syncDisruptionBudget keeps the run's PodDisruptionBudget, holding a pod

@@ -197,8 +197,9 @@ func TestTheChartsDeviceClassesSelectTheDriversDevicesByKind(t *testing.T) {
 	}
 	// A unit's claim template, as the operator renders it, is accepted too
 	// (its selectors compiled, its constraint checked).
-	template := builderpod.ClaimTemplate(&ebv1.EventBuilderRun{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "default", UID: "u"}}, 0,
-		ebv1.FabricEndpoint{Name: "eb0-numa0", RDMADevice: "mlx5_0", Streams: []string{"velo0", "velo1"}}, builderpod.AlignPCIeRoot)
+	run := &ebv1.EventBuilderRun{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "default", UID: "u"}}
+	run.Spec.Resources.Claims = &ebv1.DeviceClaims{AlignOn: ebv1.AlignPCIeRoot}
+	template := builderpod.ClaimTemplate(run, &builderpod.Placement{Endpoint: "eb0-numa0", RDMADevice: "mlx5_0", Streams: []string{"velo0", "velo1"}})
 	template.OwnerReferences = nil // no such run on this API server
 	if _, err := clients.ResourceV1().ResourceClaimTemplates("default").Create(ctx, template, metav1.CreateOptions{}); err != nil {
 		t.Errorf("claim template refused: %v", err)

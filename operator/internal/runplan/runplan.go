@@ -473,22 +473,11 @@ func FailedSpares(t planner.RankTable, pods map[int32]*corev1.Pod) map[string]st
 		switch {
 		case pod.Status.Phase == corev1.PodFailed:
 			out[r.Endpoint] = podFailureReason(pod)
-		case unschedulable(pod):
+		case isUnschedulable(pod):
 			out[r.Endpoint] = corev1.PodReasonUnschedulable
 		}
 	}
 	return out
-}
-
-// unschedulable: the scheduler found no node for the pod (PodScheduled
-// False, reason Unschedulable).
-func unschedulable(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled {
-			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
-		}
-	}
-	return false
 }
 
 // podFailureReason is why a pod failed (Evicted, TopologyAffinityError,
