@@ -20,12 +20,13 @@ ETCD_VERSION := $(shell awk '$$1 == "go.etcd.io/etcd/server/v3" {print $$2}' hac
 PROMETHEUS_OPERATOR_VERSION := $(shell awk '$$1 == "github.com/prometheus-operator/prometheus-operator" {print $$2}' hack/tools/prometheus-operator/go.mod)
 RDMA_DP_VERSION := $(shell awk '$$1 == "require" && $$2 == "github.com/Mellanox/k8s-rdma-shared-dev-plugin" {print $$3}' hack/tools/rdma-shared-dp/go.mod)
 FLANNEL_VERSION := $(shell awk '$$1 == "github.com/flannel-io/flannel" {print $$2}' hack/tools/flannel/go.mod)
+CONTAINERD_VERSION := $(shell awk '$$1 == "github.com/containerd/containerd/v2" {print $$2}' hack/tools/containerd/go.mod)
 CNI_PLUGINS_VERSION := $(shell awk '$$1 == "github.com/containernetworking/plugins" {print $$2}' hack/tools/cni-plugins/go.mod)
 WHEREABOUTS_VERSION := $(shell awk '$$1 == "github.com/k8snetworkplumbingwg/whereabouts" {print $$2}' hack/tools/whereabouts/go.mod)
 # Prometheus v3.M.P is Go module version v0.3MM.P.
 PROMETHEUS_MODULE_VERSION := $(shell awk '$$1 == "github.com/prometheus/prometheus" {print $$2}' hack/tools/prometheus/go.mod)
 PROMETHEUS_VERSION := $(shell echo $(PROMETHEUS_MODULE_VERSION) | awk -F. '{printf "%d.%d.%s", int($$2 / 100), $$2 % 100, $$3}')
-$(if $(and $(FLANNEL_VERSION),$(CNI_PLUGINS_VERSION),$(WHEREABOUTS_VERSION),$(PROMETHEUS_MODULE_VERSION),$(PROMETHEUS_OPERATOR_VERSION),$(RDMA_DP_VERSION)),,$(error hack/tools/{flannel,cni-plugins,whereabouts,prometheus,prometheus-operator,rdma-shared-dp}/go.mod name no version of their tool))
+$(if $(and $(FLANNEL_VERSION),$(CONTAINERD_VERSION),$(CNI_PLUGINS_VERSION),$(WHEREABOUTS_VERSION),$(PROMETHEUS_MODULE_VERSION),$(PROMETHEUS_OPERATOR_VERSION),$(RDMA_DP_VERSION)),,$(error hack/tools/{flannel,containerd,cni-plugins,whereabouts,prometheus,prometheus-operator,rdma-shared-dp}/go.mod name no version of their tool))
 
 # The Kubernetes build is keyed by its versions and by a hash of its recipe.
 K8S_INPUTS := hack/tools/k8s/build.sh hack/tools/k8s/go.mod hack/tools/k8s/go.sum hack/tools/k8s/etcd/main.go
@@ -37,6 +38,10 @@ KWOK := $(BIN)/kwok-$(KWOK_VERSION)/kwok
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
 COREDNS := $(BIN)/coredns-$(COREDNS_VERSION)/coredns
 RUNC_WRAPPER := $(BIN)/runc-wrapper
+# containerd 2 for the offline kind node image (Debian's 1.6 does no CDI,
+# which DRA drivers hand devices to containers through): containerd, its
+# runc shim and ctr.
+CONTAINERD := $(BIN)/containerd-$(CONTAINERD_VERSION)
 # The Prometheus Operator, its config reloader and its CRDs; the Prometheus server.
 PROMETHEUS_OPERATOR := $(BIN)/prometheus-operator-$(PROMETHEUS_OPERATOR_VERSION)
 PROMETHEUS := $(BIN)/prometheus-$(PROMETHEUS_VERSION)/prometheus
@@ -59,7 +64,7 @@ BUILDER_IMAGE := eventbuilder/builder:$(VERSION)
 READOUT_PLUGIN_IMAGE := eventbuilder/readout-device-plugin:$(VERSION)
 DRA_DRIVER_IMAGE := eventbuilder/dra-driver:$(VERSION)
 NODE_INPUTS := e2e/cluster/build-node-image.sh hack/runc-wrapper/main.go $(shell find e2e/cluster/node e2e/cluster/images -type f | LC_ALL=C sort)
-NODE_HASH := $(shell (echo $(K8S_BIN) $(BASE_IMAGE) $(COREDNS_VERSION) $(KIND_VERSION) $$(go env GOVERSION); cat $(NODE_INPUTS)) | sha256sum | cut -c1-12)
+NODE_HASH := $(shell (echo $(K8S_BIN) $(BASE_IMAGE) $(COREDNS_VERSION) $(KIND_VERSION) $(CONTAINERD_VERSION) $$(go env GOVERSION); cat $(NODE_INPUTS)) | sha256sum | cut -c1-12)
 OFFLINE_NODE_IMAGE := eventbuilder/kind-node:$(K8S_VERSION)-$(NODE_HASH)
 NODE_IMAGE_FILE := $(BUILD)/node-image
 # The kind cluster's add-ons: its pod network and its monitoring stack.
@@ -164,7 +169,7 @@ test-chart: packages $(HELM) build-operator $(RDMA_DP)/checkconfig ## Lint and r
 test-e2e: images cluster-images node-image build-plugin $(KIND) $(HELM) ## The kind end-to-end suite (creates and deletes its own cluster); the console's screenshots go to build/e2e.
 	cd e2e && E2E_NODE_IMAGE=$$(cat $(NODE_IMAGE_FILE)) E2E_KIND=$(KIND) E2E_HELM=$(HELM) E2E_KUBECTL=$(KUBECTL) E2E_PODNET_IMAGE=$(PODNET_IMAGE) \
 	  E2E_PLUGIN=$(BUILD)/operator/kubectl-eventbuilder E2E_ARTIFACTS=$(BUILD)/e2e \
-	  E2E_OPERATOR_IMAGE=$(OPERATOR_IMAGE) E2E_BUILDER_IMAGE=$(BUILDER_IMAGE) E2E_READOUT_PLUGIN_IMAGE=$(READOUT_PLUGIN_IMAGE) \
+	  E2E_OPERATOR_IMAGE=$(OPERATOR_IMAGE) E2E_BUILDER_IMAGE=$(BUILDER_IMAGE) E2E_READOUT_PLUGIN_IMAGE=$(READOUT_PLUGIN_IMAGE) E2E_DRA_DRIVER_IMAGE=$(DRA_DRIVER_IMAGE) \
 	  E2E_PROMETHEUS_OPERATOR_DIR=$(PROMETHEUS_OPERATOR) E2E_PROMETHEUS_OPERATOR_IMAGE=$(PROMETHEUS_OPERATOR_IMAGE) \
 	  E2E_PROMETHEUS_CONFIG_RELOADER_IMAGE=$(PROMETHEUS_CONFIG_RELOADER_IMAGE) \
 	  E2E_PROMETHEUS_IMAGE=$(PROMETHEUS_IMAGE) E2E_PROMETHEUS_VERSION=$(PROMETHEUS_VERSION) \
@@ -279,15 +284,15 @@ base-image: docker
 	@images/base/build.sh $(BASE_IMAGE)
 
 .PHONY: node-image
-node-image: packages base-image $(K8S_BIN)/etcd $(COREDNS) $(KIND) $(RUNC_WRAPPER) ## Choose the kind node image: kind's own when pullable, else built offline (cached by content hash).
+node-image: packages base-image $(K8S_BIN)/etcd $(COREDNS) $(KIND) $(RUNC_WRAPPER) $(CONTAINERD)/containerd ## Choose the kind node image: kind's own when pullable, else built offline (cached by content hash).
 	@mkdir -p $(BUILD)
 	@e2e/cluster/node-image.sh $(OFFLINE_NODE_IMAGE) sigs.k8s.io/kind@$(KIND_VERSION) \
-	  $(BASE_IMAGE) $(K8S_BIN) $(COREDNS) $(RUNC_WRAPPER) > $(NODE_IMAGE_FILE).tmp
+	  $(BASE_IMAGE) $(K8S_BIN) $(COREDNS) $(RUNC_WRAPPER) $(CONTAINERD) > $(NODE_IMAGE_FILE).tmp
 	@mv $(NODE_IMAGE_FILE).tmp $(NODE_IMAGE_FILE)
 	@echo ">> node image $$(cat $(NODE_IMAGE_FILE))"
 
 .PHONY: tools
-tools: $(K8S_BIN)/etcd $(KIND) $(HELM) $(KWOK) $(CONTROLLER_GEN) $(COREDNS) $(FLANNEL) $(MACVLAN) $(WHEREABOUTS)/whereabouts $(RDMA_DP)/checkconfig $(PROMETHEUS_OPERATOR)/operator $(PROMETHEUS) ## Build every pinned tool into bin/.
+tools: $(K8S_BIN)/etcd $(KIND) $(HELM) $(KWOK) $(CONTROLLER_GEN) $(COREDNS) $(CONTAINERD)/containerd $(FLANNEL) $(MACVLAN) $(WHEREABOUTS)/whereabouts $(RDMA_DP)/checkconfig $(PROMETHEUS_OPERATOR)/operator $(PROMETHEUS) ## Build every pinned tool into bin/.
 
 # Expensive tools are cached by the version in their path, never by source mtimes
 # (a fresh clone has new mtimes). Each is built into a temporary folder that is
@@ -328,6 +333,16 @@ $(FLANNEL): | packages
 	@echo ">> building flannel $(FLANNEL_VERSION) (about 3 min cold)"
 	rm -rf $(@D).tmp && mkdir -p $(@D).tmp && cd hack/tools/flannel && CGO_ENABLED=1 go build -trimpath -ldflags="-s -w" \
 	  -o $(@D).tmp/flanneld github.com/flannel-io/flannel
+	rm -rf $(@D) && mv $(@D).tmp $(@D)
+
+# Static (no cgo): without the btrfs, devmapper and ZFS snapshotters, which a
+# kind node's overlayfs does not need.
+$(CONTAINERD)/containerd:
+	@echo ">> building containerd $(CONTAINERD_VERSION) (about 1 min cold)"
+	rm -rf $(@D).tmp && mkdir -p $(@D).tmp && cd hack/tools/containerd && CGO_ENABLED=0 go build -trimpath -tags "no_btrfs no_devmapper no_zfs" \
+	  -ldflags="-s -w -X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)" -o $(@D).tmp/ \
+	  github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
+	  github.com/containerd/containerd/v2/cmd/ctr
 	rm -rf $(@D) && mv $(@D).tmp $(@D)
 
 $(MACVLAN):

@@ -37,7 +37,7 @@ const timingMargin = 6 * time.Second
 
 // env is what make test-e2e hands over: tool paths and image names.
 var env struct {
-	nodeImage, kind, helm, kubectl, operatorImage, builderImage, readoutPluginImage, podnetImage string
+	nodeImage, kind, helm, kubectl, operatorImage, builderImage, readoutPluginImage, draDriverImage, podnetImage string
 	// The monitoring stack (e2e/monitoring/up.sh): the Prometheus Operator's
 	// binaries and CRDs, its images, and Prometheus's image and version.
 	prometheusOperatorDir, prometheusOperatorImage, configReloaderImage string
@@ -58,7 +58,8 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	for name, target := range map[string]*string{
 		"E2E_NODE_IMAGE": &env.nodeImage, "E2E_KIND": &env.kind, "E2E_HELM": &env.helm, "E2E_KUBECTL": &env.kubectl,
-		"E2E_OPERATOR_IMAGE": &env.operatorImage, "E2E_BUILDER_IMAGE": &env.builderImage, "E2E_READOUT_PLUGIN_IMAGE": &env.readoutPluginImage, "E2E_PODNET_IMAGE": &env.podnetImage,
+		"E2E_OPERATOR_IMAGE": &env.operatorImage, "E2E_BUILDER_IMAGE": &env.builderImage, "E2E_READOUT_PLUGIN_IMAGE": &env.readoutPluginImage,
+		"E2E_DRA_DRIVER_IMAGE": &env.draDriverImage, "E2E_PODNET_IMAGE": &env.podnetImage,
 		"E2E_PROMETHEUS_OPERATOR_DIR": &env.prometheusOperatorDir, "E2E_PROMETHEUS_OPERATOR_IMAGE": &env.prometheusOperatorImage,
 		"E2E_PROMETHEUS_CONFIG_RELOADER_IMAGE": &env.configReloaderImage, "E2E_PROMETHEUS_IMAGE": &env.prometheusImage,
 		"E2E_PROMETHEUS_VERSION": &env.prometheusVersion, "E2E_PLUGIN": &env.plugin,
@@ -123,7 +124,7 @@ func bringUp() error {
 	if err := command("cluster/up.sh", clusterName, env.nodeImage, env.kind, env.kubeconfig, env.podnetImage).Run(); err != nil {
 		return fmt.Errorf("cluster/up.sh: %w", err)
 	}
-	for _, image := range []string{env.operatorImage, env.builderImage, env.readoutPluginImage} {
+	for _, image := range []string{env.operatorImage, env.builderImage, env.readoutPluginImage, env.draDriverImage} {
 		if err := command(env.kind, "load", "docker-image", "--name", clusterName, image).Run(); err != nil {
 			return fmt.Errorf("kind load %s: %w", image, err)
 		}
@@ -139,11 +140,14 @@ func bringUp() error {
 	}
 	repository, tag := splitImage(env.operatorImage)
 	pluginRepository, pluginTag := splitImage(env.readoutPluginImage)
+	draRepository, draTag := splitImage(env.draDriverImage)
 	if err := command(env.helm, "upgrade", "--install", operatorRelease, "../charts/eventbuilder-operator",
 		"--kubeconfig", env.kubeconfig, "--namespace", operatorNamespace, "--create-namespace",
 		"--set", "image.repository="+repository, "--set", "image.tag="+tag, "-f", "monitoring/chart-values.yaml",
 		"-f", "readout/chart-values.yaml", "--set", "readoutDevicePlugin.image.repository="+pluginRepository,
-		"--set", "readoutDevicePlugin.image.tag="+pluginTag, "--set", "console.enabled=true", "--set", "console.prometheusURL="+prometheusURL,
+		"--set", "readoutDevicePlugin.image.tag="+pluginTag, "-f", "readout/dra-values.yaml",
+		"--set", "draDriver.image.repository="+draRepository, "--set", "draDriver.image.tag="+draTag,
+		"--set", "console.enabled=true", "--set", "console.prometheusURL="+prometheusURL,
 		"--wait", "--timeout", "3m").Run(); err != nil {
 		return fmt.Errorf("helm install: %w", err)
 	}

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Builds a kind node image offline: the node filesystem (Debian + systemd +
-# containerd + kind's entrypoint and kubelet units + the Kubernetes binaries), and
+# containerd 2 + kind's entrypoint and kubelet units + the Kubernetes binaries), and
 # inside its containerd every image kubeadm will ask for, each built locally from
 # the same binaries. Skips when the image already exists (its tag carries a hash
 # of everything that goes into it).
-# Usage: build-node-image.sh <node image> <kind module dir> <base image> <k8s bin dir> <coredns binary> <runc-wrapper>
+# Usage: build-node-image.sh <node image> <kind module dir> <base image> <k8s bin dir> <coredns binary> <runc-wrapper> <containerd bin dir>
 set -euo pipefail
-node_image=$1 kind_dir=$2 base_image=$3 k8s_bin=$4 coredns_bin=$5 runc_wrapper=$6
+node_image=$1 kind_dir=$2 base_image=$3 k8s_bin=$4 coredns_bin=$5 runc_wrapper=$6 containerd_bin=$7
 here=$(cd "$(dirname "$0")" && pwd)
 
 if docker image inspect "$node_image" >/dev/null 2>&1; then
@@ -62,8 +62,8 @@ echo ">> image $coredns_image"
 quiet_build --build-arg BASE_IMAGE="$base_image" -t "$coredns_image" -f "$here/images/coredns/Dockerfile" "$ctx/coredns"
 
 pause_image=$(image_for pause)
-if ! grep -qF "sandbox_image = \"$pause_image\"" "$here/node/files/containerd-config.toml"; then
-  echo "error: kubeadm $version wants $pause_image; set sandbox_image to it in node/files/containerd-config.toml" >&2
+if ! grep -qF "sandbox = '$pause_image'" "$here/node/files/containerd-config.toml"; then
+  echo "error: kubeadm $version wants $pause_image; set pinned_images.sandbox to it in node/files/containerd-config.toml" >&2
   exit 1
 fi
 mkdir -p "$ctx/pause"
@@ -72,7 +72,7 @@ echo ">> image $pause_image"
 quiet_build -t "$pause_image" -f "$here/images/pause/Dockerfile" "$ctx/pause"
 
 echo ">> node filesystem"
-mkdir -p "$ctx/node/kind" "$ctx/node/bin"
+mkdir -p "$ctx/node/kind" "$ctx/node/bin" "$ctx/node/containerd"
 cp -r "$kind_dir/images/base/files/." "$ctx/node/kind/"
 # The Dockerfile copies with the modes found here (the legacy builder has no --chmod).
 chmod -R u+w,go-w,a+rX "$ctx/node/kind"
@@ -80,6 +80,7 @@ chmod 0755 "$ctx/node/kind/usr/local/bin/"* "$ctx/node/kind/kind/bin/"*
 cp -r "$here/node/files" "$ctx/node/files"
 cp "$k8s_bin/kubelet" "$k8s_bin/kubeadm" "$k8s_bin/kubectl" "$ctx/node/bin/"
 cp "$runc_wrapper" "$ctx/node/runc-wrapper"
+cp "$containerd_bin/containerd" "$containerd_bin/containerd-shim-runc-v2" "$containerd_bin/ctr" "$ctx/node/containerd/"
 quiet_build --build-arg BASE_IMAGE="$base_image" -t "$node_image-rootfs" -f "$here/node/Dockerfile" "$ctx/node"
 
 echo ">> importing ${#wanted[@]} images into the node's containerd"

@@ -21,13 +21,16 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"daq.io/eventbuilder/operator/internal/dradevices/sysfsemu"
 	"daq.io/eventbuilder/operator/internal/dradriver"
 	"daq.io/eventbuilder/operator/internal/readoutcards"
 )
 
 func main() {
 	node := flag.String("node", os.Getenv("NODE_NAME"), "this node's name: its pool, and its entry in --readout-config (default $NODE_NAME)")
-	sys := flag.String("sys-root", "/sys", "the sysfs to discover devices from (an emulated tree on a test cluster)")
+	sys := flag.String("sys-root", "/sys", "the sysfs to discover devices from")
+	emulated := flag.String("emulated-sysfs", "", "test clusters without the hardware (kind): a file of emulated servers by node "+
+		"(sysfsemu.Config); this node's tree is written to a temporary directory and read in place of --sys-root, its devices published as emulated")
 	cdiDir := flag.String("cdi-dir", "/var/run/cdi", "where the container runtime reads CDI specs")
 	readout := flag.String("readout-config", "", "the farm's readout card configuration (the readout device plugin's JSON); empty: no cards")
 	pluginDir := flag.String("plugin-dir", "/var/lib/kubelet/plugins/"+dradriver.DriverName, "the directory of the plugin's socket")
@@ -53,6 +56,14 @@ func main() {
 		}
 		cards = farm.Nodes[*node]
 	}
+	if *emulated != "" {
+		root, err := emulate(*emulated, *node)
+		if err != nil {
+			fail(fmt.Sprintf("--emulated-sysfs %s: %v", *emulated, err))
+		}
+		*sys = root
+		log.Info("reading an emulated sysfs", "root", root)
+	}
 	config, err := ctrl.GetConfig()
 	if err != nil {
 		fail(err.Error())
@@ -66,6 +77,10 @@ func main() {
 			default:
 			}
 		}}
+	// The helper listens in the plugin's directory but does not make it.
+	if err := os.MkdirAll(*pluginDir, 0o750); err != nil {
+		fail(fmt.Sprintf("--plugin-dir: %v", err))
+	}
 	helper, err := kubeletplugin.Start(ctx, driver, kubeletplugin.KubeClient(kubernetes.NewForConfigOrDie(config)),
 		kubeletplugin.DriverName(dradriver.DriverName), kubeletplugin.NodeName(*node),
 		kubeletplugin.PluginDataDirectoryPath(*pluginDir), kubeletplugin.RegistrarDirectoryPath(*registrarDir))
@@ -96,6 +111,28 @@ func main() {
 		case <-time.After(*every):
 		}
 	}
+}
+
+// emulate writes node's emulated server of the configuration file to a
+// temporary directory, and returns it.
+func emulate(file, node string) (string, error) {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	config, err := sysfsemu.ParseConfig(raw)
+	if err != nil {
+		return "", err
+	}
+	server, ok := config.Nodes[node]
+	if !ok {
+		return "", fmt.Errorf("no emulated server for node %s: add nodes[%s], or run the driver on the nodes listed", node, node)
+	}
+	root, err := os.MkdirTemp("", "emulated-sysfs")
+	if err != nil {
+		return "", err
+	}
+	return root, server.Emulate(root)
 }
 
 func fail(msg string) {

@@ -53,7 +53,8 @@ func VerbsNodes(sys string) (map[string]string, error) {
 // claim together (one device per claim, so no two devices' environments
 // override each other): the RDMA NIC as EB_RDMA_DEVICE with its verbs
 // device node, and the readout streams, cards and card device nodes as
-// the readout device plugin gives them (readoutcards.Allocation).
+// the readout device plugin gives them (readoutcards.Allocation); an
+// emulated NIC (sysfsemu) has no device node, only its name.
 // allocated are the claim's device names in this driver's pool on the
 // node; devices and verbs are what discovery found there.
 func ClaimSpec(claimUID string, allocated []string, devices []resourceapi.Device, verbs map[string]string) (*cdi.Spec, error) {
@@ -75,12 +76,15 @@ func ClaimSpec(claimUID string, allocated []string, devices []resourceapi.Device
 					"(EB_RDMA_DEVICE); ask for count 1", claimUID, nic, value(attrs, AttrRDMADevice))
 			}
 			nic = value(attrs, AttrRDMADevice)
+			edits.Env = append(edits.Env, EnvRDMADevice+"="+nic)
+			if emulatedDevice(attrs) {
+				break // nothing to open: no device node
+			}
 			node, ok := verbs[nic]
 			if !ok {
 				return nil, fmt.Errorf("RDMA device %s has no verbs device node (no class/infiniband_verbs entry names it): "+
 					"load the ib_uverbs module on the node", nic)
 			}
-			edits.Env = append(edits.Env, EnvRDMADevice+"="+nic)
 			edits.DeviceNodes = append(edits.DeviceNodes, &cdi.DeviceNode{Path: node})
 		case KindReadout:
 			streams = append(streams, value(attrs, AttrStream))
@@ -91,7 +95,7 @@ func ClaimSpec(claimUID string, allocated []string, devices []resourceapi.Device
 				paths = append(paths, path)
 				edits.DeviceNodes = append(edits.DeviceNodes, &cdi.DeviceNode{Path: path})
 			}
-			if v, ok := attrs[AttrEmulated]; ok && v.BoolValue != nil && *v.BoolValue {
+			if emulatedDevice(attrs) {
 				emulated = true
 			}
 		default:
@@ -119,4 +123,9 @@ func value(attrs map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, name
 		return *v.StringValue
 	}
 	return ""
+}
+
+func emulatedDevice(attrs map[resourceapi.QualifiedName]resourceapi.DeviceAttribute) bool {
+	v, ok := attrs[AttrEmulated]
+	return ok && v.BoolValue != nil && *v.BoolValue
 }

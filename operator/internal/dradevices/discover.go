@@ -5,7 +5,8 @@
 // fibres are not in sysfs). Each carries the standard attributes a claim's
 // matchAttribute constraint aligns on: resource.kubernetes.io/pcieRoot,
 // pciBusID and numaNode. It reads a sysfs root that tests point at fixture
-// trees, and a kind node at its emulated tree; it is pure otherwise.
+// trees, and a kind node at its emulated tree (sysfsemu); it is pure
+// otherwise.
 //
 // The three standard attributes are read here, not through
 // k8s.io/dynamic-resource-allocation/deviceattribute, whose readers take
@@ -24,6 +25,7 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 
+	"daq.io/eventbuilder/operator/internal/dradevices/sysfsemu"
 	"daq.io/eventbuilder/operator/internal/readoutcards"
 )
 
@@ -59,10 +61,16 @@ const (
 // Discover returns the node's devices under the sysfs root sys (/sys on a
 // node): its RDMA NICs by device name, then its readout streams in card and
 // stream order. An error names what does not check out and the fix.
+// In a tree that sysfsemu emulated, every NIC is published as emulated.
 func Discover(sys string, cards readoutcards.NodeConfig) ([]resourceapi.Device, error) {
 	nics, err := rdmaDevices(sys)
 	if err != nil {
 		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(sys, sysfsemu.Marker)); err == nil {
+		for _, nic := range nics {
+			nic.Attributes[AttrEmulated] = boolean(true)
+		}
 	}
 	streams, err := readoutDevices(sys, cards)
 	if err != nil {

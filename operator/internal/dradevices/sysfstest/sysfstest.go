@@ -1,52 +1,34 @@
-// Package sysfstest builds fixture sysfs trees laid out as the kernel's,
+// Package sysfstest builds fixture sysfs trees laid out as the kernel's
+// (sysfsemu's, without its emulation marker: they stand for real servers),
 // for tests of what reads one (dradevices, dradriver).
 package sysfstest
 
 import (
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
+
+	"daq.io/eventbuilder/operator/internal/dradevices/sysfsemu"
 )
 
-// Tree is a fixture sysfs laid out as the kernel's: PCI devices under
-// devices/<root complex>/<bridge>/<bus id> with their numa_node, linked from
-// bus/pci/devices; RDMA devices under their PCI device's infiniband/,
-// linked from class/infiniband, each with a device link back.
+// Tree is a fixture sysfs in a directory of a test's.
 type Tree struct {
-	t testing.TB
+	t    testing.TB
+	tree *sysfsemu.Tree
 	// Root is the tree's root, where a node has /sys.
 	Root string
 }
 
 // New makes an empty tree in a directory of t's.
 func New(t testing.TB) *Tree {
-	s := &Tree{t: t, Root: t.TempDir()}
-	s.mkdir("devices")
-	s.mkdir("bus/pci/devices")
-	return s
-}
-
-func (s *Tree) mkdir(rel string) string {
-	dir := filepath.Join(s.Root, rel)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		s.t.Fatal(err)
+	tree, err := sysfsemu.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
-	return dir
+	return &Tree{t: t, tree: tree, Root: tree.Root}
 }
 
 // Write writes a file of the tree, its directories made.
 func (s *Tree) Write(rel, content string) {
-	s.mkdir(filepath.Dir(rel))
-	if err := os.WriteFile(filepath.Join(s.Root, rel), []byte(content+"\n"), 0o644); err != nil {
-		s.t.Fatal(err)
-	}
-}
-
-func (s *Tree) link(rel, target string) {
-	s.mkdir(filepath.Dir(rel))
-	if err := os.Symlink(target, filepath.Join(s.Root, rel)); err != nil {
+	if err := s.tree.Write(rel, content); err != nil {
 		s.t.Fatal(err)
 	}
 }
@@ -54,29 +36,17 @@ func (s *Tree) link(rel, target string) {
 // PCI adds a PCI device under root complex root (pci<domain>:<bus>) and
 // returns its path relative to the tree.
 func (s *Tree) PCI(root, busID string, numa int) string {
-	rel := filepath.Join("devices", root, root[3:]+":00.0", busID)
-	s.Write(filepath.Join(rel, "numa_node"), strconv.Itoa(numa))
-	s.link(filepath.Join("bus/pci/devices", busID), filepath.Join("../../..", rel))
+	rel, err := s.tree.PCI(root, busID, numa)
+	if err != nil {
+		s.t.Fatal(err)
+	}
 	return rel
 }
 
 // NIC adds RDMA device name on the PCI device at pciRel, port 1, with
 // gids (index -> "type gid netdev"; type "IB" on InfiniBand).
 func (s *Tree) NIC(pciRel, name, linkLayer, state string, gids map[int]string) {
-	rel := filepath.Join(pciRel, "infiniband", name)
-	port := filepath.Join(rel, "ports", "1")
-	s.Write(filepath.Join(port, "link_layer"), linkLayer)
-	s.Write(filepath.Join(port, "state"), state)
-	for index, spec := range gids {
-		parts := strings.Fields(spec)
-		s.Write(filepath.Join(port, "gids", strconv.Itoa(index)), parts[1])
-		if parts[0] != "IB" {
-			s.Write(filepath.Join(port, "gid_attrs", "types", strconv.Itoa(index)), strings.ReplaceAll(parts[0], "_", " "))
-		}
-		if len(parts) > 2 {
-			s.Write(filepath.Join(port, "gid_attrs", "ndevs", strconv.Itoa(index)), parts[2])
-		}
+	if err := s.tree.NIC(pciRel, name, linkLayer, state, gids); err != nil {
+		s.t.Fatal(err)
 	}
-	s.link(filepath.Join(rel, "device"), "../..")
-	s.link(filepath.Join("class/infiniband", name), filepath.Join("../..", rel))
 }
