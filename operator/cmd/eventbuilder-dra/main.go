@@ -5,8 +5,8 @@
 // the same PCIe root" and the scheduler decides before the pod lands; it
 // prepares a claim by writing the CDI spec that gives the container both
 // (internal/dradriver, internal/dradevices). It rediscovers every
-// --rediscover-every and republishes what changed (a NIC's port going
-// down shows in its portState).
+// --rediscover-every, republishes what changed (a NIC's port going down
+// shows in its portState) and tells the kubelet the devices' health.
 package main
 
 import (
@@ -32,6 +32,7 @@ func main() {
 	emulated := flag.String("emulated-sysfs", "", "test clusters without the hardware (kind): a file of emulated servers by node "+
 		"(sysfsemu.Config); this node's tree is written to a temporary directory and read in place of --sys-root, its devices published as emulated")
 	cdiDir := flag.String("cdi-dir", "/var/run/cdi", "where the container runtime reads CDI specs")
+	devRoot := flag.String("dev-root", "/", "where the node's /dev is seen: a readout stream is healthy while its card's device node exists")
 	readout := flag.String("readout-config", "", "the farm's readout card configuration (the readout device plugin's JSON); empty: no cards")
 	pluginDir := flag.String("plugin-dir", "/var/lib/kubelet/plugins/"+dradriver.DriverName, "the directory of the plugin's socket")
 	registrarDir := flag.String("registrar-dir", kubeletplugin.KubeletRegistryDir, "the kubelet's plugin registration directory")
@@ -70,7 +71,9 @@ func main() {
 	}
 	ctx := ctrl.SetupSignalHandler()
 	failed := make(chan error, 1)
-	driver := &dradriver.Driver{Node: *node, Sys: *sys, CDIDir: *cdiDir, Cards: cards,
+	// Health is sent after each discovery: the kubelet takes it for
+	// unknown after three rounds without word.
+	driver := &dradriver.Driver{Node: *node, Sys: *sys, CDIDir: *cdiDir, Cards: cards, DevRoot: *devRoot, HealthTimeout: 3 * *every,
 		Fail: func(err error) {
 			select {
 			case failed <- err:

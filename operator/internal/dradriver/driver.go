@@ -2,7 +2,8 @@
 // (cmd/eventbuilder-dra) without its process plumbing: it publishes what
 // dradevices finds on its node as one pool named after the node, prepares
 // a claim by writing its CDI spec (dradevices.ClaimSpec) where the
-// container runtime reads them, and unprepares it by removing the spec.
+// container runtime reads them, unprepares it by removing the spec, and
+// streams the devices' health to the kubelet.
 // k8s.io/dynamic-resource-allocation/kubeletplugin serves the kubelet's
 // gRPC calls and publishes the ResourceSlices.
 package dradriver
@@ -15,12 +16,14 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
+	drahealth "k8s.io/kubelet/pkg/apis/dra-health/v1alpha1"
 
 	"daq.io/eventbuilder/operator/internal/dradevices"
 	"daq.io/eventbuilder/operator/internal/readoutcards"
@@ -36,13 +39,22 @@ type Driver struct {
 	Sys    string                  // the sysfs root to discover from (/sys; an emulated tree on kind)
 	CDIDir string                  // where the container runtime reads CDI specs (/var/run/cdi)
 	Cards  readoutcards.NodeConfig // the node's readout cards
+	// DevRoot is where the node's /dev is seen ("" or "/": here), for the
+	// cards' device nodes whose presence is their streams' health.
+	DevRoot string
+	// HealthTimeout is how long the kubelet takes a device's health for
+	// known without word of it: longer than between two discoveries.
+	HealthTimeout time.Duration
 	// Fail ends the plugin on a background error that retrying cannot
 	// mend; nil: such errors are only logged.
 	Fail func(error)
 
-	mu      sync.Mutex
-	devices []resourceapi.Device // as last discovered
-	verbs   map[string]string
+	drahealth.UnimplementedDRAResourceHealthServer
+
+	mu       sync.Mutex
+	devices  []resourceapi.Device // as last discovered
+	verbs    map[string]string
+	watchers map[chan *drahealth.NodeWatchResourcesResponse]bool // the kubelet's health streams
 }
 
 // Resources discovers the node's devices and returns them as the driver's
@@ -58,6 +70,7 @@ func (d *Driver) Resources() (resourceslice.DriverResources, error) {
 	}
 	d.mu.Lock()
 	d.devices, d.verbs = devices, verbs
+	d.tellWatchers(devices)
 	d.mu.Unlock()
 	return resourceslice.DriverResources{Pools: map[string]resourceslice.Pool{
 		d.Node: {Slices: []resourceslice.Slice{{Devices: devices}}},

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	drahealth "k8s.io/kubelet/pkg/apis/dra-health/v1alpha1"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 	"sigs.k8s.io/yaml"
 	cdi "tags.cncf.io/container-device-interface/specs-go"
@@ -36,7 +37,9 @@ import (
 // gRPC servers, called as the kubelet calls them: it publishes the node's
 // NIC and readout streams as a ResourceSlice, and a claim allocated a NIC
 // and two streams on one PCIe root is prepared into a CDI spec that gives
-// the container both, then unprepared (twice: the kubelet may ask again).
+// the container both, then unprepared (twice: the kubelet may ask again);
+// the kubelet's health watch hears of a NIC's port going down and a card's
+// device node appearing.
 func TestTheDriverPublishesTheNodeAndPreparesAClaimAsTheKubeletAsks(t *testing.T) {
 	env := testenv.StartForTest(t, "../../..")
 	clients := kubernetes.NewForConfigOrDie(env.Config)
@@ -51,8 +54,10 @@ func TestTheDriverPublishesTheNodeAndPreparesAClaimAsTheKubeletAsks(t *testing.T
 	sys.NIC(sys.PCI("pci0000:00", "0000:3b:00.0", 0), "mlx5_0", "InfiniBand", "4: ACTIVE", map[int]string{0: "IB fe80:0000:0000:0000:0002:c903:0000:0002"})
 	sys.Write("class/infiniband_verbs/uverbs0/ibdev", "mlx5_0")
 	sys.PCI("pci0000:00", "0000:3c:00.0", 0)
+	devRoot := t.TempDir() // the node's /dev as the driver sees it: the card's node not there yet
 	driver := &Driver{Node: node.Name, Sys: sys.Root, CDIDir: t.TempDir(), Cards: readoutcards.NodeConfig{Cards: []readoutcards.Card{
 		{Name: "tell40-0", NUMA: 0, Device: "/dev/pcie40_0", PCIAddress: "0000:3c:00.0", Streams: []string{"velo0", "velo1"}}}},
+		DevRoot: devRoot, HealthTimeout: 90 * time.Second,
 		Fail: func(err error) { t.Errorf("the plugin failed: %v", err) }}
 	plugin, registrar := socketDir(t), socketDir(t)
 	helper, err := kubeletplugin.Start(ctx, driver, kubeletplugin.KubeClient(clients), kubeletplugin.DriverName(DriverName),
@@ -152,6 +157,45 @@ func TestTheDriverPublishesTheNodeAndPreparesAClaimAsTheKubeletAsks(t *testing.T
 	if _, err := os.Stat(specPath); !os.IsNotExist(err) {
 		t.Errorf("the CDI spec outlived its claim: %v", err)
 	}
+
+	// The kubelet watches the devices' health: the NIC's port ACTIVE, the
+	// streams' card without its device node; then, once rediscovered, the
+	// port down and the card's node there.
+	watch, err := drahealth.NewDRAResourceHealthClient(conn).NodeWatchResources(ctx, &drahealth.NodeWatchResourcesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectHealth := func(want map[string]drahealth.HealthStatus) {
+		t.Helper()
+		got, err := watch.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]drahealth.HealthStatus{}
+		for _, d := range got.Devices {
+			seen[d.Device.DeviceName] = d.Health
+			if d.Device.PoolName != node.Name || d.HealthCheckTimeoutSeconds != 90 || time.Since(time.Unix(d.LastUpdatedTime, 0)) > time.Minute {
+				t.Errorf("device health %+v", d)
+			}
+		}
+		if !reflect.DeepEqual(seen, want) {
+			t.Errorf("health %v, want %v", seen, want)
+		}
+	}
+	expectHealth(map[string]drahealth.HealthStatus{"nic-mlx5-0": drahealth.HealthStatus_HEALTHY,
+		"stream-tell40-0-velo0": drahealth.HealthStatus_UNHEALTHY, "stream-tell40-0-velo1": drahealth.HealthStatus_UNHEALTHY})
+	sys.Write("class/infiniband/mlx5_0/ports/1/state", "1: DOWN")
+	if err := os.MkdirAll(filepath.Join(devRoot, "dev"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(devRoot, "dev", "pcie40_0"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := driver.Resources(); err != nil {
+		t.Fatal(err)
+	}
+	expectHealth(map[string]drahealth.HealthStatus{"nic-mlx5-0": drahealth.HealthStatus_UNHEALTHY,
+		"stream-tell40-0-velo0": drahealth.HealthStatus_HEALTHY, "stream-tell40-0-velo1": drahealth.HealthStatus_HEALTHY})
 }
 
 // socketDir is a directory for unix sockets, whose paths must stay within
