@@ -4,7 +4,9 @@
 #include "buffers/shm_ring.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -39,6 +41,29 @@ void put_mfp(Shm_ring_writer& writer, std::uint64_t first) {
 }
 
 std::uint64_t first_event(std::span<const std::byte> mfp) { return load<Mfp_header>(mfp, 0).first_event_id; }
+
+// A signal that lands while the ring's pages are reserved (a driver told
+// to stop as it starts) interrupts posix_fallocate on tmpfs (EINTR) on
+// Linux 6.1 (Debian 12, the verbs VM; RHEL 9's 5.14), where any pending
+// signal does; newer kernels stop only for fatal ones, so there this
+// passes either way. Signals wait until the pages are reserved: no
+// reservation fails as if /dev/shm were full. SIGALRM every 20 us, handled
+// without SA_RESTART, would interrupt every reservation of 256 MiB.
+TEST(ShmRing, ASignalDuringTheReservationDoesNotFailIt) {
+    struct sigaction quiet {};
+    quiet.sa_handler = [](int) {};
+    struct sigaction before {};
+    ASSERT_EQ(::sigaction(SIGALRM, &quiet, &before), 0);
+    const itimerval every{{0, 20}, {0, 20}};
+    ASSERT_EQ(::setitimer(ITIMER_REAL, &every, nullptr), 0);
+    Stop_flag stop;
+    for (int i = 0; i < 5; ++i) {
+        EXPECT_NO_THROW(Shm_ring_writer(test_ring("eintr"), std::size_t{256} << 20, stop)) << "reservation " << i;
+    }
+    const itimerval off{};
+    ::setitimer(ITIMER_REAL, &off, nullptr);
+    ::sigaction(SIGALRM, &before, nullptr);
+}
 
 // A unit joining a running set starts its readout driver's ring where the set is.
 TEST(ShmRing, AnMfpSourceSkipsToTheEventTheSetIsAt) {

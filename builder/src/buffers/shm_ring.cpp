@@ -138,7 +138,18 @@ Shm_ring_writer::Shm_ring_writer(std::string name, std::size_t capacity, const S
     }
     if (!fd) throw Ring_error("shm_open " + name_ + ": " + error_text(errno));
     // Reserve the pages now: a full /dev/shm fails here, not as SIGBUS later.
-    if (const int error = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(bytes)); error != 0) {
+    // With signals held back meanwhile: on Linux 6.1 (and RHEL 9's 5.14)
+    // any signal (a stop as the driver starts) fails tmpfs's reservation
+    // with EINTR and frees what it had reserved, so retrying could go on
+    // for ever under a stream of signals; held, they are handled once the
+    // pages are there.
+    sigset_t all{};
+    sigset_t before{};
+    ::sigfillset(&all);
+    ::pthread_sigmask(SIG_BLOCK, &all, &before);
+    const int error = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(bytes));
+    ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+    if (error != 0) {
         ::shm_unlink(name_.c_str());
         throw Ring_error("cannot reserve " + std::to_string(bytes >> 20) + " MiB for " + name_ + " in /dev/shm: " +
                          error_text(error) + "; lower --ring-mib or give the pod more /dev/shm");
