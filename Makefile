@@ -166,14 +166,23 @@ test-chart: packages $(HELM) build-operator $(RDMA_DP)/checkconfig ## Lint and r
 	promtool test rules charts/tests/alerts_test.yaml
 
 .PHONY: test-e2e
-test-e2e: images cluster-images node-image build-plugin $(KIND) $(HELM) ## The kind end-to-end suite (creates and deletes its own cluster); the console's screenshots go to build/e2e.
-	cd e2e && E2E_NODE_IMAGE=$$(cat $(NODE_IMAGE_FILE)) E2E_KIND=$(KIND) E2E_HELM=$(HELM) E2E_KUBECTL=$(KUBECTL) E2E_PODNET_IMAGE=$(PODNET_IMAGE) \
+# What the kind suites (e2e/main_test.go) are handed: tools and images.
+E2E_ENV = E2E_NODE_IMAGE=$$(cat $(NODE_IMAGE_FILE)) E2E_KIND=$(KIND) E2E_HELM=$(HELM) E2E_KUBECTL=$(KUBECTL) E2E_PODNET_IMAGE=$(PODNET_IMAGE) \
 	  E2E_PLUGIN=$(BUILD)/operator/kubectl-eventbuilder E2E_ARTIFACTS=$(BUILD)/e2e \
 	  E2E_OPERATOR_IMAGE=$(OPERATOR_IMAGE) E2E_BUILDER_IMAGE=$(BUILDER_IMAGE) E2E_READOUT_PLUGIN_IMAGE=$(READOUT_PLUGIN_IMAGE) E2E_DRA_DRIVER_IMAGE=$(DRA_DRIVER_IMAGE) \
 	  E2E_PROMETHEUS_OPERATOR_DIR=$(PROMETHEUS_OPERATOR) E2E_PROMETHEUS_OPERATOR_IMAGE=$(PROMETHEUS_OPERATOR_IMAGE) \
 	  E2E_PROMETHEUS_CONFIG_RELOADER_IMAGE=$(PROMETHEUS_CONFIG_RELOADER_IMAGE) \
-	  E2E_PROMETHEUS_IMAGE=$(PROMETHEUS_IMAGE) E2E_PROMETHEUS_VERSION=$(PROMETHEUS_VERSION) \
-	  go test -count=1 -timeout 30m -v -p 1 ./...
+	  E2E_PROMETHEUS_IMAGE=$(PROMETHEUS_IMAGE) E2E_PROMETHEUS_VERSION=$(PROMETHEUS_VERSION)
+
+test-e2e: images cluster-images node-image build-plugin $(KIND) $(HELM) ## The kind end-to-end suite (creates and deletes its own cluster); the console's screenshots go to build/e2e.
+	cd e2e && $(E2E_ENV) go test -count=1 -timeout 30m -v -p 1 ./...
+
+SOAK_MINUTES ?= 60
+SOAK_SEED ?=
+.PHONY: soak
+soak: images cluster-images node-image build-plugin $(KIND) $(HELM) ## Outside make test: SOAK_MINUTES (default 60) of seeded random faults (SOAK_SEED, default the clock) on kind under a production run and a run without a Fabric; prints the report, written to build/e2e/soak/ with the samples.
+	cd e2e && $(E2E_ENV) SOAK_MINUTES=$(SOAK_MINUTES) SOAK_SEED=$(SOAK_SEED) \
+	  go test -tags soak -count=1 -timeout $$(( $(SOAK_MINUTES) + 45 ))m -v -p 1 -run '^TestSoak$$' .
 
 .PHONY: test-stress
 test-stress: packages build-builder $(K8S_BIN)/etcd ## Outside make test (about 15 min on 2 cores): the operator's packages (-race, -count=5, shuffled) and the builder's multi-process suites (--gtest_repeat=5, shuffled) under a CPU hog on every core; prints each failure with its seed. STRESS_COUNT, STRESS_CPU_LOAD.

@@ -13,13 +13,19 @@ type sampler struct {
 }
 
 func startSampling(ctx context.Context, sample func(ctx context.Context)) *sampler {
+	return startSamplingEvery(ctx, 100*time.Millisecond, sample)
+}
+
+// startSamplingEvery calls sample every period (a soak's watch samples
+// longer than a test's).
+func startSamplingEvery(ctx context.Context, period time.Duration, sample func(ctx context.Context)) *sampler {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &sampler{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		for ctx.Err() == nil {
 			sample(ctx)
-			time.Sleep(100 * time.Millisecond) // sampling, not synchronisation
+			time.Sleep(period) // sampling, not synchronisation
 		}
 	}()
 	return s

@@ -1,0 +1,124 @@
+package soak
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Outcome is what one fault came to.
+type Outcome struct {
+	Class string
+	// Victim names what was hit (a pod, a node).
+	Victim string
+	// Disrupted: some run stopped building after the fault (else it was
+	// ridden out, and Detected and Recovered are zero).
+	Disrupted bool
+	// Detected is how long after the fault the first run was seen not
+	// building; Recovered, how long until every run built again.
+	Detected, Recovered time.Duration
+	// Back: every run built again (false: the soak gave up waiting).
+	Back bool
+}
+
+// Summary is the soak's figures beside its outcomes.
+type Summary struct {
+	Seed     uint64
+	Length   time.Duration
+	Outcomes []Outcome
+	// Building is, per run, the share of the samples that read its status
+	// in which it was building; Read, the share that could read it (not
+	// while the API server was down).
+	Building, Read map[string]float64
+	// Problems are what must never happen (a unit live twice, an event
+	// delivered as complete that was not), as found; none is the aim.
+	Problems []string
+	// Counts are the runs' event counters at the end, by run.
+	Counts map[string]string
+}
+
+// FarmFaultsPerDay is the fault rate a farm's share is projected to.
+const FarmFaultsPerDay = 1
+
+// Report is the summary as a text table: per fault class the count, how
+// many disrupted a run, median and worst time to detection and to every
+// run building again; then each run's building share, projected to a
+// farm that sees FarmFaultsPerDay faults a day.
+func Report(s Summary) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "soak: seed %d, %s, %d faults\n", s.Seed, s.Length.Round(time.Second), len(s.Outcomes))
+	fmt.Fprintf(&b, "%-17s %5s %9s %12s %12s %14s %14s %9s\n", "fault", "count", "disrupted", "detect med", "detect max",
+		"building med", "building max", "not back")
+	var downtime time.Duration
+	for _, class := range Classes {
+		var detect, recover []time.Duration
+		count, disrupted, lost := 0, 0, 0
+		for _, o := range s.Outcomes {
+			if o.Class != class {
+				continue
+			}
+			count++
+			if !o.Back {
+				lost++
+				continue
+			}
+			if o.Disrupted {
+				disrupted++
+				detect = append(detect, o.Detected)
+				recover = append(recover, o.Recovered)
+				downtime += o.Recovered - o.Detected
+			}
+		}
+		if count == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "%-17s %5d %9d %12s %12s %14s %14s %9d\n", class, count, disrupted,
+			median(detect), worst(detect), median(recover), worst(recover), lost)
+	}
+	runs := make([]string, 0, len(s.Building))
+	for run := range s.Building {
+		runs = append(runs, run)
+	}
+	slices.Sort(runs)
+	perFault := time.Duration(0)
+	if n := len(s.Outcomes); n > 0 {
+		perFault = downtime / time.Duration(n)
+	}
+	for _, run := range runs {
+		fmt.Fprintf(&b, "run %s: building in %.2f%% of the samples that read its status (%.2f%% of all); %s\n", run,
+			100*s.Building[run], 100*s.Read[run], s.Counts[run])
+	}
+	fmt.Fprintf(&b, "mean time not building per fault: %s; at %d fault a day a farm's run would build %.4f%% of the time\n",
+		perFault.Round(time.Millisecond), FarmFaultsPerDay, 100*Projected(perFault, FarmFaultsPerDay))
+	if len(s.Problems) == 0 {
+		b.WriteString("problems: none (no unit live on two ranks, no event delivered as complete that was not)\n")
+	}
+	for _, p := range s.Problems {
+		fmt.Fprintf(&b, "PROBLEM: %s\n", p)
+	}
+	return b.String()
+}
+
+// Projected is the share of a day a run builds when each of faultsPerDay
+// faults stops it for perFault.
+func Projected(perFault time.Duration, faultsPerDay int) float64 {
+	day := 24 * time.Hour
+	return 1 - float64(perFault*time.Duration(faultsPerDay))/float64(day)
+}
+
+func median(d []time.Duration) string {
+	if len(d) == 0 {
+		return "-"
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2].Round(100 * time.Millisecond).String()
+}
+
+func worst(d []time.Duration) string {
+	if len(d) == 0 {
+		return "-"
+	}
+	return slices.Max(d).Round(100 * time.Millisecond).String()
+}

@@ -1,0 +1,473 @@
+//go:build soak
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"daq.io/eventbuilder/e2e/soak"
+	ebv1alpha1 "daq.io/eventbuilder/operator/api/v1alpha1"
+)
+
+// soakRecoveryTimeout is how long a fault may keep a run from building
+// before the soak records it as not back and goes on.
+const soakRecoveryTimeout = 5 * time.Minute
+
+// TestSoak (make soak: SOAK_MINUTES, default 60; SOAK_SEED, default the
+// clock) runs the production run on a Fabric with spares (readout drivers,
+// builders, consumers that check every event) and a run without a Fabric,
+// and injects the seeded plan's faults (e2e/soak) one at a time, each after
+// every run builds again and a random gap: builder pod killed, builder
+// SIGSTOPped and SIGCONTed, consumer stalled, a unit partitioned from its
+// peers, worker paused, worker stopped and started, operator pod killed,
+// API server killed. Nothing in the product knows it
+// is a soak. It samples both runs every 500 ms, logs each fault with its
+// class and the seed, and prints (and writes to $E2E_ARTIFACTS/soak) the
+// report: per class how long to detection and to every unit building
+// again, each run's building share, and anything that must never happen.
+func TestSoak(t *testing.T) {
+	minutes, seed := soakSettings(t)
+	length := time.Duration(minutes) * time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), length+30*time.Minute)
+	defer cancel()
+	t.Logf("soak: %s, seed %d (SOAK_SEED=%d repeats it)", length, seed, seed)
+
+	production, _, workers := startProductionRun(ctx, t, "soak-production", "soak", "production", []int{0, 1}, func(r *ebv1alpha1.EventBuilderRun) {
+		r.Spec.Builder.IncompleteEvents = ebv1alpha1.IncompleteFlag
+	})
+	plainKey := client.ObjectKey{Namespace: "soak-plain", Name: "plain"}
+	runningRun(ctx, t, plainKey, 4)
+	t.Cleanup(func() { deleteRun(context.Background(), t, plainKey) })
+	runs := map[string]client.ObjectKey{"production": client.ObjectKeyFromObject(production), "plain": plainKey}
+
+	watch := watchSoak(ctx, runs)
+	plan := soak.NewPlan(seed)
+	summary := soak.Summary{Seed: seed}
+	var marks []soak.Mark
+	start := time.Now()
+	for i := 1; time.Since(start) < length; i++ {
+		f := plan.Next()
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(f.Gap): // the plan's random gap: no condition to wait for
+		}
+		marks = append(marks, soak.Mark{At: time.Since(start), Class: f.Class})
+		o := inject(ctx, t, f, workers, runs, watch)
+		summary.Outcomes = append(summary.Outcomes, o)
+		t.Logf("soak fault %d (seed %d): %s on %s: disrupted %v, detected %s, building again %s, back %v",
+			i, seed, o.Class, o.Victim, o.Disrupted, o.Detected.Round(100*time.Millisecond), o.Recovered.Round(100*time.Millisecond), o.Back)
+	}
+	summary.Length = time.Since(start)
+	summary.Building, summary.Read = watch.stop()
+	summary.Counts = map[string]string{}
+	summary.Problems = append(summary.Problems, watch.twice...)
+	for name, key := range runs {
+		var run ebv1alpha1.EventBuilderRun
+		if err := k8sClient.Get(ctx, key, &run); err != nil {
+			t.Fatal(err)
+		}
+		st := run.Status
+		counts := fmt.Sprintf("built %d, incomplete %d, dropped %d", st.EventsBuilt, st.EventsIncomplete, st.EventsDropped)
+		if c := st.Consumed; c != nil {
+			counts += fmt.Sprintf("; consumed %d complete, %d incomplete (flagged), %d rejected", c.EventsComplete, c.EventsIncomplete, c.Rejected)
+			if c.Rejected != 0 {
+				summary.Problems = append(summary.Problems, fmt.Sprintf("run %s: its consumers rejected %d events", name, c.Rejected))
+			}
+		}
+		summary.Counts[name] = counts
+	}
+	report := soak.Report(summary)
+	fmt.Print(report)
+	if dir := os.Getenv("E2E_ARTIFACTS"); dir != "" {
+		if err := os.MkdirAll(filepath.Join(dir, "soak"), 0o755); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, "soak", fmt.Sprintf("report-%d.txt", seed)), []byte(report), 0o644)
+			_ = os.WriteFile(filepath.Join(dir, "soak", fmt.Sprintf("samples-%d.csv", seed)), []byte(watch.csv()), 0o644)
+			png := filepath.Join(dir, "soak", fmt.Sprintf("timeline-%d.png", seed))
+			if f, err := os.Create(png); err == nil {
+				if err := soak.Timeline(watch.timeline(start), marks, f); err != nil {
+					t.Errorf("timeline: %v", err)
+				}
+				f.Close()
+				t.Logf("soak: report, samples and timeline in %s", filepath.Dir(png))
+			}
+		}
+	}
+	for _, p := range summary.Problems {
+		t.Error(p)
+	}
+}
+
+// soakSettings reads SOAK_MINUTES and SOAK_SEED.
+func soakSettings(t *testing.T) (int, uint64) {
+	minutes, seed := 60, uint64(time.Now().UnixNano())
+	if v := os.Getenv("SOAK_MINUTES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("SOAK_MINUTES=%q: expected a whole number of minutes, 1 or more", v)
+		}
+		minutes = n
+	}
+	if v := os.Getenv("SOAK_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("SOAK_SEED=%q: expected an unsigned integer (a report names the seed it ran with)", v)
+		}
+		seed = n
+	}
+	return minutes, seed
+}
+
+// inject applies fault f, heals it after its hold where it is healed, and
+// times how long the runs took to notice and to build again.
+func inject(ctx context.Context, t *testing.T, f soak.Fault, workers []string, runs map[string]client.ObjectKey, watch *soakWatch) soak.Outcome {
+	t.Helper()
+	o := soak.Outcome{Class: f.Class}
+	worker := workers[f.Pick%len(workers)]
+	var at, healed time.Time
+	switch f.Class {
+	case soak.PodKilled:
+		pod := soakVictimPod(ctx, t, runs, f.Pick)
+		o.Victim = pod.Name
+		at = deleteBuilderPod(ctx, t, pod)
+	case soak.BuilderStopped, soak.ConsumerStalled:
+		pick, container := f.Pick, "builder"
+		if f.Class == soak.ConsumerStalled {
+			pick, container = 2*(f.Pick/2), "consumer" // a production unit's: the plain run has none
+		}
+		pod := soakVictimPod(ctx, t, runs, pick)
+		o.Victim = pod.Name + "/" + container
+		pid := containerPID(t, pod, container)
+		at = time.Now()
+		nodeExec(t, pod.Spec.NodeName, "kill", "-STOP", pid)
+		time.Sleep(f.Hold) // the fault lasts this long: nothing to wait for
+		nodeExec(t, pod.Spec.NodeName, "kill", "-CONT", pid)
+		healed = time.Now()
+	case soak.Partition:
+		pod := soakVictimPod(ctx, t, runs, 2*(f.Pick/2)+1) // a plain unit's: its data path is the pod network
+		o.Victim = pod.Name
+		rules := cutOff(ctx, t, runs["plain"], pod)
+		at = time.Now()
+		iptablesOnWorkers(t, workers, "-I", rules)
+		time.Sleep(f.Hold)
+		iptablesOnWorkers(t, workers, "-D", rules)
+		healed = time.Now()
+	case soak.WorkerPaused, soak.WorkerStopped:
+		o.Victim = worker
+		lose, back := "pause", "unpause"
+		if f.Class == soak.WorkerStopped {
+			lose, back = "stop", "start"
+		}
+		at = time.Now()
+		docker(t, lose, worker)
+		time.Sleep(f.Hold)
+		docker(t, back, worker)
+		healed = time.Now()
+	case soak.OperatorKilled:
+		pod, err := leaderPod(ctx)
+		if err != nil || pod == nil {
+			t.Fatalf("the leading operator's pod: %v (none found)", err)
+		}
+		o.Victim = pod.Name
+		at = time.Now()
+		if err := k8sClient.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatalf("delete operator pod %s: %v", pod.Name, err)
+		}
+	case soak.APIServerKilled:
+		node := controlPlaneNode(ctx, t)
+		o.Victim = node + "/kube-apiserver"
+		at = time.Now()
+		nodeExec(t, node, "pkill", "-KILL", "-x", "kube-apiserver")
+	default:
+		t.Fatalf("soak fault class %q has no injection", f.Class)
+	}
+	if healed.IsZero() {
+		healed = at // not held: over as it happens
+	}
+	o.Disrupted, o.Detected, o.Recovered, o.Back = watch.after(ctx, at, healed, soakRecoveryTimeout)
+	return o
+}
+
+// soakVictimPod is a live unit's pod of one of the runs, chosen by pick.
+func soakVictimPod(ctx context.Context, t *testing.T, runs map[string]client.ObjectKey, pick int) *corev1.Pod {
+	t.Helper()
+	key := runs["plain"]
+	if pick%2 == 0 {
+		key = runs["production"]
+	}
+	var run ebv1alpha1.EventBuilderRun
+	if err := k8sClient.Get(ctx, key, &run); err != nil {
+		t.Fatal(err)
+	}
+	var pods []string
+	for _, u := range run.Status.Units {
+		if u.Pod != "" {
+			pods = append(pods, u.Pod)
+		}
+	}
+	if len(pods) == 0 {
+		t.Fatalf("run %s has no unit with a pod: %s", key, describe(&run))
+	}
+	return builderPod(ctx, t, key.Namespace, pods[(pick/2)%len(pods)])
+}
+
+// cutOff is the iptables FORWARD rules that cut pod off from the other
+// pods of run (its peers), both ways.
+func cutOff(ctx context.Context, t *testing.T, key client.ObjectKey, pod *corev1.Pod) [][]string {
+	t.Helper()
+	var run ebv1alpha1.EventBuilderRun
+	if err := k8sClient.Get(ctx, key, &run); err != nil {
+		t.Fatal(err)
+	}
+	var rules [][]string
+	for _, u := range run.Status.Units {
+		if u.Pod == "" || u.Pod == pod.Name {
+			continue
+		}
+		ip := builderPod(ctx, t, key.Namespace, u.Pod).Status.PodIP
+		rules = append(rules, []string{"-s", pod.Status.PodIP, "-d", ip, "-j", "DROP"}, []string{"-s", ip, "-d", pod.Status.PodIP, "-j", "DROP"})
+	}
+	return rules
+}
+
+// iptablesOnWorkers inserts (-I) or deletes (-D) the FORWARD rules on
+// every worker.
+func iptablesOnWorkers(t *testing.T, workers []string, op string, rules [][]string) {
+	t.Helper()
+	for _, node := range workers {
+		for _, rule := range rules {
+			nodeExec(t, node, append([]string{"iptables", op, "FORWARD"}, rule...)...)
+		}
+	}
+}
+
+// containerPID is the host PID of a container's process, as the node's
+// containerd has it (the pod's own PID namespace shields its PID 1 from
+// SIGSTOP sent inside it).
+func containerPID(t *testing.T, pod *corev1.Pod, container string) string {
+	t.Helper()
+	var id string
+	for _, c := range pod.Status.ContainerStatuses {
+		if c.Name == container {
+			_, id, _ = strings.Cut(c.ContainerID, "://")
+		}
+	}
+	if id == "" {
+		t.Fatalf("pod %s has no running %s container", pod.Name, container)
+	}
+	out := nodeExec(t, pod.Spec.NodeName, "ctr", "-n", "k8s.io", "task", "ls")
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == id {
+			return f[1]
+		}
+	}
+	t.Fatalf("no task of container %s (pod %s) on %s:\n%s", id, pod.Name, pod.Spec.NodeName, out)
+	return ""
+}
+
+// nodeExec runs a command on a kind node's container and returns its output.
+func nodeExec(t *testing.T, node string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("docker", append([]string{"exec", node}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker exec %s %v: %v\n%s", node, args, err, out)
+	}
+	return string(out)
+}
+
+// soakWatch samples the runs every 500 ms (a read of each: the suite's
+// client allows 5 a second): whether each builds, by its status's states
+// (phase Running or Degraded, every live unit RUNNING at the run's epoch
+// with nothing pending; its counters are written only every 10 s), and
+// whether a unit is live on two ranks at once.
+type soakWatch struct {
+	*sampler
+	runs map[string]client.ObjectKey
+
+	mu       sync.Mutex
+	samples  []soakSample
+	building map[string]int // samples in which the run built
+	read     map[string]int // samples in which its status could be read
+	twice    []string       // units seen live on two ranks, once per run
+}
+
+type soakSample struct {
+	at       time.Time
+	building map[string]bool   // by run; a run whose status could not be read is absent
+	why      map[string]string // why not, by run
+	rate     map[string]int64
+}
+
+func watchSoak(ctx context.Context, runs map[string]client.ObjectKey) *soakWatch {
+	w := &soakWatch{runs: runs, building: map[string]int{}, read: map[string]int{}}
+	w.sampler = startSamplingEvery(ctx, 500*time.Millisecond, func(ctx context.Context) {
+		s := soakSample{at: time.Now(), building: map[string]bool{}, why: map[string]string{}, rate: map[string]int64{}}
+		var twice []string
+		for name, key := range runs {
+			var run ebv1alpha1.EventBuilderRun
+			if err := k8sClient.Get(ctx, key, &run); err != nil {
+				continue // the API server may be the fault: unknown, not stopped
+			}
+			s.why[name] = soakBuilds(&run)
+			s.building[name] = s.why[name] == ""
+			s.rate[name] = run.Status.EventRate
+			if unit := unitLiveTwice(&run); unit != "" {
+				twice = append(twice, fmt.Sprintf("run %s: %s", name, unit))
+			}
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.samples = append(w.samples, s)
+		for name, b := range s.building {
+			w.read[name]++
+			if b {
+				w.building[name]++
+			}
+		}
+		for _, t := range twice {
+			if !slices.ContainsFunc(w.twice, func(seen string) bool { return strings.SplitN(seen, ":", 2)[0] == strings.SplitN(t, ":", 2)[0] }) {
+				w.twice = append(w.twice, t)
+			}
+		}
+	})
+	return w
+}
+
+// soakBuilds says why a run does not build now, or "" when it does.
+func soakBuilds(run *ebv1alpha1.EventBuilderRun) string {
+	st := &run.Status
+	if st.Phase != ebv1alpha1.PhaseRunning && st.Phase != ebv1alpha1.PhaseDegraded {
+		return "phase " + string(st.Phase)
+	}
+	if len(st.Units) == 0 {
+		return "no units"
+	}
+	for _, u := range st.Units {
+		switch {
+		case u.State != "RUNNING":
+			return fmt.Sprintf("rank %d %s", u.Rank, u.State)
+		case u.Epoch != st.Epoch:
+			return fmt.Sprintf("rank %d at epoch %d of %d", u.Rank, u.Epoch, st.Epoch)
+		case u.PendingEpoch != 0:
+			return fmt.Sprintf("rank %d switching to epoch %d", u.Rank, u.PendingEpoch)
+		}
+	}
+	return ""
+}
+
+// unitLiveTwice names a unit live on two ranks of the run at once (its
+// events built twice, or its sources read twice), or "".
+func unitLiveTwice(run *ebv1alpha1.EventBuilderRun) string {
+	ranks := map[int32][]string{}
+	for _, rk := range run.Status.Ranks {
+		if rk.Role == ebv1alpha1.RoleLive && rk.Unit != nil {
+			ranks[*rk.Unit] = append(ranks[*rk.Unit], fmt.Sprint(rk.Rank))
+		}
+	}
+	for unit, on := range ranks {
+		if len(on) > 1 {
+			return fmt.Sprintf("unit %d live on ranks %s at epoch %d", unit, strings.Join(on, ", "), run.Status.Epoch)
+		}
+	}
+	return ""
+}
+
+// after waits, from a fault at `at` that ended at `healed`, until
+// soak.Judge finds it over: whether a run stopped building, and when it
+// was seen to stop and to be back.
+func (w *soakWatch) after(ctx context.Context, at, healed time.Time, timeout time.Duration) (disrupted bool, detected, recovered time.Duration, back bool) {
+	for time.Since(at) < timeout && ctx.Err() == nil {
+		time.Sleep(250 * time.Millisecond) // the sampler's pace: its samples are what is read
+		var points []soak.Point
+		w.mu.Lock()
+		for _, s := range w.samples {
+			if s.at.Before(at) || len(s.building) != len(w.runs) {
+				continue // before the fault, or a run's status unread (the API server down): unknown
+			}
+			every := true
+			for _, b := range s.building {
+				every = every && b
+			}
+			points = append(points, soak.Point{At: s.at.Sub(at), Building: every})
+		}
+		w.mu.Unlock()
+		done, disrupted, detected, recovered := soak.Judge(points, healed.Sub(at))
+		if done {
+			return disrupted, detected, recovered, true
+		}
+	}
+	return disrupted, detected, timeout, false
+}
+
+// stop ends the sampling and returns, per run, the share of the samples
+// that could read its status in which it built, and the share that could.
+func (w *soakWatch) stop() (building, read map[string]float64) {
+	w.halt()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	building, read = map[string]float64{}, map[string]float64{}
+	for name := range w.runs {
+		if w.read[name] > 0 {
+			building[name] = float64(w.building[name]) / float64(w.read[name])
+		}
+		if len(w.samples) > 0 {
+			read[name] = float64(w.read[name]) / float64(len(w.samples))
+		}
+	}
+	return building, read
+}
+
+// timeline is the samples' event rates, from start on.
+func (w *soakWatch) timeline(start time.Time) []soak.Sample {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]soak.Sample, 0, len(w.samples))
+	for _, s := range w.samples {
+		rates := map[string]float64{}
+		for run, r := range s.rate {
+			rates[run] = float64(r)
+		}
+		out = append(out, soak.Sample{At: s.at.Sub(start), Rate: rates})
+	}
+	return out
+}
+
+// csv is the samples, a line per sample: seconds since the first, and per
+// run (in name order) building (0 or 1) and event rate; for plotting the
+// soak's timeline.
+func (w *soakWatch) csv() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	names := []string{"production", "plain"}
+	var b strings.Builder
+	b.WriteString("seconds")
+	for _, n := range names {
+		fmt.Fprintf(&b, ",%s_building,%s_rate,%s_why_not", n, n, n)
+	}
+	b.WriteString("\n")
+	for _, s := range w.samples {
+		fmt.Fprintf(&b, "%.1f", s.at.Sub(w.samples[0].at).Seconds())
+		for _, n := range names {
+			building := "unknown"
+			if b, ok := s.building[n]; ok {
+				building = strconv.FormatBool(b)
+			}
+			fmt.Fprintf(&b, ",%s,%d,%s", building, s.rate[n], s.why[n])
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
