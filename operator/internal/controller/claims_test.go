@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 
 	ebv1 "daq.io/eventbuilder/operator/api/v1alpha1"
 	"daq.io/eventbuilder/operator/internal/builderpod"
+	"daq.io/eventbuilder/operator/internal/testenv"
 )
 
 // A run in claims mode (spec.resources.claims) on a cluster without the
@@ -107,4 +109,33 @@ func TestClaimsModeWaitsForTheDriverAndNamesUnplacedPods(t *testing.T) {
 	}
 	waitCondition(t, key, ebv1.ConditionDevicesAllocated, metav1.ConditionTrue, ebv1.ReasonDevicesAllocated,
 		"7 of 7 builder pods are scheduled")
+}
+
+// On an API server that serves no resource.k8s.io (DRA off, or a cluster
+// before 1.34), the operator's read of the driver's DeviceClasses finds no
+// such API, which DevicesAllocated reports as DRAUnavailable; on this
+// suite's, which serves it, the classes are only missing.
+func TestAClusterWithoutDRAIsToldApartFromAMissingDriver(t *testing.T) {
+	requireEnvtest(t)
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets = testenv.MadeAssets(repoRoot)
+	}
+	without, err := testenv.StartWithAPIServerArgs(assets, map[string]string{"runtime-config": "resource.k8s.io/v1=false"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = without.Stop() })
+	reader, err := client.New(without.Config, client.Options{Scheme: without.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, err := (&EventBuilderRunReconciler{APIReader: reader}).draState(context.Background())
+	if err != nil || !state.NoAPI || state.Ready() {
+		t.Errorf("without resource.k8s.io/v1: %+v, %v; want NoAPI", state, err)
+	}
+	state, err = (&EventBuilderRunReconciler{APIReader: k8s}).draState(context.Background())
+	if err != nil || state.NoAPI || len(state.MissingClasses) != 2 {
+		t.Errorf("with resource.k8s.io/v1 and no driver: %+v, %v; want both classes missing", state, err)
+	}
 }
