@@ -58,6 +58,49 @@ func TestSoak(t *testing.T) {
 	summary := soak.Summary{Seed: seed}
 	var marks []soak.Mark
 	start := time.Now()
+	// Reported however the soak ends (a fault it could not inject ends it
+	// with t.Fatal, which runs this).
+	defer func() {
+		summary.Length = time.Since(start)
+		summary.Building, summary.Read = watch.stop()
+		summary.Counts = map[string]string{}
+		summary.Problems = append(summary.Problems, watch.twice...)
+		for name, key := range runs {
+			var run ebv1alpha1.EventBuilderRun
+			if err := k8sClient.Get(ctx, key, &run); err != nil {
+				t.Error(err)
+				continue
+			}
+			st := run.Status
+			counts := fmt.Sprintf("built %d, incomplete %d, dropped %d", st.EventsBuilt, st.EventsIncomplete, st.EventsDropped)
+			if c := st.Consumed; c != nil {
+				counts += fmt.Sprintf("; consumed %d complete, %d incomplete (flagged), %d rejected", c.EventsComplete, c.EventsIncomplete, c.Rejected)
+				if c.Rejected != 0 {
+					summary.Problems = append(summary.Problems, fmt.Sprintf("run %s: its consumers rejected %d events", name, c.Rejected))
+				}
+			}
+			summary.Counts[name] = counts
+		}
+		report := soak.Report(summary)
+		fmt.Print(report)
+		if dir := os.Getenv("E2E_ARTIFACTS"); dir != "" {
+			if err := os.MkdirAll(filepath.Join(dir, "soak"), 0o755); err == nil {
+				_ = os.WriteFile(filepath.Join(dir, "soak", fmt.Sprintf("report-%d.txt", seed)), []byte(report), 0o644)
+				_ = os.WriteFile(filepath.Join(dir, "soak", fmt.Sprintf("samples-%d.csv", seed)), []byte(watch.csv()), 0o644)
+				png := filepath.Join(dir, "soak", fmt.Sprintf("timeline-%d.png", seed))
+				if f, err := os.Create(png); err == nil {
+					if err := soak.Timeline(watch.timeline(start), marks, f); err != nil {
+						t.Errorf("timeline: %v", err)
+					}
+					f.Close()
+					t.Logf("soak: report, samples and timeline in %s", filepath.Dir(png))
+				}
+			}
+		}
+		for _, p := range summary.Problems {
+			t.Error(p)
+		}
+	}()
 	for i := 1; time.Since(start) < length; i++ {
 		f := plan.Next()
 		select {
@@ -70,44 +113,6 @@ func TestSoak(t *testing.T) {
 		summary.Outcomes = append(summary.Outcomes, o)
 		t.Logf("soak fault %d (seed %d): %s on %s: disrupted %v, detected %s, building again %s, back %v",
 			i, seed, o.Class, o.Victim, o.Disrupted, o.Detected.Round(100*time.Millisecond), o.Recovered.Round(100*time.Millisecond), o.Back)
-	}
-	summary.Length = time.Since(start)
-	summary.Building, summary.Read = watch.stop()
-	summary.Counts = map[string]string{}
-	summary.Problems = append(summary.Problems, watch.twice...)
-	for name, key := range runs {
-		var run ebv1alpha1.EventBuilderRun
-		if err := k8sClient.Get(ctx, key, &run); err != nil {
-			t.Fatal(err)
-		}
-		st := run.Status
-		counts := fmt.Sprintf("built %d, incomplete %d, dropped %d", st.EventsBuilt, st.EventsIncomplete, st.EventsDropped)
-		if c := st.Consumed; c != nil {
-			counts += fmt.Sprintf("; consumed %d complete, %d incomplete (flagged), %d rejected", c.EventsComplete, c.EventsIncomplete, c.Rejected)
-			if c.Rejected != 0 {
-				summary.Problems = append(summary.Problems, fmt.Sprintf("run %s: its consumers rejected %d events", name, c.Rejected))
-			}
-		}
-		summary.Counts[name] = counts
-	}
-	report := soak.Report(summary)
-	fmt.Print(report)
-	if dir := os.Getenv("E2E_ARTIFACTS"); dir != "" {
-		if err := os.MkdirAll(filepath.Join(dir, "soak"), 0o755); err == nil {
-			_ = os.WriteFile(filepath.Join(dir, "soak", fmt.Sprintf("report-%d.txt", seed)), []byte(report), 0o644)
-			_ = os.WriteFile(filepath.Join(dir, "soak", fmt.Sprintf("samples-%d.csv", seed)), []byte(watch.csv()), 0o644)
-			png := filepath.Join(dir, "soak", fmt.Sprintf("timeline-%d.png", seed))
-			if f, err := os.Create(png); err == nil {
-				if err := soak.Timeline(watch.timeline(start), marks, f); err != nil {
-					t.Errorf("timeline: %v", err)
-				}
-				f.Close()
-				t.Logf("soak: report, samples and timeline in %s", filepath.Dir(png))
-			}
-		}
-	}
-	for _, p := range summary.Problems {
-		t.Error(p)
 	}
 }
 
@@ -141,6 +146,9 @@ func inject(ctx context.Context, t *testing.T, f soak.Fault, workers []string, r
 	switch f.Class {
 	case soak.PodKilled:
 		pod := soakVictimPod(ctx, t, runs, f.Pick)
+		if pod == nil {
+			return soak.Outcome{Class: f.Class, Victim: "none: no run has a live unit", Back: false}
+		}
 		o.Victim = pod.Name
 		at = deleteBuilderPod(ctx, t, pod)
 	case soak.BuilderStopped, soak.ConsumerStalled:
@@ -149,6 +157,9 @@ func inject(ctx context.Context, t *testing.T, f soak.Fault, workers []string, r
 			pick, container = 2*(f.Pick/2), "consumer" // a production unit's: the plain run has none
 		}
 		pod := soakVictimPod(ctx, t, runs, pick)
+		if pod == nil {
+			return soak.Outcome{Class: f.Class, Victim: "none: no run has a live unit", Back: false}
+		}
 		o.Victim = pod.Name + "/" + container
 		pid := containerPID(t, pod, container)
 		at = time.Now()
@@ -158,8 +169,15 @@ func inject(ctx context.Context, t *testing.T, f soak.Fault, workers []string, r
 		healed = time.Now()
 	case soak.Partition:
 		pod := soakVictimPod(ctx, t, runs, 2*(f.Pick/2)+1) // a plain unit's: its data path is the pod network
+		if pod == nil {
+			return soak.Outcome{Class: f.Class, Victim: "none: no run has a live unit", Back: false}
+		}
 		o.Victim = pod.Name
-		rules := cutOff(ctx, t, runs["plain"], pod)
+		owner := runs["plain"]
+		if pod.Namespace != owner.Namespace {
+			owner = runs["production"]
+		}
+		rules := cutOff(ctx, t, owner, pod)
 		at = time.Now()
 		iptablesOnWorkers(t, workers, "-I", rules)
 		time.Sleep(f.Hold)
@@ -201,27 +219,33 @@ func inject(ctx context.Context, t *testing.T, f soak.Fault, workers []string, r
 	return o
 }
 
-// soakVictimPod is a live unit's pod of one of the runs, chosen by pick.
+// soakVictimPod is a live unit's pod of one of the runs, chosen by pick
+// (production when even), or of the other run when that one has none left
+// (a run that lost every unit with no spare left); nil when neither has.
 func soakVictimPod(ctx context.Context, t *testing.T, runs map[string]client.ObjectKey, pick int) *corev1.Pod {
 	t.Helper()
-	key := runs["plain"]
+	order := []string{"plain", "production"}
 	if pick%2 == 0 {
-		key = runs["production"]
+		order = []string{"production", "plain"}
 	}
-	var run ebv1alpha1.EventBuilderRun
-	if err := k8sClient.Get(ctx, key, &run); err != nil {
-		t.Fatal(err)
-	}
-	var pods []string
-	for _, u := range run.Status.Units {
-		if u.Pod != "" {
-			pods = append(pods, u.Pod)
+	for _, name := range order {
+		key := runs[name]
+		var run ebv1alpha1.EventBuilderRun
+		if err := k8sClient.Get(ctx, key, &run); err != nil {
+			t.Fatal(err)
 		}
+		var pods []string
+		for _, u := range run.Status.Units {
+			if u.Pod != "" {
+				pods = append(pods, u.Pod)
+			}
+		}
+		if len(pods) > 0 {
+			return builderPod(ctx, t, key.Namespace, pods[(pick/2)%len(pods)])
+		}
+		t.Logf("soak: run %s has no unit with a pod to hit: %s", key, describe(&run))
 	}
-	if len(pods) == 0 {
-		t.Fatalf("run %s has no unit with a pod: %s", key, describe(&run))
-	}
-	return builderPod(ctx, t, key.Namespace, pods[(pick/2)%len(pods)])
+	return nil
 }
 
 // cutOff is the iptables FORWARD rules that cut pod off from the other
@@ -404,12 +428,13 @@ func (w *soakWatch) after(ctx context.Context, at, healed time.Time, timeout tim
 			points = append(points, soak.Point{At: s.at.Sub(at), Building: every})
 		}
 		w.mu.Unlock()
-		done, disrupted, detected, recovered := soak.Judge(points, healed.Sub(at))
+		var done bool
+		done, disrupted, detected, recovered = soak.Judge(points, healed.Sub(at))
 		if done {
 			return disrupted, detected, recovered, true
 		}
 	}
-	return disrupted, detected, timeout, false
+	return disrupted, detected, timeout, false // what was seen: a run stopped, or never read
 }
 
 // stop ends the sampling and returns, per run, the share of the samples
