@@ -71,7 +71,7 @@ func (p *runPass) placePods(ctx context.Context, in *loadedRun, secret *corev1.S
 	// A planned move's old pods build on until the set switched.
 	lastMove, _ := record[*ebv1.FailoverStatus](out.cm, annLastFailover) // checked in observe
 	out.held = runplan.HeldForSwitch(out.table, lastMove, run.Status.Units, p.now, switchHold)
-	if err := r.syncPods(ctx, run, out.table, obs.endpoints, in.cordoned, obs.pods, out.held, !plan.stopped, claimsReady, string(secret.UID)); err != nil {
+	if err := r.syncPods(ctx, run, out.table, obs.endpoints, in.cordoned, obs.pods, out.held, !plan.stopped, claimsReady, string(secret.UID), p.now); err != nil {
 		var create *podCreateError
 		if errors.As(err, &create) {
 			// Quota, admission policy or an invalid resource name: say so
@@ -209,12 +209,13 @@ func (e *podCreateError) Unwrap() error { return e.err }
 // run renders now (image, resources, control Secret: never the table,
 // which reaches running builders by configure). A spare's failed pod is
 // kept: the spare is not used (runplan.FailedSpares) and the pod shows
-// why, until someone deletes it. A pod that claims devices (claims mode)
+// why, until someone deletes it, or, refused at admission for a reason
+// that passes, for runplan.AdmissionRetryAfter. A pod that claims devices (claims mode)
 // is made after its ResourceClaimTemplate, and only when claimsReady
 // (checkDevices). pods is updated to what remains.
 func (r *EventBuilderRunReconciler) syncPods(ctx context.Context, run *ebv1.EventBuilderRun, t planner.RankTable,
 	endpoints map[string]planner.Endpoint, cordoned map[string]bool, pods map[int32]*corev1.Pod, held map[int32]bool, start, claimsReady bool,
-	secretUID string) error {
+	secretUID string, now time.Time) error {
 	log := logf.FromContext(ctx)
 	want := map[int32]*corev1.Pod{}
 	templates := map[int32]*resourceapi.ResourceClaimTemplate{}
@@ -240,7 +241,7 @@ func (r *EventBuilderRunReconciler) syncPods(ctx context.Context, run *ebv1.Even
 	for rank, pod := range pods {
 		next, keep := want[rank]
 		ended := pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
-		failedSpare := keep && spare[rank] && pod.Status.Phase == corev1.PodFailed
+		failedSpare := keep && spare[rank] && pod.Status.Phase == corev1.PodFailed && !runplan.RetryAdmission(pod, now)
 		// Only fabric pods are placed by the operator; others go where the scheduler binds them.
 		misplaced := keep && builderpod.Node(next) != "" && builderpod.Node(pod) != builderpod.Node(next)
 		stale := keep && pod.Annotations[builderpod.SpecHashAnnotation] != next.Annotations[builderpod.SpecHashAnnotation]

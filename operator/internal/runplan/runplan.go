@@ -462,7 +462,8 @@ func byMajority(t planner.RankTable, reports map[int32]builderapi.Report, names 
 // scheduler cannot place there (its node short of a resource: a device
 // plugin down), by endpoint, with the reason: such a spare cannot take a
 // unit over. Its pod is kept (so the reason stays visible) until someone
-// deletes it, or, unschedulable, until the node can take it.
+// deletes it, or, unschedulable, until the node can take it, or, refused
+// for a reason that passes, until RetryAdmission.
 func FailedSpares(t planner.RankTable, pods map[int32]*corev1.Pod) map[string]string {
 	out := map[string]string{}
 	for _, r := range t.Ranks {
@@ -478,6 +479,21 @@ func FailedSpares(t planner.RankTable, pods map[int32]*corev1.Pod) map[string]st
 		}
 	}
 	return out
+}
+
+// AdmissionRetryAfter is how long a pod refused at admission for a reason
+// that passes (UnexpectedAdmissionError: a node restarted re-admits its
+// pods before its device plugins register again) is kept, showing why,
+// before it is made again: at most one new pod per spare that often.
+const AdmissionRetryAfter = 30 * time.Second
+
+// RetryAdmission says whether pod, failed, is to be made again: refused at
+// admission for a reason that passes, and older than AdmissionRetryAfter.
+// Other failures (TopologyAffinityError, an eviction) are kept until
+// someone deletes the pod: trying again would fail again.
+func RetryAdmission(pod *corev1.Pod, now time.Time) bool {
+	return pod.Status.Phase == corev1.PodFailed && pod.Status.Reason == "UnexpectedAdmissionError" &&
+		now.Sub(pod.CreationTimestamp.Time) >= AdmissionRetryAfter
 }
 
 // podFailureReason is why a pod failed (Evicted, TopologyAffinityError,

@@ -488,3 +488,26 @@ func TestNodesBackSince(t *testing.T) {
 		t.Errorf("NodesBackSince = %v, want only back", got)
 	}
 }
+
+func TestOnlyAPassingAdmissionFailureIsRetriedAndNotAtOnce(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	pod := func(phase corev1.PodPhase, reason string, age time.Duration) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(now.Add(-age))},
+			Status: corev1.PodStatus{Phase: phase, Reason: reason}}
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"device plugin not back after a restart, old enough", pod(corev1.PodFailed, "UnexpectedAdmissionError", AdmissionRetryAfter), true},
+		{"the same, just refused", pod(corev1.PodFailed, "UnexpectedAdmissionError", AdmissionRetryAfter-time.Second), false},
+		{"NUMA alignment refused", pod(corev1.PodFailed, "TopologyAffinityError", time.Hour), false},
+		{"evicted", pod(corev1.PodFailed, "Evicted", time.Hour), false},
+		{"running", pod(corev1.PodRunning, "", time.Hour), false},
+	} {
+		if got := RetryAdmission(tc.pod, now); got != tc.want {
+			t.Errorf("%s: retry %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
