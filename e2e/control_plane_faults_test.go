@@ -146,19 +146,28 @@ func watchDuplicateUnits(ctx context.Context, key client.ObjectKey) *duplicateWa
 		if err := k8sClient.Get(ctx, key, &run); err != nil {
 			return
 		}
-		ranks := map[int32][]string{}
-		for _, rk := range run.Status.Ranks {
-			if rk.Role == ebv1alpha1.RoleLive && rk.Unit != nil {
-				ranks[*rk.Unit] = append(ranks[*rk.Unit], fmt.Sprint(rk.Rank))
-			}
-		}
-		for unit, on := range ranks {
-			if len(on) > 1 && w.twice == "" {
-				w.twice = fmt.Sprintf("unit %d live on ranks %s at epoch %d", unit, strings.Join(on, ", "), run.Status.Epoch)
-			}
+		if unit := unitLiveTwice(&run); unit != "" && w.twice == "" {
+			w.twice = unit
 		}
 	})
 	return w
+}
+
+// unitLiveTwice names a unit live on two ranks of the run at once (its
+// events built twice, or its sources read twice), or "".
+func unitLiveTwice(run *ebv1alpha1.EventBuilderRun) string {
+	ranks := map[int32][]string{}
+	for _, rk := range run.Status.Ranks {
+		if rk.Role == ebv1alpha1.RoleLive && rk.Unit != nil {
+			ranks[*rk.Unit] = append(ranks[*rk.Unit], fmt.Sprint(rk.Rank))
+		}
+	}
+	for unit, on := range ranks {
+		if len(on) > 1 {
+			return fmt.Sprintf("unit %d live on ranks %s at epoch %d", unit, strings.Join(on, ", "), run.Status.Epoch)
+		}
+	}
+	return ""
 }
 
 func (w *duplicateWatch) stop() string {

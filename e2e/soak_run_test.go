@@ -392,23 +392,6 @@ func soakBuilds(run *ebv1alpha1.EventBuilderRun) string {
 	return ""
 }
 
-// unitLiveTwice names a unit live on two ranks of the run at once (its
-// events built twice, or its sources read twice), or "".
-func unitLiveTwice(run *ebv1alpha1.EventBuilderRun) string {
-	ranks := map[int32][]string{}
-	for _, rk := range run.Status.Ranks {
-		if rk.Role == ebv1alpha1.RoleLive && rk.Unit != nil {
-			ranks[*rk.Unit] = append(ranks[*rk.Unit], fmt.Sprint(rk.Rank))
-		}
-	}
-	for unit, on := range ranks {
-		if len(on) > 1 {
-			return fmt.Sprintf("unit %d live on ranks %s at epoch %d", unit, strings.Join(on, ", "), run.Status.Epoch)
-		}
-	}
-	return ""
-}
-
 // after waits, from a fault at `at` that ended at `healed`, until
 // soak.Judge finds it over: whether a run stopped building, and when it
 // was seen to stop and to be back.
