@@ -114,6 +114,34 @@ func waitForEveryUnitToBuild(ctx context.Context, t *testing.T, run *ebv1alpha1.
 	}
 }
 
+// whyNotBuilding says why a run does not build now, or "" when it does:
+// phase Running or Degraded, and every live unit RUNNING, its data path
+// building, its set whole (no peer lost). A unit still on the previous
+// epoch while the set switches to a new table (a spare offered again, a
+// unit restored) builds on: the switch stops nothing; a failure shows as
+// a unit not RUNNING or lost by its peers. Unlike the event counters
+// (written every --status-counters-interval), these come with every poll.
+func whyNotBuilding(run *ebv1alpha1.EventBuilderRun) string {
+	st := &run.Status
+	if st.Phase != ebv1alpha1.PhaseRunning && st.Phase != ebv1alpha1.PhaseDegraded {
+		return "phase " + string(st.Phase)
+	}
+	if len(st.Units) == 0 {
+		return "no units"
+	}
+	for _, u := range st.Units {
+		switch {
+		case u.State != "RUNNING":
+			return fmt.Sprintf("rank %d %s", u.Rank, u.State)
+		case u.Activity != "building":
+			return fmt.Sprintf("rank %d %s", u.Rank, u.Activity)
+		case len(u.LostPeers) > 0:
+			return fmt.Sprintf("rank %d lost ranks %v", u.Rank, u.LostPeers)
+		}
+	}
+	return ""
+}
+
 // assertNotRestarted fails the test unless the pod `was` still exists as
 // the same object with its builder container never restarted.
 func assertNotRestarted(ctx context.Context, t *testing.T, who string, was *corev1.Pod) {

@@ -8,16 +8,22 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ebv1alpha1 "daq.io/eventbuilder/operator/api/v1alpha1"
 )
 
-// workerRejoinBound: a restarted worker's units are back on a new epoch
-// within 30s of its start (issue 14: the kind node's kubelet and the pods'
-// sandboxes take most of it; 29.7s was measured once), plus timingMargin.
-const workerRejoinBound = 30*time.Second + timingMargin
+// workerRestartBound: a restarted worker's units build again within 20s
+// of its start (issue 34), plus timingMargin. Most of it is the kind
+// node's boot, its kubelet and the pods' new sandboxes (5-9s); then the
+// pod network's routes to the other nodes (flanneld, podnet.yaml), the
+// operator's next poll, the rejoin epoch and the set's switch: 9.9s,
+// 14.0s and 18.8s measured (the last with 10s between the rejoin epoch
+// configured and the set switched to it, not yet explained). It was 29.7s
+// (issue 14) while flanneld waited out the kubelet's crash back-off.
+const workerRestartBound = 20*time.Second + timingMargin
 
 // A worker is lost under a run without a Fabric (no spare to move its
 // units to): the run turns Degraded, its Ready condition naming the lost
@@ -76,11 +82,7 @@ func TestWorkerLostUnderARunWithoutAFabric(t *testing.T) {
 			if tc.newIPs {
 				// Its pods' new IPs must reach every builder: a new epoch.
 				waitForNewEpoch(ctx, t, run, before, 4, ebv1alpha1.PhaseRunning, "the worker's units to rejoin", &seen)
-				rejoined := time.Since(backAt)
-				t.Logf("every unit on a new epoch %s after docker %s (bound %s)", rejoined.Round(time.Millisecond), tc.back, workerRejoinBound)
-				if rejoined > workerRejoinBound {
-					t.Errorf("the units rejoined %s after docker %s, want under %s", rejoined.Round(time.Millisecond), tc.back, workerRejoinBound)
-				}
+				t.Logf("every unit on a new epoch %s after docker %s", time.Since(backAt).Round(time.Millisecond), tc.back)
 				if fo := run.Status.LastFailover; fo == nil || fo.Outcome != ebv1alpha1.OutcomeRejoined {
 					t.Errorf("lastFailover %+v, want the victim's units Rejoined", fo)
 				}
@@ -88,14 +90,30 @@ func TestWorkerLostUnderARunWithoutAFabric(t *testing.T) {
 			// Woken builders still run their session: the set is whole again
 			// once the operator reset what the set lost and configured it back,
 			// at a new epoch or (the halves having lost each other) at its own.
-			waitForEveryUnitToBuild(ctx, t, run, run.DeepCopy(), "after the worker came back", &seen)
+			waitFor(ctx, t, "every unit building at the run's epoch", 3*time.Minute, func() (bool, string) {
+				if err := k8sClient.Get(ctx, key, run); err != nil {
+					return false, err.Error()
+				}
+				why := whyNotBuilding(run)
+				return why == "", why
+			})
 			building := time.Since(backAt)
+			t.Logf("worker back: every unit building %s after docker %s (bound %s): %s", building.Round(time.Millisecond), tc.back,
+				workerRestartBound, describeFailover(run))
+			if tc.newIPs {
+				logComeback(ctx, t, victim, run, lost, backAt)
+			}
+			if tc.newIPs && building > workerRestartBound {
+				t.Errorf("every unit built again %s after docker %s, want under %s", building.Round(time.Millisecond), tc.back, workerRestartBound)
+			}
+			// And events flow: the counters (written every
+			// --status-counters-interval) grow on every unit.
+			waitForEveryUnitToBuild(ctx, t, run, run.DeepCopy(), "after the worker came back", &seen)
 			for _, u := range run.Status.Units {
 				if len(u.LostPeers) > 0 {
 					t.Errorf("rank %d still reports %v lost: %s", u.Rank, u.LostPeers, describeFailover(run))
 				}
 			}
-			t.Logf("worker back: every unit building %s after docker %s: %s", building.Round(time.Millisecond), tc.back, describeFailover(run))
 			// After a restart, the case the operator must handle: the
 			// victim's pods came back at other IPs (their sandboxes were
 			// recreated), which the builders configured before cannot know.
@@ -182,4 +200,54 @@ func readyCondition(run *ebv1alpha1.EventBuilderRun) *metav1.Condition {
 		}
 	}
 	return nil
+}
+
+// logComeback prints, from the objects' own timestamps (whole seconds),
+// when after backAt the worker's node turned Ready and each of its units'
+// pods got its sandbox, started its builder and turned Ready: where a
+// restart's time goes.
+func logComeback(ctx context.Context, t *testing.T, node string, run *ebv1alpha1.EventBuilderRun, ranks []int32, backAt time.Time) {
+	t.Helper()
+	since := func(at time.Time) string {
+		if at.IsZero() {
+			return "-"
+		}
+		return at.Sub(backAt).Round(100 * time.Millisecond).String()
+	}
+	var n corev1.Node
+	if err := k8sClient.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
+		t.Logf("comeback: node %s: %v", node, err)
+		return
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			t.Logf("comeback: node %s Ready at +%s", node, since(c.LastTransitionTime.Time))
+		}
+	}
+	if fo := run.Status.LastFailover; fo != nil {
+		configured := time.Time{}
+		if fo.ConfiguredTime != nil {
+			configured = fo.ConfiguredTime.Time
+		}
+		t.Logf("comeback: epoch %d (%s) observed +%s, configured on every builder +%s", fo.Epoch, fo.Outcome,
+			since(fo.ObservedTime.Time), since(configured))
+	}
+	for _, u := range run.Status.Units {
+		if !slices.Contains(ranks, u.Rank) {
+			continue
+		}
+		pod := builderPod(ctx, t, run.Namespace, u.Pod)
+		at := map[corev1.PodConditionType]time.Time{}
+		for _, c := range pod.Status.Conditions {
+			at[c.Type] = c.LastTransitionTime.Time
+		}
+		var started time.Time
+		for _, cs := range pod.Status.ContainerStatuses {
+			if cs.Name == "builder" && cs.State.Running != nil {
+				started = cs.State.Running.StartedAt.Time
+			}
+		}
+		t.Logf("comeback: rank %d pod %s: sandbox ready +%s, builder started +%s, pod Ready +%s", u.Rank, pod.Name,
+			since(at[corev1.PodReadyToStartContainers]), since(started), since(at[corev1.PodReady]))
+	}
 }

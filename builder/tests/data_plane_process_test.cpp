@@ -417,6 +417,25 @@ TEST_F(Run, AConsumerFailsWhenFewerMepsThanRequestedArrive) {
     EXPECT_NE(consumer.log().find("expected 1000000 MEPs (100000000 events), got "), std::string::npos);
 }
 
+// In a pod, a rank table with no live rank (every unit failed with no
+// spare left) does not stop the readout driver: it is a spare's, onto
+// which the operator restores a unit, and a driver that exited would sit
+// in the kubelet's crash-loop back-off (up to 5 min) after the restore.
+TEST_F(Run, APodsDriverGoesOnUnderATableWithNoLiveRank) {
+    const std::string table = test::make_temp_dir() + "/ranks.json";
+    std::ofstream(table) << R"({"version": "eventbuilder.daq.io/ranktable/v1", "run": "r", "epoch": 28, "layout": "Folded",
+ "ranks": [{"rank": 0, "address": "r-eb-0.r-eb:7000", "state": "dummy", "leaf": 0, "port": 0},
+           {"rank": 1, "address": "r-eb-1.r-eb:7000", "state": "dummy", "spare": true, "leaf": 0, "port": 1}]})";
+    Child& emulator = start_with_environment(
+        "emulator", "eb-readout-emulator",
+        {"EB_RANK=1", "EB_PACKING_FACTOR=100", "EB_MFP_RING_MIB=4", "EB_RANK_TABLE=" + table},
+        {"--run", run_name_, "--fragment-size", "64"});
+    ASSERT_TRUE(test::eventually([&] { return ring_exists(1, "mfp"); }, 10s)) << emulator.log();
+    EXPECT_NE(emulator.log().find("no live rank runs an RU"), std::string::npos) << emulator.log();
+    emulator.signal(SIGTERM);
+    EXPECT_EQ(emulator.wait_exit(10s), 0) << emulator.log();
+}
+
 // An MFP ring that cannot hold the MFPs the RU keeps plus one more would
 // deadlock the emulator and the builder: refused at the start.
 TEST_F(Run, TheEmulatorRefusesAnMfpRingTooSmallForACycle) {

@@ -37,6 +37,8 @@ Status_snapshot sample(Control_state state) {
     status.events_per_second = 1.5e6;
     status.bytes_per_second = 2.5e8;
     status.peers = {Link_state::up, Link_state::lost, Link_state::self, Link_state::dummy};
+    status.lost_reached = {false, true, false, false};  // rank 1's data port answers its probe again
+    status.probing = true;
     status.peers_lost = 1;
     status.link_failures = {0, 1, 0, 0, 0};
     status.refusals = {3, 0, 1, 0, 0};  // 3 wrong keys, 1 misfit
@@ -56,7 +58,7 @@ TEST(StatusRender, StatusJsonHasEveryFieldWithEscapedError) {
               R"("network_seconds":1.25,"network_sends_held":96,"network_send_held_seconds":0.125,)"
               R"("events_per_second":1.5e+06,"bytes_per_second":2.5e+08,)"
               R"("peers":[{"rank":0,"state":"up"},{"rank":1,"state":"lost"},{"rank":2,"state":"self"},)"
-              R"({"rank":3,"state":"dummy"}],"lost_peers":[1],)"
+              R"({"rank":3,"state":"dummy"}],"lost_peers":[1],"lost_peers_reachable":[1],)"
               R"("data_refusals":{"key":3,"epoch":0,"table":1,"protocol":0,"slow":0},"consumer":null,"numa":null,"transport":{"kind":"tcp"},)"
               R"("allowed":["configure","pause","stop","reset"],)"
               R"("last_error":"rank 1 said \"bye\"\n\tand left\u0001"})");
@@ -72,6 +74,13 @@ Transport_report verbs_transport() {
     transport.link_layer = "Ethernet";
     transport.peers = {{0, "RTS"}, {1, "ERR"}};
     return transport;
+}
+
+TEST(StatusRender, LostPeersReachableIsNullWhileNoProbeRuns) {
+    Status_snapshot status = sample(Control_state::running);
+    status.probing = false;  // connecting, or idle between sessions: nothing dials the lost peers
+    EXPECT_NE(status_json(status).find(R"("lost_peers":[1],"lost_peers_reachable":null,)"), std::string::npos)
+        << status_json(status);
 }
 
 TEST(StatusRender, AVerbsTransportShowsDevicePortGidAndEachQueuePair) {

@@ -20,10 +20,17 @@ const (
 	Partition       = "partition"        // a unit's pod cut off from its peers' on the data path for Hold
 	OperatorKilled  = "operator-killed"  // the leading operator's pod deleted, grace 0
 	APIServerKilled = "apiserver-killed" // kube-apiserver killed (the kubelet restarts it)
+	// ServerLost: a worker that runs every CoreDNS replica killed (its
+	// power lost: nothing shuts down) for Hold, then started.
+	ServerLost = "server-lost"
+	// LeaderServerLost: the worker of the leading operator killed for
+	// Hold, then started: the standby must take over and fail over.
+	LeaderServerLost = "leader-server-lost"
 )
 
 // Classes are every fault class, in the order the report lists them.
-var Classes = []string{PodKilled, BuilderStopped, ConsumerStalled, Partition, WorkerPaused, WorkerStopped, OperatorKilled, APIServerKilled}
+var Classes = []string{PodKilled, BuilderStopped, ConsumerStalled, Partition, WorkerPaused, WorkerStopped, ServerLost,
+	LeaderServerLost, OperatorKilled, APIServerKilled}
 
 // Fault is one fault of the plan.
 type Fault struct {

@@ -12,14 +12,51 @@ type Outcome struct {
 	Class string
 	// Victim names what was hit (a pod, a node).
 	Victim string
+	// At is when the fault began.
+	At time.Time
 	// Disrupted: some run stopped building after the fault (else it was
 	// ridden out, and Detected and Recovered are zero).
 	Disrupted bool
 	// Detected is how long after the fault the first run was seen not
 	// building; Recovered, how long until every run built again.
 	Detected, Recovered time.Duration
+	// Held is how long the fault lasted (a process stopped, a worker
+	// down); zero for one that is over as it happens (a pod killed).
+	Held time.Duration
 	// Back: every run built again (false: the soak gave up waiting).
 	Back bool
+	// Runs is what the fault did to each run on its own, by name (judged
+	// on that run's samples): a run with spares fails over while the
+	// fault lasts; one without waits for it to end.
+	Runs map[string]RunOutcome
+}
+
+// RunOutcome is what a fault did to one run.
+type RunOutcome struct {
+	Disrupted bool
+	// Recovered is how long after the fault the run built again.
+	Recovered time.Duration
+	// Lost is what its builders counted not delivered whole from the
+	// fault to the next one (or the soak's end); PerCycle, the events a
+	// set cycle builds at the fault (live units times packingFactor), the
+	// unit it is judged in.
+	Lost     Lost
+	PerCycle int64
+}
+
+// Cycles is r.Lost in set cycles.
+func (r RunOutcome) Cycles() float64 {
+	if r.PerCycle == 0 {
+		return 0
+	}
+	return float64(r.Lost.Dropped+r.Lost.Incomplete) / float64(r.PerCycle)
+}
+
+// AfterEnd is how long after the fault ended every run built again: what
+// a run without a spare can do, which must wait for its unit to return.
+// Zero where the runs built again while it lasted (a failover).
+func (o Outcome) AfterEnd() time.Duration {
+	return max(0, o.Recovered-o.Held)
 }
 
 // Summary is the soak's figures beside its outcomes.
@@ -48,11 +85,11 @@ const FarmFaultsPerDay = 1
 func Report(s Summary) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "soak: seed %d, %s, %d faults\n", s.Seed, s.Length.Round(time.Second), len(s.Outcomes))
-	fmt.Fprintf(&b, "%-17s %5s %9s %12s %12s %14s %14s %9s\n", "fault", "count", "disrupted", "detect med", "detect max",
-		"building med", "building max", "not back")
+	fmt.Fprintf(&b, "%-17s %5s %9s %12s %12s %14s %14s %15s %9s\n", "fault", "count", "disrupted", "detect med", "detect max",
+		"building med", "building max", "after end max", "not back")
 	var downtime time.Duration
 	for _, class := range Classes {
-		var detect, recover []time.Duration
+		var detect, recover, afterEnd []time.Duration
 		count, disrupted, lost := 0, 0, 0
 		for _, o := range s.Outcomes {
 			if o.Class != class {
@@ -66,21 +103,24 @@ func Report(s Summary) string {
 			if o.Disrupted {
 				disrupted++
 				detect = append(detect, o.Detected)
-				recover = append(recover, o.Recovered)
+				recover, afterEnd = append(recover, o.Recovered), append(afterEnd, o.AfterEnd())
 				downtime += o.Recovered - o.Detected
 			}
 		}
 		if count == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "%-17s %5d %9d %12s %12s %14s %14s %9d\n", class, count, disrupted,
-			median(detect), worst(detect), median(recover), worst(recover), lost)
+		fmt.Fprintf(&b, "%-17s %5d %9d %12s %12s %14s %14s %15s %9d\n", class, count, disrupted,
+			median(detect), worst(detect), median(recover), worst(recover), worst(afterEnd), lost)
 	}
 	runs := make([]string, 0, len(s.Building))
 	for run := range s.Building {
 		runs = append(runs, run)
 	}
 	slices.Sort(runs)
+	for _, run := range runs {
+		perRun(&b, run, s.Outcomes)
+	}
 	perFault := time.Duration(0)
 	if n := len(s.Outcomes); n > 0 {
 		perFault = downtime / time.Duration(n)
@@ -98,6 +138,37 @@ func Report(s Summary) string {
 		fmt.Fprintf(&b, "PROBLEM: %s\n", p)
 	}
 	return b.String()
+}
+
+// perRun writes, per fault class that disrupted run, how often and the
+// worst time to its building again, from the fault and from its end; and
+// per class that cost it events, the most one fault cost.
+func perRun(b *strings.Builder, run string, outcomes []Outcome) {
+	fmt.Fprintf(b, "run %s alone:\n", run)
+	for _, class := range Classes {
+		var recover, afterEnd []time.Duration
+		var most RunOutcome
+		for _, o := range outcomes {
+			r, ok := o.Runs[run]
+			if !ok || o.Class != class {
+				continue
+			}
+			if r.Cycles() > most.Cycles() {
+				most = r
+			}
+			if o.Back && r.Disrupted {
+				recover, afterEnd = append(recover, r.Recovered), append(afterEnd, max(0, r.Recovered-o.Held))
+			}
+		}
+		if len(recover) > 0 {
+			fmt.Fprintf(b, "  %-17s %9d disrupted, building again at worst %s after the fault, %s after its end\n",
+				class, len(recover), worst(recover), worst(afterEnd))
+		}
+		if most.Cycles() > 0 {
+			fmt.Fprintf(b, "  %-17s lost at most %d dropped + %d flagged incomplete events in one fault: %.1f set cycles of %d\n",
+				class, most.Lost.Dropped, most.Lost.Incomplete, most.Cycles(), most.PerCycle)
+		}
+	}
 }
 
 // Projected is the share of a day a run builds when each of faultsPerDay

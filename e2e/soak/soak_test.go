@@ -40,16 +40,25 @@ func TestTheReportSaysPerClassHowLongAndHowOften(t *testing.T) {
 			{Class: PodKilled, Disrupted: true, Detected: 2 * time.Second, Recovered: 5 * time.Second, Back: true},
 			{Class: PodKilled, Disrupted: true, Detected: 3 * time.Second, Recovered: 9 * time.Second, Back: true},
 			{Class: BuilderStopped, Back: true},
+			// A worker down 10 s under a run without a spare: back 14 s
+			// after the stop is 4 s after its start.
+			{Class: WorkerStopped, Disrupted: true, Detected: 2 * time.Second, Recovered: 14 * time.Second, Held: 10 * time.Second, Back: true,
+				Runs: map[string]RunOutcome{"production": {Disrupted: true, Recovered: 3 * time.Second, Lost: Lost{Incomplete: 1500}, PerCycle: 1000},
+					"plain": {Disrupted: true, Recovered: 14 * time.Second, Lost: Lost{Dropped: 4000}, PerCycle: 4000}}},
 			{Class: WorkerStopped, Back: false},
 		}}
 	r := Report(s)
 	for _, want := range []string{
-		"soak: seed 42, 1h0m0s, 5 faults",
-		"pod-killed            3         3           2s           3s             5s             9s         0",
-		"builder-stopped       1         0            -            -              -              -         0",
-		"worker-stopped        1         0            -            -              -              -         1",
+		"soak: seed 42, 1h0m0s, 6 faults",
+		"pod-killed            3         3           2s           3s             5s             9s              9s         0",
+		"builder-stopped       1         0            -            -              -              -               -         0",
+		"worker-stopped        2         1           2s           2s            14s            14s              4s         1",
 		"run plain: building in 99.50% of the samples that read its status (98.00% of all); built 20",
-		"mean time not building per fault: 2.2s",
+		"run plain alone:\n  worker-stopped            1 disrupted, building again at worst 14s after the fault, 4s after its end\n" +
+			"  worker-stopped    lost at most 4000 dropped + 0 flagged incomplete events in one fault: 1.0 set cycles of 4000\n",
+		"run production alone:\n  worker-stopped            1 disrupted, building again at worst 3s after the fault, 0s after its end\n" +
+			"  worker-stopped    lost at most 0 dropped + 1500 flagged incomplete events in one fault: 1.5 set cycles of 1000\n",
+		"mean time not building per fault: 3.833s",
 		"problems: none",
 	} {
 		if !strings.Contains(r, want) {

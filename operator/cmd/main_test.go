@@ -40,6 +40,7 @@ func TestChartPassesTunedFlags(t *testing.T) {
 		"builder-poll-timeout":        "builderPollTimeout",
 		"builder-control-timeout":     "builderControlTimeout",
 		"node-not-ready-grace":        "nodeNotReadyGrace",
+		"reoffer-vacated-after":       "reofferVacatedAfter",
 		"builder-unreachable-after":   "builderUnreachableAfter",
 		"builder-stall-after":         "builderStallAfter",
 		"max-concurrent-reconciles":   "maxConcurrentReconciles",

@@ -54,11 +54,14 @@ std::string consumer_json(const std::optional<Consumer_counts>& consumer) {
 }  // namespace
 
 std::string status_json(const Status_snapshot& status) {
-    std::string peers = "[", lost = "[";
+    std::string peers = "[", lost = "[", reached = "[";
     for (Rank peer = 0; peer < status.peers.size(); ++peer) {
         peers += (peer == 0 ? "" : ",") + std::string("{\"rank\":") + std::to_string(peer) +
                  ",\"state\":" + json_string(link_state_name(status.peers[peer])) + "}";
-        if (status.peers[peer] == Link_state::lost) lost += (lost.size() == 1 ? "" : ",") + std::to_string(peer);
+        if (status.peers[peer] != Link_state::lost) continue;
+        lost += (lost.size() == 1 ? "" : ",") + std::to_string(peer);
+        if (peer < status.lost_reached.size() && status.lost_reached[peer])
+            reached += (reached.size() == 1 ? "" : ",") + std::to_string(peer);
     }
     std::string refused = "{";
     for (std::size_t kind = 0; kind < refusal_kinds; ++kind)
@@ -89,7 +92,7 @@ std::string status_json(const Status_snapshot& status) {
            ",\"network_send_held_seconds\":" + number(status.network_send_held_seconds) +
            ",\"events_per_second\":" + number(status.events_per_second) +
            ",\"bytes_per_second\":" + number(status.bytes_per_second) + ",\"peers\":" + peers +
-           "],\"lost_peers\":" + lost + "],\"data_refusals\":" + refused + "},\"consumer\":" + consumer_json(status.consumer) +
+           "],\"lost_peers\":" + lost + "],\"lost_peers_reachable\":" + (status.probing ? reached + "]" : "null") + ",\"data_refusals\":" + refused + "},\"consumer\":" + consumer_json(status.consumer) +
            ",\"numa\":" + status.numa_json +
            ",\"transport\":" + transport_json(status.transport) + ",\"allowed\":" + allowed +
            "],\"last_error\":" + json_string(status.last_error) + "}";

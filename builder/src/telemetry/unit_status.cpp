@@ -54,20 +54,41 @@ void Unit_status::set_table(std::uint32_t epoch, const std::vector<bool>& live) 
     epoch_ = epoch;
     live_ = rank_ < live.size() && live[rank_];
     peers_.assign(live.size(), Link_state::dummy);
+    lost_reached_.assign(live.size(), false);
     for (Rank peer = 0; peer < live.size(); ++peer)
         if (live[peer]) peers_[peer] = peer == rank_ ? Link_state::self : Link_state::connecting;
 }
 
 void Unit_status::set_peer(Rank peer, Link_state state) {
     std::lock_guard lock(mutex_);
-    if (peer < peers_.size()) peers_[peer] = state;
+    if (peer >= peers_.size()) return;
+    peers_[peer] = state;
+    lost_reached_[peer] = false;
 }
 
 void Unit_status::peer_lost(Rank peer, Link_failure failure) {
     std::lock_guard lock(mutex_);
-    if (peer < peers_.size()) peers_[peer] = Link_state::lost;
+    if (peer < peers_.size()) {
+        peers_[peer] = Link_state::lost;
+        lost_reached_[peer] = false;
+    }
     ++peers_lost_;
     ++link_failures_[static_cast<std::size_t>(failure)];
+}
+
+bool Unit_status::peer_is_lost(Rank peer) const {
+    std::lock_guard lock(mutex_);
+    return peer < peers_.size() && peers_[peer] == Link_state::lost;
+}
+
+void Unit_status::set_lost_peer_reached(Rank peer, bool reached) {
+    std::lock_guard lock(mutex_);
+    if (peer < peers_.size() && peers_[peer] == Link_state::lost) lost_reached_[peer] = reached;
+}
+
+void Unit_status::set_probing(bool probing) {
+    std::lock_guard lock(mutex_);
+    probing_ = probing;
 }
 
 void Unit_status::add_mep(std::uint64_t events_complete, std::uint64_t events_incomplete, std::uint64_t bytes) {
@@ -156,6 +177,8 @@ Status_snapshot Unit_status::snapshot() const {
     snapshot.live = live_;
     snapshot.epoch = epoch_;
     snapshot.peers = peers_;
+    snapshot.lost_reached = lost_reached_;
+    snapshot.probing = probing_;
     snapshot.peers_lost = peers_lost_;
     snapshot.link_failures = link_failures_;
     for (std::size_t kind = 0; kind < refusal_kinds; ++kind)

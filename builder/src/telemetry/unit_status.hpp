@@ -58,6 +58,8 @@ struct Status_snapshot {
     double events_per_second = 0;
     double bytes_per_second = 0;
     std::vector<Link_state> peers;  // by rank
+    std::vector<bool> lost_reached;  // by rank: lost, and its data port answers a dial again (Lost_peer_probe)
+    bool probing = false;            // a Lost_peer_probe runs: lost_reached says something
     std::uint64_t peers_lost = 0;
     std::array<std::uint64_t, link_failure_kinds> link_failures{};  // by Link_failure
     std::array<std::uint64_t, refusal_kinds> refusals{};            // data connections refused, by Refusal
@@ -96,6 +98,12 @@ public:
     void set_next_event(std::uint64_t event) { next_event_.store(event, std::memory_order_relaxed); }
     void set_peer(Rank peer, Link_state state);
     void peer_lost(Rank peer, Link_failure failure);
+    // Whether the unit has lost `peer` now, and whether a lost peer's data
+    // port answers a dial again (Lost_peer_probe); a new state or table
+    // forgets the latter.
+    bool peer_is_lost(Rank peer) const;
+    void set_lost_peer_reached(Rank peer, bool reached);
+    void set_probing(bool probing);
 
     void add_mep(std::uint64_t events_complete, std::uint64_t events_incomplete, std::uint64_t bytes) override;
     void add_discarded_mep(std::uint64_t events) override;
@@ -150,6 +158,8 @@ private:
     std::uint32_t epoch_ = 0;
     bool live_ = false;
     std::vector<Link_state> peers_;
+    std::vector<bool> lost_reached_;
+    bool probing_ = false;
     std::uint64_t peers_lost_ = 0;
     std::array<std::uint64_t, link_failure_kinds> link_failures_{};
     std::string last_error_;

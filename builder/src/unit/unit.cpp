@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <set>
 #include <thread>
 
 #include "engine/barrier.hpp"
@@ -13,6 +14,7 @@
 #include "base/socket.hpp"
 #include "telemetry/status_render.hpp"
 #include "schedule/table_switch.hpp"
+#include "transport/tcp/lost_peer_probe.hpp"
 
 namespace eb {
 namespace {
@@ -45,6 +47,26 @@ void show_peers(Unit_status& status, const Rank_table& table, Rank rank, const M
             status.set_peer(peer, transport.lost(peer) ? Link_state::lost : Link_state::up);
     status.set_transport(transport.report());
 }
+
+// Tells the operator, while the unit builds under a table, when the peers
+// it lost answer again (lost_peers_reachable; null when no probe runs): it
+// rejoins a unit in its session only then.
+class Probe_lost_peers {
+public:
+    Probe_lost_peers(Unit_status& status, std::vector<Peer_address> peers, Rank rank, int peer_timeout_ms)
+        : status_(status),
+          probe_(std::move(peers), rank, peer_timeout_ms, [&status](Rank peer) { return status.peer_is_lost(peer); },
+                 [&status](Rank peer, bool answers) { status.set_lost_peer_reached(peer, answers); }) {
+        status_.set_probing(true);
+    }
+    ~Probe_lost_peers() { status_.set_probing(false); }
+    Probe_lost_peers(const Probe_lost_peers&) = delete;
+    Probe_lost_peers& operator=(const Probe_lost_peers&) = delete;
+
+private:
+    Unit_status& status_;
+    Lost_peer_probe probe_;
+};
 
 }  // namespace
 
@@ -129,6 +151,7 @@ Command_outcome Unit::command(Command command, const Configure_request* request)
         case Command::reset:
             current_.reset();
             pending_.clear();
+            joiners_.reset();
             status_.set_pending_epoch(0);
             if (in_session_) session_stop_.request();
             status_.reset();
@@ -180,6 +203,7 @@ Command_outcome Unit::configure(const Configure_request& request) {
         // The running set switches when every unit holds the table.
         pending_.emplace(request.epoch, request);
         status_.set_pending_epoch(static_cast<std::uint32_t>(request.epoch));
+        watch_joiners(request);
     } else {
         adopt(request);
         // A session still connecting (a table the set may never take it
@@ -197,9 +221,29 @@ const Configure_request* Unit::newest_table() const {
     return current_ ? &*current_ : nullptr;
 }
 
+void Unit::watch_joiners(const Configure_request& request) {
+    const Rank_table next = request_table(request), now = request_table(*current_);
+    std::set<Rank> joiners;
+    std::string named;
+    for (Rank peer = 0; peer < next.units(); ++peer) {
+        if (peer == request.rank ||
+            peer_change(now.live(peer), status_.peer_is_lost(peer), next.live(peer)) != Peer_change::join)
+            continue;
+        joiners.insert(peer);
+        named += (named.empty() ? "" : ", ") + std::to_string(peer);
+    }
+    joiners_.reset();
+    if (joiners.empty()) return;
+    log_info("rank table epoch ", request.epoch, " takes ranks ", named, " into the running set: voting for it once ",
+             "their data ports answer, ", config_.join_timeout_ms, " ms at most (--join-timeout-ms)");
+    joiners_ = std::make_unique<Joiner_watch>(request.epoch, request.peers, joiners, request.rank,
+                                              static_cast<int>(config_.peer_timeout_ms), join_timeout());
+}
+
 void Unit::adopt(const Configure_request& request) {
     current_ = request;
     pending_.clear();
+    joiners_.reset();
     status_.set_pending_epoch(0);
     status_.set_table(static_cast<std::uint32_t>(request.epoch), live_ranks(request_table(request)));
     set_log_rank(request.rank);
@@ -283,8 +327,12 @@ Vote Unit::vote() {
     std::lock_guard lock(mutex_);
     // A reset while building leaves no table until the session has ended: no switch to vote for.
     const Configure_request* newest = newest_table();
-    return {newest != nullptr ? static_cast<std::uint32_t>(newest->epoch) : 0u,
-            pause_vote_, stop_vote_};
+    std::uint32_t epoch = newest != nullptr ? static_cast<std::uint32_t>(newest->epoch) : 0u;
+    // Not before the newest table's joiners answer: the switch would stall
+    // the set on them (Joiner_watch). Its own table holds the set back.
+    if (joiners_ && joiners_->epoch() == epoch && current_ && !joiners_->ready())
+        epoch = static_cast<std::uint32_t>(current_->epoch);
+    return {epoch, pause_vote_, stop_vote_};
 }
 
 Unit::Session_end Unit::run_session(Configure_request table) {
@@ -329,6 +377,7 @@ Unit::Session_end Unit::run_session(Configure_request table) {
 
     const std::uint64_t target_cycles = cycles_for_events(config_.events, config_.packing_factor);
     while (true) {  // one table (epoch) per turn
+        const Probe_lost_peers probe(status_, table.peers, rank, static_cast<int>(config_.peer_timeout_ms));
         std::optional<Barrier> barrier;
         if (config_.barrier != Barrier_kind::none) barrier.emplace(config_.barrier, transport, ranks.live_ranks());
         if (ranks.runs_ru(rank)) buffers_->start_source_at(next_chunk_);
@@ -369,6 +418,7 @@ Unit::Session_end Unit::run_session(Configure_request table) {
                                              ", which this unit was never given; configure every unit with every epoch");
                 next = found->second;
                 pending_.erase(pending_.begin(), std::next(found));
+                if (joiners_ && joiners_->epoch() <= decision->switch_to) joiners_.reset();
                 status_.set_pending_epoch(pending_.empty() ? 0 : static_cast<std::uint32_t>(pending_.rbegin()->first));
             }
             if (decision->stop) {

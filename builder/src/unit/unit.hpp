@@ -21,6 +21,7 @@
 #include "base/stop_flag.hpp"
 #include "schedule/table_switch.hpp"
 #include "transport/peer_links.hpp"
+#include "transport/tcp/joiner_watch.hpp"
 #include "transport/transport.hpp"
 #include "unit/unit_buffers.hpp"
 #include "telemetry/unit_status.hpp"
@@ -78,6 +79,9 @@ private:
     // Where this unit stands, for the hellos of a connect at `epoch`.
     Mesh_position mesh_position(std::uint64_t epoch, bool in_session) const;
     Vote vote();
+    // Dials the units `request` (a pending table) takes into the running
+    // set, if any; mutex held.
+    void watch_joiners(const Configure_request& request);
     // The listener a session connects through, kept alive for it.
     std::shared_ptr<const Fd> session_listener() const;
     bool wait_while_paused();
@@ -107,6 +111,9 @@ private:
     std::condition_variable changed_;
     std::optional<Configure_request> current_;        // the table in force
     std::map<std::uint64_t, Configure_request> pending_;  // newer tables, by epoch
+    // The joiners of the newest pending table, dialled before this unit
+    // votes to switch to it.
+    std::unique_ptr<Joiner_watch> joiners_;
     bool stop_vote_ = false;
     // A pause reaches the set: from the pause command to the next boundary
     // where the set pauses, the unit votes pause, resumed or not.

@@ -738,6 +738,12 @@ const (
 	// peer that does not answer, a stalled source or output); the message
 	// names them and quotes their last error.
 	ReasonUnitsNotBuilding = "UnitsNotBuilding"
+	// Every live builder is RUNNING, yet some are lost by their running
+	// peers (a unit cut off from the set's data network, or whose process
+	// stopped): seen at the first poll after the peers' --peer-timeout-ms,
+	// before the stall check would; the message names each and who lost
+	// it.
+	ReasonUnitsLostByPeers = "UnitsLostByPeers"
 	// A run that was Running misses units: pods gone, not Ready, builders
 	// not answering or not RUNNING (a node lost, a restart); the message
 	// names each with its pod and node. Never Pending once it has run.
@@ -1059,8 +1065,11 @@ type EventBuilderRunStatus struct {
 	LastSampleTime *metav1.MicroTime `json:"lastSampleTime,omitempty"`
 
 	// units lists the live ranks: their pods and builders' counters.
-	// +listType=map
-	// +listMapKey=rank
+	// Atomic: the operator alone writes it, whole, and a list-map would
+	// make the API server keep managed fields for every row (as many
+	// bytes again as the rows: a 1024-unit run's object stood at 1.1 MB
+	// of etcd's 1.5 MiB).
+	// +listType=atomic
 	// +optional
 	Units []UnitStatus `json:"units,omitempty"`
 
@@ -1082,9 +1091,9 @@ type EventBuilderRunStatus struct {
 	// +optional
 	SparesLeft int32 `json:"sparesLeft"`
 
-	// ranks is the rank table: every rank, live, spare or dummy.
-	// +listType=map
-	// +listMapKey=rank
+	// ranks is the rank table: every rank, live, spare or dummy. Atomic,
+	// as units.
+	// +listType=atomic
 	// +optional
 	Ranks []RankStatus `json:"ranks,omitempty"`
 

@@ -81,6 +81,10 @@ type Report struct {
 	Peers                  []Peer  `json:"peers"`
 	// LostPeers are the ranks this builder lost in its epoch.
 	LostPeers []int32 `json:"lost_peers"`
+	// LostPeersReachable are those of LostPeers whose data port answers
+	// its dials again (a partition healed); nil from builders that do not
+	// probe, which runplan.Rejoins then takes back without waiting.
+	LostPeersReachable *[]int32 `json:"lost_peers_reachable"`
 	// DataRefusals counts the data connections refused, by reason (key,
 	// epoch, table, protocol, slow).
 	DataRefusals map[string]int64 `json:"data_refusals"`

@@ -610,6 +610,24 @@ func (b *Builder) numa() *builderapi.NUMA {
 	return n
 }
 
+// reachableLostPeers is lost_peers_reachable: while it builds in its
+// session, eb-builder dials the data port of each peer it lost and lists
+// those that answer (a live process whose data network is up, as is its
+// own); nil outside a session, where it dials nobody.
+func (b *Builder) reachableLostPeers(lost []int32) *[]int32 {
+	if b.table == nil || !b.active() || !b.inSession || !b.table.live(b.rank) {
+		return nil
+	}
+	reached := []int32{}
+	for _, r := range lost {
+		p := b.mesh.byRank[r]
+		if p != nil && !p.dead && p.table != nil && !b.farm.unreachable[b.key] && !b.farm.unreachable[p.key] {
+			reached = append(reached, r)
+		}
+	}
+	return &reached
+}
+
 // status is the builder's GET /status document, taken under the lock
 // (encoded outside it).
 func (b *Builder) status() *statusDoc {
@@ -641,6 +659,7 @@ func (b *Builder) status() *statusDoc {
 		d.LostPeers = append(d.LostPeers, r)
 	}
 	slices.Sort(d.LostPeers)
+	d.LostPeersReachable = b.reachableLostPeers(d.LostPeers)
 	d.EventsBuilt, d.EventsDropped, d.NextEvent, d.BuildingSeconds = b.events, b.dropped, b.mesh.generated, b.building
 	d.EventsIncomplete = b.incomplete
 	d.MEPsBuilt, d.BytesBuilt = d.EventsBuilt/1000, d.EventsBuilt*b.opts.EventSize

@@ -461,8 +461,30 @@ func TestHealedPartition(t *testing.T) {
 		check(t, f, epoch)
 	}
 
+	// reachable: each rank's lost_peers_reachable.
+	reachable := func(t *testing.T, f *Farm, want ...[]int32) {
+		t.Helper()
+		for r := range 3 {
+			rep, err := status.Get(ctx, f.URL(fmt.Sprint(r)))
+			if err != nil || rep.LostPeersReachable == nil || !slices.Equal(*rep.LostPeersReachable, want[r]) {
+				t.Errorf("rank %d: lost_peers_reachable %v (%v), want %v", r, rep.LostPeersReachable, err, want[r])
+			}
+		}
+	}
+
 	t.Run("cut off: it and the set lose each other, it goes on alone", func(t *testing.T) {
-		check(t, start(t), 1, apart...)
+		f := start(t)
+		check(t, f, 1, apart...)
+		reachable(t, f, []int32{}, []int32{}, []int32{}) // their dials do not cross the cut
+		f.SetUnreachable("1", false)
+		reachable(t, f, []int32{1}, []int32{0, 2}, []int32{1}) // healed: they do
+	})
+	t.Run("outside a session it dials nobody", func(t *testing.T) {
+		f := start(t)
+		post(t, f.URL("1"), "tok", "reset", "")
+		if rep, err := status.Get(ctx, f.URL("1")); err != nil || rep.LostPeersReachable != nil {
+			t.Errorf("reset: lost_peers_reachable %v (%v), want null", rep.LostPeersReachable, err)
+		}
 	})
 	t.Run("healed, configured in its session: refused both ways; reset, it rejoins", func(t *testing.T) {
 		f := start(t)

@@ -3,6 +3,7 @@ package builderstatus
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -189,7 +190,61 @@ func Aggregate(prev *ebv1.EventBuilderRunStatus, units []Unit, poll *Poll, desir
 			s.Phase, s.Reason, s.Message = ebv1.PhaseDegraded, ebv1.ReasonUnitsNotBuilding, notBuilding(stuck, units, s.LastSampleTime.Time)
 		}
 	}
+	if s.Phase == ebv1.PhaseRunning {
+		if lost := lostByPeers(s.Units); len(lost) > 0 {
+			s.Phase, s.Reason, s.Message = ebv1.PhaseDegraded, ebv1.ReasonUnitsLostByPeers, lostMessage(lost, units)
+		}
+	}
 	return s
+}
+
+// lostByPeers are the live units that a running peer reports lost, with
+// the ranks that report each, those lost by most peers first: a unit cut off from the
+// set's data network (a partition) or whose process stopped. Its own
+// builder may still answer RUNNING, building alone; the stall check would
+// find it only --builder-stall-after later.
+func lostByPeers(units []ebv1.UnitStatus) []lostUnit {
+	live := make(map[int32]bool, len(units))
+	for _, u := range units {
+		live[u.Rank] = true
+	}
+	by := map[int32][]int32{}
+	for _, u := range units {
+		if u.State != builderapi.StateRunning {
+			continue
+		}
+		for _, rank := range u.LostPeers {
+			if live[rank] {
+				by[rank] = append(by[rank], u.Rank)
+			}
+		}
+	}
+	out := make([]lostUnit, 0, len(by))
+	for _, rank := range slices.Sorted(maps.Keys(by)) {
+		out = append(out, lostUnit{Rank: rank, By: by[rank]})
+	}
+	// A unit cut off loses every peer, each of which loses it alone: as
+	// the set's proposals do, name first the unit most peers lost.
+	slices.SortStableFunc(out, func(a, b lostUnit) int { return cmp.Compare(len(b.By), len(a.By)) })
+	return out
+}
+
+// lostUnit is a live rank its peers lost, and which of them report it.
+type lostUnit struct {
+	Rank int32
+	By   []int32
+}
+
+// lostMessage is the message of a run whose units are lost by their peers.
+func lostMessage(lost []lostUnit, observed []Unit) string {
+	node := nodesOf(observed)
+	ranks := shortlist.Join(lost, ", ", func(l lostUnit) string {
+		return fmt.Sprintf("%d (node %s, lost by %s)", l.Rank, cmp.Or(node[l.Rank], "(none)"),
+			shortlist.Join(l.By, ", ", func(r int32) string { return strconv.Itoa(int(r)) }))
+	})
+	return fmt.Sprintf("ranks %s are lost by their peers: cut off from the set's data network (a partition), or their "+
+		"builders stopped; the set builds on without their data until a failover moves them to spares or, with no "+
+		"spare, they answer again and rejoin", ranks)
 }
 
 // missing is the message of a run that has built and misses units: each
@@ -232,10 +287,7 @@ func stalled(units []ebv1.UnitStatus, at time.Time, stallAfter time.Duration) []
 // what node, for how long, doing what, what that points to, and the first
 // one's last error.
 func notBuilding(stuck []ebv1.UnitStatus, observed []Unit, at time.Time) string {
-	node := make(map[int32]string, len(observed))
-	for _, u := range observed {
-		node[u.Rank] = u.Node
-	}
+	node := nodesOf(observed)
 	ranks := shortlist.Join(stuck, ", ", func(u ebv1.UnitStatus) string {
 		return fmt.Sprintf("%d (%s, node %s)", u.Rank, cmp.Or(u.Activity, "activity unknown"), cmp.Or(node[u.Rank], "(none)"))
 	})
@@ -250,6 +302,15 @@ func notBuilding(stuck []ebv1.UnitStatus, observed []Unit, at time.Time) string 
 		msg += fmt.Sprintf("; rank %d: %s", first.Rank, clipError(first.LastError))
 	}
 	return msg
+}
+
+// nodesOf is where each observed unit's pod is bound, by rank.
+func nodesOf(observed []Unit) map[int32]string {
+	node := make(map[int32]string, len(observed))
+	for _, u := range observed {
+		node[u.Rank] = u.Node
+	}
+	return node
 }
 
 // clipError shortens a builder's last error for a message.

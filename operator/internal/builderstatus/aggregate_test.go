@@ -417,3 +417,37 @@ func TestAggregateMissingUnits(t *testing.T) {
 		})
 	}
 }
+
+// A unit its running peers report lost makes the run Degraded at once,
+// though every builder answers RUNNING (the lost one building alone, cut
+// off from the set): the stall check would see it only stallAfter later.
+func TestAggregateUnitsLostByPeers(t *testing.T) {
+	lost := func(peers ...int32) builderapi.Report {
+		r := running(1, 1)
+		r.Activity, r.LostPeers = builderapi.ActivityBuilding, peers
+		return r
+	}
+	for _, tc := range []struct {
+		name    string
+		reports map[int32]builderapi.Report
+		phase   ebv1.RunPhase
+		says    string
+	}{
+		{"none lost", map[int32]builderapi.Report{0: lost(), 1: lost(), 2: lost()}, ebv1.PhaseRunning, ""},
+		{"rank 2 cut off: lost by both others, it lost them", map[int32]builderapi.Report{0: lost(2), 1: lost(2), 2: lost(0, 1)},
+			ebv1.PhaseDegraded, "ranks 2 (node n2, lost by 0, 1), 0 (node n0, lost by 2), 1 (node n1, lost by 2) are lost by their peers"},
+		{"a report from a builder not running does not count", map[int32]builderapi.Report{0: lost(), 1: lost(), 2: {State: builderapi.StateNotReady, LostPeers: []int32{0}}},
+			ebv1.PhasePending, ""},
+		{"a rank not live (a dummy, a rank failed over) does not count", map[int32]builderapi.Report{0: lost(7), 1: lost(), 2: lost()}, ebv1.PhaseRunning, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Aggregate(&ebv1.EventBuilderRunStatus{}, units(3), &Poll{Time: t0, Reports: tc.reports}, ebv1.StateRunning, stallAfter)
+			if s.Phase != tc.phase {
+				t.Fatalf("phase %s (%s: %s), want %s", s.Phase, s.Reason, s.Message, tc.phase)
+			}
+			if tc.phase == ebv1.PhaseDegraded && (s.Reason != ebv1.ReasonUnitsLostByPeers || !strings.Contains(s.Message, tc.says)) {
+				t.Errorf("%s: %q, want %s saying %q", s.Reason, s.Message, ebv1.ReasonUnitsLostByPeers, tc.says)
+			}
+		})
+	}
+}

@@ -763,8 +763,9 @@ func waitAllAt(t *testing.T, key client.ObjectKey, from int64) int64 {
 // lost both ways), it would never rejoin. So the operator resets it
 // first, and it rejoins as a restarted process does: configured with the
 // new epoch and started. A partition that healed before the operator
-// looked rejoins at once; one still cut off at its rejoin is reset, cannot
-// join, waits its back-off and, healed, is reset and rejoins.
+// looked rejoins at once; one that lasts is not tried while its builder
+// reaches none of the peers it lost; a fresh process cut off is taken
+// back, cannot join, waits its back-off and, healed, rejoins.
 func TestPartitionedUnitIsResetToRejoin(t *testing.T) {
 	requireEnvtest(t)
 	ctx := context.Background()
@@ -792,11 +793,27 @@ func TestPartitionedUnitIsResetToRejoin(t *testing.T) {
 		return nil
 	})
 
-	// Cut off now: rejoined at epoch 3 (reset first) it cannot join, and
-	// waits; its network back, the next rejoin (reset again) holds.
+	// Cut off now, still in its session: it reaches none of the peers it
+	// lost (lost_peers_reachable), and no rejoin is tried while the cut
+	// lasts (each would cost the set a join timeout): the epoch stays.
 	uid := string(pods[1].UID)
 	farm.SetUnreachable(uid, true)
-	waitFailover(t, key, 3)
+	waitPhase(t, key, ebv1.PhaseDegraded, ebv1.ReasonUnitsLostByPeers)
+	cutSeen := getRun(t, key).Status.LastSampleTime
+	eventually(t, "three polls more of the cut-off run", func() error {
+		if seen := getRun(t, key).Status.LastSampleTime; seen.Sub(cutSeen.Time) < 3*pollInterval {
+			return fmt.Errorf("last sample %v, cut seen at %v", seen, cutSeen)
+		}
+		return nil
+	})
+	if st := getRun(t, key).Status; st.Epoch != 2 {
+		t.Errorf("epoch %d while rank 1 was cut off in its session, want 2: a rejoin was tried into a set it cannot reach: %+v",
+			st.Epoch, st.LastFailover)
+	}
+	// Its process restarts while the cut lasts: a fresh process has no
+	// peers to dial, so it is taken back at once (epoch 3), cannot join,
+	// and waits its back-off; its network back, the next rejoin holds.
+	emu[1] = farm.Restart(uid)
 	eventually(t, "the rejoin at epoch 3 recorded as failed", func() error {
 		if a, err := rejoinRecord(ctx, key); err != nil || !a[1].Failed || a[1].Epoch != 3 {
 			return fmt.Errorf("rejoin attempts %+v (%v)", a, err)
@@ -805,9 +822,11 @@ func TestPartitionedUnitIsResetToRejoin(t *testing.T) {
 	})
 	farm.SetUnreachable(uid, false)
 	last := waitAllAt(t, key, 4)
-	want1, want := "configure@1 start reset configure@2 start", "configure@1 start configure@2"
+	want1, want := "configure@3 start", "configure@1 start configure@2"
 	for e := int64(3); e <= last; e++ {
-		want1 += fmt.Sprintf(" reset configure@%d start", e)
+		if e > 3 {
+			want1 += fmt.Sprintf(" reset configure@%d start", e)
+		}
 		want += fmt.Sprintf(" configure@%d", e)
 	}
 	waitCommands(t, "partition-eb-1", emu[1], want1)

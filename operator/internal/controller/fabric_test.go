@@ -95,11 +95,29 @@ func setNodeReady(t *testing.T, name string, status corev1.ConditionStatus, at .
 		transition = metav1.NewTime(at[0])
 	}
 	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, LastHeartbeatTime: metav1.Now(), LastTransitionTime: transition}}
+	if node.Status.NodeInfo.BootID == "" {
+		node.Status.NodeInfo.BootID = name + "-boot-1"
+	}
 	if node.Status.Allocatable == nil {
 		node.Status.Capacity, node.Status.Allocatable = farmNode.DeepCopy(), farmNode.DeepCopy()
 	}
 	if err := k8s.Status().Update(context.Background(), node); err != nil {
 		t.Fatalf("node %s Ready=%s: %v", name, status, err)
+	}
+}
+
+// rebootNode plays a server restarted faster than the node controller
+// turns it NotReady: its kubelet reports another boot ID, its Ready
+// condition stays as it was.
+func rebootNode(t *testing.T, name, bootID string) {
+	t.Helper()
+	node := &corev1.Node{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, node); err != nil {
+		t.Fatal(err)
+	}
+	node.Status.NodeInfo.BootID = bootID
+	if err := k8s.Status().Update(context.Background(), node); err != nil {
+		t.Fatalf("node %s boot ID %s: %v", name, bootID, err)
 	}
 }
 
@@ -471,14 +489,33 @@ func TestFabricRunPlacesUnitsAndFailsOver(t *testing.T) {
 	for _, name := range []string{"fo-eb-0", "fo-eb-1"} {
 		farm.Kill(string(pods[name].UID)) // the old builders went with their pods
 		pod := back[name]
-		waitCommands(t, name, startPod(t, &pod), "configure@4 start")
+		emu[name] = startPod(t, &pod)
 	}
-	eventually(t, "two spares left, standing by", func() error {
+	// Once the spares are warm (their pods Ready), unit 1, lost with no
+	// spare left, runs again on the lowest of them (rank 0), by
+	// configure: the run has all its units back.
+	eventually(t, "unit 1 back on rank 0 at epoch 5", func() (err error) {
+		if doc, err = rankTable(ctx, ns, "fo"); err == nil && (doc.Epoch != 5 || roles(doc) != "LSLL.LL." || *doc.Ranks[0].Unit != 1) {
+			err = fmt.Errorf("epoch %d roles %s", doc.Epoch, roles(doc))
+		}
+		return err
+	})
+	expectEvent(t, ns, "fo", "UnitsRestored")
+	waitCommands(t, "fo-eb-0", emu["fo-eb-0"], "configure@4 start configure@5")
+	// Rank 1's builder, started after rank 0's, may first hear of epoch 5.
+	eventually(t, "fo-eb-1 standing by at epoch 5", func() error {
+		if got := commands(emu["fo-eb-1"]); got != "configure@4 start configure@5" && got != "configure@5 start" {
+			return fmt.Errorf("sent %q", got)
+		}
+		return nil
+	})
+	waitPhase(t, key, ebv1.PhaseRunning, ebv1.ReasonAllUnitsRunning)
+	eventually(t, "five units building, one spare standing by", func() error {
 		if err := k8s.Get(ctx, key, run); err != nil {
 			return err
 		}
-		if st := run.Status; st.SparesLeft != 2 || st.Epoch != 4 || st.Ranks[0].State != builderapi.StateRunning || st.Ranks[0].Role != ebv1.RoleSpare {
-			return fmt.Errorf("spares left %d, epoch %d, rank 0 %+v", st.SparesLeft, st.Epoch, st.Ranks[0])
+		if st := run.Status; st.LiveUnits != 5 || st.SparesLeft != 1 || st.Epoch != 5 || st.Ranks[1].Role != ebv1.RoleSpare {
+			return fmt.Errorf("live %d, spares left %d, epoch %d, rank 1 %+v", st.LiveUnits, st.SparesLeft, st.Epoch, st.Ranks[1])
 		}
 		return nil
 	})
@@ -729,9 +766,11 @@ func unreachableUnitsFailOver(t *testing.T, prefix string, newLeader bool) {
 		reconciler.polls.Forget(key)
 	}
 	var live []int32
+	lostNodes := map[string]bool{}
 	for _, r := range getRun(t, key).Status.Ranks {
 		if r.Role == ebv1.RoleLive {
 			live = append(live, r.Rank)
+			lostNodes[r.Node] = true
 			uid := pods[r.Pod].UID
 			prober.lose(uid) // with the server: its kubelet, then its builders
 			farm.Kill(string(uid))
@@ -792,6 +831,26 @@ func unreachableUnitsFailOver(t *testing.T, prefix string, newLeader bool) {
 	}
 	waitFailoverConfigured(t, key, st.Epoch)
 	expectEvent(t, ns, "unr", "FailoverConfigured")
+
+	// The server restarts faster than its node turns NotReady: its new
+	// boot ID alone says it is back, and its endpoints are spares again.
+	for node := range lostNodes {
+		rebootNode(t, node, node+"-boot-2")
+	}
+	eventually(t, "the lost server's endpoints spares again", func() error {
+		st := getRun(t, key).Status
+		back := 0
+		for _, r := range st.Ranks {
+			if r.Role == ebv1.RoleSpare && lostNodes[r.Node] {
+				back++
+			}
+		}
+		if back != 2 || st.SparesLeft != 2 {
+			return fmt.Errorf("epoch %d: %d spares on %v, spares left %d", st.Epoch, back, lostNodes, st.SparesLeft)
+		}
+		return nil
+	})
+	expectEvent(t, ns, "unr", "SparesReplenished")
 }
 
 // A spare that takes a unit over but cannot join the running set (its

@@ -46,12 +46,3 @@ func dataIPs(run *ebv1.EventBuilderRun, table planner.RankTable, pods map[int32]
 	}
 	return ips
 }
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}

@@ -13,6 +13,7 @@ import (
 	"daq.io/eventbuilder/operator/internal/builderpoll"
 	"daq.io/eventbuilder/operator/internal/builderstatus"
 	"daq.io/eventbuilder/operator/internal/opmetrics"
+	"daq.io/eventbuilder/operator/internal/runplan"
 )
 
 // The reconciler's side of the background poller (builderpoll): what to
@@ -34,7 +35,7 @@ func (r *EventBuilderRunReconciler) pollTargets(pods map[int32]*corev1.Pod) []bu
 		if pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" || !pod.DeletionTimestamp.IsZero() {
 			continue
 		}
-		targets = append(targets, builderpoll.Target{Rank: rank, Pod: string(pod.UID), URL: r.StatusURL(pod), Ready: podReady(pod)})
+		targets = append(targets, builderpoll.Target{Rank: rank, Pod: string(pod.UID), URL: r.StatusURL(pod), Ready: runplan.PodReady(pod)})
 	}
 	return targets
 }

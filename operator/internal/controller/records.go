@@ -21,6 +21,9 @@ const (
 	annLastFailover = "eventbuilder.daq.io/last-failover"
 	annRejoins      = "eventbuilder.daq.io/rejoin-attempts"
 	annAddresses    = "eventbuilder.daq.io/given-addresses"
+	// annVacancies: each vacated endpoint's node's boot ID, and since when
+	// it is vacated (runplan.Vacancies, JSON).
+	annVacancies = "eventbuilder.daq.io/vacancies"
 	// annFabric: the Fabric (UID and generation) the table was planned on.
 	annFabric = "eventbuilder.daq.io/planned-on-fabric"
 	// annFabricReplan: what the last replan for a Fabric edit did, the

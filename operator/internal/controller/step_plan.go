@@ -160,12 +160,24 @@ func (p *runPass) failOver(ctx context.Context, in *loadedRun, obs *observedRun,
 		return endWith(ctrl.Result{}, errors.Join(err, r.patchStatus(ctx, in.orig, run)))
 	}
 	r.announceHeld(run, next.Held)
+	publish, rec := planner.RankTable{}, (*runplan.Recovery)(nil)
 	if len(next.Moves) > 0 {
-		out.runTable, err = p.publish(ctx, run, obs, out.runTable, next.Table, &next, false, "")
-	} else if more, added := r.replenish(*obs.fabric, table, run, out.cm, in.nodes, obs.endpoints, in.cordoned); len(added) > 0 {
-		out.runTable, err = p.publish(ctx, run, obs, out.runTable, more, nil, false, "")
+		publish, rec = next.Table, &next
+	} else if more, added := r.replenish(*obs.fabric, table, run, out.cm, in.nodes, obs.endpoints, in.cordoned, p.now); len(added) > 0 {
+		publish = more
+	} else if more, restored, err := r.restore(*obs.fabric, table, run, obs.pods); err != nil {
+		return endWith(ctrl.Result{}, err)
+	} else if len(restored) > 0 {
+		publish = more
 	}
-	if err != nil {
+	if publish.Ranks == nil {
+		return goOn
+	}
+	// Published with the table: the endpoints it vacates, with their
+	// servers' boot IDs (runplan.Rebooted) and since when (runplan.Rested).
+	prev, _ := record[map[string]runplan.Vacancy](out.cm, annVacancies)
+	setRecord(out.cm, annVacancies, runplan.Vacancies(*obs.fabric, publish, runplan.BootIDs(in.nodes), prev, p.now))
+	if out.runTable, err = p.publish(ctx, run, obs, out.runTable, publish, rec, false, ""); err != nil {
 		return endWith(ctrl.Result{}, err)
 	}
 	return goOn
@@ -211,21 +223,47 @@ func (p *runPass) rejoin(ctx context.Context, in *loadedRun, secret *corev1.Secr
 }
 
 // replenish offers again as warm spares the endpoints of servers that came
-// back after the run's last failover (runplan.Replenish), and says so.
+// back after the run's last failover (runplan.Replenish): Ready again, or
+// rebooted (a new boot ID) faster than they turned NotReady, or Ready and
+// vacated for ReofferVacatedAfter, or uncordoned; and says so.
 func (r *EventBuilderRunReconciler) replenish(fabric planner.Fabric, t planner.RankTable, run *ebv1.EventBuilderRun,
-	cm *corev1.ConfigMap, nodes []corev1.Node, endpoints map[string]planner.Endpoint, cordoned map[string]bool) (planner.RankTable, []string) {
+	cm *corev1.ConfigMap, nodes []corev1.Node, endpoints map[string]planner.Endpoint, cordoned map[string]bool, now time.Time) (planner.RankTable, []string) {
 	fo, err := record[*ebv1.FailoverStatus](cm, annLastFailover)
 	if err != nil || fo == nil {
 		return t, nil
 	}
 	back := runplan.NodesBackSince(nodes, fo.ObservedTime.Time)
 	maps.Copy(back, runplan.Uncordoned(fo, endpoints, cordoned))
+	vacancies, _ := record[map[string]runplan.Vacancy](cm, annVacancies) // an unreadable record finds none back
+	maps.Copy(back, runplan.Rebooted(fabric, vacancies, nodes))
+	maps.Copy(back, runplan.Rested(fabric, vacancies, nodes, now, r.ReofferVacatedAfter))
 	next, added := runplan.Replenish(fabric, t, run.Spec.Spares, back)
 	if len(added) > 0 {
 		r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, "SparesReplenished", "Plan",
 			"rank table epoch %d: endpoints %s, whose servers came back, are warm spares again", next.Epoch, shortlist.Join(added, ", ", func(s string) string { return s }))
 	}
 	return next, added
+}
+
+// restore puts the units that failed with no spare left (RunDegraded)
+// back onto warm spares that came since (planner.Restore: a server back,
+// offered again by replenish, its spare pod Ready), and says so. A
+// stopped run (failurePolicy Stop) restores nothing: its pods are gone.
+func (r *EventBuilderRunReconciler) restore(fabric planner.Fabric, t planner.RankTable, run *ebv1.EventBuilderRun,
+	pods map[int32]*corev1.Pod) (planner.RankTable, []planner.FailoverResult, error) {
+	if run.Spec.FailurePolicy == ebv1.FailureStop || runplan.LiveUnits(t) >= run.Spec.Units || t.Count(planner.Spare) == 0 {
+		return t, nil, nil
+	}
+	next, done, err := planner.Restore(runplan.WithoutEndpoints(fabric, runplan.ColdSpares(t, pods)), t, int(run.Spec.Units))
+	if err != nil || len(done) == 0 {
+		return t, nil, err
+	}
+	r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, "UnitsRestored", "Plan",
+		"rank table epoch %d: units that had failed with no spare left run again: %s", next.Epoch,
+		shortlist.Join(done, "; ", func(d planner.FailoverResult) string {
+			return fmt.Sprintf("unit %d (%s) on spare %s (rank %d)", d.Unit, d.Function, d.SpareEndpoint, d.SpareRank)
+		}))
+	return next, done, nil
 }
 
 // fabricGeneration is the generation in a Fabric key ("uid/generation").
@@ -308,7 +346,7 @@ func (r *EventBuilderRunReconciler) resetLost(key client.ObjectKey, run *ebv1.Ev
 		reps, err := r.Control.Send(ctx, token, builderapi.Reset, targets)
 		if len(reps) > 0 {
 			r.Recorder.Eventf(snapshot, nil, corev1.EventTypeNormal, commandReason[builderapi.Reset], string(builderapi.Reset),
-				"reset to %d builders (ranks %s): lost by their set, they still ran their session; they rejoin as new processes",
+				"reset to %d builders (ranks %s): lost by their set, or alone having lost it, they still ran their session; they rejoin as new processes",
 				len(reps), rankList(slices.Sorted(maps.Keys(reps))))
 		}
 		return commandResult{kind: resetBatch, sent: true, err: err}

@@ -32,7 +32,7 @@ func (p *runPass) report(ctx context.Context, in *loadedRun, obs *observedRun, p
 		}
 		u := builderstatus.Unit{Rank: int32(rk.Rank)}
 		if pod := obs.pods[u.Rank]; pod != nil {
-			u.Pod, u.Node, u.Ready = pod.Name, pod.Spec.NodeName, podReady(pod)
+			u.Pod, u.Node, u.Ready = pod.Name, pod.Spec.NodeName, runplan.PodReady(pod)
 		}
 		units = append(units, u)
 	}

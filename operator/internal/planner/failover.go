@@ -54,7 +54,14 @@ type FailoverResult struct {
 // is lost (see the package doc). Use t.RankOf to find the rank of a failed
 // endpoint.
 func Failover(fabric Fabric, t RankTable, failedRank int) (RankTable, FailoverResult, error) {
-	return toSpare(fabric, t, failedRank, asItRuns(fabric, t, failedRank))
+	if err := fabric.validateFor(t); err != nil {
+		return RankTable{}, FailoverResult{}, err
+	}
+	failed, err := t.liveRank(failedRank)
+	if err != nil {
+		return RankTable{}, FailoverResult{}, fmt.Errorf("failed %w", err)
+	}
+	return toSpare(fabric, t, failed, asItRuns(fabric, t, failedRank))
 }
 
 // asItRuns moves what rank `from` of t runs onto a spare (moveUnit).
@@ -120,15 +127,16 @@ func MoveBU(fabric Fabric, t RankTable, rank int) (RankTable, FailoverResult, er
 	if err := fabric.validateFor(t); err != nil {
 		return RankTable{}, FailoverResult{}, err
 	}
-	if r, err := t.liveRank(rank); err == nil {
-		switch r.Function {
-		case RU:
-			return RankTable{}, FailoverResult{}, fmt.Errorf("rank %d runs no BU: there is no BU to move", rank)
-		case BU:
-			return Failover(fabric, t, rank)
-		}
+	r, err := t.liveRank(rank)
+	switch {
+	case err != nil:
+		return RankTable{}, FailoverResult{}, fmt.Errorf("failed %w", err)
+	case r.Function == RU:
+		return RankTable{}, FailoverResult{}, fmt.Errorf("rank %d runs no BU: there is no BU to move", rank)
+	case r.Function == BU:
+		return Failover(fabric, t, rank)
 	}
-	return toSpare(fabric, t, rank, func(spare Rank, _ Endpoint) RankTable {
+	return toSpare(fabric, t, r, func(spare Rank, _ Endpoint) RankTable {
 		next := t
 		next.Epoch++
 		next.Ranks = slices.Clone(t.Ranks)
@@ -139,15 +147,15 @@ func MoveBU(fabric Fabric, t RankTable, rank int) (RankTable, FailoverResult, er
 	})
 }
 
-// toSpare moves what `move` moves off the live rank failedRank onto the
-// first usable spare (Failover says which) and says what it did.
-func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, ep Endpoint) RankTable) (RankTable, FailoverResult, error) {
-	if err := fabric.validateFor(t); err != nil {
-		return RankTable{}, FailoverResult{}, err
-	}
-	failed, err := t.liveRank(failedRank)
-	if err != nil {
-		return RankTable{}, FailoverResult{}, fmt.Errorf("failed %w", err)
+// toSpare moves what `move` moves off live rank `failed` onto the first
+// usable spare (Failover says which) and says what it did. A failed rank
+// numbered -1 is a unit no rank runs (Restore): no server or leaf of its
+// own to avoid.
+func toSpare(fabric Fabric, t RankTable, failed Rank, move func(spare Rank, ep Endpoint) RankTable) (RankTable, FailoverResult, error) {
+	failedRank, restoring := failed.Rank, failed.Rank < 0
+	who := fmt.Sprintf("rank %d (%s) failed", failedRank, failed.Endpoint)
+	if restoring {
+		who = fmt.Sprintf("unit %d (%s) runs on no rank", failed.Unit, failed.Function)
 	}
 	before, err := CheckLinkLoad(fabric, t)
 	if err != nil {
@@ -168,7 +176,7 @@ func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, e
 	// both its units on one spare server. (No lost leaf is read from them:
 	// see the package doc.)
 	serverLostAHalf := false
-	for _, ep := range vacated(fabric, t) {
+	for _, ep := range Vacated(fabric, t) {
 		serverLostAHalf = serverLostAHalf || ep.Node == node(failed.Endpoint)
 	}
 	var candidates []Rank
@@ -191,7 +199,7 @@ func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, e
 		if fibres {
 			noSpare = ErrNoFibredSpare
 		}
-		err := fmt.Errorf("rank %d (%s) failed: %w", failedRank, failed.Endpoint, noSpare)
+		err := fmt.Errorf("%s: %w", who, noSpare)
 		if len(gone) > 0 {
 			err = fmt.Errorf("%w (spares not schedulable: %s)", err, strings.Join(gone, ", "))
 		}
@@ -209,7 +217,7 @@ func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, e
 			busy[node(r.Endpoint)] = true
 		}
 	}
-	sameLeaf := func(r Rank) bool { return r.Leaf == failed.Leaf }
+	sameLeaf := func(r Rank) bool { return !restoring && r.Leaf == failed.Leaf }
 	shared := func(r Rank) bool { return serverLostAHalf && busy[node(r.Endpoint)] }
 	slices.SortStableFunc(candidates, func(a, b Rank) int {
 		return cmp.Or(compareFalseFirst(shared(a), shared(b)), compareFalseFirst(sameLeaf(a), sameLeaf(b)), cmp.Compare(a.Rank, b.Rank))
@@ -228,7 +236,10 @@ func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, e
 		}
 		why := fmt.Sprintf("spare %s (rank %d) is the lowest-ranked one on another leaf (%d) than the failed unit's (%d)",
 			spare.Endpoint, spare.Rank, spare.Leaf, failed.Leaf)
-		if sameLeaf(spare) {
+		switch {
+		case restoring:
+			why = fmt.Sprintf("spare %s (rank %d) is the lowest-ranked usable one", spare.Endpoint, spare.Rank)
+		case sameLeaf(spare):
 			why = fmt.Sprintf("no usable spare on another leaf than %d; spare %s (rank %d) is on the failed unit's leaf", failed.Leaf, spare.Endpoint, spare.Rank)
 		}
 		switch {
@@ -248,7 +259,7 @@ func toSpare(fabric Fabric, t RankTable, failedRank int, move func(spare Rank, e
 			Epoch: next.Epoch, Reason: why,
 		}, nil
 	}
-	return RankTable{}, FailoverResult{}, fmt.Errorf("rank %d (%s) failed: %w: %s", failedRank, failed.Endpoint, ErrSpareWouldConflict, strings.Join(passed, ", "))
+	return RankTable{}, FailoverResult{}, fmt.Errorf("%s: %w: %s", who, ErrSpareWouldConflict, strings.Join(passed, ", "))
 }
 
 // addedOverloads are the (phase, link)s of after that carry more flows
@@ -284,12 +295,12 @@ func compareFalseFirst(a, b bool) int {
 	return -1
 }
 
-// vacated are the endpoints of fabric cabled to a port of t that run no
+// Vacated are the endpoints of fabric cabled to a port of t that run no
 // rank and are neither idle nor unschedulable when planned: their unit
 // moved to a spare or was dropped. (A table read back from its ConfigMap
 // has no Unschedulable list: an endpoint not Ready at the plan is then
 // counted too.)
-func vacated(fabric Fabric, t RankTable) []Endpoint {
+func Vacated(fabric Fabric, t RankTable) []Endpoint {
 	ports, named := map[[2]int]bool{}, map[string]bool{}
 	for _, r := range t.Ranks {
 		ports[[2]int{r.Leaf, r.Port}] = true

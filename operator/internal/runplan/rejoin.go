@@ -25,18 +25,44 @@ import (
 // the old epoch and live in the new one (Rejoin), as a fresh process
 // (DecideRejoins resets one still in its session first). A lost rank
 // whose builder does not answer (its pod is being recreated) or is in
-// ERROR is not listed: it waits, and no epoch is spent on it. Ranks in
-// order.
+// ERROR is not listed: it waits, and no epoch is spent on it; nor is one
+// still in its session that cannot reach the peers it lost (reaches): its
+// rejoin would not hold. Ranks in order.
 func Rejoins(t planner.RankTable, reports map[int32]builderapi.Report) []int {
 	lost := LostPeers(t, reports)
 	var out []int
 	for _, r := range t.Ranks {
 		rep, answers := reports[int32(r.Rank)]
-		if lost[r.Rank] && answers && rep.State != builderapi.StateError {
+		if lost[r.Rank] && answers && rep.State != builderapi.StateError && reaches(t, rep) {
 			out = append(out, r.Rank)
 		}
 	}
 	return out
+}
+
+// reaches says whether a lost unit's builder reaches the peers it lost:
+// one still building in its session dials their data ports
+// (lost_peers_reachable) and must reach a strict majority of the live
+// ranks it lost. Until then the partition that cut it off lasts, and a
+// rejoin would cost the set a join timeout for nothing; once it heals, the
+// rejoin follows within a poll, with no back-off to wait out. A fresh
+// process (restarted, or reset) has no peers to dial, and a builder that
+// does not probe (nil) reports nothing to wait for: both rejoin at once.
+func reaches(t planner.RankTable, rep builderapi.Report) bool {
+	if rep.LostPeersReachable == nil || !InSession(rep.State) {
+		return true
+	}
+	lost, reached := 0, 0
+	for _, peer := range rep.LostPeers {
+		if peer < 0 || int(peer) >= len(t.Ranks) || t.Ranks[peer].Role != planner.Live {
+			continue
+		}
+		lost++
+		if slices.Contains(*rep.LostPeersReachable, peer) {
+			reached++
+		}
+	}
+	return lost == 0 || 2*reached > lost
 }
 
 // Rejoin is the recovery of a run without a fabric whose lost ranks
@@ -195,7 +221,7 @@ func DecideRejoins(t planner.RankTable, reports map[int32]builderapi.Report, att
 	}
 	if len(d.Now) > 0 {
 		for _, r := range t.Ranks {
-			if rep, answers := reports[int32(r.Rank)]; lost[r.Rank] && answers && InSession(rep.State) {
+			if rep, answers := reports[int32(r.Rank)]; (lost[r.Rank] || alone(t, r.Rank, reports)) && answers && InSession(rep.State) {
 				d.Reset = append(d.Reset, r.Rank)
 			}
 		}
@@ -204,6 +230,38 @@ func DecideRejoins(t planner.RankTable, reports map[int32]builderapi.Report, att
 		return x.Attempts == y.Attempts && x.Epoch == y.Epoch && x.Time.Equal(y.Time) && x.Failed == y.Failed
 	})
 	return d
+}
+
+// alone says whether live rank `rank`'s builder reports every other live
+// rank of t lost while another live builder still runs a session of its
+// own: it put itself out of the set (eb-builder: having lost every peer it
+// cannot tell whether they died or it was cut off, and cycles on alone
+// counting no event) at its own place in the event stream, and so did the
+// other. No majority names either lost when the rest of the set is gone
+// too (a worker with half the set restarted, the other half each alone),
+// yet the rejoin cannot take them back in their sessions: at the switch
+// they refuse each other (out of step). So they are reset with the rejoin
+// and join as fresh processes. One alone with only fresh processes about
+// it is the set's place: it is kept.
+func alone(t planner.RankTable, rank int, reports map[int32]builderapi.Report) bool {
+	rep := reports[int32(rank)]
+	if rep.Epoch != t.Epoch {
+		return false
+	}
+	others, otherSessions := 0, 0
+	for _, r := range t.Ranks {
+		if r.Role != planner.Live || r.Rank == rank {
+			continue
+		}
+		others++
+		if !slices.Contains(rep.LostPeers, int32(r.Rank)) {
+			return false
+		}
+		if peer, answers := reports[int32(r.Rank)]; answers && InSession(peer.State) && peer.Epoch == t.Epoch {
+			otherSessions++
+		}
+	}
+	return others > 0 && otherSessions > 0
 }
 
 // InSession: a builder in state runs a session with its set (RUNNING or

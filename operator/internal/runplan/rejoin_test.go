@@ -19,6 +19,12 @@ func TestRejoins(t *testing.T) {
 	at := func(state string, epoch int64, lost ...int32) builderapi.Report {
 		return builderapi.Report{State: state, Epoch: epoch, LostPeers: lost}
 	}
+	// reaching: a builder in its session that probes the peers it lost,
+	// reaching those given.
+	reaching := func(rep builderapi.Report, reached ...int32) builderapi.Report {
+		rep.LostPeersReachable = &reached
+		return rep
+	}
 	run := builderapi.StateRunning
 	restarted := at(builderapi.StateNotReady, 0)
 	for _, tc := range []struct {
@@ -44,6 +50,20 @@ func TestRejoins(t *testing.T) {
 			map[int32]builderapi.Report{0: at(run, 3, 1), 1: restarted, 2: at(run, 3), 3: at(run, 3)}, nil},
 		{"reports of another epoch do not count (the rejoin epoch is switching)",
 			map[int32]builderapi.Report{0: at(run, 2, 1), 1: restarted, 2: at(run, 2, 1), 3: at(run, 2, 1)}, nil},
+		{"partitioned: in its session, it reaches none of the peers it lost",
+			map[int32]builderapi.Report{0: at(run, 3, 1), 1: reaching(at(run, 3, 0, 2, 3)), 2: at(run, 3, 1), 3: at(run, 3, 1)}, nil},
+		{"the partition healed: it reaches them all",
+			map[int32]builderapi.Report{0: at(run, 3, 1), 1: reaching(at(run, 3, 0, 2, 3), 0, 2, 3), 2: at(run, 3, 1), 3: at(run, 3, 1)}, []int{1}},
+		{"it reaches a majority of them (the third stopped meanwhile)",
+			map[int32]builderapi.Report{0: at(run, 3, 1), 1: reaching(at(run, 3, 0, 2, 3), 0, 2), 2: at(run, 3, 1), 3: at(run, 3, 1)}, []int{1}},
+		{"it reaches one of three: no majority, it waits",
+			map[int32]builderapi.Report{0: at(run, 3, 1), 1: reaching(at(run, 3, 0, 2, 3), 2), 2: at(run, 3, 1), 3: at(run, 3, 1)}, nil},
+		{"paused in its session counts as in it",
+			map[int32]builderapi.Report{0: at(run, 3, 1), 1: reaching(at(builderapi.StatePaused, 3, 0, 2, 3)), 2: at(run, 3, 1), 3: at(run, 3, 1)}, nil},
+		{"it lost nobody itself (only its peers lost it): nothing to wait for",
+			map[int32]builderapi.Report{0: at(run, 3, 1), 1: reaching(at(run, 3)), 2: at(run, 3, 1), 3: at(run, 3, 1)}, []int{1}},
+		{"the peers it lost are not in the table: nothing to wait for",
+			map[int32]builderapi.Report{0: at(run, 3, 1), 1: reaching(at(run, 3, 7)), 2: at(run, 3, 1), 3: at(run, 3, 1)}, []int{1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Rejoins(table, tc.reports); !slices.Equal(got, tc.want) {
@@ -188,6 +208,27 @@ func TestDecideRejoins(t *testing.T) {
 			RejoinDecision{Attempts: RejoinAttempts{1: failed(1, 5), 2: failed(1, 5)}}},
 		{"one rejoins, the other restarted: nothing to reset", twoLost(restarted), RejoinAttempts{2: failed(1, 5)},
 			RejoinDecision{Now: []int{1}, Attempts: RejoinAttempts{1: {Attempts: 1, Epoch: 4, Time: t0}, 2: failed(1, 5)}, Changed: true}},
+		{"half the set restarted, the other half each alone (lost by no majority): the lonely are reset with the rejoin",
+			map[int32]builderapi.Report{
+				0: {State: run, Epoch: 3, LostPeers: []int32{1, 2, 3}}, 2: {State: run, Epoch: 3, LostPeers: []int32{0, 1, 3}},
+				1: {State: restarted}, 3: {State: restarted}},
+			RejoinAttempts{},
+			RejoinDecision{Now: []int{1, 3}, Reset: []int{0, 2}, Attempts: RejoinAttempts{1: {Attempts: 1, Epoch: 4, Time: t0},
+				3: {Attempts: 1, Epoch: 4, Time: t0}}, Changed: true}},
+		{"alone with only fresh processes about it, it is the set's place: kept",
+			map[int32]builderapi.Report{
+				0: {State: run, Epoch: 3, LostPeers: []int32{1, 2, 3}},
+				1: {State: restarted}, 2: {State: restarted}, 3: {State: restarted}},
+			RejoinAttempts{},
+			RejoinDecision{Now: []int{1, 2, 3}, Attempts: RejoinAttempts{1: {Attempts: 1, Epoch: 4, Time: t0},
+				2: {Attempts: 1, Epoch: 4, Time: t0}, 3: {Attempts: 1, Epoch: 4, Time: t0}}, Changed: true}},
+		{"a unit that lost only some of its peers is no lonely one: not reset",
+			map[int32]builderapi.Report{
+				0: {State: run, Epoch: 3, LostPeers: []int32{1, 3}}, 2: {State: run, Epoch: 3, LostPeers: []int32{1, 3}},
+				1: {State: restarted}, 3: {State: restarted}},
+			RejoinAttempts{},
+			RejoinDecision{Now: []int{1, 3}, Attempts: RejoinAttempts{1: {Attempts: 1, Epoch: 4, Time: t0},
+				3: {Attempts: 1, Epoch: 4, Time: t0}}, Changed: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := DecideRejoins(table, tc.reports, tc.attempts, t0, b)

@@ -481,6 +481,42 @@ func FailedSpares(t planner.RankTable, pods map[int32]*corev1.Pod) map[string]st
 	return out
 }
 
+// ColdSpares are the spare ranks of t whose pod is not Ready on the
+// spare's endpoint (none yet, pending, failed, or one of an older table),
+// by endpoint, with why. A unit restored onto a spare (planner.Restore)
+// waits for a warm one: unlike a failover, nothing is gained by taking a
+// spare whose builder may never start. In a table with no live rank left
+// (every unit failed with no spare left) a spare with its pod counts as
+// warm, Ready or not: no builder or readout driver takes a table in which
+// no rank runs an RU, so none would ever turn Ready, and there is no
+// running set for a slow one to hold up.
+func ColdSpares(t planner.RankTable, pods map[int32]*corev1.Pod) map[string]string {
+	noneLive := t.Count(planner.Live) == 0
+	out := map[string]string{}
+	for _, r := range t.Ranks {
+		if r.Role != planner.Spare {
+			continue
+		}
+		switch pod := pods[int32(r.Rank)]; {
+		case pod == nil || pod.Labels[builderpod.LabelEndpoint] != r.Endpoint || !pod.DeletionTimestamp.IsZero():
+			out[r.Endpoint] = "no pod yet"
+		case !PodReady(pod) && !noneLive:
+			out[r.Endpoint] = "pod not Ready"
+		}
+	}
+	return out
+}
+
+// PodReady says whether pod's Ready condition is True.
+func PodReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
 // AdmissionRetryAfter is how long a pod refused at admission for a reason
 // that passes (UnexpectedAdmissionError: a node restarted re-admits its
 // pods before its device plugins register again) is kept, showing why,

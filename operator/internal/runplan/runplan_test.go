@@ -3,6 +3,7 @@ package runplan
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -219,6 +220,49 @@ func TestFailedSpares(t *testing.T) {
 	rec, err := Recover(g, table, []Failure{{Rank: 4, Reason: "PodFailed"}}, ebv1.FailureRunDegraded)
 	if err != nil || len(rec.Moves) != 1 || rec.Moves[0].SpareEndpoint != "s1-1" {
 		t.Errorf("Recover: %+v, %v; want unit 2 on s1-1", rec.Moves, err)
+	}
+}
+
+// A unit dropped for want of a spare goes back onto a spare only once the
+// spare's pod is Ready: ColdSpares names the others.
+func TestColdSpares(t *testing.T) {
+	_, table := plan(t, 5, 2, nil) // LLSSLLL., spares on s1 (ranks 2, 3)
+	ready := func(status corev1.ConditionStatus) *corev1.Pod {
+		return &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}}}
+	}
+	tests := []struct {
+		name string
+		pods map[int32]*corev1.Pod
+		want map[string]string
+	}{
+		{name: "both Ready", pods: map[int32]*corev1.Pod{2: onEndpoint(ready(corev1.ConditionTrue), "s1-0"), 3: onEndpoint(ready(corev1.ConditionTrue), "s1-1")},
+			want: map[string]string{}},
+		{name: "one not Ready, one missing", pods: map[int32]*corev1.Pod{2: onEndpoint(ready(corev1.ConditionFalse), "s1-0")},
+			want: map[string]string{"s1-0": "pod not Ready", "s1-1": "no pod yet"}},
+		{name: "a Ready pod of another endpoint, one deleted", pods: map[int32]*corev1.Pod{2: onEndpoint(ready(corev1.ConditionTrue), "s0-0"),
+			3: deleting(onEndpoint(ready(corev1.ConditionTrue), "s1-1"))},
+			want: map[string]string{"s1-0": "no pod yet", "s1-1": "no pod yet"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ColdSpares(table, tc.pods); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("ColdSpares = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	// Every unit lost with no spare left: no builder takes that table, so
+	// a spare's pod never turns Ready; one that exists is warm enough.
+	allLost := table
+	allLost.Ranks = slices.Clone(table.Ranks)
+	for i := range allLost.Ranks {
+		if allLost.Ranks[i].Role == planner.Live {
+			allLost.Ranks[i].Role, allLost.Ranks[i].Endpoint = planner.Dummy, ""
+		}
+	}
+	got := ColdSpares(allLost, map[int32]*corev1.Pod{2: onEndpoint(ready(corev1.ConditionFalse), "s1-0")})
+	if want := map[string]string{"s1-1": "no pod yet"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("no live rank: ColdSpares = %v, want %v", got, want)
 	}
 }
 
