@@ -116,8 +116,7 @@ func TestOperatorKilledInTheMiddleOfAFailover(t *testing.T) {
 	operatorBack := time.Since(killed)
 	var seen incompleteSeen
 	waitForMoveToSurvivor(ctx, t, run, before, survivor, 3*time.Minute, ebv1alpha1.EndpointNodeCordoned, &seen)
-	waitForEveryUnitToBuild(ctx, t, run, run.DeepCopy(), "on the spares after the operator was killed", &seen)
-	building := time.Since(killed)
+	building := waitForEveryUnitToBuild(ctx, t, run, run.DeepCopy(), "on the spares after the operator was killed", &seen).Sub(killed)
 	seenEpochs, back := epochs.stop()
 	twice := duplicates.stop()
 	if back != "" {

@@ -60,8 +60,7 @@ func TestLosingTheLeadingOperatorsServer(t *testing.T) {
 	t.Logf("killed server %s (both live units, the leading operator %s)", victim, leader.Name)
 	var seen incompleteSeen
 	fo := waitForMoveToSurvivor(ctx, t, run, before, survivor, 3*time.Minute, unreachableReason, &seen)
-	waitForEveryUnitToBuild(ctx, t, run, run.DeepCopy(), "on the spares", &seen)
-	building := time.Since(killed)
+	building := waitForEveryUnitToBuild(ctx, t, run, run.DeepCopy(), "on the spares", &seen).Sub(killed)
 	seenEpochs, back := epochs.stop()
 	seenHolders, gaps := holders.stop()
 	newLeader, _ := leaderPod(ctx)

@@ -63,8 +63,7 @@ func TestLosingAServerWithItsDNS(t *testing.T) {
 	t.Logf("killed server %s (both live units, CoreDNS) at %s", victim, stopped.Format(time.RFC3339Nano))
 	var seen incompleteSeen
 	fo := waitForMoveToSurvivor(ctx, t, run, before, survivor, serverLossBound, unreachableReason, &seen)
-	waitForEveryUnitToBuild(ctx, t, run, run.DeepCopy(), "on the spares", &seen)
-	building := time.Since(stopped)
+	building := waitForEveryUnitToBuild(ctx, t, run, run.DeepCopy(), "on the spares", &seen).Sub(stopped)
 	t.Logf("server loss figures: failover observed %s after the stop, table published %s later; every live unit building on the spares %s after the stop (bound %s)",
 		fo.ObservedTime.Sub(stopped).Round(time.Millisecond), fo.Duration.Duration, building.Round(time.Millisecond), serverLossBound)
 	if detected := fo.ObservedTime.Sub(stopped); detected > detectionBound {

@@ -14,6 +14,8 @@ BEGIN { depth = 25; width = 400 } # CI shows about 12 000 characters
 	next
 }
 cur != "" { keep(cur, $0) }
+/^The following tests FAILED:/ { ctest = 1 }
+ctest && /^\t *[0-9]+ - / { tail[++tails] = $0 } # ctest's list of failed tests
 /^(FAIL|ok)[ \t]/ || /^e2e: FAIL/ || /^panic: / || /\[  FAILED  \]/ || /^make: \*\*\*/ { tail[++tails] = $0 }
 END {
 	for (f = 1; f <= failures; f++) {
