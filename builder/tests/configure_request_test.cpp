@@ -220,6 +220,28 @@ TEST(ConfigureRequest, ErrorsNameTheFieldAndTheFix) {
     }
 }
 
+// A readout driver reads its pod's table with Live_ranks::optional: one
+// in which every unit failed with no spare left is still a table (a
+// spare's), checked in every other way.
+TEST(ConfigureRequest, ATableWithNoLiveRankIsReadWhereLiveRanksAreOptional) {
+    Json body = {{"rank", 1}, {"table", Json::parse(example_table)}};
+    body["table"]["ranks"][0]["state"] = "dummy";
+    const auto required = parse_configure_request(body.dump(), 1);
+    ASSERT_TRUE(std::holds_alternative<std::string>(required));
+    EXPECT_TRUE(std::get<std::string>(required).starts_with("table.ranks: no live rank runs an RU"));
+
+    const auto optional = parse_configure_request(body.dump(), 1, Live_ranks::optional);
+    const auto* request = std::get_if<Configure_request>(&optional);
+    ASSERT_NE(request, nullptr) << std::get<std::string>(optional);
+    EXPECT_EQ(request->functions, std::vector<Rank_function>(3, Rank_function::dummy));
+
+    body["table"]["ranks"][2]["address"] = "small-eb-1.small-eb:7000";
+    const auto bad = parse_configure_request(body.dump(), 1, Live_ranks::optional);
+    ASSERT_TRUE(std::holds_alternative<std::string>(bad));
+    EXPECT_TRUE(std::get<std::string>(bad).starts_with("table.ranks[2].address 'small-eb-1.small-eb:7000': same as"))
+        << std::get<std::string>(bad);
+}
+
 // The streams every MEP names: each RU's, in slot order, and the run's
 // unread ones. A dummy's sources are ignored like its other fields, and
 // stream names may use every character the Fabric's pattern allows.

@@ -431,7 +431,7 @@ TEST_F(Run, APodsDriverGoesOnUnderATableWithNoLiveRank) {
         {"EB_RANK=1", "EB_PACKING_FACTOR=100", "EB_MFP_RING_MIB=4", "EB_RANK_TABLE=" + table},
         {"--run", run_name_, "--fragment-size", "64"});
     ASSERT_TRUE(test::eventually([&] { return ring_exists(1, "mfp"); }, 10s)) << emulator.log();
-    EXPECT_NE(emulator.log().find("no live rank runs an RU"), std::string::npos) << emulator.log();
+    EXPECT_NE(emulator.log().find("no live rank runs a BU"), std::string::npos) << emulator.log();
     emulator.signal(SIGTERM);
     EXPECT_EQ(emulator.wait_exit(10s), 0) << emulator.log();
 }

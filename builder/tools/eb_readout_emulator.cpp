@@ -40,21 +40,19 @@ std::size_t live_bus(const eb::Config& config) {
     std::ifstream file(path);
     const std::string table((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
     if (!file && !file.eof()) throw std::runtime_error(std::string("EB_RANK_TABLE ") + path + ": cannot read it");
-    auto parsed = eb::parse_configure_request("{\"rank\":" + std::to_string(config.rank) + ",\"table\":" + table + "}",
-                                              config.rank);
-    if (const auto* error = std::get_if<std::string>(&parsed)) {
-        // Every unit failed with no spare left: this pod is a spare the
-        // operator restores a unit onto, and its table changes then. The BUs
-        // only size the ring check here (a pod's driver writes until
-        // SIGTERM), so the driver goes on rather than crash-loop in back-off.
-        if (error->find("no live rank") != std::string::npos) {
-            eb::log_warning("EB_RANK_TABLE ", path, ": ", *error,
-                            " (every unit failed with no spare left): writing MFPs for the unit restored here");
-            return 0;
-        }
+    const auto parsed = eb::parse_configure_request(
+        "{\"rank\":" + std::to_string(config.rank) + ",\"table\":" + table + "}", config.rank, eb::Live_ranks::optional);
+    if (const auto* error = std::get_if<std::string>(&parsed))
         throw std::runtime_error(std::string("EB_RANK_TABLE ") + path + ": " + *error);
-    }
-    return eb::Rank_table(std::get<eb::Configure_request>(parsed).functions).bus().size();
+    const std::size_t bus = eb::Rank_table(std::get<eb::Configure_request>(parsed).functions).bus().size();
+    // Every unit failed with no spare left: this pod is a spare the
+    // operator restores a unit onto, and its table changes then. The BUs
+    // only size the ring check here (a pod's driver writes until SIGTERM),
+    // so the driver goes on rather than crash-loop in back-off.
+    if (bus == 0)
+        eb::log_warning("EB_RANK_TABLE ", path, ": no live rank runs a BU (every unit failed with no spare left): ",
+                        "writing MFPs for the unit restored here");
+    return bus;
 }
 
 }  // namespace

@@ -153,7 +153,7 @@ std::pair<Peer_address, Rank_function> parse_entry(const Json& entry, std::size_
     return {*peer, state == "live" ? parse_function(entry, path, layout) : Rank_function::dummy};
 }
 
-Configure_request parse_document(const Json& body, std::optional<Rank> required_rank) {
+Configure_request parse_document(const Json& body, std::optional<Rank> required_rank, Live_ranks live) {
     if (!body.is_object())
         fail("request body" + shown(body) +
              ": expected a JSON object {\"rank\": R, \"table\": {...}} (table as in operator/docs/rank-table.md)");
@@ -209,6 +209,7 @@ Configure_request parse_document(const Json& body, std::optional<Rank> required_
              std::to_string(*required_rank) + "; send rank " + std::to_string(*required_rank) +
              " or start it without --rank");
 
+    if (live == Live_ranks::optional) return request;
     const Rank_table roles(request.functions, request.unread_sources, request.streams);
     const std::string fix = layout == Layout::folded ? "make at least one rank live"
                                                      : "make at least one rank live with function ";
@@ -222,7 +223,8 @@ Configure_request parse_document(const Json& body, std::optional<Rank> required_
 }  // namespace
 
 std::variant<Configure_request, std::string> parse_configure_request(std::string_view body,
-                                                                     std::optional<Rank> required_rank) {
+                                                                     std::optional<Rank> required_rank,
+                                                                     Live_ranks live) {
     Json document;
     try {
         document = Json::parse(body);
@@ -236,7 +238,7 @@ std::variant<Configure_request, std::string> parse_configure_request(std::string
         return "request body: " + without_prefix(error) + "; expected {\"rank\": R, \"table\": {...}}";  // 1e999
     }
     try {
-        return parse_document(document, required_rank);
+        return parse_document(document, required_rank, live);
     } catch (const Bad_request& bad) {
         return bad.message;
     } catch (const Json::exception& error) {

@@ -45,11 +45,18 @@ struct Configure_request {
     friend bool operator==(const Configure_request&, const Configure_request&) = default;
 };
 
+// Whether a table must have a live rank running an RU and one running a
+// BU. A unit's configure must (a set without either builds nothing). A
+// readout driver reading its pod's table need not: every unit failed with
+// no spare left, and the table is a spare's, which a unit is restored onto.
+enum class Live_ranks { required, optional };
+
 // Parses and checks a configure body. `required_rank` is the process's
 // --rank, when it was started with one: the body's rank must be that one.
 // Errors name the JSON path and the fix, e.g. "table.ranks[2].address 'x':
 // expected host:port, e.g. run-eb-2.run-eb:7000". Never throws for bad input.
 std::variant<Configure_request, std::string> parse_configure_request(std::string_view body,
-                                                                     std::optional<Rank> required_rank);
+                                                                     std::optional<Rank> required_rank,
+                                                                     Live_ranks live = Live_ranks::required);
 
 }  // namespace eb
