@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -184,12 +186,60 @@ func placeCoreDNS(ctx context.Context, t *testing.T, selector map[string]string)
 	})
 }
 
-// docker runs a docker command on a kind node's container.
+// docker runs a docker command on a kind node's container; start brings a
+// stopped or killed node back as a server reboots (startNode).
 func docker(t *testing.T, verb, node string) {
 	t.Helper()
-	if out, err := exec.Command("docker", verb, node).CombinedOutput(); err != nil {
-		t.Fatalf("docker %s %s: %v\n%s", verb, node, err, out)
+	if verb == "start" {
+		startNode(t, node)
+		return
 	}
+	dockerRun(t, verb, node)
+}
+
+func dockerRun(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("docker", args...).CombinedOutput(); err != nil {
+		t.Fatalf("docker %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// startNode starts a stopped kind node with its data NIC as cluster/up.sh
+// gave it: connected once kind's entrypoint is past. The entrypoint takes the
+// node's address from the first of its hostname's lines in /etc/hosts and,
+// when that differs from the last boot's, rewrites the kubelet's and the
+// kubeconfigs' addresses to it. Docker lists a container's networks in no
+// fixed order on a start: with the data network connected, the soak's
+// restarted worker took its data address and never registered again.
+func startNode(t *testing.T, node string) {
+	t.Helper()
+	dataNetwork := clusterName + "-data"
+	dockerRun(t, "network", "disconnect", dataNetwork, node)
+	since := time.Now().Add(-time.Second).UTC().Format(time.RFC3339Nano)
+	dockerRun(t, "start", node)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	logs := exec.CommandContext(ctx, "docker", "logs", "--follow", "--since", since, node)
+	out, err := logs.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs.Stderr = logs.Stdout // the entrypoint writes to both
+	if err := logs.Start(); err != nil {
+		t.Fatalf("docker logs %s: %v", node, err)
+	}
+	var seen []string
+	for lines := bufio.NewScanner(out); lines.Scan(); {
+		if seen = append(seen, lines.Text()); strings.Contains(lines.Text(), "INFO: starting init") {
+			break
+		}
+	}
+	cancel()
+	_ = logs.Wait()
+	if len(seen) == 0 || !strings.Contains(seen[len(seen)-1], "INFO: starting init") {
+		t.Fatalf("node %s: kind's entrypoint did not reach init within 2m of docker start; it printed:\n%s", node, strings.Join(seen, "\n"))
+	}
+	dockerRun(t, "network", "connect", dataNetwork, node)
 }
 
 // victimAndSurvivor are the two kind workers, the victim one the leading

@@ -155,24 +155,31 @@ func (s *soakSession) saveLogs(dir string) {
 		defer f.Close()
 		kubectl(s.ctx, f, append([]string{"logs", "--timestamps"}, args...)...)
 	}
-	for _, key := range s.runs {
+	// Each pod's log is named with its node, so that a worker's fault reads
+	// as what ran on it; a container that restarted has its previous log too.
+	savePods := func(namespace string, labels client.MatchingLabels, containers ...string) {
 		var pods corev1.PodList
-		if err := k8sClient.List(s.ctx, &pods, client.InNamespace(key.Namespace),
-			client.MatchingLabels{"app.kubernetes.io/name": "eventbuilder"}); err != nil {
-			s.t.Logf("soak: builder logs of %s not saved: %v", key, err)
-			continue
+		if err := k8sClient.List(s.ctx, &pods, client.InNamespace(namespace), labels); err != nil {
+			s.t.Logf("soak: logs of %s in %s not saved: %v", labels, namespace, err)
+			return
 		}
 		for _, pod := range pods.Items {
-			save(pod.Name+".log", "-n", pod.Namespace, pod.Name, "-c", "builder")
 			for _, c := range pod.Status.ContainerStatuses {
-				if c.Name == "builder" && c.RestartCount > 0 {
-					save(pod.Name+".previous.log", "-n", pod.Namespace, pod.Name, "-c", "builder", "--previous")
+				if !slices.Contains(containers, c.Name) {
+					continue
+				}
+				name := fmt.Sprintf("%s.%s@%s", pod.Name, c.Name, pod.Spec.NodeName)
+				save(name+".log", "-n", namespace, pod.Name, "-c", c.Name)
+				if c.RestartCount > 0 {
+					save(name+".previous.log", "-n", namespace, pod.Name, "-c", c.Name, "--previous")
 				}
 			}
 		}
 	}
-	save("operator.log", "-n", operatorNamespace, "-l", "app.kubernetes.io/name=eventbuilder-operator", "--all-containers",
-		"--prefix", "--tail=-1")
+	for _, key := range s.runs {
+		savePods(key.Namespace, client.MatchingLabels{"app.kubernetes.io/name": "eventbuilder"}, "builder")
+	}
+	savePods(operatorNamespace, client.MatchingLabels{"app.kubernetes.io/name": "eventbuilder-operator"}, "manager")
 	s.t.Logf("soak: builder and operator logs in %s", dir)
 }
 

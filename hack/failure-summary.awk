@@ -6,7 +6,10 @@ function keep(name, line) {
 	n[name]++
 	buf[name, n[name] % depth] = line
 }
-BEGIN { depth = 25; width = 400 } # CI shows about 12 000 characters
+# CI shows about 12 000 characters of a log's tail: the failed tests' lines
+# share 8 000 of them, so that a test that logs a long report after its
+# failure still shows the failure.
+BEGIN { depth = 80; width = 400; budget = 8000 }
 /^=== (RUN|CONT|NAME|PAUSE) / { cur = $3 }
 /^ *--- (PASS|FAIL|SKIP): / {
 	if ($2 == "FAIL:") failed[++failures] = $3
@@ -18,15 +21,26 @@ cur != "" { keep(cur, $0) }
 ctest && /^\t *[0-9]+ - / { tail[++tails] = $0 } # ctest's list of failed tests
 /^(FAIL|ok)[ \t]/ || /^e2e: FAIL/ || /^panic: / || /\[  FAILED  \]/ || /^make: \*\*\*/ { tail[++tails] = $0 }
 END {
+	leaves = 0
+	for (f = 1; f <= failures; f++) if (leaf(failed[f])) leaves++
 	for (f = 1; f <= failures; f++) {
 		name = failed[f]
-		leaf = 1 # a parent fails with its subtests: show the subtests' lines
-		for (g = 1; g <= failures; g++) if (index(failed[g], name "/") == 1) leaf = 0
-		if (!leaf) continue
+		if (!leaf(name)) continue
 		print "==== FAIL: " name ", its last lines:"
-		first = n[name] >= depth ? n[name] - depth + 1 : 1
+		oldest = n[name] >= depth ? n[name] - depth + 1 : 1
+		chars = 0 # the most last lines that fit the test's share
+		for (first = n[name] + 1; first > oldest; first--) {
+			chars += length(substr(buf[name, (first - 1) % depth], 1, width)) + 1
+			if (chars > budget / leaves) break
+		}
 		for (i = first; i <= n[name]; i++) print substr(buf[name, i % depth], 1, width)
 	}
 	print "==== " failures + 0 " failed tests (with their parents); failed packages and make errors:"
 	for (i = 1; i <= tails; i++) if (tail[i] !~ /^ok/) print tail[i]
+}
+
+# A parent fails with its subtests: only the subtests' lines are shown.
+function leaf(name,    g) {
+	for (g = 1; g <= failures; g++) if (index(failed[g], name "/") == 1) return 0
+	return 1
 }
