@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -142,7 +143,7 @@ func (s *soakSession) finish() {
 // recovery is read from: every builder's log (and its previous
 // container's, where it restarted) and the operators', with timestamps.
 func (s *soakSession) saveLogs(dir string) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := errors.Join(os.RemoveAll(dir), os.MkdirAll(dir, 0o755)); err != nil { // no log of an earlier soak left among them
 		s.t.Logf("soak: logs not saved: %v", err)
 		return
 	}
