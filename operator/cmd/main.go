@@ -17,8 +17,10 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -175,6 +177,17 @@ func (o *options) controlClients() (*builderpod.ControlClients, error) {
 	return c, nil
 }
 
+// listens are the addresses the manager serves on.
+func (o *options) listens() []string {
+	var out []string
+	for _, addr := range []string{o.probeAddr, o.metricsAddr, o.consoleAddr} {
+		if addr != "" && addr != "0" {
+			out = append(out, addr)
+		}
+	}
+	return out
+}
+
 // namespaces are the namespaces whose objects the manager caches, or nil
 // for all of them.
 func (o *options) namespaces() map[string]cache.Config {
@@ -220,6 +233,20 @@ func main() {
 		log.Error(err, "invalid flags")
 		os.Exit(2)
 	}
+	// One client, one pool of connections, for the builders' polls and
+	// commands, kept across the managers of runReplica.
+	builders := builderclient.New(builderclient.Timeouts{Poll: o.pollTimeout, Control: o.controlTimeout})
+	newManager := func() (ctrl.Manager, error) { return setUpManager(o, scheme, metricsOpts, tlsOpts, clients, builders) }
+	if err := runReplica(ctrl.SetupSignalHandler(), newManager, log, 2*time.Second, o.listens()); err != nil {
+		log.Error(err, "problem running manager")
+		os.Exit(1)
+	}
+}
+
+// setUpManager makes a manager with the operator's controllers, console and
+// health checks on it.
+func setUpManager(o *options, scheme *runtime.Scheme, metricsOpts metricsserver.Options, tlsOpts []func(*tls.Config),
+	clients *builderpod.ControlClients, builders *builderclient.Client) (ctrl.Manager, error) {
 	cacheOptions := controller.CacheOptions()
 	cacheOptions.DefaultNamespaces = o.namespaces()
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
@@ -233,16 +260,15 @@ func main() {
 		LeaseDuration:           &o.leaseDuration,
 		RenewDeadline:           &o.renewDeadline,
 		RetryPeriod:             &o.retryPeriod,
-		// Safe: the process exits right after the manager stops.
+		// Safe: on a signal the process exits right after the manager stops.
 		LeaderElectionReleaseOnCancel: true,
+		// A process runs one manager at a time (runReplica), each with the
+		// same controllers.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
-		log.Error(err, "unable to create manager")
-		os.Exit(1)
+		return nil, err
 	}
-
-	// One client, one pool of connections, for the builders' polls and commands.
-	builders := builderclient.New(builderclient.Timeouts{Poll: o.pollTimeout, Control: o.controlTimeout})
 	if err := (&controller.EventBuilderRunReconciler{
 		Client:                 mgr.GetClient(),
 		APIReader:              mgr.GetAPIReader(),
@@ -260,38 +286,23 @@ func main() {
 		ControlClients:         clients,
 		StatusCountersInterval: o.statusCountersInterval,
 	}).SetupWithManager(mgr); err != nil {
-		log.Error(err, "unable to create controller", "controller", "EventBuilderRun")
-		os.Exit(1)
+		return nil, fmt.Errorf("controller EventBuilderRun: %w", err)
 	}
 	if err := (&controller.FabricReconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("fabric-controller"),
 	}).SetupWithManager(mgr); err != nil {
-		log.Error(err, "unable to create controller", "controller", "Fabric")
-		os.Exit(1)
+		return nil, fmt.Errorf("controller Fabric: %w", err)
 	}
-
 	if o.consoleAddr != "0" {
 		if err := addConsole(mgr, o.consoleAddr, o.consolePrometheus, tlsOpts); err != nil {
-			log.Error(err, "unable to set up the console")
-			os.Exit(1)
+			return nil, fmt.Errorf("console: %w", err)
 		}
 	}
-
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		log.Error(err, "unable to set up health check")
-		os.Exit(1)
+	if err := errors.Join(mgr.AddHealthzCheck("healthz", healthz.Ping), mgr.AddReadyzCheck("readyz", healthz.Ping)); err != nil {
+		return nil, fmt.Errorf("health checks: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		log.Error(err, "unable to set up ready check")
-		os.Exit(1)
-	}
-
-	log.Info("starting manager")
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
-		log.Error(err, "problem running manager")
-		os.Exit(1)
-	}
+	return mgr, nil
 }
 
 // addConsole serves the web console (internal/console) at addr from the
