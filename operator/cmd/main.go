@@ -91,7 +91,7 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 6*time.Second,
 		"How long a standby waits, after the leader last renewed its lease, before it takes over.")
 	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 5*time.Second,
-		"How long the leader keeps trying to renew its lease before it stops leading (and exits); "+
+		"How long the leader keeps trying to renew its lease before it stops leading (and campaigns again as a standby); "+
 			"below --leader-elect-lease-duration, so that it has stopped before a standby takes over.")
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", time.Second,
 		"How often the leader renews its lease and a standby tries to take it.")
