@@ -158,7 +158,7 @@ func (s *soakSession) saveLogs(dir string) {
 	}
 	// Each pod's log is named with its node, so that a worker's fault reads
 	// as what ran on it; a container that restarted has its previous log too.
-	savePods := func(namespace string, labels client.MatchingLabels, containers ...string) {
+	savePods := func(namespace string, labels client.MatchingLabels, container string) {
 		var pods corev1.PodList
 		if err := k8sClient.List(s.ctx, &pods, client.InNamespace(namespace), labels); err != nil {
 			s.t.Logf("soak: logs of %s in %s not saved: %v", labels, namespace, err)
@@ -166,7 +166,7 @@ func (s *soakSession) saveLogs(dir string) {
 		}
 		for _, pod := range pods.Items {
 			for _, c := range pod.Status.ContainerStatuses {
-				if !slices.Contains(containers, c.Name) {
+				if c.Name != container {
 					continue
 				}
 				name := fmt.Sprintf("%s.%s@%s", pod.Name, c.Name, pod.Spec.NodeName)
