@@ -165,6 +165,10 @@ func (p *runPass) failOver(ctx context.Context, in *loadedRun, obs *observedRun,
 		publish, rec = next.Table, &next
 	} else if more, added := r.replenish(*obs.fabric, table, run, out.cm, in.nodes, obs.endpoints, in.cordoned, p.now); len(added) > 0 {
 		publish = more
+	} else if more, rehomed, err := r.rehome(*obs.fabric, table, run, obs.pods, runplan.SwitchPending(table, lastMove, run.Status.Units, p.now, switchHold)); err != nil {
+		return endWith(ctrl.Result{}, err)
+	} else if len(rehomed) > 0 {
+		publish = more // before a restore, which could take a unit's home
 	} else if more, restored, err := r.restore(*obs.fabric, table, run, obs.pods); err != nil {
 		return endWith(ctrl.Result{}, err)
 	} else if len(restored) > 0 {
@@ -262,6 +266,30 @@ func (r *EventBuilderRunReconciler) restore(fabric planner.Fabric, t planner.Ran
 		"rank table epoch %d: units that had failed with no spare left run again: %s", next.Epoch,
 		shortlist.Join(done, "; ", func(d planner.FailoverResult) string {
 			return fmt.Sprintf("unit %d (%s) on spare %s (rank %d)", d.Unit, d.Function, d.SpareEndpoint, d.SpareRank)
+		}))
+	return next, done, nil
+}
+
+// rehome puts the units a failure moved off their readout back onto their
+// own endpoints once those are warm spares again, their spare pods Ready
+// (planner.Rehome: until then every event lacks their streams), and says
+// so. Like a drain's move, it waits until the set switched to the last
+// failover's table (pending), and a stopped run (failurePolicy Stop)
+// moves nothing.
+func (r *EventBuilderRunReconciler) rehome(fabric planner.Fabric, t planner.RankTable, run *ebv1.EventBuilderRun,
+	pods map[int32]*corev1.Pod, pending bool) (planner.RankTable, []planner.FailoverResult, error) {
+	if pending || run.Spec.FailurePolicy == ebv1.FailureStop || t.Count(planner.Spare) == 0 {
+		return t, nil, nil
+	}
+	next, done, err := planner.Rehome(runplan.WithoutEndpoints(fabric, runplan.ColdSpares(t, pods)), t)
+	if err != nil || len(done) == 0 {
+		return t, nil, err
+	}
+	r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, "UnitsRehomed", "Plan",
+		"rank table epoch %d: units read their own readout streams again: %s", next.Epoch,
+		shortlist.Join(done, "; ", func(d planner.FailoverResult) string {
+			return fmt.Sprintf("unit %d back on %s (rank %d) from %s (rank %d, a warm spare again)", d.Unit, d.SpareEndpoint,
+				d.SpareRank, d.FailedEndpoint, d.FailedRank)
 		}))
 	return next, done, nil
 }

@@ -36,8 +36,9 @@ type FailoverResult struct {
 // rank becomes a dummy; the spare rank goes live with the failed rank's
 // unit id and function, so the run keeps its outputs. Readout is physical:
 // the failed endpoint's streams are fibres into its cards and stay there,
-// unread (UnreadStreams names them) until the Fabric shows them cabled to
-// another endpoint; an RU on the spare reads the spare's own streams, and a
+// unread (UnreadStreams names them) until the unit goes home once the
+// endpoint is a spare again (Rehome: the unit's Home records it) or the
+// Fabric shows them cabled to another endpoint; an RU on the spare reads the spare's own streams, and a
 // folded unit on a spare without fibres (where the Fabric lists streams)
 // runs its BU alone; an RU alone (unfolded, or a folded unit's RU half
 // after MoveBU) takes only a spare with fibres (it would read nothing
@@ -339,7 +340,8 @@ func (t RankTable) split(r int) bool {
 // unit whose BU moved, the spare runs the failed function. A BU alone on
 // the spare has its source unread where the moved rank read streams (a
 // whole unit onto a spare without fibres) or had its source unread
-// already (a BU whose RU was lost keeps that wherever it goes).
+// already (a BU whose RU was lost keeps that wherever it goes). The unit
+// keeps its Home: the endpoint it read streams on before its first move.
 func (t RankTable) moveUnit(from, to int, spare Endpoint, physical bool) RankTable {
 	next := t
 	next.Epoch++
@@ -353,6 +355,13 @@ func (t RankTable) moveUnit(from, to int, spare Endpoint, physical bool) RankTab
 	if dst.Function != BU {
 		dst.Streams = slices.Clone(spare.Streams)
 	}
-	src.Role, src.Endpoint, src.Unit, src.Function, src.Streams, src.SourceUnread = Dummy, "", NoUnit, "", nil, false
+	dst.Home = src.Home
+	if dst.Home == "" && len(src.Streams) > 0 {
+		dst.Home = src.Endpoint
+	}
+	if dst.Home == dst.Endpoint {
+		dst.Home = "" // failed over onto its own endpoint, a spare again
+	}
+	src.Role, src.Endpoint, src.Unit, src.Function, src.Streams, src.SourceUnread, src.Home = Dummy, "", NoUnit, "", nil, false, ""
 	return next
 }

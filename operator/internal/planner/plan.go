@@ -100,6 +100,11 @@ type Rank struct {
 	// decides what becomes of those events. A unit that never read (the
 	// plan put it where no fibres are) has no source to miss.
 	SourceUnread bool
+	// Home is, on a live rank whose unit a failure moved off the endpoint
+	// whose readout streams it read, that endpoint: the unit goes back
+	// there once it is a warm spare again (Rehome). Empty on a unit at
+	// home, or one that never read streams.
+	Home string
 }
 
 // RankTable is a plan: the schedule's ranks and what runs on each.

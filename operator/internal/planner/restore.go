@@ -42,6 +42,12 @@ func Restore(fabric Fabric, t RankTable, units int) (RankTable, []FailoverResult
 		}
 		next, done = placed, append(done, res)
 	}
+	return atNextEpoch(t, next, done)
+}
+
+// atNextEpoch is next at the epoch after t's, with the moves done there;
+// t itself where none was.
+func atNextEpoch(t, next RankTable, done []FailoverResult) (RankTable, []FailoverResult, error) {
 	if len(done) == 0 {
 		return t, nil, nil
 	}

@@ -83,6 +83,11 @@ type Rank struct {
 	// readout (planner.Rank.SourceUnread): every MEP keeps its source's
 	// slot, as missing.
 	SourceUnread bool `json:"sourceUnread,omitempty"`
+	// Home is, on a live rank whose unit a failure moved off the endpoint
+	// whose readout streams it read, that endpoint (planner.Rank.Home):
+	// the operator's record, for the unit to go back once it is a spare
+	// again. Builders ignore it.
+	Home string `json:"home,omitempty"`
 	// Where the rank runs (live and spare ranks on a fabric).
 	Endpoint   string `json:"endpoint,omitempty"`
 	Node       string `json:"node,omitempty"`
@@ -106,7 +111,7 @@ func New(run, fabric string, t planner.RankTable, addresses []string, endpoints 
 			out.Leaf, out.Port = ptr(r.Leaf), ptr(r.Port)
 		}
 		if r.Role == planner.Live {
-			out.State, out.Unit, out.Function, out.Sources, out.SourceUnread = Live, ptr(int(r.Unit)), string(r.Function), r.Streams, r.SourceUnread
+			out.State, out.Unit, out.Function, out.Sources, out.SourceUnread, out.Home = Live, ptr(int(r.Unit)), string(r.Function), r.Streams, r.SourceUnread, r.Home
 		}
 		if ep, ok := endpoints[r.Endpoint]; ok && r.Endpoint != "" {
 			out.Endpoint, out.Node, out.NUMA, out.RDMADevice, out.Netdev = ep.Name, ep.Node, ptr(ep.NUMA), ep.RDMADevice, ep.Netdev
@@ -135,7 +140,7 @@ func (d Document) Table() (planner.RankTable, error) {
 		}
 		switch {
 		case r.State == Live && r.Unit != nil:
-			out.Role, out.Unit, out.Function, out.Streams, out.SourceUnread = planner.Live, planner.UnitID(*r.Unit), planner.Function(r.Function), r.Sources, r.SourceUnread
+			out.Role, out.Unit, out.Function, out.Streams, out.SourceUnread, out.Home = planner.Live, planner.UnitID(*r.Unit), planner.Function(r.Function), r.Sources, r.SourceUnread, r.Home
 		case r.State == Live:
 			return planner.RankTable{}, fmt.Errorf("live rank %d has no unit", i)
 		case r.Spare:

@@ -14,8 +14,9 @@ func table() (planner.RankTable, []string, map[string]planner.Endpoint) {
 		{Rank: 0, Leaf: 0, Port: 0, Role: planner.Live, Endpoint: "a", Unit: 1, Function: planner.RUBU, Streams: []string{"a-mfp0"}},
 		{Rank: 1, Leaf: 0, Port: 1, Role: planner.Spare, Endpoint: "b", Unit: planner.NoUnit},
 		{Rank: 2, Leaf: 0, Port: 2, Role: planner.Dummy, Unit: planner.NoUnit},
-		// A unit that lost its fibres to a failover: its BU alone, its source unread.
-		{Rank: 3, Leaf: 0, Port: 3, Role: planner.Live, Endpoint: "c", Unit: 0, Function: planner.BU, SourceUnread: true},
+		// A unit that lost its fibres to a failover: its BU alone, its
+		// source unread, its readout's endpoint kept to go back to.
+		{Rank: 3, Leaf: 0, Port: 3, Role: planner.Live, Endpoint: "c", Unit: 0, Function: planner.BU, SourceUnread: true, Home: "d"},
 	}}
 	addrs := []string{"r-eb-0.r-eb:7000", "r-eb-1.r-eb:7000", "r-eb-2.r-eb:7000", "r-eb-3.r-eb:7000"}
 	eps := map[string]planner.Endpoint{
@@ -84,6 +85,7 @@ func TestDocumentJSON(t *testing.T) {
    "unit": 0,
    "function": "BU",
    "sourceUnread": true,
+   "home": "d",
    "endpoint": "c",
    "node": "n1",
    "numa": 0,

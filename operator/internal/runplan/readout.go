@@ -14,7 +14,7 @@ import (
 
 // recable is what brings unread streams back: readout is physical.
 const recable = "streams are fibres into an endpoint's readout cards and do not follow a unit to a spare: " +
-	"bring the node back, or re-cable the fibres to an endpoint that runs an RU and list them there in the Fabric"
+	"bring the node back (its unit goes home once its endpoint is a warm spare again), or re-cable the fibres to an endpoint that runs an RU and list them there in the Fabric"
 
 // Readout is the ReadoutComplete condition of a run on fabric under table
 // t, and, when streams went unread by a failure, the message that makes
