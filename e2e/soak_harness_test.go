@@ -78,9 +78,10 @@ func (s *soakSession) fault(i int, f soak.Fault) soak.Outcome {
 	s.countLoss()
 	o := inject(s.ctx, t, f, s.workers, s.runs, s.watch)
 	s.summary.Outcomes = append(s.summary.Outcomes, o)
-	t.Logf("soak fault %d (seed %d): %s on %s: disrupted %v, detected %s, building again %s (%s after its end), back %v",
-		i, s.summary.Seed, o.Class, o.Victim, o.Disrupted, o.Detected.Round(100*time.Millisecond), o.Recovered.Round(100*time.Millisecond),
-		o.AfterEnd().Round(100*time.Millisecond), o.Back)
+	t.Logf("soak fault %d (seed %d): %s on %s: disrupted %v, detected %s, building again %s (%s after its end), building on from %s, "+
+		"not building %s in all, back %v", i, s.summary.Seed, o.Class, o.Victim, o.Disrupted, o.Detected.Round(100*time.Millisecond),
+		o.Recovered.Round(100*time.Millisecond), o.AfterEnd().Round(100*time.Millisecond), o.Settled.Round(100*time.Millisecond),
+		o.Down.Round(100*time.Millisecond), o.Back)
 	return o
 }
 
@@ -269,6 +270,11 @@ func inject(ctx context.Context, t *testing.T, f soak.Fault, workers []string, r
 				return soak.Outcome{Class: f.Class, Victim: "none: the leading operator runs on " + node + ", no worker", Back: false}
 			}
 		} else {
+			// The leader's server is the other class: with the leader on
+			// the pick, the other worker goes.
+			if node == leader.Spec.NodeName {
+				node = workers[(f.Pick+1)%len(workers)]
+			}
 			placeCoreDNS(ctx, t, map[string]string{corev1.LabelHostname: node})
 		}
 		o.Victim = node
@@ -299,7 +305,9 @@ func inject(ctx context.Context, t *testing.T, f soak.Fault, workers []string, r
 		healed = at // not held: over as it happens
 	}
 	o.At, o.Held = at, healed.Sub(at)
-	o.Disrupted, o.Detected, o.Recovered, o.Back, o.Runs = watch.after(ctx, at, healed, soakRecoveryTimeout)
+	var v soak.Verdict
+	v, o.Back, o.Runs = watch.after(ctx, at, healed, soakRecoveryTimeout)
+	o.Disrupted, o.Detected, o.Recovered, o.Settled, o.Down = v.Disrupted, v.Detected, v.Building, v.Settled, v.Down
 	return o
 }
 
@@ -490,11 +498,10 @@ func (w *soakWatch) lost() (map[string]soak.Lost, map[string]int64) {
 }
 
 // after waits, from a fault at `at` that ended at `healed`, until
-// soak.Judge finds it over: whether a run stopped building, and when it
-// was seen to stop and to be back; and, judged on each run's samples
-// alone, what it did to each.
-func (w *soakWatch) after(ctx context.Context, at, healed time.Time, timeout time.Duration) (disrupted bool, detected, recovered time.Duration,
-	back bool, runs map[string]soak.RunOutcome) {
+// soak.Judge finds it over (its verdict on every run together), and,
+// judged on each run's samples alone, what it did to each.
+func (w *soakWatch) after(ctx context.Context, at, healed time.Time, timeout time.Duration) (v soak.Verdict, back bool,
+	runs map[string]soak.RunOutcome) {
 	perRun := map[string][]soak.Point{}
 	for time.Since(at) < timeout && ctx.Err() == nil {
 		time.Sleep(250 * time.Millisecond) // the sampler's pace: its samples are what is read
@@ -513,22 +520,20 @@ func (w *soakWatch) after(ctx context.Context, at, healed time.Time, timeout tim
 			points = append(points, soak.Point{At: s.at.Sub(at), Building: every})
 		}
 		w.mu.Unlock()
-		var done bool
-		done, disrupted, detected, recovered = soak.Judge(points, healed.Sub(at))
-		if done {
+		if v = soak.Judge(points, healed.Sub(at)); v.Done {
 			back = true
 			break
 		}
 	}
 	if !back {
-		recovered = timeout // what was seen: a run stopped, or never read
+		v.Building, v.Settled = timeout, timeout // what was seen: a run stopped, or never read
 	}
 	runs = map[string]soak.RunOutcome{}
 	for name, points := range perRun {
-		_, d, _, r := soak.Judge(points, healed.Sub(at))
-		runs[name] = soak.RunOutcome{Disrupted: d, Recovered: r}
+		r := soak.Judge(points, healed.Sub(at))
+		runs[name] = soak.RunOutcome{Disrupted: r.Disrupted, Recovered: r.Building, Settled: r.Settled, Down: r.Down}
 	}
-	return disrupted, detected, recovered, back, runs
+	return v, back, runs
 }
 
 // stop ends the sampling and returns, per run, the share of the samples

@@ -18,8 +18,11 @@ type Outcome struct {
 	// ridden out, and Detected and Recovered are zero).
 	Disrupted bool
 	// Detected is how long after the fault the first run was seen not
-	// building; Recovered, how long until every run built again.
-	Detected, Recovered time.Duration
+	// building; Recovered, how long until every run built again (first
+	// seen so: Verdict.Building); Settled, from when every run built on
+	// (later where one stopped again while the fault was not over); Down,
+	// how long some run was seen not building in all.
+	Detected, Recovered, Settled, Down time.Duration
 	// Held is how long the fault lasted (a process stopped, a worker
 	// down); zero for one that is over as it happens (a pod killed).
 	Held time.Duration
@@ -34,8 +37,10 @@ type Outcome struct {
 // RunOutcome is what a fault did to one run.
 type RunOutcome struct {
 	Disrupted bool
-	// Recovered is how long after the fault the run built again.
-	Recovered time.Duration
+	// Recovered is how long after the fault the run built again, Settled
+	// from when it built on, Down how long it was seen not building (as
+	// in Outcome).
+	Recovered, Settled, Down time.Duration
 	// Lost is what its builders counted not delivered whole from the
 	// fault to the next one (or the soak's end); PerCycle, the events a
 	// set cycle builds at the fault (live units times packingFactor), the
@@ -80,16 +85,18 @@ const FarmFaultsPerDay = 1
 
 // Report is the summary as a text table: per fault class the count, how
 // many disrupted a run, median and worst time to detection and to every
-// run building again; then each run's building share, projected to a
-// farm that sees FarmFaultsPerDay faults a day.
+// run building again, the worst time to every run building on for good
+// and the most time some run was not building; then each run's building
+// share, projected to a farm that sees FarmFaultsPerDay faults a day (from
+// the mean time not building per fault).
 func Report(s Summary) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "soak: seed %d, %s, %d faults\n", s.Seed, s.Length.Round(time.Second), len(s.Outcomes))
-	fmt.Fprintf(&b, "%-17s %5s %9s %12s %12s %14s %14s %15s %9s\n", "fault", "count", "disrupted", "detect med", "detect max",
-		"building med", "building max", "after end max", "not back")
+	fmt.Fprintf(&b, "%-17s %5s %9s %12s %12s %14s %14s %15s %13s %10s %9s\n", "fault", "count", "disrupted", "detect med", "detect max",
+		"building med", "building max", "after end max", "settled max", "down max", "not back")
 	var downtime time.Duration
 	for _, class := range Classes {
-		var detect, recover, afterEnd []time.Duration
+		var detect, recover, afterEnd, settled, down []time.Duration
 		count, disrupted, lost := 0, 0, 0
 		for _, o := range s.Outcomes {
 			if o.Class != class {
@@ -104,14 +111,15 @@ func Report(s Summary) string {
 				disrupted++
 				detect = append(detect, o.Detected)
 				recover, afterEnd = append(recover, o.Recovered), append(afterEnd, o.AfterEnd())
-				downtime += o.Recovered - o.Detected
+				settled, down = append(settled, o.Settled), append(down, o.Down)
+				downtime += o.Down
 			}
 		}
 		if count == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "%-17s %5d %9d %12s %12s %14s %14s %15s %9d\n", class, count, disrupted,
-			median(detect), worst(detect), median(recover), worst(recover), worst(afterEnd), lost)
+		fmt.Fprintf(&b, "%-17s %5d %9d %12s %12s %14s %14s %15s %13s %10s %9d\n", class, count, disrupted,
+			median(detect), worst(detect), median(recover), worst(recover), worst(afterEnd), worst(settled), worst(down), lost)
 	}
 	runs := make([]string, 0, len(s.Building))
 	for run := range s.Building {
@@ -146,7 +154,7 @@ func Report(s Summary) string {
 func perRun(b *strings.Builder, run string, outcomes []Outcome) {
 	fmt.Fprintf(b, "run %s alone:\n", run)
 	for _, class := range Classes {
-		var recover, afterEnd []time.Duration
+		var recover, afterEnd, settled, down []time.Duration
 		var most RunOutcome
 		for _, o := range outcomes {
 			r, ok := o.Runs[run]
@@ -158,11 +166,13 @@ func perRun(b *strings.Builder, run string, outcomes []Outcome) {
 			}
 			if o.Back && r.Disrupted {
 				recover, afterEnd = append(recover, r.Recovered), append(afterEnd, max(0, r.Recovered-o.Held))
+				settled, down = append(settled, r.Settled), append(down, r.Down)
 			}
 		}
 		if len(recover) > 0 {
-			fmt.Fprintf(b, "  %-17s %9d disrupted, building again at worst %s after the fault, %s after its end\n",
-				class, len(recover), worst(recover), worst(afterEnd))
+			fmt.Fprintf(b, "  %-17s %9d disrupted, building again at worst %s after the fault, %s after its end; "+
+				"building on from %s at worst, not building %s at most\n",
+				class, len(recover), worst(recover), worst(afterEnd), worst(settled), worst(down))
 		}
 		if most.Cycles() > 0 {
 			fmt.Fprintf(b, "  %-17s lost at most %d dropped + %d flagged incomplete events in one fault: %.1f set cycles of %d\n",
