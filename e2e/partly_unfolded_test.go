@@ -124,6 +124,7 @@ type rankTableRank struct {
 	SourceUnread bool     `json:"sourceUnread"`
 	Sources      []string `json:"sources"`
 	Endpoint     string   `json:"endpoint"`
+	Home         string   `json:"home"`
 }
 
 // rankTableDocument is what this suite reads of a published rank table.

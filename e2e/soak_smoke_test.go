@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -22,7 +23,9 @@ import (
 // rejoinAfterStartBound of their builders' start; the production run
 // must end with both units and both spares. The report is written as a soak's
 // (report-smoke.txt), and anything that must never happen (a unit live on
-// two ranks, an event rejected by a consumer) fails the test.
+// two ranks, an event rejected by a consumer) fails the test. Once the
+// worker is back, the production unit that failed over from it goes home
+// to its fibres and the run builds complete events again.
 func TestSoakSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -60,9 +63,21 @@ func TestSoakSmoke(t *testing.T) {
 			checkRejoinAfterRestart(ctx, t, s.runs["plain"], node, o)
 		}
 	}
-	waitFor(ctx, t, "the production run with both units and both spares again", 3*time.Minute, func() (bool, string) {
-		run := getSoakRun(ctx, t, s.runs["production"])
-		return run.Status.LiveUnits == 2 && run.Status.SparesLeft == 2, describeFailover(run)
+	// The worker back, its endpoints are spares again and the unit that
+	// failed over from it goes home to its fibres: the run reads every
+	// stream again, and builds complete events.
+	key := s.runs["production"]
+	waitFor(ctx, t, "the production run with both units home and both spares again", 3*time.Minute, func() (bool, string) {
+		run := getSoakRun(ctx, t, key)
+		doc := readRankTable(ctx, t, key.Namespace, key.Name)
+		away := slices.ContainsFunc(doc.Ranks, func(r rankTableRank) bool { return r.Home != "" })
+		return run.Status.LiveUnits == 2 && run.Status.SparesLeft == 2 && !away && len(doc.UnreadStreams) == 0,
+			fmt.Sprintf("unread streams %v, a unit away from home %v; %s", doc.UnreadStreams, away, describeFailover(run))
+	})
+	before := getSoakRun(ctx, t, key).Status.EventsBuilt
+	waitFor(ctx, t, "the production run building complete events again", time.Minute, func() (bool, string) {
+		run := getSoakRun(ctx, t, key)
+		return run.Status.EventsBuilt > before, describeProduction(run)
 	})
 }
 
