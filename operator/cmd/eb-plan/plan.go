@@ -33,10 +33,11 @@ func Plan(fabric *ebv1.Fabric, run *ebv1.EventBuilderRun, failed []string) (*Out
 	if err := f.Validate(); err != nil {
 		return nil, fmt.Errorf("Fabric %s: %w", fabric.Name, err)
 	}
-	t, err := runplan.Plan(&run.Spec, &f, 0)
+	planned, err := runplan.Plan(&run.Spec, &f, 0)
 	if err != nil {
 		return nil, fmt.Errorf("run %s on Fabric %s: %w", run.Name, fabric.Name, err)
 	}
+	t := planned
 	out := &Output{Fabric: FabricShape{Name: fabric.Name, Leaves: fabric.Spec.Leaves, Spines: fabric.Spec.Spines,
 		PortsPerLeaf: fabric.Spec.PortsPerLeaf, LinksPerPair: fabric.Spec.LinksPerPair, Routing: string(f.Routing)}}
 	if out.Fabric.Routing == "" {
@@ -64,6 +65,6 @@ func Plan(fabric *ebv1.Fabric, run *ebv1.EventBuilderRun, failed []string) (*Out
 		}
 	}
 	out.Table = ranktable.New(run.Name, fabric.Name, t, builderpod.Peers(run.Name, int32(t.N())), runplan.Endpoints(f))
-	out.Table.UnreadStreams = runplan.LostStreams(&f, t, nil)
+	out.Table.UnreadStreams = runplan.LostStreams(&f, t, &planned, nil) // judged against the plan: what its units read at home
 	return out, nil
 }

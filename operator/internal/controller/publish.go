@@ -43,7 +43,7 @@ func (p *runPass) publish(ctx context.Context, run *ebv1.EventBuilderRun, obs *o
 // fresh plan (fresh) records the Fabric it was planned on (fabricKey, ""
 // without one) in that update too. The table names the streams of fabric
 // (nil without one) that no RU reads since a failure (unreadStreams),
-// those its predecessor in cm named among them unless it is a new plan.
+// judged against its predecessor in cm unless it is a new plan.
 func (r *EventBuilderRunReconciler) writeTable(ctx context.Context, run *ebv1.EventBuilderRun, cm *corev1.ConfigMap,
 	t planner.RankTable, fabric *planner.Fabric, endpoints map[string]planner.Endpoint, rec *runplan.Recovery, fresh bool, fabricKey string,
 	observed time.Time) (*corev1.ConfigMap, error) {
@@ -54,10 +54,11 @@ func (r *EventBuilderRunReconciler) writeTable(ctx context.Context, run *ebv1.Ev
 	doc := ranktable.New(run.Name, fabricName, t, builderpod.Peers(run.Name, int32(t.N())), endpoints)
 	doc.ResumeEvent = runplan.ResumeEvent(run.Status, observed)
 	var before []string // a new plan starts afresh; a table that follows keeps what its predecessor lost
+	var prev *planner.RankTable
 	if cm != nil && !(rec == nil && fresh) {
-		before = unreadStreams(cm)
+		before, prev = unreadStreams(cm), publishedTable(cm)
 	}
-	doc.UnreadStreams = runplan.LostStreams(fabric, t, before)
+	doc.UnreadStreams = runplan.LostStreams(fabric, t, prev, before)
 	data, err := doc.Marshal()
 	if err != nil {
 		return nil, err

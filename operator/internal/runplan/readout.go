@@ -21,8 +21,8 @@ const recable = "streams are fibres into an endpoint's readout cards and do not 
 // the run Degraded (empty otherwise), which says what becomes of the
 // events under policy (spec.builder.incompleteEvents). lost is the
 // published table's unreadStreams (LostStreams): the endpoints holding
-// them count as lost since a failure too, as a failed server offered as a
-// spare again once back. ok is false for a run without a Fabric or on one
+// them are those lost since a failure (a failed server offered as a spare
+// again once back among them; a spare a unit only visited not). ok is false for a run without a Fabric or on one
 // that lists no streams: the run has no such condition.
 func Readout(fabric *planner.Fabric, t planner.RankTable, lost []string, policy ebv1.IncompletePolicy, generation int64) (c metav1.Condition, degraded string, ok bool) {
 	if fabric == nil {
@@ -47,7 +47,7 @@ func Readout(fabric *planner.Fabric, t planner.RankTable, lost []string, policy 
 	count := 0
 	for _, u := range unread {
 		count += len(u.Streams)
-		if u.Lost || slices.ContainsFunc(u.Streams, func(s string) bool { return listed[s] }) {
+		if slices.ContainsFunc(u.Streams, func(s string) bool { return listed[s] }) {
 			failed = append(failed, u)
 		}
 	}
@@ -63,25 +63,36 @@ func Readout(fabric *planner.Fabric, t planner.RankTable, lost []string, policy 
 // LostStreams are the readout streams of fabric that no live RU reads
 // under t because of a failure, in the Fabric's endpoint order: the rank
 // table's unreadStreams, which builders mark every MEP with. They are
-// those of the endpoints planner.UnreadStreams finds lost, and those of
-// before (the unreadStreams of the table t follows; none for a fresh
-// plan) that no live rank of t reads yet: a failed server that came back
-// is offered as a spare, which the table alone cannot tell from a spare
-// planned on fibres, and its streams are no more read than before.
+// those of the endpoints a unit of t is away from (Rank.Home: a failure
+// moved it off its fibres), those of before (the unreadStreams of prev,
+// the table t follows) that no live rank of t reads yet, and those of the
+// endpoints a unit read at home under prev that t leaves unread (a unit
+// dropped with no spare left). An endpoint a unit only visited (a spare
+// that took a failed unit over and lost it again) had streams the plan
+// did not read: it takes none with it. With no prev (a fresh plan), the
+// streams of endpoints planner.UnreadStreams finds lost (not Ready) are.
 // Streams unread by the plan (idle endpoints, spares, leaves not spanned,
 // BU-only ranks) are not among them: events never had them. None without
 // a Fabric. A stream a live rank of t still lists as its source (a Fabric
 // edited since t was planned) is left out, as is a second listing: a
 // table names each stream once.
-func LostStreams(fabric *planner.Fabric, t planner.RankTable, before []string) []string {
+func LostStreams(fabric *planner.Fabric, t planner.RankTable, prev *planner.RankTable, before []string) []string {
 	if fabric == nil {
 		return nil
 	}
-	named := map[string]bool{}
+	named, left := map[string]bool{}, map[string]bool{}
 	for _, r := range t.Ranks {
 		if r.Role == planner.Live {
 			for _, s := range r.Streams {
 				named[s] = true
+			}
+			left[r.Home] = r.Home != ""
+		}
+	}
+	if prev != nil {
+		for _, r := range prev.Ranks {
+			if r.Role == planner.Live && r.Home == "" && len(r.Streams) > 0 {
+				left[r.Endpoint] = true
 			}
 		}
 	}
@@ -89,7 +100,7 @@ func LostStreams(fabric *planner.Fabric, t planner.RankTable, before []string) [
 	var lost []string
 	for _, u := range planner.UnreadStreams(*fabric, t) {
 		for _, s := range u.Streams {
-			if (u.Lost || still[s]) && !named[s] {
+			if (left[u.Endpoint] || (prev == nil && u.Lost) || still[s]) && !named[s] {
 				named[s] = true
 				lost = append(lost, s)
 			}

@@ -35,7 +35,7 @@ func TestReadout(t *testing.T) {
 		name     string
 		fabric   *planner.Fabric
 		table    planner.RankTable
-		lost     []string               // the table's unreadStreams, if not LostStreams(fabric, table, nil)
+		lost     []string               // the table's unreadStreams, if not LostStreams(fabric, table, nil, nil)
 		want     metav1.ConditionStatus // "" for no condition
 		saying   []string
 		policy   ebv1.IncompletePolicy
@@ -77,7 +77,7 @@ func TestReadout(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			lost := tc.lost
 			if lost == nil {
-				lost = LostStreams(tc.fabric, tc.table, nil)
+				lost = LostStreams(tc.fabric, tc.table, nil, nil)
 			}
 			c, degraded, ok := Readout(tc.fabric, tc.table, lost, tc.policy, 3)
 			if tc.want == "" {
@@ -168,6 +168,21 @@ func TestLostStreams(t *testing.T) {
 			idleDown.Endpoints[i].Schedulable = false
 		}
 	}
+	// Every server reads fibres, the spare (b-numa1) too: a-numa0's unit
+	// fails over onto b-numa1, a guest there; then the guest fails, onto
+	// a-numa0 back as a spare (home), or with no spare left (dropped).
+	fibred := readoutFabric(true)
+	for i := range fibred.Endpoints {
+		fibred.Endpoints[i].Streams = []string{fibred.Endpoints[i].Name + "-mfp0"}
+	}
+	guest := failOver(t, fibred, planOn(t, fibred, 4, 1), "a-numa0")
+	aBack, _ := Replenish(*fibred, guest, 1, map[string]bool{"a": true})
+	guestHome := failOver(t, fibred, aBack, "b-numa1")
+	guestRank, _ := guest.RankOf("b-numa1")
+	guestDropped, err := planner.DropUnit(*fibred, guest, guestRank)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// A Fabric edited since the table was planned: a-numa0's fibre is
 	// listed on the failed endpoint too, and still read where it was.
 	edited := *f
@@ -178,6 +193,7 @@ func TestLostStreams(t *testing.T) {
 		name   string
 		fabric *planner.Fabric
 		table  planner.RankTable
+		prev   *planner.RankTable
 		before []string
 		want   []string
 	}{
@@ -199,13 +215,22 @@ func TestLostStreams(t *testing.T) {
 		{name: "a stream a rank still reads is not listed", fabric: &edited, table: failed, want: []string{"b-numa0-mfp0"}},
 		{name: "the failed server back as a spare: lost still", fabric: f, table: back, before: []string{"b-numa0-mfp0", "b-numa0-mfp1"},
 			want: []string{"b-numa0-mfp0", "b-numa0-mfp1"}},
-		{name: "the same, the table alone: a spare's streams", fabric: f, table: back},
+		{name: "the same, the table alone: the home of the unit that left it", fabric: f, table: back,
+			want: []string{"b-numa0-mfp0", "b-numa0-mfp1"}},
+		{name: "a failover, after the table it follows", fabric: f, table: failed, prev: &all, want: []string{"b-numa0-mfp0", "b-numa0-mfp1"}},
+		{name: "a unit away from home", fabric: fibred, table: guest, prev: ptrTo(planOn(t, fibred, 4, 1)), want: []string{"a-numa0-mfp0"}},
+		{name: "the guest fails over onto its home: every planned stream read, the visited spare's take nothing",
+			fabric: fibred, table: guestHome, prev: &aBack, before: []string{"a-numa0-mfp0"}},
+		{name: "the guest dropped: its home's lost still, the visited spare's not", fabric: fibred, table: guestDropped, prev: &guest,
+			before: []string{"a-numa0-mfp0"}, want: []string{"a-numa0-mfp0"}},
+		{name: "the guest dropped, judged without the table it follows: the visited spare's too", fabric: fibred, table: guestDropped,
+			before: []string{"a-numa0-mfp0"}, want: []string{"a-numa0-mfp0", "b-numa1-mfp0"}},
 		{name: "a unit moved onto it reads them again", fabric: f, table: ontoBack, before: []string{"b-numa0-mfp0", "b-numa0-mfp1"},
 			want: []string{"a-numa0-mfp0", "a-numa0-mfp1"}},
 		{name: "before without a fabric", table: back, before: []string{"b-numa0-mfp0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := LostStreams(tc.fabric, tc.table, tc.before); !slices.Equal(got, tc.want) {
+			if got := LostStreams(tc.fabric, tc.table, tc.prev, tc.before); !slices.Equal(got, tc.want) {
 				t.Errorf("lost streams %q, want %q", got, tc.want)
 			}
 		})
