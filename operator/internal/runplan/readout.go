@@ -22,8 +22,9 @@ const recable = "streams are fibres into an endpoint's readout cards and do not 
 // events under policy (spec.builder.incompleteEvents). lost is the
 // published table's unreadStreams (LostStreams): the endpoints holding
 // them are those lost since a failure (a failed server offered as a spare
-// again once back among them; a spare a unit only visited not). ok is false for a run without a Fabric or on one
-// that lists no streams: the run has no such condition.
+// again once back among them; a spare a unit only visited not). ok is
+// false for a run without a Fabric or on one that lists no streams: the
+// run has no such condition.
 func Readout(fabric *planner.Fabric, t planner.RankTable, lost []string, policy ebv1.IncompletePolicy, generation int64) (c metav1.Condition, degraded string, ok bool) {
 	if fabric == nil {
 		return metav1.Condition{}, "", false
