@@ -21,7 +21,8 @@ import (
 // event lacks the lost server's streams (Degraded, StreamsUnread). Once the
 // server is back and its endpoints' spare pods are Ready, the units go home
 // in one table: the run reads every stream it read before, is Running, and
-// the ranks they left are warm spares again.
+// the ranks they left are warm spares again; lost again, the server's units
+// move onto those spares once more.
 func TestUnitsGoHomeToTheirReadoutOnceTheirServerIsBack(t *testing.T) {
 	requireEnvtest(t)
 	ctx := context.Background()
@@ -111,6 +112,17 @@ func TestUnitsGoHomeToTheirReadoutOnceTheirServerIsBack(t *testing.T) {
 	// the start; srv0's are read again.
 	if c := meta.FindStatusCondition(getRun(t, key).Status.Conditions, ebv1.ConditionReadoutComplete); c == nil || strings.Contains(c.Message, "home-srv0") {
 		t.Errorf("ReadoutComplete %+v, want srv0's streams read again", c)
+	}
+
+	// srv0 lost again, with its units home: both move to srv1's spares,
+	// which stood by since they left them.
+	home := doc.Epoch
+	lastLoss := getRun(t, key).Status.LastFailover.ObservedTime.Time
+	setNodeReady(t, "home-srv0", corev1.ConditionFalse, time.Now().Add(time.Second))
+	waitFailover(t, key, home+1)
+	if doc, _ = rankTable(ctx, ns, "home"); roles(doc) != "..LLLLL." || doc.Ranks[2].Home != "home-srv0-numa0" || doc.Ranks[3].Home != "home-srv0-numa1" {
+		t.Fatalf("srv0 lost again (last loss %v): epoch %d roles %s, homes %q %q; want ..LLLLL., both units on srv1 away from home",
+			lastLoss, doc.Epoch, roles(doc), doc.Ranks[2].Home, doc.Ranks[3].Home)
 	}
 }
 
