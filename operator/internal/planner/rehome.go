@@ -2,7 +2,6 @@ package planner
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -63,20 +62,12 @@ func Rehome(fabric Fabric, t RankTable) (RankTable, []FailoverResult, error) {
 	return atNextEpoch(t, next, done)
 }
 
-// moveHome returns a copy of t, its epoch unchanged, with the unit of live
-// rank from back on spare rank to, its Home endpoint home, and from a warm
-// spare on its own endpoint.
+// moveHome returns a copy of t at the next epoch with the unit of live
+// rank from back on spare rank to, on its Home endpoint home (moveUnit,
+// which clears the home once the unit is on it), and from a warm spare on
+// its own endpoint again.
 func (t RankTable) moveHome(from, to int, home Endpoint, physical bool) RankTable {
-	next := t
-	next.Ranks = slices.Clone(t.Ranks)
-	src, dst := &next.Ranks[from], &next.Ranks[to]
-	dst.Role, dst.Unit, dst.Function, dst.Streams, dst.SourceUnread, dst.Home = Live, src.Unit, src.Function, nil, false, ""
-	if t.Layout == Folded && !t.split(from) {
-		dst.Function = foldedFunction(physical, home)
-	}
-	if dst.Function != BU {
-		dst.Streams = slices.Clone(home.Streams)
-	}
-	src.Role, src.Unit, src.Function, src.Streams, src.SourceUnread, src.Home = Spare, NoUnit, "", nil, false, ""
+	next := t.moveUnit(from, to, home, physical)
+	next.Ranks[from].Role, next.Ranks[from].Endpoint = Spare, t.Ranks[from].Endpoint
 	return next
 }
