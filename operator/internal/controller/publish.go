@@ -24,7 +24,7 @@ import (
 // run's table.
 func (p *runPass) publish(ctx context.Context, run *ebv1.EventBuilderRun, obs *observedRun, cur runTable,
 	next planner.RankTable, rec *runplan.Recovery, planned bool, fabricKey string) (runTable, error) {
-	cm, err := p.r.writeTable(ctx, run, cur.cm, next, obs.fabric, obs.endpoints, rec, planned, fabricKey, p.now)
+	cm, err := p.r.writeTable(ctx, run, cur.cm, cur.table, next, obs.fabric, obs.endpoints, rec, planned, fabricKey, p.now)
 	if err != nil {
 		return cur, err
 	}
@@ -43,9 +43,10 @@ func (p *runPass) publish(ctx context.Context, run *ebv1.EventBuilderRun, obs *o
 // fresh plan (fresh) records the Fabric it was planned on (fabricKey, ""
 // without one) in that update too. The table names the streams of fabric
 // (nil without one) that no RU reads since a failure (unreadStreams),
-// judged against its predecessor in cm unless it is a new plan.
+// judged against its predecessor prev, the table cm holds, unless it is a
+// new plan.
 func (r *EventBuilderRunReconciler) writeTable(ctx context.Context, run *ebv1.EventBuilderRun, cm *corev1.ConfigMap,
-	t planner.RankTable, fabric *planner.Fabric, endpoints map[string]planner.Endpoint, rec *runplan.Recovery, fresh bool, fabricKey string,
+	prev, t planner.RankTable, fabric *planner.Fabric, endpoints map[string]planner.Endpoint, rec *runplan.Recovery, fresh bool, fabricKey string,
 	observed time.Time) (*corev1.ConfigMap, error) {
 	fabricName := ""
 	if run.Spec.FabricRef != nil {
@@ -54,11 +55,11 @@ func (r *EventBuilderRunReconciler) writeTable(ctx context.Context, run *ebv1.Ev
 	doc := ranktable.New(run.Name, fabricName, t, builderpod.Peers(run.Name, int32(t.N())), endpoints)
 	doc.ResumeEvent = runplan.ResumeEvent(run.Status, observed)
 	var before []string // a new plan starts afresh; a table that follows keeps what its predecessor lost
-	var prev *planner.RankTable
+	var follows *planner.RankTable
 	if cm != nil && !(rec == nil && fresh) {
-		before, prev = unreadStreams(cm), publishedTable(cm)
+		before, follows = unreadStreams(cm), &prev
 	}
-	doc.UnreadStreams = runplan.LostStreams(fabric, t, prev, before)
+	doc.UnreadStreams = runplan.LostStreams(fabric, t, follows, before)
 	data, err := doc.Marshal()
 	if err != nil {
 		return nil, err

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"daq.io/eventbuilder/operator/internal/planner"
 	"daq.io/eventbuilder/operator/internal/ranktable"
 )
 
@@ -74,17 +73,4 @@ func unreadStreams(cm *corev1.ConfigMap) []string {
 	}
 	doc, _ := ranktable.Parse(cm.Data[ranktable.Key]) // loadTable parsed it already, and fails on errors
 	return doc.UnreadStreams
-}
-
-// publishedTable is the table cm holds, nil where it holds none it can read.
-func publishedTable(cm *corev1.ConfigMap) *planner.RankTable {
-	doc, err := ranktable.Parse(cm.Data[ranktable.Key])
-	if err != nil {
-		return nil
-	}
-	t, err := doc.Table()
-	if err != nil {
-		return nil
-	}
-	return &t
 }
