@@ -61,6 +61,15 @@ const (
 )
 
 // spine is the spine switch that carries traffic to the port (leaf, port).
+// ByName indexes the fabric's endpoints by name.
+func (f Fabric) ByName() map[string]Endpoint {
+	m := make(map[string]Endpoint, len(f.Endpoints))
+	for _, ep := range f.Endpoints {
+		m[ep.Name] = ep
+	}
+	return m
+}
+
 func (f Fabric) spine(leaf, port int) int {
 	if f.Routing == RoutingLeafPortModSpines {
 		return port % f.Spines

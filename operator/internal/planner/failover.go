@@ -163,10 +163,7 @@ func toSpare(fabric Fabric, t RankTable, failed Rank, move func(spare Rank, ep E
 		return RankTable{}, FailoverResult{}, err
 	}
 
-	endpoint := map[string]Endpoint{}
-	for _, ep := range fabric.Endpoints {
-		endpoint[ep.Name] = ep
-	}
+	endpoint := fabric.ByName()
 	// A spare on the failed endpoint's server (its other NUMA half) shares
 	// what may have failed: the server, its power, its cabling.
 	node := func(name string) string { return endpoint[name].Node }

@@ -231,10 +231,7 @@ func strandedSpares(fabric Fabric, t RankTable) (stranded []string, first Violat
 	if v, err := CheckLinkLoad(fabric, sparesLive(t)); err != nil || len(v) == 0 {
 		return nil, Violation{}
 	}
-	endpoint := map[string]Endpoint{}
-	for _, ep := range fabric.Endpoints {
-		endpoint[ep.Name] = ep
-	}
+	endpoint := fabric.ByName()
 	physical := readsStreams(fabric)
 	for _, spare := range t.Ranks {
 		if spare.Role != Spare {

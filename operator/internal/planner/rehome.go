@@ -23,10 +23,7 @@ func Rehome(fabric Fabric, t RankTable) (RankTable, []FailoverResult, error) {
 	if err := fabric.validateFor(t); err != nil {
 		return RankTable{}, nil, err
 	}
-	endpoint := map[string]Endpoint{}
-	for _, ep := range fabric.Endpoints {
-		endpoint[ep.Name] = ep
-	}
+	endpoint := fabric.ByName()
 	physical := readsStreams(fabric)
 	next := t
 	var done []FailoverResult

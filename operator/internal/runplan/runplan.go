@@ -118,14 +118,8 @@ func Fabric(spec *ebv1.FabricSpec, nodes Nodes) planner.Fabric {
 	return f
 }
 
-// Endpoints indexes a fabric's endpoints by name.
-func Endpoints(f planner.Fabric) map[string]planner.Endpoint {
-	m := make(map[string]planner.Endpoint, len(f.Endpoints))
-	for _, ep := range f.Endpoints {
-		m[ep.Name] = ep
-	}
-	return m
-}
+// Endpoints indexes a fabric's endpoints by name (planner.Fabric.ByName).
+func Endpoints(f planner.Fabric) map[string]planner.Endpoint { return f.ByName() }
 
 // FabricStatus is the status of fabric given the cluster's nodes: the
 // planner's checks the schema cannot make (Valid), and which endpoints'
