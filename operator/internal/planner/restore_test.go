@@ -109,14 +109,8 @@ func TestRestore(t *testing.T) {
 			if !slices.Equal(gotUnits, want) || !slices.Equal(onto, tc.onto) {
 				t.Fatalf("restored units %v onto %v, want %v onto %v", gotUnits, onto, want, tc.onto)
 			}
-			if len(done) == 0 {
-				if !reflect.DeepEqual(after, kept) {
-					t.Errorf("nothing restored, but the table changed: %+v", after)
-				}
+			if !atOneEpochAfter(t, kept, after, done) {
 				return
-			}
-			if after.Epoch != tc.table.Epoch+1 {
-				t.Errorf("epoch %d, want %d (one epoch for every unit restored)", after.Epoch, tc.table.Epoch+1)
 			}
 			for i, d := range done {
 				if got := after.Ranks[d.SpareRank].Function; got != tc.function[i] {
@@ -171,4 +165,21 @@ func TestRestoreKeepsOffAServerThatLostAHalf(t *testing.T) {
 	if err != nil || len(done) != 1 || done[0].Unit != 0 || done[0].SpareEndpoint != "s1-numa0" || roles(after) != "DLLS" {
 		t.Fatalf("Restore once s1 is whole: %+v, %v, roles %s; want unit 0 on s1-numa0 (DLLS)", done, err, roles(after))
 	}
+}
+
+// atOneEpochAfter checks what Restore or Rehome returned for table kept:
+// with nothing done, kept itself; else one table at the epoch after
+// kept's for every move. It says whether anything was done.
+func atOneEpochAfter(t *testing.T, kept, after RankTable, done []FailoverResult) bool {
+	t.Helper()
+	if len(done) == 0 {
+		if !reflect.DeepEqual(after, kept) {
+			t.Errorf("nothing done, but the table changed: %+v", after)
+		}
+		return false
+	}
+	if after.Epoch != kept.Epoch+1 {
+		t.Errorf("epoch %d, want %d (one epoch for every move)", after.Epoch, kept.Epoch+1)
+	}
+	return true
 }
