@@ -866,6 +866,11 @@ type UnitMove struct {
 	SpareRank *int32 `json:"spareRank,omitempty"`
 	// +optional
 	SpareEndpoint string `json:"spareEndpoint,omitempty"`
+	// noSpare says why no spare took the unit over, when none did: each
+	// spare left and what kept it (not schedulable: its node not Ready or
+	// its pod refused; on the failed endpoint's server; without fibres).
+	// +optional
+	NoSpare string `json:"noSpare,omitempty"`
 }
 
 // FailoverStatus records the last failover.

@@ -311,7 +311,7 @@ func (r *EventBuilderRunReconciler) announceHeld(run *ebv1.EventBuilderRun, held
 		"units on cordoned nodes have no spare to move to and keep running there: %s; PodDisruptionBudget %s holds the drain "+
 			"until spec.spares gives them one, the node is uncordoned, or the run is deleted",
 		shortlist.Join(held, ", ", func(m ebv1.UnitMove) string {
-			return fmt.Sprintf("unit %d (rank %d, endpoint %s)", m.Unit, m.FailedRank, m.FailedEndpoint)
+			return fmt.Sprintf("unit %d (rank %d, endpoint %s: %s)", m.Unit, m.FailedRank, m.FailedEndpoint, m.NoSpare)
 		}), builderpod.DisruptionBudgetName(run.Name))
 }
 

@@ -17,6 +17,17 @@ var (
 	ErrSpareWouldConflict = errors.New("every spare left would overload a link")
 )
 
+// NoSpareReason is why no spare took a failed unit over, from the error
+// Failover (or MoveBU, Restore) returned with ErrNoSpare or
+// ErrSpareWouldConflict: the error without the failed rank it begins with
+// ("no warm spare left (spares not schedulable: ...)").
+func NoSpareReason(err error) string {
+	if inner := errors.Unwrap(err); inner != nil {
+		return inner.Error()
+	}
+	return err.Error()
+}
+
 // FailoverResult says what Failover did and why.
 type FailoverResult struct {
 	FailedRank     int
@@ -197,7 +208,7 @@ func toSpare(fabric Fabric, t RankTable, failed Rank, move func(spare Rank, ep E
 		if fibres {
 			noSpare = ErrNoFibredSpare
 		}
-		err := fmt.Errorf("%s: %w", who, noSpare)
+		err := noSpare // with why each spare could not, then who failed (NoSpareReason)
 		if len(gone) > 0 {
 			err = fmt.Errorf("%w (spares not schedulable: %s)", err, strings.Join(gone, ", "))
 		}
@@ -207,7 +218,7 @@ func toSpare(fabric Fabric, t RankTable, failed Rank, move func(spare Rank, ep E
 		if len(bare) > 0 {
 			err = fmt.Errorf("%w (spares without fibres, where an RU reads nothing: %s)", err, strings.Join(bare, ", "))
 		}
-		return RankTable{}, FailoverResult{}, err
+		return RankTable{}, FailoverResult{}, fmt.Errorf("%s: %w", who, err)
 	}
 	busy := map[string]bool{} // servers that run a unit
 	for _, r := range t.Ranks {
@@ -257,7 +268,7 @@ func toSpare(fabric Fabric, t RankTable, failed Rank, move func(spare Rank, ep E
 			Epoch: next.Epoch, Reason: why,
 		}, nil
 	}
-	return RankTable{}, FailoverResult{}, fmt.Errorf("%s: %w: %s", who, ErrSpareWouldConflict, strings.Join(passed, ", "))
+	return RankTable{}, FailoverResult{}, fmt.Errorf("%s: %w", who, fmt.Errorf("%w: %s", ErrSpareWouldConflict, strings.Join(passed, ", ")))
 }
 
 // addedOverloads are the (phase, link)s of after that carry more flows

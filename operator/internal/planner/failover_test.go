@@ -102,18 +102,23 @@ func TestFailoverErrors(t *testing.T) {
 		failed int
 		is     error
 		says   string
+		reason string // NoSpareReason: what the run's lastFailover and event say
 	}{
 		{name: "rank out of range", fabric: fig8(), failed: 8, says: "not in the table (ranks 0..7)"},
 		{name: "negative rank", fabric: fig8(), failed: -1, says: "not in the table"},
 		{name: "a spare is not live", fabric: fig8(), failed: 1, says: "rank 1 is Spare, not live"},
 		{name: "no schedulable spare", fabric: unschedulable(fig8(), "t1", "t3"), failed: 0, is: ErrNoSpare,
-			says: "rank 0 (t0) failed: no warm spare left (spares not schedulable: t1, t3)"},
+			says:   "rank 0 (t0) failed: no warm spare left (spares not schedulable: t1, t3)",
+			reason: "no warm spare left (spares not schedulable: t1, t3)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := Failover(tc.fabric, table, tc.failed)
 			if err == nil || !strings.Contains(err.Error(), tc.says) || (tc.is != nil && !errors.Is(err, tc.is)) {
 				t.Fatalf("Failover() = %v, want an error saying %q (is %v)", err, tc.says, tc.is)
+			}
+			if tc.reason != "" && NoSpareReason(err) != tc.reason {
+				t.Errorf("NoSpareReason() = %q, want %q", NoSpareReason(err), tc.reason)
 			}
 		})
 	}

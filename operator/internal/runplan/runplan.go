@@ -581,9 +581,11 @@ func Recover(fabric planner.Fabric, t planner.RankTable, failures []Failure, pol
 			rec.Table = next
 			record.SpareRank, record.SpareEndpoint = ptrTo(int32(res.SpareRank)), res.SpareEndpoint
 		case noSpare && f.Planned:
+			record.NoSpare = planner.NoSpareReason(err)
 			rec.Held = append(rec.Held, record)
 			continue
 		case noSpare:
+			record.NoSpare = planner.NoSpareReason(err)
 			if rec.Table, err = planner.DropUnit(fabric, rec.Table, f.Rank); err != nil {
 				return Recovery{}, err
 			}
@@ -726,6 +728,8 @@ func (r Recovery) Summary() string {
 	return shortlist.Join(r.Moves, "; ", func(m ebv1.UnitMove) string {
 		to := "no spare left"
 		switch {
+		case m.NoSpare != "":
+			to = m.NoSpare
 		case m.SpareRank != nil && m.Function == string(planner.BU):
 			to = "its BU moved to spare " + m.SpareEndpoint + " (rank " + strconv.Itoa(int(*m.SpareRank)) + "), its RU reads on"
 		case m.SpareRank != nil:

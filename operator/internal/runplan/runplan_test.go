@@ -396,6 +396,11 @@ func TestRecover(t *testing.T) {
 					to = fmt.Sprint(*m.SpareRank)
 				}
 				moves = append(moves, fmt.Sprintf("%d->%s", m.FailedRank, to))
+				// A unit no spare took says why, in the record and the event.
+				if noSpare := m.SpareRank == nil; noSpare != strings.HasPrefix(m.NoSpare, "no warm spare left") ||
+					noSpare && !strings.Contains(rec.Summary(), m.NoSpare) {
+					t.Errorf("rank %d to %s: noSpare %q, summary %q", m.FailedRank, to, m.NoSpare, rec.Summary())
+				}
 			}
 			if got := roles(rec.Table); got != tc.wantRoles || rec.Outcome != tc.wantOutcome || strings.Join(moves, " ") != tc.wantMoves {
 				t.Errorf("roles %s outcome %s moves %v; want %s %s %s", got, rec.Outcome, moves, tc.wantRoles, tc.wantOutcome, tc.wantMoves)

@@ -68,6 +68,9 @@ func failover(title string, f *ebv1.FailoverStatus, now time.Time) string {
 		since(f.ObservedTime.Time, now), f.Duration.Duration)
 	for _, m := range f.Moves {
 		to := "no spare left"
+		if m.NoSpare != "" {
+			to = m.NoSpare
+		}
 		if m.SpareRank != nil {
 			to = fmt.Sprintf("to rank %d on %s", *m.SpareRank, m.SpareEndpoint)
 		} else if f.Outcome == ebv1.OutcomeRejoined {
