@@ -111,16 +111,19 @@ demo: images cluster-images node-image build-operator $(KIND) $(HELM) ## Bring u
 
 .PHONY: test-builder
 test-builder: build-builder ## C++ unit and multi-process tests, and a bounded fuzzing run of each parser.
+	@echo ">> $@"
 	ctest --test-dir $(BUILD)/builder --output-on-failure -LE verbs
 	builder/fuzz/run.sh $(BUILD)/builder-fuzz
 
 .PHONY: test-bench-bundle
 test-bench-bundle: build-builder ## The bench bundle (make bench-bundle) runs a short bench in a root holding only busybox and the bundle.
+	@echo ">> $@"
 	builder/bench/bundle.sh $(BUILD)/builder $(BUILD)/bench-bundle-check
 	builder/bench/bundle_check.sh $(BUILD)/bench-bundle-check
 
 .PHONY: test-sanitizers
 test-sanitizers: packages ## The C++ suites built with ASan+UBSan (all, multi-process included) and TSan (in-process ones).
+	@echo ">> $@"
 	builder/tests/sanitize.sh $(BUILD)
 
 # The verbs suites need an RDMA device: a real HCA where there is one, else
@@ -129,6 +132,7 @@ VERBS_TIMEOUT ?= 900
 
 .PHONY: test-verbs
 test-verbs: build-builder $(HELM) $(RDMA_DP)/k8s-rdma-shared-dp ## The builder's multi-process suites over libibverbs RC, and the RDMA shared device plugin registering the chart's resources (real HCA, else Soft-RoCE in a VM).
+	@echo ">> $@"
 	cd hack/tools/rdma-shared-dp && CGO_ENABLED=0 go build -trimpath -o $(BUILD)/kubelet-registrar ./kubelet-registrar
 	hack/verbs-vm/run.sh --timeout $(VERBS_TIMEOUT) -- bash -c 'ctest --test-dir $(BUILD)/builder -L verbs --output-on-failure --no-tests=error && \
 	  hack/verbs-vm/rdma-device-plugin.sh $(HELM) $(RDMA_DP)/k8s-rdma-shared-dp $(BUILD)/kubelet-registrar'
@@ -145,6 +149,7 @@ verbs-selftest: ## Check the verbs runner itself (device ACTIVE, ib_write_bw, 4 
 # -timeout 20m: go test's default 10 minutes per package is too close on a
 # slow 2-core machine; a hang still fails.
 test-operator: packages build-builder $(K8S_BIN)/etcd $(HELM) ## Go tests under -race: envtest against a real API server, the control-API contract suite against the emulation and real eb-builder processes.
+	@echo ">> $@"
 	cd operator && KUBEBUILDER_ASSETS=$(K8S_BIN) EB_BUILDER=$(abspath $(BUILD)/builder/eb-builder) go test -race -timeout 20m ./...
 	cd hack/runc-wrapper && go test ./...
 
@@ -154,6 +159,7 @@ lint: $(CONTROLLER_GEN) $(HELM) ## gofmt and go vet over the Go modules, the CRD
 
 .PHONY: test-chart
 test-chart: packages $(HELM) build-operator $(RDMA_DP)/checkconfig ## Lint and render the Helm chart (monitoring objects, the device plugins and the data network on too; the rendered readout-card and RDMA configurations checked by the plugins' own parsers, bad values refused naming the field); check and unit-test its alerts with promtool.
+	@echo ">> $@"
 	$(HELM) lint --strict charts/eventbuilder-operator
 	$(HELM) template eb charts/eventbuilder-operator >/dev/null
 	$(HELM) lint --strict charts/eventbuilder-operator --set draDriver.enabled=true
@@ -175,6 +181,7 @@ E2E_ENV = E2E_NODE_IMAGE=$$(cat $(NODE_IMAGE_FILE)) E2E_KIND=$(KIND) E2E_HELM=$(
 	  E2E_PROMETHEUS_IMAGE=$(PROMETHEUS_IMAGE) E2E_PROMETHEUS_VERSION=$(PROMETHEUS_VERSION)
 
 test-e2e: images cluster-images node-image build-plugin $(KIND) $(HELM) ## The kind end-to-end suite (creates and deletes its own cluster); the console's screenshots go to build/e2e.
+	@echo ">> $@"
 	cd e2e && $(E2E_ENV) go test -count=1 -timeout 30m -v -p 1 ./...
 
 SOAK_MINUTES ?= 60
@@ -206,6 +213,7 @@ bench-verbs: build-builder ## ib_write_bw, then the builder over verbs and over 
 
 .PHONY: test-farm
 test-farm: packages $(K8S_BIN)/etcd $(KWOK) $(HELM) ## make bench-farm's smoke: 20 KWOK servers, every scenario, every target checked (about 1 min).
+	@echo ">> $@"
 	KUBEBUILDER_ASSETS=$(K8S_BIN) KWOK=$(KWOK) HELM=$(HELM) operator/hack/farm.sh -servers 20 -steady 10s -check
 
 .PHONY: bench-farm
