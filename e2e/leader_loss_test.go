@@ -18,7 +18,7 @@ import (
 
 // leaderLossBound: every unit builds on the spares within this of losing
 // the server that held both live units and the leading operator. The
-// standby leads once the lease runs out (the chart's leaseDuration, 6s),
+// standby leads once the lease runs out (the chart's leaseDuration, 4s),
 // finds the units' builders silent by its own polls (their pods were Ready:
 // they had answered) and fails them over (issue 32 asks for 20s).
 const leaderLossBound = 20 * time.Second

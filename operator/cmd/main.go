@@ -85,15 +85,15 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "",
 		"Namespace of the leader election Lease; empty: the pod's own (from its service account). "+
 			"Set it to run the manager outside a pod (make bench-farm does).")
-	// Shorter than client-go's 15s/10s/2s: a standby must lead within
+	// Much shorter than client-go's 15s/10s/2s: a standby must lead within
 	// seconds of the leader's server going silent, since nothing fails a
 	// lost server's units over meanwhile. A renewal is one small write.
-	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 6*time.Second,
+	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 4*time.Second,
 		"How long a standby waits, after the leader last renewed its lease, before it takes over.")
-	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 5*time.Second,
+	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 3*time.Second,
 		"How long the leader keeps trying to renew its lease before it stops leading (and campaigns again as a standby); "+
 			"below --leader-elect-lease-duration, so that it has stopped before a standby takes over.")
-	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", time.Second,
+	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 500*time.Millisecond,
 		"How often the leader renews its lease and a standby tries to take it.")
 	fs.DurationVar(&o.pollInterval, "builder-poll-interval", time.Second, "How often each run's builders are polled for status.")
 	fs.DurationVar(&o.pollTimeout, "builder-poll-timeout", 750*time.Millisecond, "Timeout of one builder status request.")

@@ -113,8 +113,8 @@ func TestLeaseTimesAreChecked(t *testing.T) {
 		wantErr             string
 	}{
 		{name: "defaults"},
-		{name: "renew deadline at the lease", lease: 5 * time.Second, wantErr: "--leader-elect-lease-duration 5s must exceed --leader-elect-renew-deadline 5s"},
-		{name: "retry too slow for the deadline", retry: 5 * time.Second, wantErr: "--leader-elect-renew-deadline 5s must exceed 1.2 x --leader-elect-retry-period (5s)"},
+		{name: "renew deadline at the lease", lease: 3 * time.Second, wantErr: "--leader-elect-lease-duration 3s must exceed --leader-elect-renew-deadline 3s"},
+		{name: "retry too slow for the deadline", retry: 3 * time.Second, wantErr: "--leader-elect-renew-deadline 3s must exceed 1.2 x --leader-elect-retry-period (3s)"},
 		{name: "no retry period", retry: -time.Second, wantErr: "--leader-elect-retry-period -1s: must be above 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
