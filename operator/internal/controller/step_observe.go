@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -51,8 +52,11 @@ func (p *runPass) observe(ctx context.Context, in *loadedRun) (*observedRun, ver
 		}
 	}
 	if in.fabric != nil {
-		// A spare whose pod the kubelet refused cannot take a unit over.
-		f := runplan.WithoutEndpoints(*in.fabric, runplan.FailedSpares(obs.table, pods))
+		// A spare whose pod the kubelet refused, or whose builder fell
+		// silent, cannot take a unit over.
+		unusable := runplan.FailedSpares(obs.table, pods)
+		maps.Copy(unusable, runplan.SilentSpares(obs.table, r.polls.Silences(p.key), p.now, r.UnreachableAfter))
+		f := runplan.WithoutEndpoints(*in.fabric, unusable)
 		obs.fabric = &f
 		obs.endpoints = runplan.Endpoints(f)
 	}

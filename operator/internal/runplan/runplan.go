@@ -8,6 +8,7 @@ package runplan
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -322,7 +323,7 @@ const ReasonPeerLost = "PeerLost"
 // than the grace period is up.
 func Failures(t planner.RankTable, endpoints map[string]planner.Endpoint, nodes Nodes, pods map[int32]*corev1.Pod,
 	reports map[int32]builderapi.Report) []Failure {
-	lost := LostPeers(t, reports)
+	lost := oneOfMutualLoss(t, reports, LostPeers(t, reports))
 	var out []Failure
 	for _, r := range t.Ranks {
 		if r.Role != planner.Live || r.Endpoint == "" {
@@ -343,6 +344,40 @@ func Failures(t planner.RankTable, endpoints map[string]planner.Endpoint, nodes 
 		}
 	}
 	return out
+}
+
+// currentReport is rank's report when it speaks of t: of its epoch, from a
+// builder past its start.
+func currentReport(t planner.RankTable, reports map[int32]builderapi.Report, rank int32) (builderapi.Report, bool) {
+	rep, ok := reports[rank]
+	return rep, ok && rep.Epoch == t.Epoch && rep.State != builderapi.StateNotReady
+}
+
+// oneOfMutualLoss keeps, of lost (LostPeers), only the highest of the
+// ranks that answered when the peers' reports name every one of them (two
+// or more): each timed the others out, a split between them or all of them
+// starved of CPU (seen on kind under a restarting server). The reports
+// cannot say which failed, and failing them all over would stop every unit
+// for one broken link; the next epoch, with that one on a spare, shows
+// whether the rest reach each other. Lost ranks that did not answer stay.
+func oneOfMutualLoss(t planner.RankTable, reports map[int32]builderapi.Report, lost map[int]bool) map[int]bool {
+	var answered []int
+	for _, r := range t.Ranks {
+		if _, ok := currentReport(t, reports, int32(r.Rank)); ok && r.Role == planner.Live {
+			if !lost[r.Rank] {
+				return lost // a rank that answered and is not lost: the majority had a judge
+			}
+			answered = append(answered, r.Rank)
+		}
+	}
+	if len(answered) < 2 {
+		return lost
+	}
+	kept := maps.Clone(lost)
+	for _, r := range answered[:len(answered)-1] {
+		delete(kept, r)
+	}
+	return kept
 }
 
 // ReasonUnreachable is the failure reason of a unit whose builder answered
@@ -409,10 +444,7 @@ func UpPeers(t planner.RankTable, reports map[int32]builderapi.Report) map[int]b
 // majority of all of X's live peers in t.
 func byMajority(t planner.RankTable, reports map[int32]builderapi.Report, names func(builderapi.Report) []int32,
 	wholeSet bool) map[int]bool {
-	current := func(rank int32) (builderapi.Report, bool) {
-		rep, ok := reports[rank]
-		return rep, ok && rep.Epoch == t.Epoch && rep.State != builderapi.StateNotReady
-	}
+	current := func(rank int32) (builderapi.Report, bool) { return currentReport(t, reports, rank) }
 	reporters, live := 0, 0
 	votes := map[int]int{}
 	for _, r := range t.Ranks {
@@ -470,6 +502,24 @@ func FailedSpares(t planner.RankTable, pods map[int32]*corev1.Pod) map[string]st
 			out[r.Endpoint] = podFailureReason(pod)
 		case isUnschedulable(pod):
 			out[r.Endpoint] = corev1.PodReasonUnschedulable
+		}
+	}
+	return out
+}
+
+// SilentSpares are the spare ranks of t whose builder, heard before, has
+// answered none of the operator's polls for at least after (and
+// MinUnreachablePolls polls in a row), by endpoint, with why: its server
+// lost, or back with its pods refused while their status still says
+// Running. Such a spare cannot take a unit over (the unit would fail
+// again at once, Unreachable, and be dropped). A builder still starting
+// is not silent (builderstatus.Silences). after 0 finds none.
+func SilentSpares(t planner.RankTable, silences map[int32]builderstatus.Silence, now time.Time, after time.Duration) map[string]string {
+	out := map[string]string{}
+	for _, r := range t.Ranks {
+		if s, silent := silences[int32(r.Rank)]; after > 0 && r.Role == planner.Spare && silent && s.Polls >= MinUnreachablePolls &&
+			now.Sub(s.Since) >= after {
+			out[r.Endpoint] = fmt.Sprintf("builder not answering for %s", now.Sub(s.Since).Round(100*time.Millisecond))
 		}
 	}
 	return out

@@ -174,6 +174,10 @@ func TestLostPeers(t *testing.T) {
 		{"the only other reporter counts", map[int32]builderapi.Report{0: at(3, 4)}, "4"},
 		{"with half the set silent, one survivor's word is no majority about another that answers",
 			map[int32]builderapi.Report{0: at(3, 1, 5, 6), 1: at(3, 5, 6)}, "5 6"},
+		{"every rank that answers lost to all the others (starved, or split): only the highest fails",
+			map[int32]builderapi.Report{0: at(3, 1, 4, 5, 6), 1: at(3, 0, 4, 5, 6), 4: at(3, 0, 1, 5, 6), 5: at(3, 0, 1, 4, 6), 6: at(3, 0, 1, 4, 5)}, "6"},
+		{"the same with rank 4 silent: it fails too",
+			map[int32]builderapi.Report{0: at(3, 1, 4, 5, 6), 1: at(3, 0, 4, 5, 6), 5: at(3, 0, 1, 4, 6), 6: at(3, 0, 1, 4, 5)}, "4 6"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
@@ -187,6 +191,28 @@ func TestLostPeers(t *testing.T) {
 				t.Errorf("lost %q, want %q", s, tc.want)
 			}
 		})
+	}
+}
+
+// A spare whose builder spoke and then answered no poll for long enough
+// takes no unit over; a short silence, one missed poll, a live rank's
+// silence (Unreachable's) or threshold 0 take none away.
+func TestSilentSpares(t *testing.T) {
+	_, table := plan(t, 5, 2, nil) // LLSSLLL., spares on s1 (ranks 2, 3)
+	now := time.Unix(1000, 0)
+	silent := func(seconds, polls int) builderstatus.Silence {
+		return builderstatus.Silence{Since: now.Add(-time.Duration(seconds) * time.Second), Polls: polls}
+	}
+	silences := map[int32]builderstatus.Silence{2: silent(3, 3), 3: silent(3, 1), 4: silent(3, 3)}
+	got := SilentSpares(table, silences, now, 2*time.Second)
+	if len(got) != 1 || got["s1-0"] != "builder not answering for 3s" {
+		t.Errorf("silent spares %v, want only s1-0 (rank 2: 3 s over 3 polls)", got)
+	}
+	if got := SilentSpares(table, silences, now, 5*time.Second); len(got) != 0 {
+		t.Errorf("silent for 3 s under a 5 s threshold: %v", got)
+	}
+	if got := SilentSpares(table, silences, now, 0); len(got) != 0 {
+		t.Errorf("threshold 0: %v", got)
 	}
 }
 
