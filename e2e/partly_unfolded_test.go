@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -136,13 +137,23 @@ type rankTableDocument struct {
 // readRankTable reads the rank table the operator published for a run.
 func readRankTable(ctx context.Context, t *testing.T, namespace, run string) rankTableDocument {
 	t.Helper()
+	doc, err := loadRankTable(ctx, namespace, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// loadRankTable is readRankTable for a caller that goes on after an error
+// (the API server may be down).
+func loadRankTable(ctx context.Context, namespace, run string) (rankTableDocument, error) {
 	var cm corev1.ConfigMap
 	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: run + "-ranks"}, &cm); err != nil {
-		t.Fatalf("rank table of %s: %v", run, err)
+		return rankTableDocument{}, fmt.Errorf("rank table of %s: %w", run, err)
 	}
 	var doc rankTableDocument
 	if err := json.Unmarshal([]byte(cm.Data["ranks.json"]), &doc); err != nil {
-		t.Fatalf("rank table of %s: %v", run, err)
+		return rankTableDocument{}, fmt.Errorf("rank table of %s: %w", run, err)
 	}
-	return doc
+	return doc, nil
 }

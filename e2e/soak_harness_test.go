@@ -78,11 +78,71 @@ func (s *soakSession) fault(i int, f soak.Fault) soak.Outcome {
 	s.countLoss()
 	o := inject(s.ctx, t, f, s.workers, s.runs, s.watch)
 	s.summary.Outcomes = append(s.summary.Outcomes, o)
-	t.Logf("soak fault %d (seed %d): %s on %s: disrupted %v, detected %s, building again %s (%s after its end), building on from %s, "+
-		"not building %s in all, back %v", i, s.summary.Seed, o.Class, o.Victim, o.Disrupted, o.Detected.Round(100*time.Millisecond),
+	t.Logf("soak fault %d (seed %d) at %s: %s on %s: disrupted %v, detected %s, building again %s (%s after its end), building on from %s, "+
+		"not building %s in all, back %v", i, s.summary.Seed, o.At.UTC().Format("15:04:05.0"), o.Class, o.Victim, o.Disrupted, o.Detected.Round(100*time.Millisecond),
 		o.Recovered.Round(100*time.Millisecond), o.AfterEnd().Round(100*time.Millisecond), o.Settled.Round(100*time.Millisecond),
 		o.Down.Round(100*time.Millisecond), o.Back)
 	return o
+}
+
+// soakWholeTimeout bounds the wait, after a fault, for every run whole
+// again: a restarted server's device plugins and spare pods, a vacated
+// endpoint offered again (--reoffer-vacated-after, 2 min in the chart),
+// the units home.
+const soakWholeTimeout = 4 * time.Minute
+
+// whole waits until every run is whole again (runWhole) and records in the
+// last fault's outcome how long after it that was, or that the wait gave
+// up: one fault at a time, the next finds each unit home and each spare
+// standing by, as a farm's daily fault does.
+func (s *soakSession) whole() {
+	o := &s.summary.Outcomes[len(s.summary.Outcomes)-1]
+	why := ""
+	for s.ctx.Err() == nil && time.Since(o.At) < soakWholeTimeout {
+		if why = s.notWhole(); why == "" {
+			o.Whole = time.Since(o.At)
+			s.t.Logf("soak: every run whole again %s after the fault", o.Whole.Round(100*time.Millisecond))
+			return
+		}
+		time.Sleep(500 * time.Millisecond) // the sampler's pace, between two looks at the condition
+	}
+	o.NotWhole = true
+	s.t.Logf("soak: not every run whole again %s after the fault (%s); the next fault goes on", soakWholeTimeout, why)
+}
+
+// notWhole says why some run is not whole (runWhole), or "" when each is.
+func (s *soakSession) notWhole() string {
+	for _, key := range s.runs {
+		if whole, why := runWhole(s.ctx, key); !whole {
+			return why
+		}
+	}
+	return ""
+}
+
+// runWhole says whether the run is whole: building, in phase Running
+// (nothing degraded: every stream read), spec.units units live, none
+// away from its home endpoint, spec.spares spares standing by; or why not.
+func runWhole(ctx context.Context, key client.ObjectKey) (bool, string) {
+	var run ebv1alpha1.EventBuilderRun
+	if err := k8sClient.Get(ctx, key, &run); err != nil {
+		return false, err.Error()
+	}
+	doc, err := loadRankTable(ctx, key.Namespace, key.Name)
+	if err != nil {
+		return false, err.Error()
+	}
+	standing := 0
+	for _, rk := range run.Status.Ranks {
+		if rk.Role == ebv1alpha1.RoleSpare && rk.State == "RUNNING" {
+			standing++
+		}
+	}
+	away := slices.ContainsFunc(doc.Ranks, func(r rankTableRank) bool { return r.Home != "" })
+	whole := whyNotBuilding(&run) == "" && run.Status.Phase == ebv1alpha1.PhaseRunning && run.Status.LiveUnits == run.Spec.Units &&
+		standing == int(run.Spec.Spares) && !away && len(doc.UnreadStreams) == 0
+	return whole, fmt.Sprintf("run %s: %d of %d spares standing by, unread streams %v, a unit away from home %v; %s", key.Name, standing,
+		run.Spec.Spares, doc.UnreadStreams, away, describeFailover(&run))
 }
 
 // finish reports the soak however it ended (defer it: a fault it could
@@ -182,7 +242,23 @@ func (s *soakSession) saveLogs(dir string) {
 		savePods(key.Namespace, client.MatchingLabels{"app.kubernetes.io/name": "eventbuilder"}, "builder")
 	}
 	savePods(operatorNamespace, client.MatchingLabels{"app.kubernetes.io/name": "eventbuilder-operator"}, "manager")
-	s.t.Logf("soak: builder and operator logs in %s", dir)
+	// The operator's events say what it decided and why (a failover's
+	// choice, a unit dropped), whatever its restarts took from its logs;
+	// the API server keeps them an hour (--event-ttl).
+	for _, key := range s.runs {
+		f, err := os.Create(filepath.Join(dir, "events-"+key.Namespace+".txt"))
+		if err != nil {
+			s.t.Logf("soak: %v", err)
+			continue
+		}
+		// The operator's events carry eventTime, the kubelet's lastTimestamp;
+		// both are created when they first happen.
+		kubectl(s.ctx, f, "get", "events", "-n", key.Namespace, "--sort-by=.metadata.creationTimestamp",
+			"-o", "custom-columns=CREATED:.metadata.creationTimestamp,EVENT:.eventTime,LAST:.lastTimestamp,COUNT:.count,TYPE:.type,"+
+				"REASON:.reason,OBJECT:.involvedObject.name,MESSAGE:.message")
+		f.Close()
+	}
+	s.t.Logf("soak: builder and operator logs, and the runs' events, in %s", dir)
 }
 
 // countLoss gives the last fault what the runs lost since it, and starts

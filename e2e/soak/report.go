@@ -28,6 +28,13 @@ type Outcome struct {
 	Held time.Duration
 	// Back: every run built again (false: the soak gave up waiting).
 	Back bool
+	// Whole is how long after the fault every run was whole again: each
+	// unit live on its home endpoint reading its streams, each spare
+	// standing by; a soak's next fault waits for it (zero where nothing
+	// waited). NotWhole: the wait gave up, and the next fault found a run
+	// short of a spare or a stream.
+	Whole    time.Duration
+	NotWhole bool
 	// Runs is what the fault did to each run on its own, by name (judged
 	// on that run's samples): a run with spares fails over while the
 	// fault lasts; one without waits for it to end.
@@ -85,24 +92,31 @@ const FarmFaultsPerDay = 1
 
 // Report is the summary as a text table: per fault class the count, how
 // many disrupted a run, median and worst time to detection and to every
-// run building again, the worst time to every run building on for good
-// and the most time some run was not building; then each run's building
+// run building again, the worst time to every run building on for good,
+// the most time some run was not building and the worst time to every
+// run whole again; then each run's building
 // share, projected to a farm that sees FarmFaultsPerDay faults a day (from
 // the mean time not building per fault).
 func Report(s Summary) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "soak: seed %d, %s, %d faults\n", s.Seed, s.Length.Round(time.Second), len(s.Outcomes))
-	fmt.Fprintf(&b, "%-17s %5s %9s %12s %12s %14s %14s %15s %13s %10s %9s\n", "fault", "count", "disrupted", "detect med", "detect max",
-		"building med", "building max", "after end max", "settled max", "down max", "not back")
+	fmt.Fprintf(&b, "%-17s %5s %9s %12s %12s %14s %14s %15s %13s %10s %9s %10s %10s\n", "fault", "count", "disrupted", "detect med", "detect max",
+		"building med", "building max", "after end max", "settled max", "down max", "not back", "whole max", "not whole")
 	var downtime time.Duration
 	for _, class := range Classes {
-		var detect, recover, afterEnd, settled, down []time.Duration
-		count, disrupted, lost := 0, 0, 0
+		var detect, recover, afterEnd, settled, down, whole []time.Duration
+		count, disrupted, lost, notWhole := 0, 0, 0, 0
 		for _, o := range s.Outcomes {
 			if o.Class != class {
 				continue
 			}
 			count++
+			switch {
+			case o.NotWhole:
+				notWhole++
+			case o.Whole > 0:
+				whole = append(whole, o.Whole)
+			}
 			if !o.Back {
 				lost++
 				continue
@@ -118,8 +132,9 @@ func Report(s Summary) string {
 		if count == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "%-17s %5d %9d %12s %12s %14s %14s %15s %13s %10s %9d\n", class, count, disrupted,
-			median(detect), worst(detect), median(recover), worst(recover), worst(afterEnd), worst(settled), worst(down), lost)
+		fmt.Fprintf(&b, "%-17s %5d %9d %12s %12s %14s %14s %15s %13s %10s %9d %10s %10d\n", class, count, disrupted,
+			median(detect), worst(detect), median(recover), worst(recover), worst(afterEnd), worst(settled), worst(down), lost,
+			worst(whole), notWhole)
 	}
 	runs := make([]string, 0, len(s.Building))
 	for run := range s.Building {
