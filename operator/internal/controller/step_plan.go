@@ -125,12 +125,15 @@ func (p *runPass) replan(ctx context.Context, in *loadedRun, secret *corev1.Secr
 // offers servers that came back as spares again.
 func (p *runPass) failOver(ctx context.Context, in *loadedRun, obs *observedRun, out *plannedRun) verdict {
 	r, run, table := p.r, in.run, out.table
+	lastMove, _ := record[*ebv1.FailoverStatus](out.cm, annLastFailover) // checked in observe
 	// Nodes and pods first: a failure there fails over without
-	// waiting for a poll. Then lost peers, from the builders' reports;
-	// then builders silent for long, which no peer may be left to report.
+	// waiting for a poll. Then lost peers, from the builders' reports
+	// (units all lost to each other one at a time); then builders silent
+	// for long, which no peer may be left to report.
 	failures := runplan.Failures(table, obs.endpoints, in.health, obs.pods, nil)
 	if len(failures) == 0 && obs.pollDue {
-		failures = runplan.Failures(table, obs.endpoints, in.health, obs.pods, obs.poll.Reports)
+		failures = runplan.OneOfMutualLoss(table, obs.poll.Reports,
+			runplan.Failures(table, obs.endpoints, in.health, obs.pods, obs.poll.Reports), lastMove)
 		if len(failures) == 0 {
 			failures = runplan.Unreachable(table, r.polls.Silences(p.key), p.now, r.UnreachableAfter,
 				runplan.UpPeers(table, obs.poll.Reports))
@@ -140,7 +143,6 @@ func (p *runPass) failOver(ctx context.Context, in *loadedRun, obs *observedRun,
 	// run's PodDisruptionBudget holds it meanwhile), each planned move
 	// once the set switched to the last failover's table, or that had
 	// its time (a paused set switches nothing).
-	lastMove, _ := record[*ebv1.FailoverStatus](out.cm, annLastFailover) // checked in observe
 	if !runplan.SwitchPending(table, lastMove, run.Status.Units, p.now, switchHold) {
 		failures = append(failures, runplan.Draining(table, obs.endpoints, in.cordoned, failures)...)
 		if run.Spec.NUMAPolicy == ebv1.NUMAFailOver && obs.pollDue {

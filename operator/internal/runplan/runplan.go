@@ -8,7 +8,6 @@ package runplan
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -323,7 +322,7 @@ const ReasonPeerLost = "PeerLost"
 // than the grace period is up.
 func Failures(t planner.RankTable, endpoints map[string]planner.Endpoint, nodes Nodes, pods map[int32]*corev1.Pod,
 	reports map[int32]builderapi.Report) []Failure {
-	lost := oneOfMutualLoss(t, reports, LostPeers(t, reports))
+	lost := LostPeers(t, reports)
 	var out []Failure
 	for _, r := range t.Ranks {
 		if r.Role != planner.Live || r.Endpoint == "" {
@@ -351,33 +350,6 @@ func Failures(t planner.RankTable, endpoints map[string]planner.Endpoint, nodes 
 func currentReport(t planner.RankTable, reports map[int32]builderapi.Report, rank int32) (builderapi.Report, bool) {
 	rep, ok := reports[rank]
 	return rep, ok && rep.Epoch == t.Epoch && rep.State != builderapi.StateNotReady
-}
-
-// oneOfMutualLoss keeps, of lost (LostPeers), only the highest of the
-// ranks that answered when the peers' reports name every one of them (two
-// or more): each timed the others out, a split between them or all of them
-// starved of CPU (seen on kind under a restarting server). The reports
-// cannot say which failed, and failing them all over would stop every unit
-// for one broken link; the next epoch, with that one on a spare, shows
-// whether the rest reach each other. Lost ranks that did not answer stay.
-func oneOfMutualLoss(t planner.RankTable, reports map[int32]builderapi.Report, lost map[int]bool) map[int]bool {
-	var answered []int
-	for _, r := range t.Ranks {
-		if _, ok := currentReport(t, reports, int32(r.Rank)); ok && r.Role == planner.Live {
-			if !lost[r.Rank] {
-				return lost // a rank that answered and is not lost: the majority had a judge
-			}
-			answered = append(answered, r.Rank)
-		}
-	}
-	if len(answered) < 2 {
-		return lost
-	}
-	kept := maps.Clone(lost)
-	for _, r := range answered[:len(answered)-1] {
-		delete(kept, r)
-	}
-	return kept
 }
 
 // ReasonUnreachable is the failure reason of a unit whose builder answered
