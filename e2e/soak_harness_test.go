@@ -85,6 +85,35 @@ func (s *soakSession) fault(i int, f soak.Fault) soak.Outcome {
 	return o
 }
 
+// towardUnits returns f with its Pick, for a fault that takes a worker
+// (paused, stopped, lost), turned to one of the workers that run a live
+// unit of some run, chosen by the plan's pick among them: after a few
+// failovers the units may all sit on one worker, and a fault on a server
+// that holds only spares tests little. Other faults are returned as they
+// are; with no live unit anywhere, so is f.
+func (s *soakSession) towardUnits(f soak.Fault) soak.Fault {
+	if f.Class != soak.WorkerPaused && f.Class != soak.WorkerStopped && f.Class != soak.ServerLost {
+		return f
+	}
+	var busy []int // indexes into s.workers
+	for _, key := range s.runs {
+		var run ebv1alpha1.EventBuilderRun
+		if err := k8sClient.Get(s.ctx, key, &run); err != nil {
+			continue
+		}
+		for _, rk := range run.Status.Ranks {
+			if i := slices.Index(s.workers, rk.Node); rk.Role == ebv1alpha1.RoleLive && i >= 0 && !slices.Contains(busy, i) {
+				busy = append(busy, i)
+			}
+		}
+	}
+	if len(busy) > 0 {
+		slices.Sort(busy)
+		f.Pick = busy[f.Pick%len(busy)]
+	}
+	return f
+}
+
 // soakWholeTimeout bounds the wait, after a fault, for every run whole
 // again: a restarted server's device plugins and spare pods, a vacated
 // endpoint offered again (--reoffer-vacated-after, 2 min in the chart),

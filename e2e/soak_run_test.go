@@ -17,7 +17,7 @@ import (
 // builders, consumers that check every event) and a run without a Fabric,
 // and injects the seeded plan's faults (e2e/soak) one at a time, each after
 // every run is whole again (each unit home, each spare standing by) and a
-// random gap: builder pod killed, builder
+// random gap (a worker's fault on one that runs a unit): builder pod killed, builder
 // SIGSTOPped and SIGCONTed, consumer stalled, a unit partitioned from its
 // peers, worker paused, worker stopped and started, a worker killed with
 // every CoreDNS replica on it, the leading operator's worker killed,
@@ -37,7 +37,7 @@ func TestSoak(t *testing.T) {
 	defer s.finish()
 	plan := soak.NewPlan(seed)
 	for i := 1; time.Since(s.start) < length; i++ {
-		s.fault(i, plan.Next())
+		s.fault(i, s.towardUnits(plan.Next()))
 		s.whole()
 	}
 }
