@@ -367,13 +367,9 @@ const MinUnreachablePolls = 2
 // (UpPeers: only the operator's path to it is down). after 0 finds none.
 func Unreachable(t planner.RankTable, silences map[int32]builderstatus.Silence, now time.Time, after time.Duration,
 	up map[int]bool) []Failure {
-	if after <= 0 {
-		return nil
-	}
 	var out []Failure
 	for _, r := range t.Ranks {
-		s, silent := silences[int32(r.Rank)]
-		if r.Role == planner.Live && silent && s.Polls >= MinUnreachablePolls && now.Sub(s.Since) >= after && !up[r.Rank] {
+		if r.Role == planner.Live && silentFor(silences, r.Rank, now, after) && !up[r.Rank] {
 			out = append(out, Failure{Rank: r.Rank, Reason: ReasonUnreachable})
 		}
 	}
@@ -489,12 +485,18 @@ func FailedSpares(t planner.RankTable, pods map[int32]*corev1.Pod) map[string]st
 func SilentSpares(t planner.RankTable, silences map[int32]builderstatus.Silence, now time.Time, after time.Duration) map[string]string {
 	out := map[string]string{}
 	for _, r := range t.Ranks {
-		if s, silent := silences[int32(r.Rank)]; after > 0 && r.Role == planner.Spare && silent && s.Polls >= MinUnreachablePolls &&
-			now.Sub(s.Since) >= after {
-			out[r.Endpoint] = fmt.Sprintf("builder not answering for %s", now.Sub(s.Since).Round(100*time.Millisecond))
+		if r.Role == planner.Spare && silentFor(silences, r.Rank, now, after) {
+			out[r.Endpoint] = fmt.Sprintf("builder not answering for %s", now.Sub(silences[int32(r.Rank)].Since).Round(100*time.Millisecond))
 		}
 	}
 	return out
+}
+
+// silentFor says whether rank's builder has answered no poll for at least
+// after, MinUnreachablePolls polls in a row or more; never when after <= 0.
+func silentFor(silences map[int32]builderstatus.Silence, rank int, now time.Time, after time.Duration) bool {
+	s, silent := silences[int32(rank)]
+	return after > 0 && silent && s.Polls >= MinUnreachablePolls && now.Sub(s.Since) >= after
 }
 
 // ColdSpares are the spare ranks of t whose pod is not Ready on the
