@@ -78,6 +78,7 @@ TEST(Config, DataPlaneFlags) {
     EXPECT_EQ(std::get<Config>(defaults).barrier, Barrier_kind::tournament);
     EXPECT_EQ(std::get<Config>(defaults).layout, Layout::folded);
     EXPECT_EQ(std::get<Config>(defaults).source, Source_kind::generator);
+    EXPECT_EQ(std::get<Config>(defaults).verbs_depth, 2u) << "receives go a cycle ahead unless asked not to";
 }
 
 // Without --peers the process is controlled: it waits for its rank table
@@ -94,7 +95,7 @@ TEST(Config, WithoutPeersTheProcessIsControlled) {
     const Command_line ranked =
         parse({"--rank", "3", "--http-port", "9090", "--token-file", "/run/token", "--peer-timeout-ms", "2500",
                "--join-timeout-ms", "800", "--incomplete", "flag", "--busy-poll-us", "0", "--data-threads", "3",
-               "--tcp-streams", "4"});
+               "--tcp-streams", "4", "--verbs-depth", "1"});
     const auto* pinned = std::get_if<Config>(&ranked);
     ASSERT_NE(pinned, nullptr) << std::get<Usage_error>(ranked).message;
     EXPECT_FALSE(pinned->self_configured());
@@ -109,6 +110,7 @@ TEST(Config, WithoutPeersTheProcessIsControlled) {
     EXPECT_EQ(pinned->transport_settings().busy_poll_us, 0u) << "the transport is made with it";
     EXPECT_EQ(pinned->data_threads, 3u);
     EXPECT_EQ(pinned->tcp_streams, 4u);
+    EXPECT_EQ(pinned->verbs_depth, 1u);
     EXPECT_FALSE(pinned->fault) << "no fault unless asked for";
 
     const Command_line faulty = parse({"--transport", "verbs", "--inject-fault", "short-mfp:2:17"});
@@ -246,6 +248,8 @@ TEST(Config, ErrorsNameTheFlagAndTheFix) {
         {{"--data-threads", "65"}, "--data-threads '65': expected a whole number in 1..64"},
         {{"--tcp-streams", "0"}, "--tcp-streams '0': expected a whole number in 1..16"},
         {{"--tcp-streams", "17"}, "--tcp-streams '17': expected a whole number in 1..16"},
+        {{"--verbs-depth", "0"}, "--verbs-depth '0': expected a whole number in 1..2"},
+        {{"--verbs-depth", "3"}, "--verbs-depth '3': expected a whole number in 1..2"},
         {{"--transport", "verbs", "--tcp-streams", "2"},
          "--tcp-streams 2 splits data over TCP connections; with --transport verbs the HCA moves it"},
         {{"--inject-fault", "qp-error:2"},

@@ -31,6 +31,7 @@ struct Run_shape {
     std::uint32_t barrier_every = 1;
     unsigned data_threads = 1;  // each unit's: transport, generator and checker
     std::uint32_t events_per_mfp = packing_factor;
+    bool receives_ahead = false;  // --verbs-depth 2
 };
 
 // Breaks every MFP a source hands out: a readout card gone bad.
@@ -54,6 +55,47 @@ private:
     Memory_regions regions_;
 };
 
+// Passes everything on, writing a letter per call into `calls` (T: control
+// transfer, R: data receives posted, S: data sends posted, W: data waited
+// for), and asks `stop` once `stop_after` control transfers have completed
+// (0: never): a reset that arrives in the middle of a cycle.
+class Watched_transport final : public Transport {
+public:
+    Watched_transport(Transport& inner, Stop_flag& stop, int stop_after = 0)
+        : inner_(inner), stop_(stop), left_(stop_after) {}
+    Rank rank() const override { return inner_.rank(); }
+    Rank units() const override { return inner_.units(); }
+    bool lost(Rank peer) const override { return inner_.lost(peer); }
+    void lose(Rank peer, Link_failure failure, const std::string& detail) override {
+        inner_.lose(peer, failure, detail);
+    }
+    bool transfer(std::span<const Send> sends, std::span<const Receive> receives) override {
+        calls += 'T';
+        const bool done = inner_.transfer(sends, receives);
+        if (--left_ == 0) stop_.request();
+        return done;
+    }
+    std::unique_ptr<Registered_memory> register_memory(std::span<const std::byte> region) override {
+        return inner_.register_memory(region);
+    }
+    void post_data(std::span<const Send> sends, std::span<const Receive> receives) override {
+        calls += receives.empty() ? 'S' : 'R';
+        inner_.post_data(sends, receives);
+    }
+    bool wait_data(std::span<const Rank> sent_to, std::span<const Rank> received_from) override {
+        calls += 'W';
+        return inner_.wait_data(sent_to, received_from);
+    }
+    void quiesce() override { inner_.quiesce(); }
+
+    std::string calls;
+
+private:
+    Transport& inner_;
+    Stop_flag& stop_;
+    int left_;
+};
+
 // One unit's RU and/or BU around `transport`, counting into `status`.
 bool run_unit(const Run_shape& shape, const Rank_table& table, Transport& transport, Unit_status& status,
               std::uint64_t cycles, std::uint32_t unit_packing_factor = packing_factor, bool corrupt_source = false,
@@ -64,7 +106,8 @@ bool run_unit(const Run_shape& shape, const Rank_table& table, Transport& transp
     std::optional<Checking_writer> output;
     Buffer_reader* source = nullptr;
     if (table.runs_ru(rank)) {
-        source = &generator.emplace(rank, unit_packing_factor, model, table.bus().size(), threads);
+        source = &generator.emplace(rank, unit_packing_factor, model, (shape.receives_ahead ? 2 : 1) * table.bus().size(),
+                                    threads);
         if (corrupt_source) source = &corrupting.emplace(*source);
     }
     if (table.runs_bu(rank)) {
@@ -74,7 +117,7 @@ bool run_unit(const Run_shape& shape, const Rank_table& table, Transport& transp
     }
     std::optional<Barrier> barrier;
     if (shape.barrier != Barrier_kind::none) barrier.emplace(shape.barrier, transport, table.live_ranks());
-    Event_builder builder({unit_packing_factor, shape.barrier_every, 1, true}, table, transport,
+    Event_builder builder({unit_packing_factor, shape.barrier_every, 1, true, shape.receives_ahead}, table, transport,
                           {source, output ? &*output : nullptr, barrier ? &*barrier : nullptr, &status.parse_errors(),
                            &status.events_dropped(), &status.events_in_doubt()});
     for (std::uint64_t cycle = 0; cycle < cycles; ++cycle)
@@ -128,15 +171,60 @@ TEST(EventBuilder, EveryShapeBuildsEveryEventOfEveryBu) {
         {"4 unfolded, one RU and three BUs", {{BU, BU, RU, BU}, Barrier_kind::tournament}},
     };
     constexpr std::uint64_t cycles = 4;
-    for (const auto& [name, shape] : shapes) {
-        SCOPED_TRACE(name);
-        const Rank_table table(shape.functions);
-        for (const Status_snapshot& unit : run_all(shape, cycles)) {
-            EXPECT_EQ(unit.last_error, "") << "rank " << unit.rank;
-            EXPECT_EQ(unit.events_built, table.runs_bu(unit.rank) ? cycles * packing_factor : 0) << "rank " << unit.rank;
-            EXPECT_EQ(unit.events_incomplete, 0u);
+    for (const bool receives_ahead : {false, true})
+        for (auto [name, shape] : shapes) {
+            SCOPED_TRACE(std::string(name) + (receives_ahead ? ", receives a cycle ahead" : ""));
+            shape.receives_ahead = receives_ahead;
+            const Rank_table table(shape.functions);
+            for (const Status_snapshot& unit : run_all(shape, cycles)) {
+                EXPECT_EQ(unit.last_error, "") << "rank " << unit.rank;
+                EXPECT_EQ(unit.events_built, table.runs_bu(unit.rank) ? cycles * packing_factor : 0)
+                    << "rank " << unit.rank;
+                EXPECT_EQ(unit.events_incomplete, 0u);
+            }
         }
+}
+
+// --verbs-depth 2: from the second cycle on, a BU's receives are posted as
+// soon as the cycle before settled (T: its proposals), before the headers;
+// at depth 1 after them. The source had the next cycle's MFP ready, so
+// every cycle after the first was announced a cycle ahead.
+TEST(EventBuilder, ReceivesGoAheadOfTheHeadersOnceTheSetDecidedToGoOn) {
+    for (const bool receives_ahead : {false, true}) {
+        SCOPED_TRACE(receives_ahead ? "depth 2" : "depth 1");
+        const Rank_table table({RB});
+        Stop_flag stop;
+        Tcp_transport tcp(0, Tcp_mesh::empty(1), stop);
+        Watched_transport transport(tcp, stop);
+        Unit_status status(0);
+        EXPECT_TRUE(run_unit({.receives_ahead = receives_ahead}, table, transport, status, 3));
+        // Each cycle: headers (T), receives (R), the MFP to itself (S), its
+        // wait (W), proposals (T).
+        EXPECT_EQ(transport.calls, receives_ahead ? "TRSWTR" "TSWTR" "TSWTR" : "TRSWT" "TRSWT" "TRSWT");
+        const Status_snapshot counts = status.snapshot();
+        EXPECT_EQ(counts.events_built, 3 * packing_factor) << counts.last_error;
+        EXPECT_EQ(counts.meps_built, 3u);
     }
+}
+
+// A source with nothing ready ahead (a ring its writer has not filled that
+// far: here one slot) announces nothing, and its BU posts after the headers.
+TEST(EventBuilder, ASourceWithNothingReadyAheadLeavesTheReceivesAfterTheHeaders) {
+    const Rank_table table({RB});
+    Stop_flag stop;
+    Tcp_transport tcp(0, Tcp_mesh::empty(1), stop);
+    Watched_transport transport(tcp, stop);
+    Unit_status status(0);
+    Generator_reader source(0, packing_factor, model, /*depth=*/1);
+    Mep_checker checker(table.rus(), packing_factor, model, status.parse_errors());
+    checker.expect_sequence(0, packing_factor);
+    Checking_writer output(std::move(checker), status);
+    Event_builder builder({packing_factor, 1, 1, true, /*receives_ahead=*/true}, table, transport,
+                          {&source, &output, nullptr, &status.parse_errors(), &status.events_dropped(),
+                           &status.events_in_doubt()});
+    for (std::uint64_t chunk = 0; chunk < 3; ++chunk) ASSERT_TRUE(builder.run_cycle(chunk, {1, false, false}));
+    EXPECT_EQ(transport.calls, "TRSWT" "TRSWT" "TRSWT");
+    EXPECT_EQ(status.snapshot().events_built, 3 * packing_factor);
 }
 
 // The data operations of each phase dealt out over several threads per unit
@@ -266,38 +354,6 @@ TEST(EventBuilder, AMepOverWhatTheOutputTakesIsAnErrorBeforeAllocating) {
     }
 }
 
-// Passes everything on, and asks `stop` once `left` control transfers have
-// completed: a reset that arrives in the middle of a cycle.
-class Stopping_transport final : public Transport {
-public:
-    Stopping_transport(Transport& inner, Stop_flag& stop, int left) : inner_(inner), stop_(stop), left_(left) {}
-    Rank rank() const override { return inner_.rank(); }
-    Rank units() const override { return inner_.units(); }
-    bool lost(Rank peer) const override { return inner_.lost(peer); }
-    void lose(Rank peer, Link_failure failure, const std::string& detail) override {
-        inner_.lose(peer, failure, detail);
-    }
-    bool transfer(std::span<const Send> sends, std::span<const Receive> receives) override {
-        const bool done = inner_.transfer(sends, receives);
-        if (--left_ == 0) stop_.request();
-        return done;
-    }
-    std::unique_ptr<Registered_memory> register_memory(std::span<const std::byte> region) override {
-        return inner_.register_memory(region);
-    }
-    void post_data(std::span<const Send> sends, std::span<const Receive> receives) override {
-        inner_.post_data(sends, receives);
-    }
-    bool wait_data(std::span<const Rank> sent_to, std::span<const Rank> received_from) override {
-        return inner_.wait_data(sent_to, received_from);
-    }
-    void quiesce() override { inner_.quiesce(); }
-
-private:
-    Transport& inner_;
-    Stop_flag& stop_;
-    int left_;
-};
 
 // A session stopped once the cycle's MFPs are taken and its MEP laid out
 // (after the headers) leaves the source and the output to the next session,
@@ -315,7 +371,7 @@ TEST(EventBuilder, ACycleStoppedMidwayLeavesSourceAndOutputToTheNextSession) {
     {
         Stop_flag stop;
         Tcp_transport tcp(0, Tcp_mesh::empty(1), stop);
-        Stopping_transport transport(tcp, stop, /*left=*/1);
+        Watched_transport transport(tcp, stop, /*stop_after=*/1);
         Event_builder builder({packing_factor, 1, 1, true}, table, transport, unit);
         EXPECT_FALSE(builder.run_cycle(0, {1, false, false}));
     }

@@ -309,6 +309,13 @@ const Flag_spec flags[] = {
              "the same S",
      .fallback = "1", .min = 1, .max = max_tcp_streams, .parse = number<&Config::tcp_streams>,
      .show = show_number<&Config::tcp_streams>},
+    {.name = "--verbs-depth", .value_name = "D",
+     .help = "cycles whose MFP receives a BU holds posted: 2 announces each MFP's size a cycle ahead and posts the "
+             "next cycle's receives as soon as the set has decided to go on, so over verbs an MFP finds its receive "
+             "and credit ready; 1 posts them after the cycle's headers (the TCP transport takes it too, where it "
+             "moves nothing sooner)",
+     .fallback = "2", .min = 1, .max = 2, .parse = number<&Config::verbs_depth>,
+     .show = show_number<&Config::verbs_depth>},
     {.name = "--inject-fault", .value_name = "F",
      .help = "tests and qualification only: with --transport verbs, qp-error:R:N moves the data queue pair with "
              "rank R to the error state once the N-th data receive from R is posted; short-mfp:R:N sends the N-th "

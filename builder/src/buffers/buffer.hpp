@@ -22,6 +22,13 @@ public:
     // when the buffer has ended (a replayed file or a closed ring).
     virtual std::span<const std::byte> next() = 0;
 
+    // As next(), but only what is there now: empty where next() would wait
+    // (a ring its writer has not filled that far, a pace not yet due) as
+    // well as at the end. The RU takes the next cycle's MFPs ahead with it,
+    // so a ring too small to hold two cycles slows nothing and locks
+    // nothing. A source that never waits hands out next().
+    virtual std::span<const std::byte> next_if_ready() { return next(); }
+
     // Gives the oldest held element back to the buffer.
     virtual void release() = 0;
 

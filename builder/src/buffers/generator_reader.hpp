@@ -23,6 +23,8 @@ public:
                      std::size_t depth, Data_threads* threads = nullptr);
 
     std::span<const std::byte> next() override;
+    // Empty while every slot is held.
+    std::span<const std::byte> next_if_ready() override { return ring_.full() ? std::span<const std::byte>{} : next(); }
     void release() override;
     void skip_to(std::uint64_t first_event_id) override;
     const Memory_regions& regions() const override { return regions_; }

@@ -25,4 +25,13 @@ std::span<const std::byte> Paced_reader::next() {
     return inner_.next();
 }
 
+std::span<const std::byte> Paced_reader::next_if_ready() {
+    const auto now = std::chrono::steady_clock::now();
+    if (due_ == std::chrono::steady_clock::time_point{}) due_ = now;
+    if (due_ > now) return {};
+    const std::span<const std::byte> mfp = inner_.next_if_ready();
+    if (!mfp.empty()) due_ += interval_;
+    return mfp;
+}
+
 }  // namespace eb

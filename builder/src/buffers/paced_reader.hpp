@@ -18,6 +18,8 @@ public:
                  const Stop_flag& stop);
 
     std::span<const std::byte> next() override;
+    // Empty until the next MFP is due.
+    std::span<const std::byte> next_if_ready() override;
     void release() override { inner_.release(); }
     const Memory_regions& regions() const override { return inner_.regions(); }
     void skip_to(std::uint64_t first_event_id) override {

@@ -22,6 +22,8 @@ public:
                     std::size_t depth);
 
     std::span<const std::byte> next() override;
+    // Empty while every slot is held.
+    std::span<const std::byte> next_if_ready() override { return ring_.full() ? std::span<const std::byte>{} : next(); }
     void release() override { ring_.release(); }
     void skip_to(std::uint64_t first_event_id) override { ring_.skip_to(first_event_id); }
     const Memory_regions& regions() const override { return regions_; }

@@ -318,6 +318,13 @@ Shm_ring_reader::~Shm_ring_reader() {
 
 pid_t Shm_ring_reader::writer_pid() const { return map_.control().writer_pid.load(); }
 
+std::span<const std::byte> Shm_ring_reader::next_if_ready() {
+    // The writer publishes a wrap with the element after it, so one
+    // published byte means next() finds an element without waiting.
+    if (map_.control().head.load(std::memory_order_acquire) == read_) return {};
+    return next();
+}
+
 std::span<const std::byte> Shm_ring_reader::next() {
     Ring_control& control = map_.control();
     while (true) {

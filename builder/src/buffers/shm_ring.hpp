@@ -128,6 +128,8 @@ public:
     // Stopped, or Ring_error if the writer died or failed, or an element
     // header is out of bounds.
     std::span<const std::byte> next() override;
+    // Empty while the writer has published nothing more.
+    std::span<const std::byte> next_if_ready() override;
     // Fraction of the ring published and not yet released.
     double fill() const;
     // How the writer closed the ring, once next() returned empty.

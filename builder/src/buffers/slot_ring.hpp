@@ -22,6 +22,7 @@ public:
         ++held_;
         return next_mfp_++;
     }
+    bool full() const { return held_ == depth_; }
     void release() {
         if (held_ == 0) throw std::logic_error(std::string(owner_) + ": release without a held MFP");
         --held_;

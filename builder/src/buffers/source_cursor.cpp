@@ -6,8 +6,16 @@ namespace eb {
 
 std::span<const std::byte> Source_cursor::next() {
     if (handed_ < held_.size()) return held_[handed_++];
-    const std::span<const std::byte> mfp = inner_.next();
-    if (mfp.empty()) return mfp;  // the source ended: no chunk taken
+    return hold(inner_.next());
+}
+
+std::span<const std::byte> Source_cursor::next_if_ready() {
+    if (handed_ < held_.size()) return held_[handed_++];
+    return hold(inner_.next_if_ready());
+}
+
+std::span<const std::byte> Source_cursor::hold(std::span<const std::byte> mfp) {
+    if (mfp.empty()) return mfp;  // the source ended, or has none yet: no chunk taken
     held_.push_back(mfp);
     ++handed_;
     return mfp;

@@ -20,6 +20,7 @@ public:
     Source_cursor(Buffer_reader& inner, std::uint32_t packing_factor) : inner_(inner), packing_factor_(packing_factor) {}
 
     std::span<const std::byte> next() override;
+    std::span<const std::byte> next_if_ready() override;
     void release() override;
     const Memory_regions& regions() const override { return inner_.regions(); }
 
@@ -28,6 +29,8 @@ public:
     void start_at(std::uint64_t chunk);
 
 private:
+    std::span<const std::byte> hold(std::span<const std::byte> mfp);  // a new MFP from inner_, held
+
     Buffer_reader& inner_;
     std::uint32_t packing_factor_;
     std::deque<std::span<const std::byte>> held_;  // taken from inner_ and not released, oldest first

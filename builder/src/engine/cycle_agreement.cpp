@@ -54,12 +54,13 @@ std::span<std::byte> Cycle_agreement::slot(std::vector<std::byte>& messages, Ran
 }
 
 bool Cycle_agreement::exchange_headers(std::uint64_t cycle_chunk, const Vote& vote,
-                                       std::span<const std::uint64_t> mfp_bytes) {
+                                       std::span<const std::uint64_t> mfp_bytes,
+                                       std::span<const std::uint64_t> next_mfp_bytes) {
     const Rank units = table_.units();
     for (const Rank peer : table_.live_ranks()) {
         const std::span<std::byte> message = slot(sent_, peer, cycle_message_bytes_);
-        store(message, 0, Cycle_header{cycle_chunk, mfp_bytes[peer], settings_.packing_factor, settings_.epoch,
-                                       vote.pending_epoch, vote_bits(vote.pause, vote.stop)});
+        store(message, 0, Cycle_header{cycle_chunk, mfp_bytes[peer], next_mfp_bytes[peer], settings_.packing_factor,
+                                       settings_.epoch, vote.pending_epoch, vote_bits(vote.pause, vote.stop)});
         for (Rank rank = 0; rank < units; ++rank)
             message[sizeof(Cycle_header) + rank] = std::byte{transport_.lost(rank) ? std::uint8_t{1} : std::uint8_t{0}};
         seal(message);
@@ -110,6 +111,10 @@ void Cycle_agreement::check_header(Rank from, std::uint64_t cycle_chunk) const {
     if (header.bytes > max_mfp_bytes || (header.bytes != 0) != expects_mfp)
         throw Transport_error(who + " announced an MFP of " + std::to_string(header.bytes) + " bytes; expected " +
                               (expects_mfp ? "1.." + std::to_string(max_mfp_bytes) : std::string("none")));
+    if (header.next_bytes > max_mfp_bytes || (header.next_bytes != 0 && !expects_mfp))
+        throw Transport_error(who + " announced an MFP of " + std::to_string(header.next_bytes) +
+                              " bytes for the next cycle; expected " +
+                              (expects_mfp ? "0.." + std::to_string(max_mfp_bytes) : std::string("none")));
     if (header.votes > (vote_pause | vote_stop))
         throw Transport_error(who + " sent votes " + std::to_string(header.votes) +
                               " (pause 1, stop 2): the units speak different protocols");

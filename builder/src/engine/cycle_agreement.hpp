@@ -35,9 +35,12 @@ public:
     Cycle_agreement(Settings settings, const Rank_table& table, Transport& transport);
 
     // Round 1 for the cycle at `cycle_chunk`. `mfp_bytes`: by rank, the size
-    // of this unit's MFP for that BU (0: none). Returns false if stopped;
-    // throws Transport_error on a header that breaks the protocol.
-    bool exchange_headers(std::uint64_t cycle_chunk, const Vote& vote, std::span<const std::uint64_t> mfp_bytes);
+    // of this unit's MFP for that BU (0: none); `next_mfp_bytes` the same
+    // for the next cycle, where this unit has those MFPs already (0: not
+    // announced). Returns false if stopped; throws Transport_error on a
+    // header that breaks the protocol.
+    bool exchange_headers(std::uint64_t cycle_chunk, const Vote& vote, std::span<const std::uint64_t> mfp_bytes,
+                          std::span<const std::uint64_t> next_mfp_bytes);
     // The header a rank not lost sent in round 1.
     const Cycle_header& header(Rank from) const { return headers_[from]; }
 

@@ -32,8 +32,10 @@ Event_builder::Event_builder(Settings settings, const Rank_table& table, Transpo
       rank_(transport.rank()),
       mfps_(table.units()),
       mfp_bytes_(table.units()),
+      next_mfp_bytes_(table.units()),
+      ahead_mfps_(table.bus().size()),
       agreement_({settings.packing_factor, settings.epoch, unit.output != nullptr}, table, transport),
-      stand_ins_(table.units()) {
+      stand_ins_(2 * table.units()) {
     if ((unit.source != nullptr) != table.runs_ru(rank_) || (unit.output != nullptr) != table.runs_bu(rank_) ||
         (unit.source != nullptr && unit.errors == nullptr) || unit.events_dropped == nullptr || unit.events_in_doubt == nullptr ||
         settings.barrier_every == 0 || !table.live(rank_))
@@ -70,22 +72,56 @@ void Event_builder::register_regions() {
         register_buffer(transport_, unit_.output->regions(), output_version_, output_registrations_);
 }
 
-std::optional<Cycle_decision> Event_builder::run_cycle(std::uint64_t cycle_chunk, const Vote& vote) {
-    // RU: fetch the whole cycle up front, so every BU can learn its MFP's size
-    // before the data moves (reference design, section III-B).
-    if (unit_.source != nullptr)
-        for (std::size_t index = 0; index < table_.bus().size(); ++index)
-            mfps_[table_.bus()[index]] = next_mfp(cycle_chunk + index, table_.bus()[index]);
+std::optional<Cycle_decision> Event_builder::run_cycle(std::uint64_t cycle_chunk, const Vote& vote, bool last) {
+    if (unit_.source != nullptr) take_mfps(cycle_chunk);
     for (const Rank bu : table_.bus()) mfp_bytes_[bu] = unit_.source != nullptr ? mfps_[bu].size() : 0;
-    if (!agreement_.exchange_headers(cycle_chunk, vote, mfp_bytes_)) return std::nullopt;
-    if (unit_.output != nullptr) lay_out_mep(cycle_chunk);
+    if (!agreement_.exchange_headers(cycle_chunk, vote, mfp_bytes_, next_mfp_bytes_)) return std::nullopt;
+    if (unit_.output != nullptr) {
+        if (mep_ahead_) {
+            check_announced(cycle_chunk);
+        } else {
+            lay_out_mep(cycle_chunk, false);
+            post_receives();
+        }
+    }
     if (!run_phases() || !agreement_.settle(cycle_chunk)) return std::nullopt;
     finish_cycle();
-    return agreement_.decision();
+    stand_in_side_ = !stand_in_side_;
+    const Cycle_decision& decision = agreement_.decision();
+    mep_ahead_ = false;
+    if (settings_.receives_ahead && unit_.output != nullptr && !last && decision.switch_to == 0 && !decision.stop &&
+        !decision.pause)
+        post_next_cycle(cycle_chunk + chunks_per_cycle());
+    return decision;
 }
 
-std::span<const std::byte> Event_builder::next_mfp(std::uint64_t chunk, Rank bu) {
-    const std::span<const std::byte> mfp = unit_.source->next();
+void Event_builder::take_mfps(std::uint64_t cycle_chunk) {
+    // RU: fetch the whole cycle up front, so every BU can learn its MFP's size
+    // before the data moves (reference design, section III-B).
+    const std::vector<Rank>& bus = table_.bus();
+    for (std::size_t index = 0; index < bus.size(); ++index) {
+        const Rank bu = bus[index];
+        mfps_[bu] = index < ahead_count_ ? ahead_mfps_[index]
+                                         : checked_mfp(unit_.source->next(), cycle_chunk + index, bu, false);
+    }
+    ahead_count_ = 0;
+    std::fill(next_mfp_bytes_.begin(), next_mfp_bytes_.end(), 0);
+    if (!settings_.receives_ahead) return;
+    // Only what is there now: waiting for the next cycle's data would hold
+    // this one back, and a ring that holds less than two cycles never fills.
+    const std::uint64_t next_chunk = cycle_chunk + bus.size();
+    while (ahead_count_ < bus.size()) {
+        const std::span<const std::byte> mfp = unit_.source->next_if_ready();
+        if (mfp.empty()) break;
+        const Rank bu = bus[ahead_count_];
+        ahead_mfps_[ahead_count_] = checked_mfp(mfp, next_chunk + ahead_count_, bu, true);
+        next_mfp_bytes_[bu] = ahead_mfps_[ahead_count_].size();
+        ++ahead_count_;
+    }
+}
+
+std::span<const std::byte> Event_builder::checked_mfp(std::span<const std::byte> mfp, std::uint64_t chunk, Rank bu,
+                                                      bool ahead) {
     if (mfp.empty())
         throw std::runtime_error("the MFP source has no more data (the end of --source-file, or the ring's writer "
                                  "closed it); stop the run with --events before the data runs out");
@@ -100,7 +136,8 @@ std::span<const std::byte> Event_builder::next_mfp(std::uint64_t chunk, Rank bu)
         log_warning("source MFP for chunk ", chunk, " rejected (", status.detail, "); sending ",
                     settings_.packing_factor, " missing fragments instead",
                     rejected_mfps_ == rejected_mfps_logged ? " (further rejections are only counted)" : "");
-    std::vector<std::byte>& stand_in = stand_ins_[bu];
+    // The next cycle's stand-ins are the other half's, this cycle's still being sent.
+    std::vector<std::byte>& stand_in = stand_ins_[bu + (stand_in_side_ != ahead ? table_.units() : 0)];
     const std::vector<std::uint16_t> sizes(settings_.packing_factor, 0);
     if (stand_in.empty()) {  // always this size: it never moves once registered
         stand_in.resize(mfp_bytes(sizes));
@@ -110,14 +147,15 @@ std::span<const std::byte> Event_builder::next_mfp(std::uint64_t chunk, Rank bu)
     return stand_in;
 }
 
-void Event_builder::lay_out_mep(std::uint64_t cycle_chunk) {
+void Event_builder::lay_out_mep(std::uint64_t cycle_chunk, bool ahead) {
     const std::uint64_t chunk = cycle_chunk + table_.bu_index(rank_);
     bool missing = lacks_streams_;
     for (std::size_t slot = 0; slot < table_.sources().size(); ++slot) {
         const Rank source = table_.sources()[slot];
         slot_missing_[slot] = table_.source_unread(source) || transport_.lost(source);
         missing = missing || slot_missing_[slot];
-        mfp_sizes_[slot] = slot_missing_[slot] ? missing_mfp_.size() : agreement_.header(source).bytes;
+        const Cycle_header& header = agreement_.header(source);
+        mfp_sizes_[slot] = slot_missing_[slot] ? missing_mfp_.size() : ahead ? header.next_bytes : header.bytes;
     }
     Mep_layout layout = mep_layout(mfp_sizes_, stream_map_.size());
     if (layout.total_bytes > unit_.output->max_element()) {
@@ -145,18 +183,43 @@ void Event_builder::lay_out_mep(std::uint64_t cycle_chunk) {
                       {table_.sources()[slot], chunk * settings_.packing_factor, fragment_type_missing}, sizes);
 }
 
-bool Event_builder::run_phases() {
-    const Rank units = table_.units();
+void Event_builder::post_receives() {
     register_regions();
     // Every MFP of the MEP has its receive posted before any send of the
     // cycle: an RDMA transport lands each straight at its offset on arrival.
     data_receives_.clear();
-    if (unit_.output != nullptr)
-        for (std::size_t slot = 0; slot < table_.sources().size(); ++slot)
-            if (!slot_missing_[slot])
-                data_receives_.push_back({table_.sources()[slot], mep_.subspan(offsets_[slot], mfp_sizes_[slot])});
+    for (std::size_t slot = 0; slot < table_.sources().size(); ++slot)
+        if (!slot_missing_[slot])
+            data_receives_.push_back({table_.sources()[slot], mep_.subspan(offsets_[slot], mfp_sizes_[slot])});
     data_posted_ = true;
     transport_.post_data({}, data_receives_);
+}
+
+void Event_builder::check_announced(std::uint64_t cycle_chunk) const {
+    for (std::size_t slot = 0; slot < table_.sources().size(); ++slot) {
+        const Rank source = table_.sources()[slot];
+        if (slot_missing_[slot] || transport_.lost(source)) continue;  // lost since: the phase finds its slot damaged
+        const std::uint64_t bytes = agreement_.header(source).bytes;
+        if (bytes != mfp_sizes_[slot])
+            throw Transport_error("rank " + std::to_string(source) + " announced an MFP of " + std::to_string(bytes) +
+                                  " bytes for chunk " + std::to_string(cycle_chunk + table_.bu_index(rank_)) +
+                                  " where it announced " + std::to_string(mfp_sizes_[slot]) +
+                                  " a cycle ahead: the units speak different protocols");
+    }
+}
+
+void Event_builder::post_next_cycle(std::uint64_t next_chunk) {
+    for (const Rank source : table_.sources())
+        if (!table_.source_unread(source) && !transport_.lost(source) && agreement_.header(source).next_bytes == 0)
+            return;  // its RU did not have that MFP yet: laid out after the next headers
+    lay_out_mep(next_chunk, true);
+    post_receives();
+    mep_ahead_ = true;
+}
+
+bool Event_builder::run_phases() {
+    const Rank units = table_.units();
+    register_regions();  // the RU's source; the BU's output was registered with its receives
     // Phase 0 pairs every unit with itself: no link carries it. Its copy is
     // made in phase 1, once that phase's MFP is on the wire, so it costs no
     // phase, wait or barrier of its own.

@@ -34,6 +34,14 @@ namespace eb {
 //   3. The units settle the cycle (Cycle_agreement): who is in it, what the
 //      votes decide. Release the MFPs, commit the MEP (a unit put out
 //      discards it); return what the set decided.
+// With receives_ahead (--verbs-depth 2) the RU also takes the next cycle's
+// MFPs that its source has ready and announces their sizes in step 1; once
+// step 3 decided to go on under this table, the BU lays out the next MEP
+// and posts its receives (as step 2 would), so over verbs the next MFP
+// meets its receive and credit on arrival. Only after the decision: a
+// receive posted for a cycle that never runs could not be taken back
+// without the queue pair, and the MEP it lies in is always the only one
+// open.
 // A MEP that lacks a readout stream of the run (the table's unread streams)
 // holds no complete event: dropped or delivered flagged, as below.
 // A lost peer is built around: its MFPs are missing from the MEPs (dropped,
@@ -51,9 +59,10 @@ public:
         std::uint32_t barrier_every = 1;
         std::uint32_t epoch = 1;
         bool drop_incomplete = true;  // false: deliver MEPs missing a lost source, flagged
+        bool receives_ahead = false;  // --verbs-depth 2, above
     };
     struct Unit {
-        Buffer_reader* source = nullptr;  // set iff the rank runs an RU; must let B MFPs be held
+        Buffer_reader* source = nullptr;  // set iff the rank runs an RU; must let B (receives_ahead: 2B) MFPs be held
         Buffer_writer* output = nullptr;  // set iff the rank runs a BU
         Barrier* barrier = nullptr;       // none: no barrier
         Parse_error_counts* errors = nullptr;  // counts rejected source MFPs; required with a source
@@ -72,15 +81,29 @@ public:
     Event_builder& operator=(const Event_builder&) = delete;
 
     // Runs the cycle whose BU of index 0 builds chunk `cycle_chunk`, with this
-    // unit's `vote`. Returns the set's decision, or nullopt if stopped.
-    // Throws Transport_error on a protocol violation by a peer.
-    std::optional<Cycle_decision> run_cycle(std::uint64_t cycle_chunk, const Vote& vote);
+    // unit's `vote`; `last`: the unit runs no cycle after it whatever the set
+    // decides (the end of --events), so nothing goes ahead. Returns the set's
+    // decision, or nullopt if stopped. Throws Transport_error on a protocol
+    // violation by a peer.
+    std::optional<Cycle_decision> run_cycle(std::uint64_t cycle_chunk, const Vote& vote, bool last = false);
 
     // Chunks per cycle: the number of live BUs.
     std::uint64_t chunks_per_cycle() const { return table_.bus().size(); }
 
 private:
-    void lay_out_mep(std::uint64_t cycle_chunk);
+    // RU: the cycle's MFPs (those taken ahead first), then the next cycle's
+    // that the source has ready, where receives go ahead.
+    void take_mfps(std::uint64_t cycle_chunk);
+    // Lays out the MEP of the cycle at `cycle_chunk` from the sizes the
+    // headers announced for it (`ahead`: a cycle ahead, in next_bytes).
+    void lay_out_mep(std::uint64_t cycle_chunk, bool ahead);
+    void post_receives();
+    // Whether the sizes of this cycle's headers are those announced a cycle
+    // ahead, which its MEP was laid out with; throws Transport_error if not.
+    void check_announced(std::uint64_t cycle_chunk) const;
+    // After a cycle the set goes on from under this table: lays out the
+    // next MEP and posts its receives, if every source it reads announced.
+    void post_next_cycle(std::uint64_t next_chunk);
     bool run_phases();
     // Who this unit sends to and receives from in `phase`, and whether it
     // does (a dummy, a missing role or a lost source: not).
@@ -90,7 +113,9 @@ private:
     };
     Phase_pair phase_pair(Rank phase) const;
     void finish_cycle();
-    std::span<const std::byte> next_mfp(std::uint64_t chunk, Rank bu);
+    // The source's MFP for `chunk` (built by `bu`), or a stand-in if it is
+    // rejected; `ahead`: of the next cycle, whose stand-ins are kept apart.
+    std::span<const std::byte> checked_mfp(std::span<const std::byte> mfp, std::uint64_t chunk, Rank bu, bool ahead);
     // Registers the source's and the output's memory for the data channel,
     // again only when a buffer's regions changed (a slot grew).
     void register_regions();
@@ -107,10 +132,14 @@ private:
     // Per-cycle scratch, sized once, indexed by rank.
     std::vector<std::span<const std::byte>> mfps_;  // by destination BU
     std::vector<std::uint64_t> mfp_bytes_;          // by destination BU: the size of its MFP, or 0
+    std::vector<std::uint64_t> next_mfp_bytes_;     // by destination BU: the same for the next cycle, 0 if not taken
+    std::vector<std::span<const std::byte>> ahead_mfps_;  // by BU index: the next cycle's, taken ahead
+    std::size_t ahead_count_ = 0;                         // of ahead_mfps_, those taken
+    bool stand_in_side_ = false;  // which half of stand_ins_ this cycle uses; the next cycle's the other
     Cycle_agreement agreement_;
     std::vector<std::uint64_t> mfp_sizes_;          // by slot (index in table.sources())
     std::vector<bool> slot_missing_;                // by slot: the source is unread or its RU was lost
-    std::vector<std::vector<std::byte>> stand_ins_;  // per destination BU: MFP of missing fragments
+    std::vector<std::vector<std::byte>> stand_ins_;  // per destination BU, twice: MFP of missing fragments
     std::vector<std::unique_ptr<Registered_memory>> stand_in_registrations_;
     std::vector<std::unique_ptr<Registered_memory>> source_registrations_, output_registrations_;
     std::uint64_t source_version_ = 0, output_version_ = 0;  // of the regions registered; 0: none
@@ -123,6 +152,7 @@ private:
     bool mep_open_ = false;               // allocated and neither committed nor discarded
     std::vector<std::uint64_t> offsets_;  // by slot
     bool mep_damaged_ = false;            // a source was lost while its MFP was arriving
+    bool mep_ahead_ = false;              // the coming cycle's MEP is laid out and its receives posted
 };
 
 }  // namespace eb

@@ -83,12 +83,15 @@ struct Mep_header {
 // MFP size for that BU, so the BU can place it in the MEP before any of it
 // arrives (reference design, section III-B), and the sender's votes, from
 // which every unit takes the same decision at the end of the cycle
-// (docs/control-api.md).
+// (docs/control-api.md). The size of the next cycle's MFP comes along where
+// the RU has it already, so the BU can lay out that MEP and post its
+// receives as soon as the set has decided to go on (--verbs-depth 2).
 inline constexpr std::uint32_t vote_pause = 1u << 0;
 inline constexpr std::uint32_t vote_stop = 1u << 1;
 struct Cycle_header {
     std::uint64_t cycle_chunk;  // chunk of the BU of index 0 in this cycle
     std::uint64_t bytes;        // the MFP for the receiver; 0 when there is none
+    std::uint64_t next_bytes;   // the receiver's MFP of the next cycle; 0: none, or not announced
     std::uint32_t event_count;  // per MFP: the packing factor
     std::uint32_t epoch;        // the table this cycle runs under
     std::uint32_t pending_epoch;  // newest table the sender holds (== epoch if none newer)
@@ -110,7 +113,7 @@ inline constexpr std::size_t proposal_message_bytes(std::size_t units) { return 
 
 static_assert(sizeof(Mfp_header) == 32);
 static_assert(sizeof(Mep_header) == 40);
-static_assert(sizeof(Cycle_header) == 32);
+static_assert(sizeof(Cycle_header) == 40);
 static_assert(sizeof(Proposal_header) == 8);
 
 // Reads a T at `offset`; the caller has checked that it lies within `bytes`.

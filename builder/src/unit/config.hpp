@@ -55,6 +55,7 @@ struct Config {
     std::uint32_t busy_poll_us = default_busy_poll_us;  // --busy-poll-us
     std::uint32_t data_threads = 0;  // --data-threads; 0: unset, chosen at start (choose_data_threads)
     std::uint32_t tcp_streams = 1;   // --tcp-streams: data connections per peer and direction
+    std::uint32_t verbs_depth = 2;   // --verbs-depth: 2 posts the next cycle's receives once the set goes on
     std::optional<Injected_fault> fault;  // --inject-fault (verbs)
 
     // With --peers the process configures and starts itself; without, it

@@ -383,7 +383,7 @@ Unit::Session_end Unit::run_session(Configure_request table) {
         if (ranks.runs_ru(rank)) buffers_->start_source_at(next_chunk_);
         buffers_->expect(ranks, static_cast<std::uint32_t>(table.epoch), next_chunk_);
         Event_builder builder({config_.packing_factor, config_.barrier_every, static_cast<std::uint32_t>(table.epoch),
-                               config_.incomplete == Incomplete_policy::drop},
+                               config_.incomplete == Incomplete_policy::drop, config_.verbs_depth > 1},
                               ranks, transport,
                               {ranks.runs_ru(rank) ? buffers_->source() : nullptr,
                                ranks.runs_bu(rank) ? buffers_->output() : nullptr, barrier ? &*barrier : nullptr,
@@ -400,7 +400,8 @@ Unit::Session_end Unit::run_session(Configure_request table) {
                 status_.set_state(Control_state::ready);
                 return Session_end::completed;
             }
-            const std::optional<Cycle_decision> decision = builder.run_cycle(next_chunk_, vote());
+            const std::optional<Cycle_decision> decision =
+                builder.run_cycle(next_chunk_, vote(), target_cycles != 0 && cycles_done_ + 1 >= target_cycles);
             if (!decision) return Session_end::stopped;
             next_chunk_ += builder.chunks_per_cycle();
             ++cycles_done_;

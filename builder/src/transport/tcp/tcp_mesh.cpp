@@ -48,7 +48,8 @@ constexpr std::uint32_t hello_magic = 0x4C484245;  // "EBHL"
 // 4: a switch is followed by the reports and verdicts of table_switch.hpp.
 // 7: cycle headers carry the sender's lost list, a proposal round follows
 // them; heartbeats flow back. 8: the hello names its stream (--tcp-streams).
-constexpr std::uint16_t mesh_protocol_version = 8;
+// 9: cycle headers announce the next cycle's MFP sizes (--verbs-depth).
+constexpr std::uint16_t mesh_protocol_version = 9;
 constexpr std::uint16_t hello_in_session = 1;
 constexpr std::uint16_t hello_verbs = 2;
 struct Hello {
@@ -528,7 +529,10 @@ void Mesh_builder::read_hello(Greeting& greeting) {
     const auto hello = load<Hello>(greeting.hello, 0);
     if (hello.magic != hello_magic || hello.version != mesh_protocol_version) {
         refuse(Refusal::protocol, "dropped a data connection that did not open with an eb-builder hello of version ",
-               mesh_protocol_version);
+               mesh_protocol_version,
+               hello.magic == hello_magic
+                   ? " (it sent version " + std::to_string(hello.version) + ": run one eb-builder release in a set)"
+                   : std::string(" (not an eb-builder hello)"));
         greeting.fd.reset();
         return;
     }
