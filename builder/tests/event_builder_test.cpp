@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -58,7 +59,9 @@ private:
 // Passes everything on, writing a letter per call into `calls` (T: control
 // transfer, R: data receives posted, S: data sends posted, W: data waited
 // for), and asks `stop` once `stop_after` control transfers have completed
-// (0: never): a reset that arrives in the middle of a cycle.
+// (0: never): a reset that arrives in the middle of a cycle. Control
+// messages go out as `rewrite` leaves a copy of them, where set: a peer
+// that breaks the protocol.
 class Watched_transport final : public Transport {
 public:
     Watched_transport(Transport& inner, Stop_flag& stop, int stop_after = 0)
@@ -71,7 +74,14 @@ public:
     }
     bool transfer(std::span<const Send> sends, std::span<const Receive> receives) override {
         calls += 'T';
-        const bool done = inner_.transfer(sends, receives);
+        std::vector<std::vector<std::byte>> copies;
+        std::vector<Send> rewritten;
+        if (rewrite)
+            for (const Send& send : sends) {
+                rewrite(copies.emplace_back(send.data.begin(), send.data.end()));
+                rewritten.push_back({send.peer, copies.back()});
+            }
+        const bool done = inner_.transfer(rewrite ? std::span<const Send>(rewritten) : sends, receives);
         if (--left_ == 0) stop_.request();
         return done;
     }
@@ -89,6 +99,7 @@ public:
     void quiesce() override { inner_.quiesce(); }
 
     std::string calls;
+    std::function<void(std::vector<std::byte>&)> rewrite;
 
 private:
     Transport& inner_;
@@ -204,6 +215,33 @@ TEST(EventBuilder, ReceivesGoAheadOfTheHeadersOnceTheSetDecidedToGoOn) {
         const Status_snapshot counts = status.snapshot();
         EXPECT_EQ(counts.events_built, 3 * packing_factor) << counts.last_error;
         EXPECT_EQ(counts.meps_built, 3u);
+    }
+}
+
+// An RU whose header announces another size for its MFP than it announced
+// a cycle ahead breaks the protocol: its BU, which laid the MEP out with the
+// first, stops with an error naming the rank and both sizes.
+TEST(EventBuilder, AnMfpSizeOtherThanTheOneAnnouncedACycleAheadIsAProtocolError) {
+    const Rank_table table({RB});
+    Stop_flag stop;
+    Tcp_transport tcp(0, Tcp_mesh::empty(1), stop);
+    Watched_transport transport(tcp, stop);
+    transport.rewrite = [](std::vector<std::byte>& message) {
+        if (message.size() != cycle_message_bytes(1)) return;  // a proposal
+        auto header = load<Cycle_header>(message, 0);
+        if (header.next_bytes != 0) header.next_bytes += 8;
+        store(std::span(message), 0, header);
+        seal(message);
+    };
+    Unit_status status(0);
+    try {
+        run_unit({.receives_ahead = true}, table, transport, status, 2);
+        ADD_FAILURE() << "the second cycle's headers went unchecked";
+    } catch (const Transport_error& error) {
+        const std::string message = error.what();
+        EXPECT_NE(message.find("rank 0 announced an MFP of "), std::string::npos) << message;
+        EXPECT_NE(message.find(" bytes for chunk 1 where it announced "), std::string::npos) << message;
+        EXPECT_NE(message.find(" a cycle ahead: the units speak different protocols"), std::string::npos) << message;
     }
 }
 
