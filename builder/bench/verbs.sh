@@ -11,7 +11,12 @@
 #      nothing), MEPs assembled and dropped (--output discard): the data
 #      mover, as perftest moves bytes it does not make: the bytes its
 #      transport counted over the network; and its CPU seconds per GB;
-#  (c) the same units over TCP.
+#  (c) the same units over TCP;
+#  (d) the verbs units of (b) at --verbs-depth 1 (receives posted after each
+#      cycle's headers) against (b)'s default depth 2 (the next cycle's
+#      posted once the set decided to go on), the two in turn, first one then
+#      the other from run to run, after the same perftest figure
+#      (EB_BENCH_COMPARE_DEPTH, default 1; "" for none).
 # Absolute figures on Soft-RoCE under an emulated CPU mean nothing, and they
 # drift from run to run (perftest alone: 0.35 to 0.55 Gb/s in one boot); so
 # each ratio is taken within a run, builder against the perftest figure just
@@ -27,6 +32,7 @@ units=${EB_BENCH_UNITS:-2}
 # Also over verbs at this many units, against the same ib_write_bw ("" for
 # none): each unit then has two peers, as on a farm (the VM may take 3 vCPUs).
 more_units=${EB_BENCH_MORE_UNITS-3}
+compare_depth=${EB_BENCH_COMPARE_DEPTH-1}
 events=${EB_BENCH_EVENTS:-1500000}  # per BU
 ib_seconds=${EB_BENCH_SECONDS:-6}
 # Messages perftest keeps in flight per direction. Its default, 128, of 1.3 MB
@@ -75,7 +81,14 @@ rnr_total=0
 
 ib=() send=() verbs=() tcp=() verbs_cpu=() tcp_cpu=()
 ib_retries=() ib_duplicates=() verbs_retries=() verbs_duplicates=()
-vs_write=() vs_send=() vs_tcp=() verbs_more=() vs_write_more=()
+vs_write=() vs_send=() vs_tcp=() verbs_more=() vs_write_more=() vs_write_depth=() depth_gain=()
+# verbs_run [FLAGS...]: the verbs units of (b); sets rnr, retries, duplicates and the run's figures.
+verbs_run() { counted run_builder --source prepared --output discard --transport verbs --rdma-device "$EB_RDMA_DEVICE" "$@"; }
+# compared_run: the units of (d), their throughput in compared.
+compared_run() {
+  verbs_run --verbs-depth "$compare_depth"
+  compared=$(gbps "$received" "$seconds") rnr_total=$((rnr_total + rnr))
+}
 for ((run = 1; run <= runs; run++)); do
   echo ">> run $run of $runs: ib_write_bw and ib_send_bw -b, $mfp_bytes-byte messages, $tx_depth in flight, $ib_seconds s" >&2
   counted perftest_pair ib_write_bw $((18514 + run)) "$work/ib" -b -s "$mfp_bytes" -D "$ib_seconds" -q 1 -t "$tx_depth"
@@ -84,9 +97,15 @@ for ((run = 1; run <= runs; run++)); do
   perftest_pair ib_send_bw $((18524 + run)) "$work/send" -b -s "$mfp_bytes" -D "$ib_seconds" -q 1 -t "$tx_depth"
   send+=("$(average_gbits "$work/send")")
   [ -n "${send[-1]}" ] || { cat "$work/send" >&2; echo "bench: no 'BW average' from ib_send_bw" >&2; exit 1; }
-  counted run_builder --source prepared --output discard --transport verbs --rdma-device "$EB_RDMA_DEVICE"
+  # Which depth goes first alternates, so neither always follows perftest.
+  if [ -n "$compare_depth" ] && ((run % 2 == 0)); then compared_run; fi
+  verbs_run
   rnr_total=$((rnr_total + rnr)) verbs_retries+=("$retries") verbs_duplicates+=("$duplicates")
   verbs+=("$(gbps "$received" "$seconds")") verbs_cpu+=("$(per_gb "$cpu" "$received")")
+  if [ -n "$compare_depth" ]; then
+    if ((run % 2 == 1)); then compared_run; fi
+    vs_write_depth+=("$(ratio "$compared" "${ib[-1]}")") depth_gain+=("$(ratio "${verbs[-1]}" "$compared")")
+  fi
   run_builder --source prepared --output discard --transport tcp
   tcp+=("$(gbps "$received" "$seconds")") tcp_cpu+=("$(per_gb "$cpu" "$received")")
   vs_write+=("$(ratio "${verbs[-1]}" "${ib[-1]}")") vs_send+=("$(ratio "${verbs[-1]}" "${send[-1]}")")
@@ -97,6 +116,7 @@ for ((run = 1; run <= runs; run++)); do
     verbs_more+=("$(gbps "$received" "$seconds")") vs_write_more+=("$(ratio "${verbs_more[-1]}" "${ib[-1]}")")
     more=" ($more_units units: ${vs_write_more[-1]})"
   fi
+  [ -z "$compare_depth" ] || more+=", at --verbs-depth $compare_depth ${vs_write_depth[-1]}"
   echo ">> run $run: verbs/ib_write_bw ${vs_write[-1]}$more, verbs/ib_send_bw ${vs_send[-1]}, verbs/tcp ${vs_tcp[-1]};" \
     "per 10k packets: retries ${verbs_retries[-1]} (ib_write_bw ${ib_retries[-1]}), duplicate requests" \
     "${verbs_duplicates[-1]} (ib_write_bw ${ib_duplicates[-1]})" >&2
@@ -121,4 +141,8 @@ bench_spread verbs_vs_tcp ratio "${vs_tcp[@]}"
 if [ -n "$more_units" ]; then
   bench_spread "builder_verbs_network_throughput_n$more_units" Gb/s "${verbs_more[@]}"
   bench_spread "verbs_vs_ib_write_bw_n$more_units" ratio "${vs_write_more[@]}"
+fi
+if [ -n "$compare_depth" ]; then
+  bench_spread "verbs_depth${compare_depth}_vs_ib_write_bw" ratio "${vs_write_depth[@]}"
+  bench_spread "verbs_depth2_over_depth${compare_depth}" ratio "${depth_gain[@]}"
 fi
