@@ -53,6 +53,13 @@ TEST(ProposeMembership, ActsOnItsOwnLossesAtOnceAndOnOthersOnlyOnceReportedTwice
          {not_heard, not_heard, not_heard, naming(4, {0, 1, 2})}, {}, {3}, {{0, 3}, {1, 3}, {2, 3}}},
         {"two units that lost each other: each keeps itself", 1, {0, 1}, {not_heard, naming(2, {0})}, {}, {0},
          {{0, 1}}},
+        {"two units lost at once (a server of two) by one that hears the rest: both out, it stays", 0,
+         {0, 1, 2, 3, 4, 5}, {naming(6, {4, 5}), naming(6, {}), naming(6, {}), naming(6, {}), not_heard, not_heard},
+         {}, {4, 5}, {{0, 4}, {0, 5}}},
+        {"half the set lost, by the half with the lowest rank: the other half out", 1, {0, 1, 2, 3},
+         {naming(4, {}), naming(4, {2, 3}), not_heard, not_heard}, {}, {2, 3}, {{1, 2}, {1, 3}}},
+        {"half the set lost, by the half without the lowest rank: it puts itself out", 2, {0, 1, 2, 3},
+         {not_heard, not_heard, naming(4, {0, 1}), naming(4, {})}, {}, {2}, {{0, 2}, {1, 2}}},
         {"dummies and ranks beyond the table break no link", 0, {0, 2},
          {naming(4, {1, 3}), not_heard, naming(4, {}), not_heard}, {}, {}, {}},
     };
@@ -62,6 +69,19 @@ TEST(ProposeMembership, ActsOnItsOwnLossesAtOnceAndOnOthersOnlyOnceReportedTwice
         EXPECT_EQ(ranks_out(proposal), test.out);
         EXPECT_EQ(proposal.reported, test.reported);
     }
+}
+
+TEST(HearsAQuorum, IsMoreThanHalfTheLiveRanksOrHalfWithTheLowest) {
+    const std::vector<Rank> four = {0, 1, 2, 3}, two = {0, 1}, with_dummy = {0, 2, 3};
+    EXPECT_TRUE(hears_a_quorum(0, four, *naming(4, {})));
+    EXPECT_TRUE(hears_a_quorum(3, four, *naming(4, {2})));
+    EXPECT_TRUE(hears_a_quorum(1, four, *naming(4, {2, 3}))) << "half, with rank 0";
+    EXPECT_FALSE(hears_a_quorum(2, four, *naming(4, {0, 1}))) << "half, without rank 0";
+    EXPECT_FALSE(hears_a_quorum(3, four, *naming(4, {0, 1, 2}))) << "alone";
+    EXPECT_TRUE(hears_a_quorum(0, two, *naming(2, {1}))) << "of two, the lower";
+    EXPECT_FALSE(hears_a_quorum(1, two, *naming(2, {0})));
+    EXPECT_TRUE(hears_a_quorum(2, with_dummy, *naming(4, {0}))) << "two of three live: a dummy counts for nothing";
+    EXPECT_FALSE(hears_a_quorum(0, with_dummy, *naming(4, {2, 3})));
 }
 
 TEST(LeadingProposer, IsTheLowestRankHeardWhoseProposalKeepsIt) {

@@ -446,6 +446,63 @@ TEST(Faults, UnitsKilledAndRestartedRoundAfterRoundRejoinAndEveryEventIsCountedO
     expect_no_error(set);
 }
 
+// Half the set hangs (its worker paused) and wakes to find the others gone,
+// as they lost it; the operator resets the woken half and configures it
+// back at a new epoch, and, while that switch is under way, publishes one
+// more (a later poll's table). The joins must not storm: every unit at the
+// last epoch, none lost, within a few seconds, and at most one join given up
+// per unit (join timeouts, joins from another place in the event stream).
+TEST(Faults, AResetHalfRejoiningWhileTheSetSwitchesEpochsJoinsWithoutAStorm) {
+    Controlled_set set(4, Controlled_set::all_ranks(4), {"--peer-timeout-ms", "1000", "--join-timeout-ms", "2000"});
+    const std::set<Rank> everyone = set.ranks(), hung = {2, 3}, running = {0, 1};
+    ASSERT_TRUE(set.all_answer()) << set.logs();
+    set.configure_all(1, everyone);
+    set.command_all("start");
+    ASSERT_TRUE(all_go_on(set, everyone)) << set.logs();
+
+    for (const Rank rank : hung) set.process(rank).signal(SIGSTOP);
+    ASSERT_TRUE(set.all_report(running, lost_peers(hung), 5s)) << "a quorum builds on\n" << set.logs();
+    ASSERT_TRUE(all_go_on(set, running, "next_event")) << "the running half builds on\n" << set.logs();
+    for (const Rank rank : hung) set.process(rank).signal(SIGCONT);
+    // Woken, each finds the running half gone: half the set, without rank
+    // 0, is no quorum, so it puts itself out (no second set counting).
+    for (const Rank rank : hung)
+        ASSERT_TRUE(set.all_report({rank}, lost_peers(without(everyone, rank)), 10s)) << set.logs();
+
+    const auto reset = Clock::now();
+    for (const Rank rank : hung) ASSERT_EQ(set.command(rank, "reset").status, 200) << rank;
+    ASSERT_TRUE(set.all_report(hung, R"("activity":"idle")", 10s)) << set.logs();
+    set.configure(hung, 2, everyone);
+    for (const Rank rank : hung) ASSERT_EQ(set.command(rank, "start").status, 200) << rank;
+    set.configure(running, 2, everyone);
+    set.configure(everyone, 3, everyone);  // the next table, before epoch 2 is done with
+    ASSERT_TRUE(set.all_report(everyone, R"("epoch":3,"pending_epoch":0)", 20s)) << set.logs();
+    ASSERT_TRUE(set.all_report(everyone, lost_peers({}), 10s)) << set.logs();
+    ASSERT_TRUE(all_go_on(set, everyone)) << set.logs();
+    const double whole = std::chrono::duration<double>(Clock::now() - reset).count();
+
+    std::uint64_t given_up = 0;
+    for (const Rank rank : everyone) {
+        const std::string metrics = test::http_get(set.http_port(rank), "/metrics")->body;
+        for (const char* kind : {"join_timeout", "out_of_step"}) {
+            const std::string key = std::string("eb_transport_errors_total{kind=\"") + kind + "\"} ";
+            const std::size_t at = metrics.find(key);
+            ASSERT_NE(at, std::string::npos) << key << "\n" << metrics;
+            const std::uint64_t count = std::stoull(metrics.substr(at + key.size()));
+            EXPECT_LE(count, 1u) << "rank " << rank << " gave up on " << count << " joins (" << kind << ")\n"
+                                 << set.logs();
+            given_up += count;
+        }
+    }
+    std::printf("woken half reset, configured at epoch 2 and 3 during the switch: every unit building at epoch 3 "
+                "%.3f s after the reset, %lu joins given up in all\n",
+                whole, given_up);
+    EXPECT_LT(whole, 15.0);
+    const std::uint64_t next_event = stop_everyone(set, 0);
+    expect_every_event_counted_once(set, next_event);
+    expect_no_error(set);
+}
+
 // An Unfolded set whose lowest rank, the one the set follows, runs only a
 // BU: a BU killed there has its chunks counted dropped by that rank, which
 // has no RU of its own, and every event is counted once.

@@ -21,6 +21,9 @@ Membership_proposal propose_membership(Rank self, std::span<const Rank> live,
     std::sort(proposal.reported.begin(), proposal.reported.end());
     proposal.reported.erase(std::unique(proposal.reported.begin(), proposal.reported.end()), proposal.reported.end());
 
+    // A proposer that still hears a quorum is never the one put out for its
+    // own losses: the peers it lost went, not it (a server of two units).
+    const bool quorum = hears_a_quorum(self, live, lost_lists[self].value_or(Membership(units, 0)));
     Broken_links acted_on;
     for (const auto& link : proposal.reported)
         if (link.first == self || link.second == self || std::binary_search(before.begin(), before.end(), link))
@@ -38,6 +41,7 @@ Membership_proposal propose_membership(Rank self, std::span<const Rank> live,
         for (const Rank rank : live) {
             if (degree[rank] == 0) continue;
             const auto worse = [&](Rank a, Rank b) {  // a is put out before b
+                if (quorum && (a == self) != (b == self)) return b == self;
                 if (degree[a] != degree[b]) return degree[a] > degree[b];
                 if ((a == self) != (b == self)) return b == self;
                 return a > b;
@@ -47,6 +51,15 @@ Membership_proposal propose_membership(Rank self, std::span<const Rank> live,
         if (worst == units) return proposal;
         proposal.out[worst] = true;
     }
+}
+
+bool hears_a_quorum(Rank self, std::span<const Rank> live, const Membership& own_lost) {
+    std::size_t heard = 0;
+    for (const Rank rank : live)
+        if (rank == self || rank >= own_lost.size() || own_lost[rank] == 0) ++heard;
+    const bool lowest_heard = !live.empty() && (live.front() == self || live.front() >= own_lost.size() ||
+                                                own_lost[live.front()] == 0);
+    return 2 * heard > live.size() || (2 * heard == live.size() && lowest_heard);
 }
 
 Leader leading_proposer(std::span<const Rank> live, std::span<const std::optional<Membership>> outs) {

@@ -37,10 +37,19 @@ struct Membership_proposal {
 // the broken links, it puts out the rank with the most, then the next,
 // until none is left among those in; ties go against the higher rank, and
 // against the others before the proposer (so of two units that lost each
-// other, each keeps itself: a lost peer and a cut are the same to it).
+// other, each keeps itself: a lost peer and a cut are the same to it). A
+// proposer that hears a quorum (hears_a_quorum) puts out every other rank
+// before itself: having lost several peers at once (a server of two units,
+// half a set hung) it is not the one on most broken links but the one left.
 Membership_proposal propose_membership(Rank self, std::span<const Rank> live,
                                        std::span<const std::optional<Membership>> lost_lists,
                                        const Broken_links& before);
+
+// Whether the live ranks `self` has not lost (`own_lost`, by rank: 1 for a
+// rank lost), itself included, could be the set that goes on: more than
+// half of `live` (sorted), or exactly half with its lowest rank among them.
+// Of two sides that cannot hear each other, at most one does.
+bool hears_a_quorum(Rank self, std::span<const Rank> live, const Membership& own_lost);
 
 // Whose proposal the cycle follows: the lowest rank whose proposal was heard
 // (`outs`, by rank: its out list; this unit's own included; nullopt where
