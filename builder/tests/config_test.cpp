@@ -79,6 +79,11 @@ TEST(Config, DataPlaneFlags) {
     EXPECT_EQ(std::get<Config>(defaults).layout, Layout::folded);
     EXPECT_EQ(std::get<Config>(defaults).source, Source_kind::generator);
     EXPECT_EQ(std::get<Config>(defaults).verbs_depth, 2u) << "receives go a cycle ahead unless asked not to";
+    EXPECT_FALSE(std::get<Config>(defaults).receives_ahead()) << "over TCP data moves only when waited for";
+    const Command_line verbs = parse({"--rank", "0", "--peers", "a:1", "--transport", "verbs"});
+    ASSERT_TRUE(std::holds_alternative<Config>(verbs));
+    EXPECT_TRUE(std::get<Config>(verbs).receives_ahead());
+    EXPECT_EQ(std::get<Config>(verbs).cycles_held(), 2u) << "the RU's source holds the next cycle's MFPs too";
 }
 
 // Without --peers the process is controlled: it waits for its rank table

@@ -312,8 +312,8 @@ const Flag_spec flags[] = {
     {.name = "--verbs-depth", .value_name = "D",
      .help = "cycles whose MFP receives a BU holds posted: 2 announces each MFP's size a cycle ahead and posts the "
              "next cycle's receives as soon as the set has decided to go on, so over verbs an MFP finds its receive "
-             "and credit ready; 1 posts them after the cycle's headers (the TCP transport takes it too, where it "
-             "moves nothing sooner)",
+             "and credit ready; 1 posts them after the cycle's headers (over TCP always 1: data moves there only "
+             "when waited for)",
      .fallback = "2", .min = 1, .max = 2, .parse = number<&Config::verbs_depth>,
      .show = show_number<&Config::verbs_depth>},
     {.name = "--inject-fault", .value_name = "F",

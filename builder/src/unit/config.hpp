@@ -55,7 +55,7 @@ struct Config {
     std::uint32_t busy_poll_us = default_busy_poll_us;  // --busy-poll-us
     std::uint32_t data_threads = 0;  // --data-threads; 0: unset, chosen at start (choose_data_threads)
     std::uint32_t tcp_streams = 1;   // --tcp-streams: data connections per peer and direction
-    std::uint32_t verbs_depth = 2;   // --verbs-depth: 2 posts the next cycle's receives once the set goes on
+    std::uint32_t verbs_depth = 2;   // --verbs-depth (receives_ahead)
     std::optional<Injected_fault> fault;  // --inject-fault (verbs)
 
     // With --peers the process configures and starts itself; without, it
@@ -66,6 +66,13 @@ struct Config {
     Rank_table rank_table() const { return Rank_table(flag_functions(units(), layout, dummies)); }
 
     Rank units() const { return static_cast<Rank>(peers.size()); }
+
+    // Whether a BU posts the next cycle's receives as soon as the set goes
+    // on (--verbs-depth 2): over verbs, where a posted receive takes its MFP
+    // on arrival. Over TCP data moves only when waited for, so posting
+    // sooner gains nothing there. The RU's source then holds two cycles.
+    bool receives_ahead() const { return transport == Transport_kind::verbs && verbs_depth > 1; }
+    std::size_t cycles_held() const { return receives_ahead() ? 2 : 1; }
 
     // A joiner may still be connecting to other units for up to the join
     // timeout before it sends its queue-pair addresses: the set-up waits that

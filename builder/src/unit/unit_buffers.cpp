@@ -48,7 +48,7 @@ void Unit_buffers::close_source() {
 }
 
 void Unit_buffers::fit(const Rank_table& table) {
-    const bool too_shallow = source_depth_ != 0 && source_depth_ < config_.verbs_depth * table.units();
+    const bool too_shallow = source_depth_ != 0 && source_depth_ < config_.cycles_held() * table.units();
     if ((!table.runs_ru(rank_) || too_shallow) && source_) close_source();
     if (table.runs_ru(rank_) && !source_) open_source(table);
     if (!table.runs_bu(rank_) && output_) {
@@ -69,9 +69,9 @@ void Unit_buffers::fit(const Rank_table& table) {
 void Unit_buffers::open_source(const Rank_table& table) {
     switch (config_.source) {
         case Source_kind::generator:
-            // The RU holds one MFP per live BU through a cycle, and the next
-            // cycle's with --verbs-depth 2; a later table may make every rank live.
-            source_depth_ = config_.verbs_depth * table.units();
+            // The RU holds one MFP per live BU through a cycle (and the next
+            // cycle's: Config::receives_ahead); a later table may make every rank live.
+            source_depth_ = config_.cycles_held() * table.units();
             source_ = std::make_unique<Generator_reader>(rank_, config_.packing_factor, config_.event_model(),
                                                          source_depth_, &threads_);
             break;
@@ -84,7 +84,7 @@ void Unit_buffers::open_source(const Rank_table& table) {
         }
         case Source_kind::file: source_ = std::make_unique<File_reader>(config_.source_file); break;
         case Source_kind::prepared:
-            source_depth_ = config_.verbs_depth * table.units();
+            source_depth_ = config_.cycles_held() * table.units();
             source_ = std::make_unique<Prepared_reader>(rank_, config_.packing_factor, config_.event_model(),
                                                         source_depth_);
             break;
