@@ -92,5 +92,23 @@ TEST(LocalDiscardWriter, AMepTheOutputHasNoRoomForIsDroppedHereAndCounted) {
         << "after a MEP found no room the next ones do not wait, until one finds room again";
 }
 
+// A MEP laid out ahead takes room there is now or none: nothing waits,
+// nothing goes to the scratch buffer, nothing is counted.
+TEST(LocalDiscardWriter, RoomAskedForWithinAPatienceIsTheInnerWritersOrNone) {
+    Ring_like ring;
+    Tally tally;
+    Local_discard_writer writer(ring, std::chrono::milliseconds(5), 100, tally);
+    ring.full = true;
+    EXPECT_EQ(writer.allocate_within(64, std::chrono::milliseconds(0)).data(), nullptr);
+    EXPECT_EQ(tally.discarded_meps, 0u);
+    ring.full = false;
+    ASSERT_EQ(writer.allocate_within(64, std::chrono::milliseconds(0)).size(), 64u);
+    writer.commit();
+    EXPECT_EQ(ring.committed, std::vector<std::size_t>{64});
+    EXPECT_EQ(tally.discarded_meps, 0u);
+    using std::chrono::milliseconds;
+    EXPECT_EQ(ring.patience, (std::vector<milliseconds>{milliseconds(0), milliseconds(0)}));
+}
+
 }  // namespace
 }  // namespace eb

@@ -34,6 +34,14 @@ std::span<std::byte> Local_discard_writer::allocate(std::size_t bytes) {
     return scratch_;
 }
 
+std::span<std::byte> Local_discard_writer::allocate_within(std::size_t bytes, std::chrono::milliseconds patience) {
+    const auto room = inner_.allocate_within(bytes, patience);
+    if (room.data() == nullptr) return {};
+    overflowing_ = false;
+    in_scratch_.push_back(false);
+    return room;
+}
+
 void Local_discard_writer::finish_oldest(bool complete) {
     if (in_scratch_.empty()) throw std::logic_error("Local_discard_writer: commit without allocate");
     const bool scratch = in_scratch_.front();

@@ -22,6 +22,9 @@ public:
                          Mep_tally& tally);
 
     std::span<std::byte> allocate(std::size_t bytes) override;
+    // Room in the inner writer within `patience`, or none (nothing counted,
+    // nothing dropped): for a MEP laid out ahead, which may wait for nothing.
+    std::span<std::byte> allocate_within(std::size_t bytes, std::chrono::milliseconds patience) override;
     void commit() override;
     void commit_incomplete() override;
     void discard() override;

@@ -147,7 +147,7 @@ std::span<const std::byte> Event_builder::checked_mfp(std::span<const std::byte>
     return stand_in;
 }
 
-void Event_builder::lay_out_mep(std::uint64_t cycle_chunk, bool ahead) {
+bool Event_builder::lay_out_mep(std::uint64_t cycle_chunk, bool ahead) {
     const std::uint64_t chunk = cycle_chunk + table_.bu_index(rank_);
     bool missing = lacks_streams_;
     for (std::size_t slot = 0; slot < table_.sources().size(); ++slot) {
@@ -168,19 +168,24 @@ void Event_builder::lay_out_mep(std::uint64_t cycle_chunk, bool ahead) {
                               ", " + std::to_string(mfp_sizes_[largest]) +
                               " bytes); raise --ring-mib or lower --packing-factor");
     }
-    mep_ = unit_.output->allocate(layout.total_bytes);
+    // Ahead, a BU late for its output (a consumer behind) waits after the
+    // headers as before, so its RUs hold their MFPs for it and count that.
+    mep_ = ahead ? unit_.output->allocate_within(layout.total_bytes, std::chrono::milliseconds(0))
+                 : unit_.output->allocate(layout.total_bytes);
+    if (mep_.data() == nullptr) return false;
     mep_open_ = true;
     write_mep_header(mep_, layout, chunk * settings_.packing_factor, settings_.packing_factor, settings_.epoch,
                      stream_map_);
     offsets_ = std::move(layout.offsets);
     mep_damaged_ = false;
-    if (!missing || settings_.drop_incomplete) return;
+    if (!missing || settings_.drop_incomplete) return true;
     // Flagged delivery: a lost or unread source's slot holds an MFP of missing fragments.
     const std::vector<std::uint16_t> sizes(settings_.packing_factor, 0);
     for (std::size_t slot = 0; slot < slot_missing_.size(); ++slot)
         if (slot_missing_[slot])
             write_mfp(mep_.subspan(offsets_[slot], missing_mfp_.size()),
                       {table_.sources()[slot], chunk * settings_.packing_factor, fragment_type_missing}, sizes);
+    return true;
 }
 
 void Event_builder::post_receives() {
@@ -212,7 +217,7 @@ void Event_builder::post_next_cycle(std::uint64_t next_chunk) {
     for (const Rank source : table_.sources())
         if (!table_.source_unread(source) && !transport_.lost(source) && agreement_.header(source).next_bytes == 0)
             return;  // its RU did not have that MFP yet: laid out after the next headers
-    lay_out_mep(next_chunk, true);
+    if (!lay_out_mep(next_chunk, true)) return;  // no room now: laid out after the next headers
     post_receives();
     mep_ahead_ = true;
 }

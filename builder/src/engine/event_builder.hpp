@@ -95,8 +95,9 @@ private:
     // that the source has ready, where receives go ahead.
     void take_mfps(std::uint64_t cycle_chunk);
     // Lays out the MEP of the cycle at `cycle_chunk` from the sizes the
-    // headers announced for it (`ahead`: a cycle ahead, in next_bytes).
-    void lay_out_mep(std::uint64_t cycle_chunk, bool ahead);
+    // headers announced for it (`ahead`: a cycle ahead, in next_bytes, and
+    // only in room the output has now: false if it has none).
+    bool lay_out_mep(std::uint64_t cycle_chunk, bool ahead);
     void post_receives();
     // Whether the sizes of this cycle's headers are those announced a cycle
     // ahead, which its MEP was laid out with; throws Transport_error if not.
