@@ -124,6 +124,10 @@ func (r *EventBuilderRunReconciler) announceFailover(run *ebv1.EventBuilderRun, 
 	if rec.Outcome == ebv1.OutcomeRejoined {
 		reason = "UnitRejoined"
 	}
-	r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, reason, "Failover", "epoch %d, %s in %s: %s",
+	// Related: the table just published, at its new resourceVersion. The
+	// events API folds Events of the same type, reason, action and objects
+	// into one series keeping the first note, so without it a second
+	// failover within minutes showed only as a count on the first.
+	r.Recorder.Eventf(run, cm, corev1.EventTypeWarning, reason, "Failover", "epoch %d, %s in %s: %s",
 		t.Epoch, rec.Outcome, fo.Duration.Duration.Round(time.Millisecond), rec.Summary())
 }
