@@ -18,12 +18,9 @@ Local_discard_writer::Local_discard_writer(Buffer_writer& inner, std::chrono::mi
 std::span<std::byte> Local_discard_writer::allocate(std::size_t bytes) {
     // Once a MEP found no room in time, the next ones take only room there
     // is at once, so the set is not slowed by the patience every cycle.
-    if (const auto room = inner_.allocate_within(bytes, overflowing_ ? std::chrono::milliseconds(0) : patience_);
-        room.data() != nullptr) {
-        overflowing_ = false;
-        in_scratch_.push_back(false);
+    if (const auto room = allocate_within(bytes, overflowing_ ? std::chrono::milliseconds(0) : patience_);
+        room.data() != nullptr)
         return room;
-    }
     overflowing_ = true;
     if (std::find(in_scratch_.begin(), in_scratch_.end(), true) != in_scratch_.end())
         throw std::logic_error("Local_discard_writer: one MEP at a time in the scratch buffer");
