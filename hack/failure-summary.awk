@@ -14,8 +14,14 @@ BEGIN { depth = 80; width = 400; budget = 8000 }
 /^ *--- (PASS|FAIL|SKIP): / {
 	if ($2 == "FAIL:") failed[++failures] = $3
 	if ($0 ~ /^---/) cur = "" # a top-level test ended
+	# Without -v, go test prints a failed test's log after this line,
+	# indented one level deeper than it.
+	report = $2 == "FAIL:" ? $3 : ""
+	match($0, /^ */); depthOfReport = RLENGTH + 4
 	next
 }
+report != "" && match($0, /^ +/) && RLENGTH >= depthOfReport { keep(report, $0); next }
+{ report = "" }
 cur != "" { keep(cur, $0) }
 /^The following tests FAILED:/ { ctest = 1 }
 ctest && /^\t *[0-9]+ - / { tail[++tails] = $0 } # ctest's list of failed tests
