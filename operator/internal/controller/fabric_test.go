@@ -486,14 +486,17 @@ func TestFabricRunPlacesUnitsAndFailsOver(t *testing.T) {
 	})
 	expectEvent(t, ns, "fo", "SparesReplenished")
 	back := waitPods(t, ns, "fo", "fo-eb-0", "fo-eb-1", "fo-eb-2", "fo-eb-3", "fo-eb-5", "fo-eb-6")
+	// Rank 0's spare is warm (its pod Ready) before rank 1's builder
+	// starts: unit 1 is restored onto the first warm spare, whichever
+	// kubelet's probe came first.
 	for _, name := range []string{"fo-eb-0", "fo-eb-1"} {
 		farm.Kill(string(pods[name].UID)) // the old builders went with their pods
 		pod := back[name]
 		emu[name] = startPod(t, &pod)
+		waitPodReady(t, &pod)
 	}
-	// Once the spares are warm (their pods Ready), unit 1, lost with no
-	// spare left, runs again on the lowest of them (rank 0), by
-	// configure: the run has all its units back.
+	// Once a spare is warm, unit 1, lost with no spare left, runs again on
+	// it (rank 0), by configure: the run has all its units back.
 	eventually(t, "unit 1 back on rank 0 at epoch 5", func() (err error) {
 		if doc, err = rankTable(ctx, ns, "fo"); err == nil && (doc.Epoch != 5 || roles(doc) != "LSLL.LL." || *doc.Ranks[0].Unit != 1) {
 			err = fmt.Errorf("epoch %d roles %s", doc.Epoch, roles(doc))

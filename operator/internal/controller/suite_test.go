@@ -260,6 +260,24 @@ func (p *readinessProber) probe(ctx context.Context, hc *http.Client, uid types.
 	}
 }
 
+// waitPodReady waits for the prober to mark pod Ready, as a kubelet
+// would once its builder answers /readyz.
+func waitPodReady(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	eventually(t, "pod "+pod.Name+" Ready", func() error {
+		var now corev1.Pod
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(pod), &now); err != nil {
+			return err
+		}
+		for _, c := range now.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("conditions %+v", now.Status.Conditions)
+	})
+}
+
 // newNamespace gives each test its own namespace. Its runs are deleted when
 // the test ends (envtest has no namespace controller to do it): the
 // operator stops polling and reconciling them, so a late test does not
