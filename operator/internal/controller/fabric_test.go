@@ -462,6 +462,17 @@ func TestFabricRunPlacesUnitsAndFailsOver(t *testing.T) {
 	}
 	waitPods(t, ns, "fo", "fo-eb-2", "fo-eb-3", "fo-eb-5", "fo-eb-6")
 	waitFailoverConfigured(t, key, 3)
+	// Each failover, seconds apart, is an Event of its own with its note
+	// (the events API keeps only the first note of a series).
+	eventually(t, "Failover events of epochs 2 and 3", func() error {
+		notes := eventNotes(t, ns, "fo", "Failover")
+		for _, epoch := range []string{"epoch 2, ", "epoch 3, "} {
+			if !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, epoch) }) {
+				return fmt.Errorf("Failover notes %q: none of %s", notes, strings.TrimSuffix(epoch, ", "))
+			}
+		}
+		return nil
+	})
 	waitPhase(t, key, ebv1.PhaseDegraded, ebv1.ReasonUnitsLost)
 	if err := k8s.Get(ctx, key, run); err != nil {
 		t.Fatal(err)
