@@ -480,15 +480,7 @@ func TestMissingUnitDegradesARunThatBuilt(t *testing.T) {
 	farm.Kill(string(pods[1].UID))
 	// A poll of rank 0 that times out on a loaded machine names it too,
 	// rightly, for that poll: the message must come to name rank 1 alone.
-	eventually(t, "Degraded, naming rank 1", func() error {
-		run := getRun(t, key)
-		cond := meta.FindStatusCondition(run.Status.Conditions, ebv1.ConditionReady)
-		if run.Status.Phase != ebv1.PhaseDegraded || cond == nil || cond.Reason != ebv1.ReasonUnitsMissing ||
-			!strings.Contains(cond.Message, "1 of 2 units are not building: rank 1 (") {
-			return fmt.Errorf("phase %s, Ready condition %+v; want Degraded for %s naming rank 1 alone", run.Status.Phase, cond, ebv1.ReasonUnitsMissing)
-		}
-		return nil
-	})
+	waitPhaseSaying(t, key, ebv1.PhaseDegraded, ebv1.ReasonUnitsMissing, "1 of 2 units are not building: rank 1 (")
 	var again corev1.Pod
 	eventually(t, "missing-eb-1 recreated", func() error {
 		live, err := livePods(ctx, key.Namespace, "missing")
@@ -1292,6 +1284,13 @@ func TestChartCopiesGeneratedManifests(t *testing.T) {
 // waitPhase waits for the run's phase and Ready reason and returns the condition.
 func waitPhase(t *testing.T, key client.ObjectKey, phase ebv1.RunPhase, reason string) *metav1.Condition {
 	t.Helper()
+	return waitPhaseSaying(t, key, phase, reason, "")
+}
+
+// waitPhaseSaying is waitPhase for a Ready condition whose message also
+// contains text.
+func waitPhaseSaying(t *testing.T, key client.ObjectKey, phase ebv1.RunPhase, reason, text string) *metav1.Condition {
+	t.Helper()
 	var cond *metav1.Condition
 	eventually(t, "phase "+string(phase), func() error {
 		run := &ebv1.EventBuilderRun{}
@@ -1299,7 +1298,8 @@ func waitPhase(t *testing.T, key client.ObjectKey, phase ebv1.RunPhase, reason s
 			return err
 		}
 		cond = meta.FindStatusCondition(run.Status.Conditions, ebv1.ConditionReady)
-		if run.Status.Phase != phase || cond == nil || cond.Reason != reason || cond.ObservedGeneration != run.Generation {
+		if run.Status.Phase != phase || cond == nil || cond.Reason != reason || cond.ObservedGeneration != run.Generation ||
+			!strings.Contains(cond.Message, text) {
 			return fmt.Errorf("phase %s, Ready condition %+v", run.Status.Phase, cond)
 		}
 		return nil

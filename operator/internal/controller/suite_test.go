@@ -266,13 +266,8 @@ func waitPodReady(t *testing.T, pod *corev1.Pod) {
 	t.Helper()
 	eventually(t, "pod "+pod.Name+" Ready", func() error {
 		var now corev1.Pod
-		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(pod), &now); err != nil {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(pod), &now); err != nil || runplan.PodReady(&now) {
 			return err
-		}
-		for _, c := range now.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				return nil
-			}
 		}
 		return fmt.Errorf("conditions %+v", now.Status.Conditions)
 	})
