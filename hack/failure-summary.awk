@@ -5,6 +5,14 @@
 function keep(name, line) {
 	n[name]++
 	buf[name, n[name] % depth] = line
+	# t.Log and t.Error lines ("    file_test.go:42: ..."), kept apart: a
+	# test that prints a long report after it failed (the soak's, with
+	# fmt.Print) would push its error out of its last lines.
+	if (line ~ /^ +[^ :]+\.go:[0-9]+: /) {
+		logs[name]++
+		logbuf[name, logs[name] % depth] = line
+		logat[name, logs[name] % depth] = n[name]
+	}
 }
 # CI shows about 12 000 characters of a log's tail: the failed tests' lines
 # share 8 000 of them, so that a test that logs a long report after its
@@ -32,17 +40,37 @@ END {
 	for (f = 1; f <= failures; f++) {
 		name = failed[f]
 		if (!leaf(name)) continue
-		print "==== FAIL: " name ", its last lines:"
+		share = budget / leaves
 		oldest = n[name] >= depth ? n[name] - depth + 1 : 1
-		chars = 0 # the most last lines that fit the test's share
-		for (first = n[name] + 1; first > oldest; first--) {
-			chars += length(substr(buf[name, (first - 1) % depth], 1, width)) + 1
-			if (chars > budget / leaves) break
-		}
+		first = lastLines(name, n[name], oldest, share / 2)
+		# Its t.Log and t.Error lines from before those last lines, in the
+		# other half of its share; without any, the last lines take it all.
+		oldestLog = logs[name] >= depth ? logs[name] - depth + 1 : 1
+		for (newestLog = logs[name]; newestLog >= oldestLog && logat[name, newestLog % depth] >= first; newestLog--) {}
+		if (newestLog >= oldestLog) {
+			chars = 0
+			for (firstLog = newestLog + 1; firstLog > oldestLog; firstLog--) {
+				chars += length(substr(logbuf[name, (firstLog - 1) % depth], 1, width)) + 1
+				if (chars > share / 2) break
+			}
+			print "==== FAIL: " name ", its t.Log and t.Error lines before its last lines:"
+			for (i = firstLog; i <= newestLog; i++) print substr(logbuf[name, i % depth], 1, width)
+		} else
+			first = lastLines(name, n[name], oldest, share)
+		print "==== FAIL: " name ", its last lines:"
 		for (i = first; i <= n[name]; i++) print substr(buf[name, i % depth], 1, width)
 	}
 	print "==== " failures + 0 " failed tests (with their parents); failed packages and make errors:"
 	for (i = 1; i <= tails; i++) if (tail[i] !~ /^ok/) print tail[i]
+}
+
+# The first of name's last lines, from newest down to oldest, that fit chars.
+function lastLines(name, newest, oldest, chars,    first, used) {
+	for (first = newest + 1; first > oldest; first--) {
+		used += length(substr(buf[name, (first - 1) % depth], 1, width)) + 1
+		if (used > chars) break
+	}
+	return first
 }
 
 # A parent fails with its subtests: only the subtests' lines are shown.
