@@ -98,7 +98,11 @@ func checkRejoinAfterRestart(ctx context.Context, t *testing.T, key client.Objec
 		t.Fatal(err)
 	}
 	var back time.Time // the last of its builders on the worker to start again
+	onNode := map[string]bool{}
 	for _, pod := range pods.Items {
+		if pod.Spec.NodeName == node {
+			onNode[pod.Name] = true
+		}
 		for _, c := range pod.Status.ContainerStatuses {
 			if run := c.State.Running; pod.Spec.NodeName == node && c.Name == "builder" && run != nil && run.StartedAt.After(back) {
 				back = run.StartedAt.Time
@@ -117,6 +121,15 @@ func checkRejoinAfterRestart(ctx context.Context, t *testing.T, key client.Objec
 	if d := building.Sub(back); d > rejoinAfterStartBound {
 		t.Errorf("every run built again %s after the restarted worker's builders started, want under %s",
 			d.Round(100*time.Millisecond), rejoinAfterStartBound)
+		run := getSoakRun(ctx, t, key)
+		var ranks []int32
+		for _, u := range run.Status.Units {
+			if onNode[u.Pod] {
+				ranks = append(ranks, u.Rank)
+			}
+		}
+		logComeback(ctx, t, node, run, ranks, started)
+		logRunEvents(ctx, t, run, o.At)
 	}
 }
 

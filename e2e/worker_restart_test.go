@@ -105,6 +105,7 @@ func TestWorkerLostUnderARunWithoutAFabric(t *testing.T) {
 			}
 			if tc.newIPs && building > workerRestartBound {
 				t.Errorf("every unit built again %s after docker %s, want under %s", building.Round(time.Millisecond), tc.back, workerRestartBound)
+				logRunEvents(ctx, t, run, lostAt)
 			}
 			// And events flow: the counters (written every
 			// --status-counters-interval) grow on every unit.
@@ -249,5 +250,29 @@ func logComeback(ctx context.Context, t *testing.T, node string, run *ebv1alpha1
 		}
 		t.Logf("comeback: rank %d pod %s: sandbox ready +%s, builder started +%s, pod Ready +%s", u.Rank, pod.Name,
 			since(at[corev1.PodReadyToStartContainers]), since(started), since(at[corev1.PodReady]))
+	}
+}
+
+// logRunEvents prints the run's Events since since, oldest first, with
+// their times from it: which epochs the operator published, which rejoins
+// failed or waited, for a failure whose own line cannot say.
+func logRunEvents(ctx context.Context, t *testing.T, run *ebv1alpha1.EventBuilderRun, since time.Time) {
+	t.Helper()
+	var events corev1.EventList
+	if err := k8sClient.List(ctx, &events, client.InNamespace(run.Namespace), client.MatchingFields{"involvedObject.name": run.Name}); err != nil {
+		t.Logf("events of %s/%s: %v", run.Namespace, run.Name, err)
+		return
+	}
+	at := func(e corev1.Event) time.Time {
+		if !e.EventTime.IsZero() {
+			return e.EventTime.Time
+		}
+		return e.LastTimestamp.Time
+	}
+	slices.SortFunc(events.Items, func(a, b corev1.Event) int { return at(a).Compare(at(b)) })
+	for _, e := range events.Items {
+		if when := at(e); !when.Before(since.Truncate(time.Second)) {
+			t.Logf("event +%s %s %s: %s", when.Sub(since).Round(100*time.Millisecond), e.Type, e.Reason, e.Message)
+		}
 	}
 }
