@@ -116,7 +116,7 @@ func (s *soakSession) towardUnits(f soak.Fault) soak.Fault {
 
 // soakWholeTimeout bounds the wait, after a fault, for every run whole
 // again: a restarted server's device plugins and spare pods, a vacated
-// endpoint offered again (--reoffer-vacated-after, 2 min in the chart),
+// endpoint offered again (--reoffer-vacated-after, 15 s in the chart),
 // the units home.
 const soakWholeTimeout = 4 * time.Minute
 

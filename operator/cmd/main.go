@@ -46,7 +46,7 @@ type options struct {
 	pollInterval, pollTimeout                 time.Duration
 	controlTimeout                            time.Duration
 	notReadyGrace                             time.Duration
-	reofferVacatedAfter                       time.Duration
+	reofferVacatedAfter, reofferVacatedMax    time.Duration
 	unreachableAfter                          time.Duration
 	stallAfter                                time.Duration
 	maxConcurrentReconciles                   int
@@ -61,7 +61,7 @@ type options struct {
 // tunedFlags are the flags a farm tunes; the Helm chart has a value for
 // each (a test checks that it renders them with these defaults).
 var tunedFlags = []string{"builder-poll-interval", "builder-poll-timeout", "builder-control-timeout", "node-not-ready-grace",
-	"reoffer-vacated-after", "builder-unreachable-after", "builder-stall-after", "max-concurrent-reconciles", "status-counters-interval",
+	"reoffer-vacated-after", "reoffer-vacated-max", "builder-unreachable-after", "builder-stall-after", "max-concurrent-reconciles", "status-counters-interval",
 	"leader-elect-lease-duration", "leader-elect-renew-deadline", "leader-elect-retry-period"}
 
 // bindFlags defines the manager's flags on fs.
@@ -102,10 +102,15 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.DurationVar(&o.notReadyGrace, "node-not-ready-grace", 10*time.Second,
 		"How long a node's Ready condition may be False before the units on it fail over to spares. "+
 			"A node whose Ready is Unknown, that is being deleted or that is gone fails them at once.")
-	fs.DurationVar(&o.reofferVacatedAfter, "reoffer-vacated-after", 2*time.Minute,
+	fs.DurationVar(&o.reofferVacatedAfter, "reoffer-vacated-after", 15*time.Second,
 		"How long an endpoint whose unit failed away waits, its node Ready, before it is offered as a warm spare again "+
-			"though its server neither turned NotReady nor rebooted (a hang, a network blip; one back from either is "+
-			"offered at once). A unit is restored onto a spare only once its pod is Ready. 0: never.")
+			"though its server neither turned NotReady nor rebooted (its builder's pod or process failed, a hang, a "+
+			"network blip; one back from either is offered at once), where another builder of the run on its server "+
+			"answers; twice as long each time it is vacated again within --reoffer-vacated-max of its offer, up to that, "+
+			"and that long where no builder on its server answers. A unit is restored onto a spare only once its pod is Ready. 0: never.")
+	fs.DurationVar(&o.reofferVacatedMax, "reoffer-vacated-max", 2*time.Minute,
+		"The longest rest of an endpoint vacated again and again (--reoffer-vacated-after doubled); one that held "+
+			"for this long since its offer rests --reoffer-vacated-after again.")
 	fs.DurationVar(&o.unreachableAfter, "builder-unreachable-after", time.Second,
 		"How long a live unit's builder may answer no poll (two in a row at least), with no majority of its peers "+
 			"reporting it up, before the unit fails over to a spare (its server may be gone with every peer that "+
@@ -278,7 +283,7 @@ func setUpManager(o *options, scheme *runtime.Scheme, metricsOpts metricsserver.
 		StatusURL:              builderpod.StatusURL,
 		PollInterval:           o.pollInterval,
 		NodeNotReadyGrace:      o.notReadyGrace,
-		ReofferVacatedAfter:    o.reofferVacatedAfter,
+		VacancyRest:            runplan.VacancyRest{First: o.reofferVacatedAfter, Max: o.reofferVacatedMax},
 		UnreachableAfter:       o.unreachableAfter,
 		StallAfter:             o.stallAfter,
 		MaxConcurrent:          o.maxConcurrentReconciles,

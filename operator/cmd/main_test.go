@@ -41,6 +41,7 @@ func TestChartPassesTunedFlags(t *testing.T) {
 		"builder-control-timeout":     "builderControlTimeout",
 		"node-not-ready-grace":        "nodeNotReadyGrace",
 		"reoffer-vacated-after":       "reofferVacatedAfter",
+		"reoffer-vacated-max":         "reofferVacatedMax",
 		"builder-unreachable-after":   "builderUnreachableAfter",
 		"builder-stall-after":         "builderStallAfter",
 		"max-concurrent-reconciles":   "maxConcurrentReconciles",

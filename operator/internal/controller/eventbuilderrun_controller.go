@@ -77,11 +77,11 @@ type EventBuilderRunReconciler struct {
 	// fabric) whose rejoins do not hold; zero fields are
 	// runplan.DefaultRejoinBackoff's.
 	RejoinBackoff runplan.RejoinBackoff
-	// ReofferVacatedAfter is how long an endpoint vacated by a failure
-	// waits, its node Ready, before it is offered as a spare again though
-	// its server neither turned NotReady nor rebooted (a hang, a blip);
-	// 0: never.
-	ReofferVacatedAfter time.Duration
+	// VacancyRest is how long an endpoint vacated by a failure waits, its
+	// node Ready, before it is offered as a spare again though its server
+	// neither turned NotReady nor rebooted (its pod or process failed, a
+	// hang, a blip): longer each time it fails again soon; zero: never.
+	VacancyRest runplan.VacancyRest
 	// StatusCountersInterval is how often a steady run's status is written
 	// when only its counters, rates and sample times changed
 	// (builderstatus.SteadyChange); any other change is written at once.

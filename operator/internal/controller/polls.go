@@ -86,6 +86,16 @@ func (r *EventBuilderRunReconciler) latest(key types.NamespacedName, pods map[in
 	return current(r.polls.Latest(key), pods)
 }
 
+// heard are the nodes where a builder of the run answered its latest poll
+// (runplan.Heard); none before the first.
+func (r *EventBuilderRunReconciler) heard(key types.NamespacedName, pods map[int32]*corev1.Pod) map[string]bool {
+	p := r.latest(key, pods)
+	if p == nil {
+		return nil
+	}
+	return runplan.Heard(pods, p.Reports)
+}
+
 // current drops from p the reports of pods that are no longer their
 // ranks' pods (replaced, or gone since the poll).
 func current(p *builderstatus.Poll, pods map[int32]*corev1.Pod) *builderstatus.Poll {

@@ -165,7 +165,7 @@ func (p *runPass) failOver(ctx context.Context, in *loadedRun, obs *observedRun,
 	publish, rec := planner.RankTable{}, (*runplan.Recovery)(nil)
 	if len(next.Moves) > 0 {
 		publish, rec = next.Table, &next
-	} else if more, added := r.replenish(*obs.fabric, table, run, out.cm, in.nodes, obs.endpoints, in.cordoned, p.now); len(added) > 0 {
+	} else if more, added := r.replenish(*obs.fabric, table, run, out.cm, in.nodes, obs.endpoints, in.cordoned, r.heard(p.key, obs.pods), p.now); len(added) > 0 {
 		publish = more
 	} else if more, rehomed, err := r.rehome(*obs.fabric, table, run, obs.pods, runplan.SwitchPending(table, lastMove, run.Status.Units, p.now, switchHold)); err != nil {
 		return endWith(ctrl.Result{}, err)
@@ -182,7 +182,7 @@ func (p *runPass) failOver(ctx context.Context, in *loadedRun, obs *observedRun,
 	// Published with the table: the endpoints it vacates, with their
 	// servers' boot IDs (runplan.Rebooted) and since when (runplan.Rested).
 	prev, _ := record[map[string]runplan.Vacancy](out.cm, annVacancies)
-	setRecord(out.cm, annVacancies, runplan.Vacancies(*obs.fabric, publish, runplan.BootIDs(in.nodes), prev, p.now))
+	setRecord(out.cm, annVacancies, runplan.Vacancies(*obs.fabric, publish, runplan.BootIDs(in.nodes), prev, p.now, r.VacancyRest))
 	if out.runTable, err = p.publish(ctx, run, obs, out.runTable, publish, rec, false, ""); err != nil {
 		return endWith(ctrl.Result{}, err)
 	}
@@ -231,9 +231,10 @@ func (p *runPass) rejoin(ctx context.Context, in *loadedRun, secret *corev1.Secr
 // replenish offers again as warm spares the endpoints of servers that came
 // back after the run's last failover (runplan.Replenish): Ready again, or
 // rebooted (a new boot ID) faster than they turned NotReady, or Ready and
-// vacated for ReofferVacatedAfter, or uncordoned; and says so.
+// vacated for their rest (VacancyRest; the short one where a builder of
+// the run answers: heard), or uncordoned; and says so.
 func (r *EventBuilderRunReconciler) replenish(fabric planner.Fabric, t planner.RankTable, run *ebv1.EventBuilderRun,
-	cm *corev1.ConfigMap, nodes []corev1.Node, endpoints map[string]planner.Endpoint, cordoned map[string]bool, now time.Time) (planner.RankTable, []string) {
+	cm *corev1.ConfigMap, nodes []corev1.Node, endpoints map[string]planner.Endpoint, cordoned, heard map[string]bool, now time.Time) (planner.RankTable, []string) {
 	fo, err := record[*ebv1.FailoverStatus](cm, annLastFailover)
 	if err != nil || fo == nil {
 		return t, nil
@@ -242,7 +243,7 @@ func (r *EventBuilderRunReconciler) replenish(fabric planner.Fabric, t planner.R
 	maps.Copy(back, runplan.Uncordoned(fo, endpoints, cordoned))
 	vacancies, _ := record[map[string]runplan.Vacancy](cm, annVacancies) // an unreadable record finds none back
 	maps.Copy(back, runplan.Rebooted(fabric, vacancies, nodes))
-	maps.Copy(back, runplan.Rested(fabric, vacancies, nodes, now, r.ReofferVacatedAfter))
+	maps.Copy(back, runplan.Rested(fabric, vacancies, nodes, heard, now, r.VacancyRest))
 	next, added := runplan.Replenish(fabric, t, run.Spec.Spares, back)
 	if len(added) > 0 {
 		r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, "SparesReplenished", "Plan",
