@@ -222,8 +222,11 @@ func TestFailoverToWarmSpare(t *testing.T) {
 	// where a unit failed (its rank is a dummy, placed nowhere), the spare's
 	// endpoint building, the move in the failovers; the plugin says the same.
 	page := crew.waitForPage(ctx, t, run, fabric, "console-failover-after")
+	// The page matches the status read with it; the victim's endpoint may
+	// be offered again already (after reofferRest), a spare then.
+	vacated := !slices.ContainsFunc(run.Status.Ranks, func(rk ebv1alpha1.RankStatus) bool { return rk.Endpoint == victim.Endpoint })
 	for _, b := range page.Endpoints {
-		if b.ID == "endpoint-"+victim.Endpoint && b.Class != "endpoint failed" {
+		if b.ID == "endpoint-"+victim.Endpoint && vacated && b.Class != "endpoint failed" {
 			t.Errorf("console: the failed unit's endpoint %s has class %q after the failover, want \"endpoint failed\"", victim.Endpoint, b.Class)
 		}
 		if b.ID == "endpoint-"+move.SpareEndpoint && b.Class != "endpoint live" {
@@ -241,7 +244,57 @@ func TestFailoverToWarmSpare(t *testing.T) {
 	pluginSays(ctx, t, "failovers", namespaceName, runName)
 	crew.waitForPrometheusRate(ctx, t, run, "console-failover-after")
 
+	// The victim's server is alive (the survivor answers there), so its
+	// endpoint, vacated by its own unit's failure, rests reofferRest and is
+	// a warm spare again: the run has both its spares back.
+	var offered time.Time
+	waitFor(ctx, t, "the victim's endpoint a warm spare again", 2*time.Minute, func() (bool, string) {
+		if err := get(); err != nil {
+			return false, err.Error()
+		}
+		offered = eventTime(ctx, t, run, "SparesReplenished", victim.Endpoint)
+		standing := slices.ContainsFunc(run.Status.Ranks, func(rk ebv1alpha1.RankStatus) bool {
+			return rk.Endpoint == victim.Endpoint && rk.Role == ebv1alpha1.RoleSpare && rk.State == "RUNNING"
+		})
+		return !offered.IsZero() && standing && run.Status.SparesLeft == 2, describeFailover(run)
+	})
+	rested := offered.Sub(fo.ObservedTime.Time)
+	t.Logf("the victim's endpoint %s offered again %s after the failover (rest %s): %s", victim.Endpoint,
+		rested.Round(100*time.Millisecond), reofferRest, describeFailover(run))
+	if rested < reofferRest || rested > reofferRest+timingMargin {
+		t.Errorf("the victim's endpoint was offered again %s after the failover, want its rest %s (plus at most %s)",
+			rested.Round(100*time.Millisecond), reofferRest, timingMargin)
+	}
+
 	removeRunAndFabric(ctx, t, key, fabricName)
+}
+
+// reofferRest is the chart's reofferVacatedAfter: how long an endpoint
+// vacated by its own unit's failure rests, its server alive, before it is
+// offered again.
+const reofferRest = 15 * time.Second
+
+// eventTime is when the run's last Event of reason whose note names text
+// was emitted; zero when there is none.
+func eventTime(ctx context.Context, t *testing.T, run *ebv1alpha1.EventBuilderRun, reason, text string) time.Time {
+	t.Helper()
+	var events corev1.EventList
+	if err := k8sClient.List(ctx, &events, client.InNamespace(run.Namespace),
+		client.MatchingFields{"involvedObject.name": run.Name, "reason": reason}); err != nil {
+		t.Logf("events %s of %s/%s: %v", reason, run.Namespace, run.Name, err)
+		return time.Time{}
+	}
+	var at time.Time
+	for _, e := range events.Items {
+		when := e.EventTime.Time
+		if when.IsZero() {
+			when = e.LastTimestamp.Time
+		}
+		if strings.Contains(e.Message, text) && when.After(at) {
+			at = when
+		}
+	}
+	return at
 }
 
 // workerFabric is a Fabric of one leaf of 4 ports and one spine: each of the

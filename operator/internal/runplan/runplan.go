@@ -707,8 +707,8 @@ func Uncordoned(fo *ebv1.FailoverStatus, endpoints map[string]planner.Endpoint, 
 // after the run's last failover), schedulable (Ready, its spare pod not
 // failed) and runs no other rank, lowest rank first, until the table
 // holds `spares` usable spares (spec.spares). An endpoint whose node never
-// went away (a unit failed there for its pod or its process) is not
-// offered again: it may fail the same way. It returns the table at the
+// went away (a unit failed there for its pod or its process) is in back
+// only once it rested (Rested): it may fail the same way. It returns the table at the
 // next epoch and the endpoints made spares; the table unchanged and none
 // when there is nothing to do.
 func Replenish(f planner.Fabric, t planner.RankTable, spares int32, back map[string]bool) (planner.RankTable, []string) {
