@@ -286,11 +286,7 @@ func eventTime(ctx context.Context, t *testing.T, run *ebv1alpha1.EventBuilderRu
 	}
 	var at time.Time
 	for _, e := range events.Items {
-		when := e.EventTime.Time
-		if when.IsZero() {
-			when = e.LastTimestamp.Time
-		}
-		if strings.Contains(e.Message, text) && when.After(at) {
+		if when := eventAt(e); strings.Contains(e.Message, text) && when.After(at) {
 			at = when
 		}
 	}

@@ -263,16 +263,19 @@ func logRunEvents(ctx context.Context, t *testing.T, run *ebv1alpha1.EventBuilde
 		t.Logf("events of %s/%s: %v", run.Namespace, run.Name, err)
 		return
 	}
-	at := func(e corev1.Event) time.Time {
-		if !e.EventTime.IsZero() {
-			return e.EventTime.Time
-		}
-		return e.LastTimestamp.Time
-	}
-	slices.SortFunc(events.Items, func(a, b corev1.Event) int { return at(a).Compare(at(b)) })
+	slices.SortFunc(events.Items, func(a, b corev1.Event) int { return eventAt(a).Compare(eventAt(b)) })
 	for _, e := range events.Items {
-		if when := at(e); !when.Before(since.Truncate(time.Second)) {
+		if when := eventAt(e); !when.Before(since.Truncate(time.Second)) {
 			t.Logf("event +%s %s %s: %s", when.Sub(since).Round(100*time.Millisecond), e.Type, e.Reason, e.Message)
 		}
 	}
+}
+
+// eventAt is when an Event was emitted: its eventTime (events.k8s.io, as
+// the operator records them), else its lastTimestamp.
+func eventAt(e corev1.Event) time.Time {
+	if !e.EventTime.IsZero() {
+		return e.EventTime.Time
+	}
+	return e.LastTimestamp.Time
 }
