@@ -180,9 +180,9 @@ Command_outcome Unit::configure(const Configure_request& request) {
     if (request.rank >= request.peers.size())
         return {Command_outcome::Kind::invalid, "rank " + std::to_string(request.rank) + " is not in the table"};
     // A session that is ending (reset, signalled) runs no table any more:
-    // this one is for the next session.
-    const bool in_session =
-        (phase_ == Session_phase::building || phase_ == Session_phase::paused) && !session_stop_.requested();
+    // this one is for the next session. A unit of a running set switching
+    // tables (connecting the last one's joiners) is in the set all along.
+    const bool in_session = in_set_ && !session_stop_.requested();
     if (in_session && request.peers.size() != current_->peers.size())
         return refused("the table has " + std::to_string(request.peers.size()) + " ranks, the running one " +
                        std::to_string(current_->peers.size()) + "; the number of ranks cannot change while running: "
@@ -277,6 +277,7 @@ bool Unit::run() {
         {
             std::lock_guard lock(mutex_);
             in_session_ = false;
+            in_set_ = false;
             show_phase(Session_phase::none);
             changed_.notify_all();  // a signalled unit waits for this
         }
@@ -373,6 +374,10 @@ Unit::Session_end Unit::run_session(Configure_request table) {
     transport.count_traffic(status_.traffic());
     if (joining && !take_verdicts(ranks, rank, reached->connected, reached->in_session, transport))
         return Session_end::left;
+    {
+        std::lock_guard lock(mutex_);
+        in_set_ = true;
+    }
     show_peers(status_, ranks, rank, transport);
 
     const std::uint64_t target_cycles = cycles_for_events(config_.events, config_.packing_factor);

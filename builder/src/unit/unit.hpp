@@ -129,6 +129,10 @@ private:
     bool kept_start_ = false;
     Session_phase phase_ = Session_phase::none;
     bool in_session_ = false;  // run() is in a session, which session_stop_ ends
+    // This session's unit is one of a running set (connected, and taken in
+    // where it joined), switches and pauses included: a table configured
+    // now is the set's next one, not a reason to connect again.
+    bool in_set_ = false;
 
     std::jthread signal_relay_;  // last: started once the rest is, stopped before it goes
 };
