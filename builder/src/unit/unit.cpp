@@ -142,11 +142,12 @@ Command_outcome Unit::command(Command command, const Configure_request* request)
             else pause_vote_ = false;
             break;
         case Command::stop:
-            // Building: the set stops together at the end of a cycle. Paused
-            // (the set is at a common boundary), connecting or standby: at once.
+            // In a set, building or switching tables: the set stops together
+            // at the end of a cycle. Paused (the set is at a common boundary),
+            // connecting or standby: at once.
             stop_vote_ = true;
             kept_start_ = false;
-            if (phase_ != Session_phase::building && in_session_) session_stop_.request();
+            if (in_session_ && (!in_set_ || phase_ == Session_phase::paused)) session_stop_.request();
             break;
         case Command::reset:
             current_.reset();
