@@ -476,6 +476,9 @@ bool Unit::switch_table(Configure_request& table, const Configure_request& next,
     {
         std::lock_guard lock(mutex_);
         current_ = next;
+        // Made a dummy, it leaves the set here: a table configured from now
+        // on is adopted, not held for a switch this unit takes no part in.
+        in_set_ = after.live(next.rank);
         status_.set_table(static_cast<std::uint32_t>(next.epoch), live_ranks(after));
     }
     table = next;
