@@ -11,11 +11,13 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -241,7 +243,15 @@ func main() {
 	// One client, one pool of connections, for the builders' polls and
 	// commands, kept across the managers of runReplica.
 	builders := builderclient.New(builderclient.Timeouts{Poll: o.pollTimeout, Control: o.controlTimeout})
-	newManager := func() (ctrl.Manager, error) { return setUpManager(o, scheme, metricsOpts, tlsOpts, clients, builders) }
+	cfg := ctrl.GetConfigOrDie()
+	mapper, err := sharedMapper(cfg)
+	if err != nil {
+		log.Error(err, "unable to make a REST mapper")
+		os.Exit(1)
+	}
+	newManager := func() (ctrl.Manager, error) {
+		return setUpManager(cfg, mapper, o, scheme, metricsOpts, tlsOpts, clients, builders)
+	}
 	if err := runReplica(ctrl.SetupSignalHandler(), newManager, log, 2*time.Second, o.listens()); err != nil {
 		log.Error(err, "problem running manager")
 		os.Exit(1)
@@ -249,13 +259,15 @@ func main() {
 }
 
 // setUpManager makes a manager with the operator's controllers, console and
-// health checks on it.
-func setUpManager(o *options, scheme *runtime.Scheme, metricsOpts metricsserver.Options, tlsOpts []func(*tls.Config),
+// health checks on it, its REST mapper from mapper (sharedMapper).
+func setUpManager(cfg *rest.Config, mapper func(*rest.Config, *http.Client) (meta.RESTMapper, error), o *options,
+	scheme *runtime.Scheme, metricsOpts metricsserver.Options, tlsOpts []func(*tls.Config),
 	clients *builderpod.ControlClients, builders *builderclient.Client) (ctrl.Manager, error) {
 	cacheOptions := controller.CacheOptions()
 	cacheOptions.DefaultNamespaces = o.namespaces()
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
+		MapperProvider:          mapper,
 		Cache:                   cacheOptions,
 		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  o.probeAddr,
