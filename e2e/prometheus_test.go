@@ -46,9 +46,10 @@ func TestPrometheusScrapesTheRunAndAlertsOnALostPeer(t *testing.T) {
 				up, err1, epoch, err2, run.Status.Epoch, floorSeen, err3, history, err4)
 	})
 
-	// The same half minute seen twice: the status's counter (the operator's
-	// polls, its counters written every 10 s) and PromQL's rate over
-	// Prometheus's own scrapes (every 5 s here: 6 or 7 in the window).
+	// One interval seen twice: from one of the operator's samples to one
+	// about half a minute later (its counters written every 10 s), the
+	// status's counter and PromQL's rate over Prometheus's own scrapes
+	// (every 5 s here).
 	const window = 30 * time.Second
 	if err := k8sClient.Get(ctx, key, run); err != nil {
 		t.Fatal(err)
@@ -65,10 +66,9 @@ func TestPrometheusScrapesTheRunAndAlertsOnALostPeer(t *testing.T) {
 	if err := k8sClient.Get(ctx, key, run); err != nil {
 		t.Fatal(err)
 	}
-	// Both over the operator's own poll times, not the test's: the rate
-	// changes over a minute of a loaded 2-core host, so PromQL's rate is
-	// taken over the same interval (it once read 12 % more over the 30 s
-	// before the query than the status over polls up to 10 s older).
+	// Over the operator's own poll times, not the test's: the rate changes
+	// over a minute of a loaded 2-core host (PromQL over the 30 s before the
+	// query once read 12 % more than the status over polls up to 10 s older).
 	endedAt := run.Status.LastSampleTime.Time
 	span := endedAt.Sub(startedAt)
 	statusRate := float64(run.Status.EventsBuilt-start) / span.Seconds()

@@ -65,16 +65,6 @@ void expect_no_error(const Controlled_set& set) {
     for (const Rank rank : set.ranks()) EXPECT_NE(set.text(rank, "state"), "ERROR") << "rank " << rank << "\n" << set.logs();
 }
 
-std::uint64_t stop_the_others(Controlled_set& set, Rank via);
-
-// Stops the set through `via`; a unit the set put out (it cycles alone) is
-// told on its own. Returns the set's next event once all have stopped.
-std::uint64_t stop_everyone(Controlled_set& set, Rank via) {
-    EXPECT_EQ(set.command(via, "stop").status, 200);
-    EXPECT_TRUE(set.all_report({via}, test::stopped, 10s)) << set.logs();
-    return stop_the_others(set, via);
-}
-
 // Once the set has stopped through `via`: each unit it put out is told on
 // its own. Returns the set's next event once all have stopped.
 std::uint64_t stop_the_others(Controlled_set& set, Rank via) {
@@ -84,6 +74,14 @@ std::uint64_t stop_the_others(Controlled_set& set, Rank via) {
         }
     EXPECT_TRUE(set.all_report(set.ranks(), test::stopped, 10s)) << set.logs();
     return set.number(via, "next_event");
+}
+
+// Stops the set through `via`; a unit the set put out (it cycles alone) is
+// told on its own. Returns the set's next event once all have stopped.
+std::uint64_t stop_everyone(Controlled_set& set, Rank via) {
+    EXPECT_EQ(set.command(via, "stop").status, 200);
+    EXPECT_TRUE(set.all_report({via}, test::stopped, 10s)) << set.logs();
+    return stop_the_others(set, via);
 }
 
 // Every event of the set's cycles built once, found incomplete or dropped,
