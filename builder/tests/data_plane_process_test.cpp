@@ -287,6 +287,28 @@ TEST_F(Run, AConsumerCrashIsSurvivedAndTheNextConsumerTakesOver) {
     EXPECT_FALSE(ring_exists(0, "mep"));
 }
 
+// A pod's containers all get SIGTERM at once: a consumer whose builder
+// stops, closing the ring under it, still removes its files (the per-stream
+// tallies beside the ring), however many SIGTERMs come meanwhile. The
+// moment a signal could kill it is short, so the stop is played 8 times.
+TEST_F(Run, AConsumerSignalledOverAndOverAsItsBuilderStopsLeavesNoFiles) {
+    for (int round = 0; round < 8 && !HasFailure(); ++round) {
+        SCOPED_TRACE("round " + std::to_string(round));
+        const std::vector<std::string> common = {"--peers", peers(1), "--packing-factor", "100",
+                                                 "--run", run_name_, "--ring-mib", "1"};
+        Child& builder = start_builder(0, with(common, {"--output", "shm"}));
+        Child& consumer = start("consumer-" + std::to_string(round), "eb-consumer", with(common, {"--rank", "0"}));
+        ASSERT_TRUE(test::eventually([&] { return ring_exists(0, "mep-consumer-streams"); }, 10s)) << consumer.log();
+        builder.signal(SIGTERM);
+        ASSERT_TRUE(consumer.signal_until_exit(SIGTERM, 20s).has_value());
+        EXPECT_EQ(builder.wait_exit(10s), 0);
+        EXPECT_NE(consumer.log().find("consumer: "), std::string::npos) << "it was killed before its summary";
+        for (const auto& entry : std::filesystem::directory_iterator("/dev/shm"))
+            EXPECT_FALSE(entry.path().filename().string().starts_with("eb-" + run_name_ + "-"))
+                << entry.path() << " left behind";
+    }
+}
+
 // A builder that fails closes its ring as failed: the consumer reports it
 // and exits 1 at once, instead of taking it for the end of the run. The
 // failure here: a replayed source file that runs out while the builder was

@@ -209,6 +209,18 @@ std::optional<int> Child::wait_exit(std::chrono::milliseconds timeout) {
     return exit_code_;
 }
 
+std::optional<int> Child::signal_until_exit(int signal_number, std::chrono::milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    while (!exit_code_ && Clock::now() < deadline) {
+        for (int burst = 0; burst < 64; ++burst) ::kill(pid_, signal_number);
+        // WNOWAIT leaves it a zombie, so its pid is not reused under the next kill.
+        siginfo_t exited{};
+        if (::waitid(P_PID, static_cast<id_t>(pid_), &exited, WEXITED | WNOHANG | WNOWAIT) == 0 && exited.si_pid == pid_)
+            break;
+    }
+    return wait_exit(std::chrono::milliseconds(0));
+}
+
 std::string Child::log() const {
     std::ifstream file(log_path_);
     std::ostringstream text;

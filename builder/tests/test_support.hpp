@@ -73,6 +73,10 @@ public:
     // The exit code once the child has exited (128 + signal if killed by
     // one), or nullopt if it is still running after `timeout`.
     std::optional<int> wait_exit(std::chrono::milliseconds timeout);
+    // Sends `signal_number` over and over, as fast as it goes, until the
+    // child exits or `timeout` passes (as a pod's programs get SIGTERM while
+    // they already stop); then as wait_exit.
+    std::optional<int> signal_until_exit(int signal_number, std::chrono::milliseconds timeout);
     std::string log() const;
 
 private:

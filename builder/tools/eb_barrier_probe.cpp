@@ -57,7 +57,13 @@ int main(int argc, char** argv) {
         auto mesh = eb::connect_mesh(eb::listen_for_peers(config.peers[config.rank].port), config.rank, config.peers,
                                      {}, stop);
         if (!mesh) return 1;
-        eb::Tcp_transport transport(config.rank, std::move(*mesh), stop);
+        // The peer timeout of the flags: a probe of a loaded machine may be
+        // given more than the builder's default, lest it lose a peer that was
+        // only unscheduled and let the others pass without it.
+        const eb::Transport_settings settings = config.transport_settings();
+        eb::Tcp_transport transport(config.rank, std::move(*mesh), stop, {},
+                                    eb::Liveness{std::chrono::milliseconds(settings.peer_timeout_ms),
+                                                 std::chrono::milliseconds(settings.setup_timeout_ms)});
         const eb::Rank_table table = config.rank_table();
         eb::Barrier barrier(config.barrier, transport, table.live_ranks());
         const auto participants = static_cast<std::uint32_t>(table.live_ranks().size());

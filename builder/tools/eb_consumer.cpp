@@ -106,9 +106,12 @@ int main(int argc, char** argv) {
     const std::uint64_t cycles = eb::cycles_for_events(config.events, config.packing_factor);
     std::uint64_t first_mep = 0;  // index in this BU's sequence of the first MEP read
     int exit_code = 0;
+    // Before the try, so SIGTERM stays caught until main returns: a pod's
+    // containers are all signalled at once, and a consumer whose builder
+    // closed the ring first must still get to remove its files below.
+    eb::Stop_flag stop;
+    eb::stop_on_signals(stop);
     try {
-        eb::Stop_flag stop;
-        eb::stop_on_signals(stop);
         eb::Shm_ring_reader ring(ring_name, stop);
         eb::Consumer_report_writer report(ring_name);
         eb::remove_stream_tallies(ring_name);  // a killed predecessor's counts are not this consumer's
