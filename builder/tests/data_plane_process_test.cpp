@@ -301,7 +301,9 @@ TEST_F(Run, AConsumerSignalledOverAndOverAsItsBuilderStopsLeavesNoFiles) {
         ASSERT_TRUE(test::eventually([&] { return ring_exists(0, "mep-consumer-streams"); }, 10s)) << consumer.log();
         builder.signal(SIGTERM);
         ASSERT_TRUE(consumer.signal_until_exit(SIGTERM, 20s).has_value());
-        EXPECT_EQ(builder.wait_exit(10s), 0);
+        // Each round's builder is builder-0 again: its log is shown here,
+        // before the next round starts another.
+        EXPECT_EQ(builder.wait_exit(10s), 0) << builder.log();
         EXPECT_NE(consumer.log().find("consumer: "), std::string::npos) << "it was killed before its summary";
         for (const auto& entry : std::filesystem::directory_iterator("/dev/shm"))
             EXPECT_FALSE(entry.path().filename().string().starts_with("eb-" + run_name_ + "-"))
