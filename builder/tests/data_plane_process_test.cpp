@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -16,7 +17,9 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <thread>
 
+#include "base/socket.hpp"
 #include "process_run.hpp"
 #include "schedule/rank_table.hpp"
 #include "test_support.hpp"
@@ -553,6 +556,38 @@ TEST_P(Barriers, NoProcessLeavesBeforeAllArrived) {
     if (std::string(kind) == "none") {
         EXPECT_GT(left_early, 0) << "without a barrier the witness must catch someone";
     }
+}
+
+// A probe stopped mid-run for twice the builder's default peer timeout is
+// waited for, not lost, when the probes are given --peer-timeout-ms 30000:
+// the probe's transport takes the flags' timeout (it took the 1 s default,
+// and the 64-probe barriers lost unscheduled probes on a loaded machine).
+TEST_F(Run, ABarrierProbeWaitsForAStoppedPeerUpToItsPeerTimeout) {
+    constexpr int rounds = 100'000;
+    const std::string witness = dir_ + "/witness";
+    std::ofstream(witness).write(std::string(rounds * 4, '\0').data(), rounds * 4);
+    const std::string list = peers(2);
+    std::vector<Child*> probes;
+    for (Rank rank = 0; rank < 2; ++rank)
+        probes.push_back(&start("probe-" + std::to_string(rank), "eb-barrier-probe",
+                                {"--rank", std::to_string(rank), "--peers", list, "--barrier", "tournament",
+                                 "--events", std::to_string(rounds), "--http-port", "1", "--peer-timeout-ms",
+                                 "30000", witness}));
+    // Both are past their 1000th barrier before one is stopped.
+    const auto arrived_at = [&](int round) {
+        std::ifstream file(witness, std::ios::binary);
+        file.seekg(round * 4);
+        std::uint32_t count = 0;
+        file.read(reinterpret_cast<char*>(&count), sizeof count);
+        return count;
+    };
+    ASSERT_TRUE(test::eventually([&] { return arrived_at(1000) == 2; }, 20s)) << probes[0]->log();
+    ASSERT_EQ(arrived_at(rounds - 1), 0u) << "the probes finished before one could be stopped; give them more rounds";
+    probes[1]->signal(SIGSTOP);
+    // The fault itself: silent for twice the default peer timeout.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2 * default_peer_timeout_ms));
+    probes[1]->signal(SIGCONT);
+    for (Child* probe : probes) EXPECT_EQ(probe->wait_exit(60s), 0) << probe->log();
 }
 
 INSTANTIATE_TEST_SUITE_P(DataPlane, Barriers,
