@@ -117,7 +117,7 @@ func newRealSet(t *testing.T, table planner.RankTable) *set {
 	}
 	s := &set{t: t, status: New(Timeouts{Poll: time.Second, Control: time.Second})}
 	n := table.N()
-	ports := freePorts(t, 2*n)
+	ports := testenv.FreePorts(t, 2*n)
 	httpPorts := ports[:n]
 	procs := map[int]*exec.Cmd{}
 	s.start = func(r int) {
@@ -403,20 +403,6 @@ func unfolded(t *testing.T, set *set) {
 	if built != next {
 		t.Errorf("%d events built, the sources made %d: every event is built exactly once", built, next)
 	}
-}
-
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-		defer l.Close()
-	}
-	return ports
 }
 
 func waitFor(t *testing.T, what string, check func() error) {
@@ -753,7 +739,7 @@ func TestContractEmptyTokenFileStopsTheStart(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, "--rank", "0", "--http-port", strconv.Itoa(freePorts(t, 1)[0]), "--token-file", tokenFile).CombinedOutput()
+	out, err := exec.CommandContext(ctx, bin, "--rank", "0", "--http-port", strconv.Itoa(testenv.FreePorts(t, 1)[0]), "--token-file", tokenFile).CombinedOutput()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() <= 0 || !strings.Contains(string(out), "the file is empty") {
 		t.Errorf("eb-builder with an empty token file: %v, %q; want it to exit non-zero saying the file is empty", err, out)
@@ -822,7 +808,7 @@ func TestContractEbBuilderTakesThePodsCommandLine(t *testing.T) {
 		t.Run(shape.name, func(t *testing.T) {
 			run := &ebv1.EventBuilderRun{Spec: ebv1.EventBuilderRunSpec{Units: 2, Layout: shape.layout, Builder: shape.builder}}
 			args := builderpod.Args(run, 1, shape.place)
-			port := strconv.Itoa(freePorts(t, 1)[0])
+			port := strconv.Itoa(testenv.FreePorts(t, 1)[0])
 			for i := 0; i+1 < len(args); i++ { // the pod's paths and port, here
 				if path, ok := files[args[i]]; ok {
 					args[i+1] = path
