@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -33,7 +32,8 @@ func TestAReplicaThatLosesTheLeaseLeadsAgain(t *testing.T) {
 	const lease = "replica-test"
 	led := make(chan string, 4) // each manager's lease holder identity, as it starts leading
 	// The same ports for every manager, as the operator's flags give them.
-	probes, metrics := freePort(t), freePort(t)
+	ports := testenv.FreePorts(t, 2)
+	probes, metrics := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
 	failed := 0 // managers that could not be made
 	newManager := func() (ctrl.Manager, error) {
 		mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
@@ -124,17 +124,6 @@ func awaitLeader(t *testing.T, led <-chan string, ended <-chan error) string {
 		t.Fatal("no manager led within 30 s")
 	}
 	return ""
-}
-
-// freePort is a local address nothing listens on.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // holder is the lease's holder identity, as a manager leads.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -32,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"daq.io/eventbuilder/operator/internal/shortlist"
+	"daq.io/eventbuilder/operator/internal/testenv"
 )
 
 // operatorNamespace is where the chart is installed.
@@ -158,7 +158,12 @@ func startOperator(ctx context.Context, c client.Client, cfg *rest.Config, dir, 
 		return nil, err
 	}
 	for i := range chart.replicas {
-		probe, metrics := freePort(), freePort()
+		ports, err := testenv.PickFreePorts(2)
+		if err != nil {
+			o.stop()
+			return nil, err
+		}
+		probe, metrics := strconv.Itoa(ports[0]), strconv.Itoa(ports[1])
 		args := []string{"--leader-election-namespace=" + operatorNamespace}
 		for _, a := range chart.args {
 			switch {
@@ -182,16 +187,6 @@ func startOperator(ctx context.Context, c client.Client, cfg *rest.Config, dir, 
 }
 
 func ptrTo[T any](v T) *T { return &v }
-
-// freePort is a TCP port on the loopback device free at the moment.
-func freePort() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "0"
-	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-}
 
 // writeTokenKubeconfig writes a kubeconfig that reaches cfg's API server
 // with a bearer token, as a pod's service account does.

@@ -27,14 +27,17 @@ const portsFile = "/tmp/eb-test-ports"
 // handed out again.
 func FreePorts(t testing.TB, n int) []int {
 	t.Helper()
-	ports, err := freePorts(n, time.Now())
+	ports, err := PickFreePorts(n)
 	if err != nil {
 		t.Fatalf("choosing %d free ports: %v", n, err)
 	}
 	return ports
 }
 
-func freePorts(n int, now time.Time) ([]int, error) {
+// PickFreePorts is FreePorts for a program that is not a test (the farm
+// harness), returning the error.
+func PickFreePorts(n int) ([]int, error) {
+	now := time.Now()
 	low := ephemeralLow()
 	lock, err := os.OpenFile(portsFile, os.O_RDWR|os.O_CREATE, 0o666)
 	if err != nil {
