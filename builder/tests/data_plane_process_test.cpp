@@ -526,23 +526,43 @@ TEST_F(Run, FileReplayFeedsTheRu) {
     }
 }
 
-// N probes run 30 barriers; each counts itself into a shared witness before
-// a barrier and checks after it that all N had. No probe is to be lost: 64
-// processes on a loaded 2-core machine can go a second unscheduled, so the
-// peer timeout is 30 s (a lost peer would let the others pass without it).
-class Barriers : public Run, public testing::WithParamInterface<std::pair<const char*, Rank>> {};
+// Barrier probes (eb-barrier-probe) run ROUNDS barriers; each counts itself
+// into a shared witness file before a barrier and checks after it that all
+// had. No probe is to be lost: 64 processes on a loaded 2-core machine can go
+// a second unscheduled, so the peer timeout is 30 s (a lost peer would let
+// the others pass without it).
+class Probes : public Run {
+protected:
+    std::vector<Child*> start_probes(const char* kind, Rank units, int rounds) {
+        std::ofstream(witness_).write(std::string(rounds * 4, '\0').data(), rounds * 4);
+        const std::string list = peers(units);
+        std::vector<Child*> probes;
+        for (Rank rank = 0; rank < units; ++rank)
+            probes.push_back(&start("probe-" + std::to_string(rank), "eb-barrier-probe",
+                                    {"--rank", std::to_string(rank), "--peers", list, "--barrier", kind, "--events",
+                                     std::to_string(rounds), "--http-port", "1", "--peer-timeout-ms", "30000",
+                                     witness_}));
+        return probes;
+    }
+
+    // How many probes counted themselves in before barrier `round`.
+    std::uint32_t arrived_at(int round) const {
+        std::ifstream file(witness_, std::ios::binary);
+        file.seekg(round * 4);
+        std::uint32_t count = 0;
+        file.read(reinterpret_cast<char*>(&count), sizeof count);
+        return count;
+    }
+
+    const std::string witness_ = dir_ + "/witness";
+};
+
+// N probes run 30 barriers of each kind.
+class Barriers : public Probes, public testing::WithParamInterface<std::pair<const char*, Rank>> {};
 
 TEST_P(Barriers, NoProcessLeavesBeforeAllArrived) {
     const auto [kind, units] = GetParam();
-    constexpr int rounds = 30;
-    const std::string witness = dir_ + "/witness";
-    std::ofstream(witness).write(std::string(rounds * 4, '\0').data(), rounds * 4);
-    const std::string list = peers(units);
-    std::vector<Child*> probes;
-    for (Rank rank = 0; rank < units; ++rank)
-        probes.push_back(&start("probe-" + std::to_string(rank), "eb-barrier-probe",
-                                {"--rank", std::to_string(rank), "--peers", list, "--barrier", kind, "--events",
-                                 std::to_string(rounds), "--http-port", "1", "--peer-timeout-ms", "30000", witness}));
+    const std::vector<Child*> probes = start_probes(kind, units, 30);
     int left_early = 0;
     for (Child* probe : probes) {
         const auto code = probe->wait_exit(60s);
@@ -559,28 +579,13 @@ TEST_P(Barriers, NoProcessLeavesBeforeAllArrived) {
 }
 
 // A probe stopped mid-run for twice the builder's default peer timeout is
-// waited for, not lost, when the probes are given --peer-timeout-ms 30000:
-// the probe's transport takes the flags' timeout (it took the 1 s default,
-// and the 64-probe barriers lost unscheduled probes on a loaded machine).
-TEST_F(Run, ABarrierProbeWaitsForAStoppedPeerUpToItsPeerTimeout) {
+// waited for, not lost: the probe's transport takes the flags' 30 s peer
+// timeout (it took the 1 s default, and the 64-probe barriers lost
+// unscheduled probes on a loaded machine).
+TEST_F(Probes, ABarrierProbeWaitsForAStoppedPeerUpToItsPeerTimeout) {
     constexpr int rounds = 100'000;
-    const std::string witness = dir_ + "/witness";
-    std::ofstream(witness).write(std::string(rounds * 4, '\0').data(), rounds * 4);
-    const std::string list = peers(2);
-    std::vector<Child*> probes;
-    for (Rank rank = 0; rank < 2; ++rank)
-        probes.push_back(&start("probe-" + std::to_string(rank), "eb-barrier-probe",
-                                {"--rank", std::to_string(rank), "--peers", list, "--barrier", "tournament",
-                                 "--events", std::to_string(rounds), "--http-port", "1", "--peer-timeout-ms",
-                                 "30000", witness}));
+    const std::vector<Child*> probes = start_probes("tournament", 2, rounds);
     // Both are past their 1000th barrier before one is stopped.
-    const auto arrived_at = [&](int round) {
-        std::ifstream file(witness, std::ios::binary);
-        file.seekg(round * 4);
-        std::uint32_t count = 0;
-        file.read(reinterpret_cast<char*>(&count), sizeof count);
-        return count;
-    };
     ASSERT_TRUE(test::eventually([&] { return arrived_at(1000) == 2; }, 20s)) << probes[0]->log();
     ASSERT_EQ(arrived_at(rounds - 1), 0u) << "the probes finished before one could be stopped; give them more rounds";
     probes[1]->signal(SIGSTOP);
