@@ -637,8 +637,8 @@ std::optional<std::string> read_until_closed(const Fd& fd) {
 }
 
 // Units on different rank table epochs do not connect: a dial from another
-// epoch gets one 'R' and is closed, and a unit whose dial is refused so dials
-// again, until both sides agree.
+// epoch gets 'R' and the refusing unit's epoch (u32) and is closed, and a
+// unit whose dial is refused so dials again, until both sides agree.
 TEST(TcpMesh, ADialFromAnotherEpochIsRefusedWithRAndTheRefusedDialRetried) {
     const std::vector<std::uint16_t> ports = test::free_ports(2);
     const std::vector<Peer_address> peers = loopback_peers(ports);
@@ -653,7 +653,7 @@ TEST(TcpMesh, ADialFromAnotherEpochIsRefusedWithRAndTheRefusedDialRetried) {
     // Rank 1 dials in from epoch 2: refused.
     const Fd from_epoch_2 = dial_in(ports[0], 1, 2, 2);
     ASSERT_TRUE(from_epoch_2);
-    EXPECT_EQ(read_until_closed(from_epoch_2), std::optional<std::string>("R"));
+    EXPECT_EQ(read_until_closed(from_epoch_2), std::optional<std::string>(std::string("R\x01\0\0\0", 5)));
 
     // Rank 1 refuses rank 0's dial as from another epoch: rank 0 dials again.
     {
@@ -672,6 +672,45 @@ TEST(TcpMesh, ADialFromAnotherEpochIsRefusedWithRAndTheRefusedDialRetried) {
     ASSERT_TRUE(mesh) << "the mesh did not come up";
     EXPECT_TRUE(mesh->to[1]);
     EXPECT_TRUE(mesh->from[1]);
+}
+
+// A running set switching to epoch 2 dials a joiner that refuses it from
+// epoch 3: epochs only go forward, so the joiner never takes epoch 2 and
+// the connect ends at once without it (later_epochs), not after the join
+// timeout (a minute here). A refusal from an earlier epoch, or one that
+// names none (an older release), is dialled again as before.
+TEST(TcpMesh, ASwitchGivesUpAtOnceOnAJoinerThatRefusesItFromALaterEpoch) {
+    const std::vector<std::uint16_t> ports = test::free_ports(2);
+    const std::vector<Peer_address> peers = loopback_peers(ports);
+    Stop_flag stop;
+    const Fd listener = listen_for_peers(ports[1]);
+    std::optional<Mesh_connections> connections;
+    const auto started = std::chrono::steady_clock::now();
+    std::jthread unit([&, unit_listener = listen_for_peers(ports[0])] {
+        Mesh_position switching;
+        switching.epoch = 2;
+        switching.in_session = true;
+        connections = connect_peers(unit_listener, 0, peers, {false, true}, switching, default_peer_timeout_ms,
+                                    std::chrono::minutes(1), stop);
+    });
+    const Stop_on_exit stop_on_exit{stop};
+
+    for (const std::string& refusal : {std::string("R"), std::string("R\x01\0\0\0", 5)}) {
+        const Fd refused = accept_dial(listener, 0, 2, /*take=*/false);
+        ASSERT_TRUE(refused) << "rank 0 did not dial again after the refusal " << refusal.size();
+        ASSERT_EQ(::send(refused.get(), refusal.data(), refusal.size(), MSG_NOSIGNAL), static_cast<ssize_t>(refusal.size()));
+    }
+    {
+        const Fd refused = accept_dial(listener, 0, 2, /*take=*/false);
+        ASSERT_TRUE(refused);
+        const std::string later("R\x03\0\0\0", 5);
+        ASSERT_EQ(::send(refused.get(), later.data(), later.size(), MSG_NOSIGNAL), 5);
+    }
+    unit.join();
+    ASSERT_TRUE(connections);
+    EXPECT_FALSE(connections->connected(1));
+    EXPECT_EQ(connections->later_epochs, (std::vector<std::uint32_t>{0, 3}));
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(20)) << "it waited for the join timeout";
 }
 
 // Units of one set with another --tcp-streams cannot share a mesh: each

@@ -23,7 +23,8 @@ std::optional<Peer_links::Reached> Peer_links::connect(const Fd& listener, std::
                                      policy_.key, resolve_host, policy_.refused);
     if (!connections) return std::nullopt;
     const Rank units = static_cast<Rank>(connections->hellos.size());
-    Reached reached{std::vector<bool>(units), std::vector<bool>(units), std::move(connections->hellos)};
+    Reached reached{std::vector<bool>(units), std::vector<bool>(units), std::move(connections->hellos),
+                    std::move(connections->later_epochs)};
     for (Rank peer = 0; peer < units; ++peer) {
         reached.connected[peer] = connections->connected(peer);
         reached.in_session[peer] = reached.connected[peer] && reached.hellos[peer]->in_session;

@@ -45,6 +45,7 @@ public:
         std::vector<bool> connected;   // both ways, every stream
         std::vector<bool> in_session;  // of those, already building in a session (their hello says so)
         std::vector<std::optional<Mesh_position>> hellos;  // of the wanted peers that dialled in
+        std::vector<std::uint32_t> later_epochs;  // joiners already on a later table (not waited for), else 0
     };
 
     Peer_links(Rank rank, Policy policy, const Stop_flag& stop, Mesh_transport::Loss_observer on_loss, Data_threads& threads);

@@ -11,6 +11,7 @@ std::string_view link_failure_name(Link_failure failure) {
         case Link_failure::join_timeout: return "join_timeout";
         case Link_failure::out_of_step: return "out_of_step";
         case Link_failure::excluded: return "excluded";
+        case Link_failure::later_epoch: return "later_epoch";
     }
     return "error";
 }

@@ -33,10 +33,11 @@ public:
 // Why a peer was given up on. join_timeout: it did not join the running set
 // within --join-timeout-ms of a switch; out_of_step: it joined from a session
 // of its own, at another place in the event stream; excluded: another unit
-// of the set lost it, so the whole set goes on without it
+// of the set lost it, so the whole set goes on without it; later_epoch: a
+// joiner already on a later table than the switch's, which it never takes
 // (docs/control-api.md).
-enum class Link_failure { closed, reset, timeout, error, join_timeout, out_of_step, excluded };
-inline constexpr std::size_t link_failure_kinds = 7;
+enum class Link_failure { closed, reset, timeout, error, join_timeout, out_of_step, excluded, later_epoch };
+inline constexpr std::size_t link_failure_kinds = 8;
 std::string_view link_failure_name(Link_failure failure);
 
 // The largest control message (cycle messages, barrier tokens, membership

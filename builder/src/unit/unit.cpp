@@ -521,6 +521,10 @@ bool Unit::switch_table(Configure_request& table, const Configure_request& next,
                                    std::to_string(reached->hellos[peer]->next_chunk) + " after " +
                                    std::to_string(reached->hellos[peer]->cycles_done) + " cycles, this unit at " +
                                    std::to_string(next_chunk_) + " after " + std::to_string(cycles_done_));
+            else if (joining[peer] && reached->later_epochs[peer] != 0)
+                transport.lose(peer, Link_failure::later_epoch,
+                               "it is on rank table epoch " + std::to_string(reached->later_epochs[peer]) +
+                                   " already: the set takes it in when it switches to that table");
             else if (joining[peer] && !connected[peer])
                 transport.lose(peer, Link_failure::join_timeout,
                                "not connected within the join timeout (--join-timeout-ms)");

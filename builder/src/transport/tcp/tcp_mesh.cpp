@@ -75,8 +75,10 @@ bool peer_closed(int fd) {
 }
 
 // Sent on a dial just before closing it: from another epoch, so the dialler
-// knows to dial again rather than take the close for a departure; over
-// another transport, so the dialler fails as the refusing unit does.
+// knows to dial again rather than take the close for a departure (followed
+// by the refusing unit's epoch, 4 bytes: a dialler switching a running set
+// stops dialling a joiner already on a later table, which never goes back);
+// over another transport, so the dialler fails as the refusing unit does.
 constexpr std::byte epoch_refusal{'R'};
 constexpr std::byte transport_refusal{'T'};
 // Sent on a dial from a unit with another --tcp-streams: both fail.
@@ -167,7 +169,8 @@ public:
           streams_(position.streams),
           dials_(peers.size() * streams_),
           accepted_(peers.size() * streams_),
-          hellos_(peers.size()) {
+          hellos_(peers.size()),
+          later_epochs_(peers.size()) {
         if (streams_ == 0 || streams_ > max_tcp_streams)
             throw std::logic_error("connect_peers: " + std::to_string(streams_) + " streams, not 1.." +
                                    std::to_string(max_tcp_streams));
@@ -198,6 +201,8 @@ private:
     void take_nonce(std::size_t slot, Clock::time_point now);
     void take_answer(std::size_t slot, Clock::time_point now);
     void fail_dial(std::size_t slot, std::string why, Clock::time_point now);
+    void refused_for_epoch(std::size_t slot, Clock::time_point now);
+    void pass_over(Rank peer, std::uint32_t its_epoch);
     void give_up_overdue(Clock::time_point now);
     void accept_waiting(Clock::time_point now);
     void read_hello(Greeting& greeting);
@@ -233,6 +238,7 @@ private:
     std::vector<Dial> dials_;   // by slot
     std::vector<Fd> accepted_;  // by slot
     std::vector<std::optional<Mesh_position>> hellos_;  // by rank
+    std::vector<std::uint32_t> later_epochs_;  // by rank: a joiner passed over (pass_over), else 0
     std::vector<Greeting> greetings_;
     Clock::time_point started_ = Clock::now();
     Clock::time_point next_report_ = started_ + report_interval;
@@ -311,7 +317,7 @@ std::optional<Mesh_connections> Mesh_builder::run() {
         greetings_.clear();
     }
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_);
-    Mesh_connections connections{Tcp_mesh::empty(units(), streams_), {}};
+    Mesh_connections connections{Tcp_mesh::empty(units(), streams_), {}, {}};
     std::size_t connected = 0;
     for (Rank peer = 0; peer < units(); ++peer) {
         // A peer reached one way only, or on some of its streams, is none:
@@ -326,6 +332,7 @@ std::optional<Mesh_connections> Mesh_builder::run() {
     }
     log_info("data mesh up: connected to ", connected, " of ", live_peers(), " peers in ", took.count(), " ms");
     connections.hellos = std::move(hellos_);
+    connections.later_epochs = std::move(later_epochs_);
     return connections;
 }
 
@@ -449,14 +456,14 @@ void Mesh_builder::take_answer(std::size_t slot, Clock::time_point now) {
     }
     if (got == 1 && answer == transport_refusal)
         throw Transport_error(transport_mismatch(peer_of(slot), !position_.verbs, position_.verbs));
+    if (got == 1 && answer == epoch_refusal) return refused_for_epoch(slot, now);
     if (got == 1 && answer == streams_refusal)
         throw Transport_error("rank " + std::to_string(peer_of(slot)) + " refused this unit's " +
                               std::to_string(streams_) +
                               " data connections per peer and direction: every unit of a set needs the same "
                               "--tcp-streams");
     fail_dial(slot,
-              got == 1 && answer == epoch_refusal ? "it is on another rank table epoch; dialling again"
-              : got == 1 && answer == key_refusal
+              got == 1 && answer == key_refusal
                   ? "it refused this unit's proof of the run's data key (the units hold different keys: "
                     "--data-key-file or EB_DATA_KEY); dialling again"
               : got == 1 && answer == table_refusal
@@ -464,6 +471,36 @@ void Mesh_builder::take_answer(std::size_t slot, Clock::time_point now) {
                     "rank (every unit needs the same --peers and --dummies); dialling again"
                   : "it closed the connection before taking the hello; dialling again",
               now);
+}
+
+void Mesh_builder::refused_for_epoch(std::size_t slot, Clock::time_point now) {
+    Dial& dial = dials_[slot];
+    // Sent with the refusal byte, before the close: here already, or the
+    // peer's release does not send it.
+    std::uint32_t its_epoch = 0;
+    if (::recv(dial.fd.get(), &its_epoch, sizeof its_epoch, MSG_DONTWAIT) != sizeof its_epoch) its_epoch = 0;
+    // Epochs only go forward: a joiner on a later table never takes this
+    // one, so waiting out the join timeout for it would only stall the set.
+    if (position_.in_session && its_epoch > position_.epoch) return pass_over(peer_of(slot), its_epoch);
+    fail_dial(slot,
+              its_epoch == 0 ? std::string("it is on another rank table epoch; dialling again")
+                             : "it is on rank table epoch " + std::to_string(its_epoch) + ", this unit on " +
+                                   std::to_string(position_.epoch) + "; dialling again",
+              now);
+}
+
+void Mesh_builder::pass_over(Rank peer, std::uint32_t its_epoch) {
+    log_info("rank ", peer, " is on rank table epoch ", its_epoch, ", later than this switch's ", position_.epoch,
+             ": it cannot join under this table; not waiting for it (the set takes it in at the switch to its table)");
+    wanted_[peer] = false;
+    later_epochs_[peer] = its_epoch;
+    hellos_[peer].reset();
+    for (unsigned stream = 0; stream < streams_; ++stream) {
+        const std::size_t slot = std::size_t{peer} * streams_ + stream;
+        dials_[slot] = Dial{};
+        dials_[slot].last_failure = "on a later rank table epoch";
+        accepted_[slot].reset();
+    }
 }
 
 void Mesh_builder::fail_dial(std::size_t slot, std::string why, Clock::time_point now) {
@@ -557,7 +594,9 @@ void Mesh_builder::read_hello(Greeting& greeting) {
         // it dials again until both agree.
         refuse(Refusal::epoch, "dropped a dial from rank ", hello.rank, " at rank table epoch ", hello.epoch,
                "; this unit is at epoch ", position_.epoch);
-        (void)::send(greeting.fd.get(), &epoch_refusal, 1, MSG_NOSIGNAL);
+        std::array<std::byte, 1 + sizeof position_.epoch> refusal{epoch_refusal};
+        std::memcpy(refusal.data() + 1, &position_.epoch, sizeof position_.epoch);
+        (void)::send(greeting.fd.get(), refusal.data(), refusal.size(), MSG_NOSIGNAL);
         greeting.fd.reset();
         return;
     }

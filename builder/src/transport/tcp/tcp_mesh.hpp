@@ -63,6 +63,9 @@ Fd listen_for_peers(std::uint16_t port);
 struct Mesh_connections {
     Tcp_mesh mesh;  // both entries of each peer connected both ways, none of the others
     std::vector<std::optional<Mesh_position>> hellos;  // by rank, of the wanted peers that dialled in
+    // By rank: the later epoch of a joiner that refused this unit's switch
+    // (it can never join under it; not waited for), else 0.
+    std::vector<std::uint32_t> later_epochs;
 
     bool connected(Rank peer) const { return bool(mesh.to[peer]) && bool(mesh.from[peer]); }  // all its streams
 };
@@ -79,7 +82,8 @@ Resolved resolve_host(const std::string& host);
 // resolution and connection with backoff (in Kubernetes, peers' names
 // resolve and their ports open at different times) and logging progress
 // every few seconds. Dials from peers of another epoch are dropped (they
-// dial again). A set that starts waits for all its peers however long they
+// dial again); a joiner that refuses a running set's switch from a later
+// epoch is not dialled again (later_epochs). A set that starts waits for all its peers however long they
 // take; a join does not wedge a running set: connecting to a running set
 // (position.in_session, or a hello that says so) ends `join_timeout` after
 // it began (after that hello), with the peers connected by then. Returns
