@@ -96,6 +96,10 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"none", "tournament", "centralized"}));
     app.add_option("--barrier-every", run.barrier_every, "phases between barriers")->capture_default_str()->check(CLI::Range(1u, 1000000u));
     app.add_option("--cycles", run.cycles, "cycles to simulate")->capture_default_str()->check(CLI::Range(1u, 1000000u));
+    app.add_option("--receive-window", run.receive_window,
+                   "what-if: a BU posts its receives this many phases ahead, each sending its RU a credit "
+                   "(0: a cycle's at once, as eb-builder does)")
+        ->capture_default_str();
     app.add_option("--barrier-rounds", run.barrier_rounds, "calibration: only this many barrier rounds, their mean printed (barrier_round_us)")
         ->check(CLI::Range(0u, 1000000u));
     app.add_flag("--violate-schedule", run.violate_schedule, "for tests: RU 0 swaps its first two targets (two RUs on one BU)");
@@ -129,11 +133,11 @@ int main(int argc, char** argv) {
             eb::sim::simulate(plan, network, jitter, run, static_cast<int>(sim_args.size()), sim_args.data());
         const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
         if (header)
-            std::cout << "ranks,live,leaves,barrier,barrier_every,packing_factor,cycles,nic_gbps,link_gbps,overhead_us,noise_us,"
+            std::cout << "ranks,live,leaves,barrier,barrier_every,receive_window,packing_factor,cycles,nic_gbps,link_gbps,overhead_us,noise_us,"
                          "event_rate,throughput_tbps,analytic_tbps,barrier_share,max_link_utilisation,mean_link_utilisation,"
                          "shared_link_seconds,barrier_round_us,simulated_seconds,wall_seconds\n";
         std::cout << r.ranks << ',' << r.live << ',' << plan.fabric.leaves << ',' << barrier << ',' << run.barrier_every << ','
-                  << run.packing_factor << ',' << run.cycles << ',' << network.nic_gbps << ',' << network.link_gbps << ','
+                  << run.receive_window << ',' << run.packing_factor << ',' << run.cycles << ',' << network.nic_gbps << ',' << network.link_gbps << ','
                   << overhead_us << ',' << noise_us << ',' << r.event_rate << ',' << r.throughput_tbps << ','
                   << eb::sim::analytic_throughput_tbps(plan, network) << ',' << r.barrier_share << ','
                   << r.max_link_utilisation << ',' << r.mean_link_utilisation << ',' << r.shared_link_seconds << ','

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <iostream>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <unordered_map>
 #include <vector>
@@ -22,38 +24,74 @@ namespace {
 constexpr double bits_per_gbit = 1e9;
 constexpr std::uint64_t barrier_token_bytes = 64;
 
-// Flows on each link, integrated over time: how long a link carried more
-// than one flow (the schedule keeps every NIC to one flow per direction).
-// A data message is a flow from its send (receives are posted ahead, so
-// it moves at once) to its completion.
+// Data flows on each NIC link: how long a link carried more than one (the
+// schedule keeps every NIC to one flow per direction). A data message
+// flows from its send (its receive is posted, so it moves at once) to its
+// finish. SimGrid signals a send's completion only once its sender waits
+// for it, maybe long after the finish, so each link keeps the flows ended
+// since the earliest one still open, and counts their overlap up to then.
 class Link_flows {
 public:
-    explicit Link_flows(std::size_t links) : flows_(links, 0), since_(links, 0), shared_(links, 0) {}
-    void started(const sg4::Activity* comm, const std::vector<int>& links) {
-        on_[comm] = &links;
-        change(links, +1);
-    }
-    void finished(const sg4::Activity* comm) {
-        const auto it = on_.find(comm);
-        if (it == on_.end()) return;  // not a data message
-        change(*it->second, -1);
-        on_.erase(it);
-    }
-    double shared_seconds(int link) const { return shared_[link]; }
+    explicit Link_flows(std::size_t links) : links_(links) {}
 
-private:
-    void change(const std::vector<int>& links, int delta) {
+    void started(const sg4::Activity* comm, const std::vector<int>& links) {
         const double now = sg4::Engine::get_clock();
-        for (const int l : links) {
-            if (flows_[l] > 1) shared_[l] += now - since_[l];
-            since_[l] = now;
-            flows_[l] += delta;
+        on_[comm] = {&links, now};
+        for (const int l : links) links_[l].open.insert(now);
+    }
+
+    void finished(const sg4::Activity& comm) {
+        const auto it = on_.find(&comm);
+        if (it == on_.end()) return;  // not a data message
+        const auto [links, start] = it->second;
+        on_.erase(it);
+        for (const int l : *links) {
+            Link& link = links_[l];
+            link.open.erase(link.open.find(start));
+            link.ended.emplace_back(start, comm.get_finish_time());
+            if (link.ended.size() >= settle_after)
+                settle(link, std::min(sg4::Engine::get_clock(), link.open.empty() ? INFINITY : *link.open.begin()));
         }
     }
 
-    std::vector<int> flows_;
-    std::vector<double> since_, shared_;
-    std::unordered_map<const sg4::Activity*, const std::vector<int>*> on_;
+    // Once every flow has ended.
+    double shared_seconds(int link) {
+        settle(links_[link], INFINITY);
+        return links_[link].shared;
+    }
+
+private:
+    struct Link {
+        std::multiset<double> open;                    // starts of the flows not ended yet
+        std::vector<std::pair<double, double>> ended;  // (start, finish) not settled yet
+        double shared = 0;
+    };
+    static constexpr std::size_t settle_after = 32;
+
+    // Counts the time up to `horizon` (no flow open or to come starts
+    // before it) that two or more ended flows overlap, and keeps what lies after.
+    static void settle(Link& link, double horizon) {
+        std::vector<std::pair<double, int>> edges;
+        for (const auto& [start, finish] : link.ended) {
+            const double end = std::min(finish, horizon);
+            if (start >= end) continue;
+            edges.emplace_back(start, +1);
+            edges.emplace_back(end, -1);
+        }
+        std::sort(edges.begin(), edges.end());  // at one instant an end (-1) comes before a start
+        int flows = 0;
+        double since = 0;
+        for (const auto& [at, delta] : edges) {
+            if (flows > 1) link.shared += at - since;
+            flows += delta;
+            since = at;
+        }
+        std::erase_if(link.ended, [&](const auto& flow) { return flow.second <= horizon; });
+        for (auto& flow : link.ended) flow.first = std::max(flow.first, horizon);
+    }
+
+    std::vector<Link> links_;
+    std::unordered_map<const sg4::Activity*, std::pair<const std::vector<int>*, double>> on_;
 };
 
 // The platform: a host per rank, its NIC's two directions, and one link per
@@ -119,6 +157,7 @@ Platform build_platform(const Farm_plan& plan, const Rank_table& table, const Ne
 }
 
 sg4::Mailbox* data_box(int src, int dst) { return sg4::Mailbox::by_name("d" + std::to_string(src) + "-" + std::to_string(dst)); }
+sg4::Mailbox* credit_box(int src, int dst) { return sg4::Mailbox::by_name("c" + std::to_string(src) + "-" + std::to_string(dst)); }
 sg4::Mailbox* barrier_box(int src, int dst) { return sg4::Mailbox::by_name("b" + std::to_string(src) + "-" + std::to_string(dst)); }
 
 // Shared by the actors (SimGrid runs one at a time).
@@ -151,10 +190,13 @@ public:
 
     void operator()() {
         const int n = static_cast<int>(sim_.plan.ranks.size());
-        // Receives are posted ahead (the builder posts a cycle's at once):
-        // data flows as soon as it is sent.
+        // Receives are posted ahead: data flows as soon as it is sent, and
+        // with a receive window an RU sends only on its BU's credit.
         for (const int peer : sim_.live)
-            if (peer != rank_) data_box(peer, rank_)->set_receiver(sg4::Actor::self());
+            if (peer != rank_) {
+                data_box(peer, rank_)->set_receiver(sg4::Actor::self());
+                if (sim_.run.receive_window > 0) credit_box(peer, rank_)->set_receiver(sg4::Actor::self());
+            }
         const Barrier_role role = barrier_role(sim_.run.barrier, sim_.position[rank_], sim_.live.size());
         if (role.parent) barrier_box(sim_.live[*role.parent], rank_)->set_receiver(sg4::Actor::self());
         for (const std::size_t child : role.children) barrier_box(sim_.live[child], rank_)->set_receiver(sg4::Actor::self());
@@ -167,6 +209,7 @@ public:
         std::uint64_t phases = 0;
         for (std::uint32_t cycle = 0; cycle < sim_.run.cycles; ++cycle) {
             control_round();
+            posted_through_ = 0;
             for (int phase = 1; phase < n; ++phase) {
                 run_phase(phase, n);
                 if (sim_.run.barrier != Barrier_kind::none && phase + 1 < n && ++phases % sim_.run.barrier_every == 0)
@@ -176,7 +219,10 @@ public:
             if (sim_.position[rank_] == 0) progress(cycle + 1);
         }
         for (const int peer : sim_.live)
-            if (peer != rank_) data_box(peer, rank_)->set_receiver(nullptr);
+            if (peer != rank_) {
+                data_box(peer, rank_)->set_receiver(nullptr);
+                credit_box(peer, rank_)->set_receiver(nullptr);
+            }
         sim_.end = std::max(sim_.end, sg4::Engine::get_clock());
     }
 
@@ -187,7 +233,12 @@ private:
             target = static_cast<int>(send_target(rank_, 3 - phase, n));
         const int source = static_cast<int>(receive_source(rank_, phase, n));
         sg4::CommPtr send;
+        if (sim_.run.receive_window > 0) post_receives(phase, n);
         if (sim_.runs_ru(rank_) && sim_.runs_bu(target)) {
+            if (sim_.run.receive_window > 0) {
+                credit_box(target, rank_)->get<int>();
+                host_time(sim_.network.message_overhead_s);
+            }
             host_time(sim_.network.message_overhead_s);
             send = data_box(rank_, target)->put_async(&sim_.token, sim_.mfp[rank_]);
             sim_.flows->started(send.get(), sim_.platform->links_between(rank_, target));
@@ -199,6 +250,21 @@ private:
         }
         if (send) send->wait();
         host_time(noise());
+    }
+
+    // Posts the receives of this phase and the window's next ones within
+    // the cycle (the next cycle's wait for its header round), each sending
+    // its RU a credit, as the builder's verbs transport does.
+    void post_receives(int phase, int n) {
+        if (!sim_.runs_bu(rank_)) return;
+        const int last = std::min(n - 1, phase + static_cast<int>(sim_.run.receive_window) - 1);
+        for (int ahead = std::max(phase, posted_through_ + 1); ahead <= last; ++ahead) {
+            const int source = static_cast<int>(receive_source(rank_, ahead, n));
+            if (!sim_.runs_ru(source)) continue;
+            host_time(sim_.network.message_overhead_s);
+            credit_box(rank_, source)->put_init(&sim_.token, barrier_token_bytes)->detach();
+        }
+        posted_through_ = std::max(posted_through_, last);
     }
 
     // Arrival: every child's token, then the parent's; release: the
@@ -256,6 +322,7 @@ private:
     Simulation& sim_;
     int rank_;
     std::mt19937_64 rng_;
+    int posted_through_ = 0;  // the last phase of this cycle whose receive is posted
 };
 
 }  // namespace
@@ -298,7 +365,7 @@ Sim_result simulate(const Farm_plan& plan, const Network_model& network, const J
     Link_flows flows(platform.links.size());
     sim.platform = &platform;
     sim.flows = &flows;
-    sg4::Activity::on_completion_cb([&](const sg4::Activity& activity) { flows.finished(&activity); });
+    sg4::Activity::on_completion_cb([&](const sg4::Activity& activity) { flows.finished(activity); });
     for (const int r : sim.live) sg4::Actor::create("rank-" + std::to_string(r), platform.hosts[r], Rank_actor(sim, r));
     engine.run();
 

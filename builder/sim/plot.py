@@ -1,14 +1,16 @@
 #!/usr/bin/python3
 """Draws make sim's results (Debian's matplotlib) and prints what they say.
 
-Reads OUT/scale.csv, OUT/barrier-every.csv and OUT/failures.csv
-(run.sh; the first column names the plan: servers, or servers and what
-was lost); writes
+Reads OUT/scale.csv, OUT/barrier-every.csv, OUT/failures.csv and
+OUT/receive-window.csv (run.sh; the first column names the plan: servers,
+or servers and what was lost); writes
 event-rate.png and throughput.png (against servers, one line per barrier,
-as the reference design's Fig. 10 and 12) and barrier-every.png
-(throughput at 163 servers against --barrier-every); prints the servers
-from which the tournament beats the centralized barrier, what no barrier
-costs against the tournament, and the best --barrier-every.
+as the reference design's Fig. 10 and 12, and one for no barrier with one
+receive posted ahead, a what-if), barrier-every.png (throughput at 163
+servers against --barrier-every) and receive-window.png (at 163 servers
+against --receive-window); prints the servers from which the tournament
+beats the centralized barrier, what no barrier costs against the
+tournament, the best --barrier-every and what the receive window gives.
 Usage: plot.py OUT_DIR
 """
 import csv
@@ -31,7 +33,10 @@ def main():
     scale = rows(os.path.join(out, "scale.csv"))
     every = rows(os.path.join(out, "barrier-every.csv"))
     kinds = ["none", "tournament", "centralized"]
-    by = {k: sorted(((int(r["plan"]), r) for r in scale if r["barrier"] == k), key=lambda x: x[0]) for k in kinds}
+    by = {k: sorted(((int(r["plan"]), r) for r in scale if r["barrier"] == k and r["receive_window"] == "0"),
+                    key=lambda x: x[0]) for k in kinds}
+    one_ahead = sorted(((int(r["plan"]), r) for r in scale if r["barrier"] == "none" and r["receive_window"] == "1"),
+                       key=lambda x: x[0])
 
     for column, label, file in [("event_rate", "events per second (millions)", "event-rate.png"),
                                 ("throughput_tbps", "aggregate throughput (Tb/s)", "throughput.png")]:
@@ -39,6 +44,8 @@ def main():
         scale_of = 1e-6 if column == "event_rate" else 1
         for k in kinds:
             plt.plot([s for s, _ in by[k]], [float(r[column]) * scale_of for _, r in by[k]], marker="o", label="barrier " + k)
+        plt.plot([s for s, _ in one_ahead], [float(r[column]) * scale_of for _, r in one_ahead], marker="s",
+                 linestyle="-.", label="no barrier, one receive ahead (what-if)")
         if column == "throughput_tbps":
             plt.plot([s for s, _ in by["none"]], [float(r["analytic_tbps"]) for _, r in by["none"]], "k--", label="ideal network")
         plt.xlabel("servers (two units each)")
@@ -76,6 +83,34 @@ def main():
     best = max((r for r in every if r["barrier"] != "none"), key=lambda r: float(r["throughput_tbps"]))
     print("best at 163 servers: barrier %s every %s phases, %.1f Tb/s (no barrier %.1f Tb/s)"
           % (best["barrier"], best["barrier_every"], float(best["throughput_tbps"]), none[0] if none else float("nan")))
+    ahead = {s: float(r["event_rate"]) for s, r in one_ahead}
+    for s in sorted(ahead):
+        print("%4d servers: no barrier with one receive ahead %+.1f %% against a cycle's at once, %+.1f %% against the tournament"
+              % (s, 100 * (ahead[s] - rate["none"][s]) / rate["none"][s], 100 * (ahead[s] - rate["tournament"][s]) / rate["tournament"][s]))
+
+    window = rows(os.path.join(out, "receive-window.csv"))
+    plt.figure(figsize=(6.4, 4.2))
+    for k, every in [("none", "1"), ("tournament", "4")]:
+        pts = sorted((int(r["receive_window"]), float(r["throughput_tbps"])) for r in window
+                     if r["barrier"] == k and r["barrier_every"] == every)
+        # Window 0 (a cycle's receives at once, as eb-builder) drawn at the cycle's length.
+        cycle = int(window[0]["ranks"]) - 1
+        pts = sorted((p if p > 0 else cycle, t) for p, t in pts)
+        plt.plot([p for p, _ in pts], [t for _, t in pts], marker="o",
+                 label="no barrier" if k == "none" else "tournament every %s phases" % every)
+        for p, t in pts:
+            print("163 servers, barrier %-10s every %s, receives posted %s ahead: %.1f Tb/s"
+                  % (k, every, "a cycle (eb-builder)" if p == cycle else "%d phases" % p, t))
+    plt.xscale("log", base=2)
+    plt.xlabel("phases a BU posts its receives ahead (rightmost: a cycle, as eb-builder)")
+    plt.ylabel("aggregate throughput (Tb/s)")
+    plt.title("eb-farm-sim, 163 servers (LHCb), what-if")
+    plt.grid(alpha=0.3)
+    plt.legend()
+    plt.tight_layout()
+    plt.savefig(os.path.join(out, "receive-window.png"), dpi=110)
+    plt.close()
+
     for r in rows(os.path.join(out, "failures.csv")):
         print("%-16s %4s live ranks: %.1f Tb/s, %.3g events/s" % (r["plan"], r["live"], float(r["throughput_tbps"]), float(r["event_rate"])))
 

@@ -6,6 +6,9 @@
 #   barrier-every.csv at 163 servers, by --barrier-every and barrier
 #   failures.csv      at 163 servers, tournament every 4: whole, a server
 #                     lost, a leaf lost (the operator's failover tables)
+#   receive-window.csv at 163 servers, by --receive-window (what-if: a BU
+#                     posting its receives a few phases ahead, with credits;
+#                     scale.csv has it too at one phase ahead, no barrier)
 # then plot.py draws them (PNG) and prints the crossover and the best K.
 # Usage: run.sh EB_FARM_SIM EB_PLAN FABRICGEN OUT_DIR
 set -euo pipefail
@@ -28,20 +31,25 @@ plan() {  # plan SERVERS [NAME FAILED_NODES] -> $work/NAME.json (NAME defaults t
   "$eb_plan" -fabric "$dir/fabric.yaml" -run "$dir/run.yaml" ${fail:+-fail-nodes "$fail"} > "$work/$name.json"
 }
 
-simulate() {  # simulate CSV PLAN CYCLES BARRIER EVERY: a row prefixed with PLAN's name
-  local csv=$1 name=$2 cycles=$3 barrier=$4 every=$5 header=()
+simulate() {  # simulate CSV PLAN CYCLES BARRIER EVERY [WINDOW]: a row prefixed with PLAN's name
+  local csv=$1 name=$2 cycles=$3 barrier=$4 every=$5 window=${6:-0} header=()
   [ -s "$csv" ] || header=(--header)
-  echo ">> $name, barrier $barrier every $every, $cycles cycles" >&2
+  echo ">> $name, barrier $barrier every $every, receive window $window, $cycles cycles" >&2
   "$sim" --plan "$work/$name.json" "${model[@]}" --cycles "$cycles" --barrier "$barrier" --barrier-every "$every" \
-    "${header[@]}" 2>/dev/null | sed "/^ranks,/{s/^/plan,/;b}; s/^/$name,/" >> "$csv"
+    --receive-window "$window" "${header[@]}" 2>/dev/null | sed "/^ranks,/{s/^/plan,/;b}; s/^/$name,/" >> "$csv"
 }
 
-rm -f "$out/scale.csv" "$out/barrier-every.csv" "$out/failures.csv"
+rm -f "$out/scale.csv" "$out/barrier-every.csv" "$out/failures.csv" "$out/receive-window.csv"
 for servers in 16 32 64 100 163 250 500; do
   plan "$servers"
   cycles=4
   [ "$servers" -lt 250 ] || cycles=2
   for barrier in none tournament centralized; do simulate "$out/scale.csv" "$servers" "$cycles" "$barrier" 1; done
+  simulate "$out/scale.csv" "$servers" "$cycles" none 1 1
+done
+for window in 0 1 2 4 16; do
+  simulate "$out/receive-window.csv" 163 4 none 1 "$window"
+  simulate "$out/receive-window.csv" 163 4 tournament 4 "$window"
 done
 for every in 1 2 4 8 16 32 64 128 359; do
   for barrier in tournament centralized; do simulate "$out/barrier-every.csv" 163 4 "$barrier" "$every"; done
