@@ -117,6 +117,11 @@ TEST(Config, WithoutPeersTheProcessIsControlled) {
     EXPECT_EQ(pinned->tcp_streams, 4u);
     EXPECT_EQ(pinned->verbs_depth, 1u);
     EXPECT_FALSE(pinned->fault) << "no fault unless asked for";
+    EXPECT_EQ(pinned->receive_window, 0u) << "a cycle's receives at once unless asked";
+
+    const Command_line windowed = parse({"--transport", "verbs", "--receive-window", "1"});
+    ASSERT_NE(std::get_if<Config>(&windowed), nullptr) << std::get<Usage_error>(windowed).message;
+    EXPECT_EQ(std::get<Config>(windowed).receive_window, 1u);
 
     const Command_line faulty = parse({"--transport", "verbs", "--inject-fault", "short-mfp:2:17"});
     const auto* injecting = std::get_if<Config>(&faulty);
@@ -255,6 +260,11 @@ TEST(Config, ErrorsNameTheFlagAndTheFix) {
         {{"--tcp-streams", "17"}, "--tcp-streams '17': expected a whole number in 1..16"},
         {{"--verbs-depth", "0"}, "--verbs-depth '0': expected a whole number in 1..2"},
         {{"--verbs-depth", "3"}, "--verbs-depth '3': expected a whole number in 1..2"},
+        {{"--transport", "verbs", "--receive-window", "1000001"},
+         "--receive-window '1000001': expected a whole number in 0..1000000"},
+        {{"--receive-window", "2"},
+         "--receive-window 2 paces the verbs transport's receives and credits; over TCP data moves only when waited "
+         "for: add --transport verbs or drop it"},
         {{"--transport", "verbs", "--tcp-streams", "2"},
          "--tcp-streams 2 splits data over TCP connections; with --transport verbs the HCA moves it"},
         {{"--inject-fault", "qp-error:2"},

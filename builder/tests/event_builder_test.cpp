@@ -33,6 +33,7 @@ struct Run_shape {
     unsigned data_threads = 1;  // each unit's: transport, generator and checker
     std::uint32_t events_per_mfp = packing_factor;
     bool receives_ahead = false;  // --verbs-depth 2
+    std::uint32_t receive_window = 0;  // --receive-window
 };
 
 // Breaks every MFP a source hands out: a readout card gone bad.
@@ -90,6 +91,10 @@ public:
     }
     void post_data(std::span<const Send> sends, std::span<const Receive> receives) override {
         calls += receives.empty() ? 'S' : 'R';
+        if (!receives.empty()) {
+            std::vector<Rank>& batch = receive_batches.emplace_back();
+            for (const Receive& receive : receives) batch.push_back(receive.peer);
+        }
         inner_.post_data(sends, receives);
     }
     bool wait_data(std::span<const Rank> sent_to, std::span<const Rank> received_from) override {
@@ -99,6 +104,7 @@ public:
     void quiesce() override { inner_.quiesce(); }
 
     std::string calls;
+    std::vector<std::vector<Rank>> receive_batches;  // the peers of each post of receives
     std::function<void(std::vector<std::byte>&)> rewrite;
 
 private:
@@ -128,7 +134,8 @@ bool run_unit(const Run_shape& shape, const Rank_table& table, Transport& transp
     }
     std::optional<Barrier> barrier;
     if (shape.barrier != Barrier_kind::none) barrier.emplace(shape.barrier, transport, table.live_ranks());
-    Event_builder builder({unit_packing_factor, shape.barrier_every, 1, true, shape.receives_ahead}, table, transport,
+    Event_builder builder({unit_packing_factor, shape.barrier_every, 1, true, shape.receives_ahead, shape.receive_window},
+                          table, transport,
                           {source, output ? &*output : nullptr, barrier ? &*barrier : nullptr, &status.parse_errors(),
                            &status.events_dropped(), &status.events_in_doubt()});
     for (std::uint64_t cycle = 0; cycle < cycles; ++cycle)
@@ -136,13 +143,16 @@ bool run_unit(const Run_shape& shape, const Rank_table& table, Transport& transp
     return true;
 }
 
-// Runs every live unit of `shape` in its own thread over real loopback TCP.
-std::vector<Status_snapshot> run_all(const Run_shape& shape, std::uint64_t cycles) {
+// Runs every live unit of `shape` in its own thread over real loopback TCP;
+// with `watched`, each through a Watched_transport kept there by rank.
+std::vector<Status_snapshot> run_all(const Run_shape& shape, std::uint64_t cycles,
+                                     std::vector<std::unique_ptr<Watched_transport>>* watched = nullptr) {
     const Rank_table table(shape.functions);
     std::vector<bool> live(table.units());
     for (Rank rank = 0; rank < table.units(); ++rank) live[rank] = table.live(rank);
     Stop_flag stop;
     auto meshes = test::connect_local_mesh(table.units(), stop, live);
+    if (watched != nullptr) watched->resize(table.units());
     std::vector<std::unique_ptr<Unit_status>> statuses;
     {
         std::vector<std::jthread> threads;
@@ -153,8 +163,10 @@ std::vector<Status_snapshot> run_all(const Run_shape& shape, std::uint64_t cycle
                 Data_threads data_threads(shape.data_threads, busy_poll);
                 Tcp_transport transport(rank, std::move(meshes[rank]), stop, {}, Liveness{}, busy_poll, &data_threads);
                 transport.count_traffic(status->traffic());
+                Transport* used = &transport;
+                if (watched != nullptr) used = ((*watched)[rank] = std::make_unique<Watched_transport>(transport, stop)).get();
                 try {
-                    run_unit(shape, table, transport, *status, cycles, shape.events_per_mfp, false, &data_threads);
+                    run_unit(shape, table, *used, *status, cycles, shape.events_per_mfp, false, &data_threads);
                 } catch (const std::exception& error) {
                     status->fail(error.what());
                     stop.request();
@@ -182,10 +194,18 @@ TEST(EventBuilder, EveryShapeBuildsEveryEventOfEveryBu) {
         {"4 unfolded, one RU and three BUs", {{BU, BU, RU, BU}, Barrier_kind::tournament}},
     };
     constexpr std::uint64_t cycles = 4;
-    for (const bool receives_ahead : {false, true})
+    struct Posting {
+        const char* name;
+        bool receives_ahead;
+        std::uint32_t receive_window;
+    };
+    for (const Posting posting : {Posting{"", false, 0}, Posting{", receives a cycle ahead", true, 0},
+                                  Posting{", one receive ahead", false, 1},
+                                  Posting{", two receives ahead, a cycle ahead", true, 2}})
         for (auto [name, shape] : shapes) {
-            SCOPED_TRACE(std::string(name) + (receives_ahead ? ", receives a cycle ahead" : ""));
-            shape.receives_ahead = receives_ahead;
+            SCOPED_TRACE(std::string(name) + posting.name);
+            shape.receives_ahead = posting.receives_ahead;
+            shape.receive_window = posting.receive_window;
             const Rank_table table(shape.functions);
             for (const Status_snapshot& unit : run_all(shape, cycles)) {
                 EXPECT_EQ(unit.last_error, "") << "rank " << unit.rank;
@@ -215,6 +235,31 @@ TEST(EventBuilder, ReceivesGoAheadOfTheHeadersOnceTheSetDecidedToGoOn) {
         const Status_snapshot counts = status.snapshot();
         EXPECT_EQ(counts.events_built, 3 * packing_factor) << counts.last_error;
         EXPECT_EQ(counts.meps_built, 3u);
+    }
+}
+
+// --receive-window W: a BU posts its own receive and those of phases 1..W
+// after the headers, then each phase's W - 1 phases ahead, so its RUs (which
+// send on its credit over verbs) run at most W phases ahead of it. Rank 0
+// of 4 receives from itself in phase 0, then from 3, 2, 1.
+TEST(EventBuilder, AReceiveWindowPostsEachPhasesReceiveWPhasesAhead) {
+    const std::vector<std::vector<Rank>> all = {{0, 3, 2, 1}};
+    const std::pair<std::uint32_t, std::vector<std::vector<Rank>>> expected[] = {
+        {0, all}, {1, {{0, 3}, {2}, {1}}}, {2, {{0, 3, 2}, {1}}}, {3, all}, {100, all}};
+    for (const auto& [window, batches] : expected) {
+        SCOPED_TRACE("window " + std::to_string(window));
+        std::vector<std::unique_ptr<Watched_transport>> watched;
+        const Run_shape shape{.functions = {RB, RB, RB, RB}, .receive_window = window};
+        for (const Status_snapshot& unit : run_all(shape, 2, &watched)) {
+            EXPECT_EQ(unit.last_error, "") << "rank " << unit.rank;
+            EXPECT_EQ(unit.events_built, 2 * packing_factor) << "rank " << unit.rank;
+        }
+        std::vector<std::vector<Rank>> both = batches;
+        both.insert(both.end(), batches.begin(), batches.end());  // two cycles
+        EXPECT_EQ(watched[0]->receive_batches, both);
+        if (window == 1) {
+            EXPECT_EQ(watched[0]->calls, "TRSSWRSWRSWT" "TRSSWRSWRSWT") << "each receive before its phase's send";
+        }
     }
 }
 

@@ -535,6 +535,20 @@ bool all_at(const Controlled_set& set, const std::set<Rank>& ranks, int epoch, s
         10s);
 }
 
+// Starts every unit of `set` at epoch 1, sees it build, then hangs `hung`
+// (SIGSTOP: its kernel still accepts dials) until the others lose it.
+::testing::AssertionResult build_then_hang(Controlled_set& set, Rank hung) {
+    const std::set<Rank> everyone = set.ranks();
+    if (!set.all_answer()) return ::testing::AssertionFailure() << set.logs();
+    set.configure_all(1, everyone);
+    set.command_all("start");
+    if (!all_go_on(set, everyone)) return ::testing::AssertionFailure() << "the set does not build\n" << set.logs();
+    set.process(hung).signal(SIGSTOP);
+    if (!set.all_report(without(everyone, hung), lost_peers({hung}), 5s))
+        return ::testing::AssertionFailure() << "rank " << hung << " hung, not lost\n" << set.logs();
+    return ::testing::AssertionSuccess();
+}
+
 // A set of 4 whose ranks 0-2 switch to epoch 2, which takes rank 3 back
 // while rank 3 hangs (SIGSTOP, its kernel accepting its dials): the switch
 // dials it and waits out the join timeout (3 s) before giving up on it.
@@ -542,12 +556,7 @@ bool all_at(const Controlled_set& set, const std::set<Rank>& ranks, int epoch, s
 class SetSwitchingToAHungJoiner : public ::testing::Test {
 protected:
     void SetUp() override {
-        ASSERT_TRUE(set.all_answer()) << set.logs();
-        set.configure_all(1, everyone);
-        set.command_all("start");
-        ASSERT_TRUE(all_go_on(set, everyone)) << set.logs();
-        set.process(3).signal(SIGSTOP);
-        ASSERT_TRUE(set.all_report(running, lost_peers({3}), 5s)) << set.logs();
+        ASSERT_TRUE(build_then_hang(set, 3));
         set.configure(running, 2, everyone);
         ASSERT_TRUE(all_at(set, {1}, 2, "connecting")) << "rank 1 switches to epoch 2 and dials rank 3\n" << set.logs();
     }
@@ -610,13 +619,7 @@ TEST_F(SetSwitchingToAHungJoiner, AUnitStoppedThenStopsTheSetWithIt) {
 TEST(Faults, ASwitchPassesOverAJoinerAlreadyOnALaterTable) {
     Controlled_set set(4, Controlled_set::all_ranks(4), {"--peer-timeout-ms", "1000", "--join-timeout-ms", "20000"});
     const std::set<Rank> everyone = set.ranks(), running = {0, 1, 2};
-    ASSERT_TRUE(set.all_answer()) << set.logs();
-    set.configure_all(1, everyone);
-    set.command_all("start");
-    ASSERT_TRUE(all_go_on(set, everyone)) << set.logs();
-
-    set.process(3).signal(SIGSTOP);
-    ASSERT_TRUE(set.all_report(running, lost_peers({3}), 5s)) << set.logs();
+    ASSERT_TRUE(build_then_hang(set, 3));
     set.process(3).signal(SIGCONT);
     ASSERT_TRUE(set.all_report({3}, lost_peers(running), 10s)) << set.logs();
     ASSERT_EQ(set.command(3, "reset").status, 200);

@@ -242,6 +242,8 @@ std::vector<std::string> transport_flags() {
         flags.insert(flags.end(), {"--data-threads", threads});
     if (const char* streams = std::getenv("EB_TEST_TCP_STREAMS"); streams != nullptr && *streams != '\0')
         flags.insert(flags.end(), {"--tcp-streams", streams});
+    if (const char* window = std::getenv("EB_TEST_RECEIVE_WINDOW"); window != nullptr && *window != '\0')
+        flags.insert(flags.end(), {"--receive-window", window});
     return flags;
 }
 

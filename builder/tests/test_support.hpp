@@ -90,7 +90,8 @@ private:
 // verbs on a real device), nothing (TCP) otherwise; --data-threads
 // $EB_TEST_DATA_THREADS when set (ctest's threads1.* and streams2.* runs),
 // else the builder's default; --tcp-streams $EB_TEST_TCP_STREAMS when set
-// (streams2.*).
+// (streams2.*); --receive-window $EB_TEST_RECEIVE_WINDOW when set
+// (verbs.window1.*).
 std::vector<std::string> transport_flags();
 // Whether the process suites run over verbs (EB_TEST_TRANSPORT=verbs).
 bool over_verbs();

@@ -316,6 +316,13 @@ const Flag_spec flags[] = {
              "when waited for)",
      .fallback = "2", .min = 1, .max = 2, .parse = number<&Config::verbs_depth>,
      .show = show_number<&Config::verbs_depth>},
+    {.name = "--receive-window", .value_name = "W",
+     .help = "over verbs, the phases ahead a BU posts its MFP receives, each with its credit, so an RU sends only "
+             "within W phases of its BU (0: a cycle's at once). Without a barrier, units whose MFPs differ in size "
+             "drift apart, and a BU open to a whole cycle takes two MFPs at once on its link: on a fat tree of 163 "
+             "servers 1 builds about twice what 0 does (builder/sim/README.md); each phase then waits for a credit",
+     .fallback = "0", .max = 1'000'000, .parse = number<&Config::receive_window>,
+     .show = show_number<&Config::receive_window>},
     {.name = "--inject-fault", .value_name = "F",
      .help = "tests and qualification only: with --transport verbs, qp-error:R:N moves the data queue pair with "
              "rank R to the error state once the N-th data receive from R is posted; short-mfp:R:N sends the N-th "
@@ -359,6 +366,10 @@ std::optional<Usage_error> check_run_parameters(const Config& config) {
         return Usage_error{"--tcp-streams " + std::to_string(config.tcp_streams) +
                            " splits data over TCP connections; with --transport verbs the HCA moves it: drop "
                            "--tcp-streams or use --transport tcp"};
+    if (config.receive_window != 0 && config.transport != Transport_kind::verbs)
+        return Usage_error{"--receive-window " + std::to_string(config.receive_window) +
+                           " paces the verbs transport's receives and credits; over TCP data moves only when waited "
+                           "for: add --transport verbs or drop it"};
     if (config.fault && config.transport != Transport_kind::verbs)
         return Usage_error{"--inject-fault " + injected_fault_text(*config.fault) +
                            " acts on the verbs transport's queue pairs: add --transport verbs or drop it"};

@@ -75,8 +75,11 @@ int run_unit(eb::Config config) {
     eb::log_info("started ", config.self_configured() ? "self-configured" : "controlled, waiting for configure",
                  ": control port ", config.http_port, ", packing factor ", config.packing_factor, ", fragment size ",
                  config.fragment_size, " B, barrier ", eb::barrier_name(config.barrier), " every ",
-                 config.barrier_every, " phases, ", config.data_threads, " data threads, ", config.tcp_streams,
-                 " TCP streams");
+                 config.barrier_every, " phases, ", config.data_threads, " data threads, ",
+                 config.transport == eb::Transport_kind::verbs
+                     ? (config.receive_window == 0 ? std::string("a cycle's receives posted at once")
+                                                   : std::to_string(config.receive_window) + " receives posted ahead")
+                     : std::to_string(config.tcp_streams) + " TCP streams");
 
     std::jthread http_thread([&] {
         try {

@@ -190,14 +190,34 @@ bool Event_builder::lay_out_mep(std::uint64_t cycle_chunk, bool ahead) {
 
 void Event_builder::post_receives() {
     register_regions();
-    // Every MFP of the MEP has its receive posted before any send of the
-    // cycle: an RDMA transport lands each straight at its offset on arrival.
+    // An RDMA transport lands each MFP straight at its offset on arrival.
+    // Without a window every receive of the MEP is posted before any send
+    // of the cycle; this unit's own (phase 0) always comes with the first.
+    const Rank units = table_.units();
     data_receives_.clear();
-    for (std::size_t slot = 0; slot < table_.sources().size(); ++slot)
-        if (!slot_missing_[slot])
-            data_receives_.push_back({table_.sources()[slot], mep_.subspan(offsets_[slot], mfp_sizes_[slot])});
+    receive_phases_.clear();
+    for (Rank phase = 0; phase < units; ++phase) {
+        const Rank ru = receive_source(rank_, phase, units);
+        if (!table_.runs_ru(ru)) continue;
+        const std::size_t slot = table_.source_slot(ru);
+        if (slot_missing_[slot]) continue;
+        data_receives_.push_back({ru, mep_.subspan(offsets_[slot], mfp_sizes_[slot])});
+        receive_phases_.push_back(phase);
+    }
+    receives_posted_ = 0;
     data_posted_ = true;
-    transport_.post_data({}, data_receives_);
+    post_receives_through(units > 1 ? 1 : 0);
+}
+
+void Event_builder::post_receives_through(Rank phase) {
+    // The window's last phase; a cycle's at once without one.
+    const std::uint64_t last_phase =
+        settings_.receive_window == 0 ? table_.units() : std::uint64_t{phase} + settings_.receive_window - 1;
+    std::size_t through = receives_posted_;
+    while (through < data_receives_.size() && receive_phases_[through] <= last_phase) ++through;
+    if (through == receives_posted_) return;
+    transport_.post_data({}, std::span(data_receives_).subspan(receives_posted_, through - receives_posted_));
+    receives_posted_ = through;
 }
 
 void Event_builder::check_announced(std::uint64_t cycle_chunk) const {
@@ -230,6 +250,7 @@ bool Event_builder::run_phases() {
     // phase, wait or barrier of its own.
     const Rank first_phase = units > 1 ? 1 : 0;
     for (Rank phase = first_phase; phase < units; ++phase) {
+        if (settings_.receive_window != 0 && unit_.output != nullptr) post_receives_through(phase);
         std::array<Rank, 2> sent_to{}, received_from{};
         std::size_t sends = 0, receives = 0;
         const auto take_part = [&](Rank pairing) {

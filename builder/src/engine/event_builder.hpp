@@ -34,6 +34,11 @@ namespace eb {
 //   3. The units settle the cycle (Cycle_agreement): who is in it, what the
 //      votes decide. Release the MFPs, commit the MEP (a unit put out
 //      discards it); return what the set decided.
+// With a receive window W (--receive-window) step 2 posts the receives of
+// phases 0..W only, and each phase those of W - 1 phases later, so an RU
+// (which sends on its BU's credit, over verbs) runs at most W phases ahead
+// of its BU: ranks that drift apart without a barrier never put two MFPs
+// on one BU's link at once.
 // With receives_ahead (--verbs-depth 2) the RU also takes the next cycle's
 // MFPs that its source has ready and announces their sizes in step 1; once
 // step 3 decided to go on under this table, the BU lays out the next MEP
@@ -60,6 +65,7 @@ public:
         std::uint32_t epoch = 1;
         bool drop_incomplete = true;  // false: deliver MEPs missing a lost source, flagged
         bool receives_ahead = false;  // --verbs-depth 2, above
+        std::uint32_t receive_window = 0;  // --receive-window, above; 0: a cycle's receives at once
     };
     struct Unit {
         Buffer_reader* source = nullptr;  // set iff the rank runs an RU; must let B (receives_ahead: 2B) MFPs be held
@@ -98,7 +104,12 @@ private:
     // headers announced for it (`ahead`: a cycle ahead, in next_bytes, and
     // only in room the output has now: false if it has none).
     bool lay_out_mep(std::uint64_t cycle_chunk, bool ahead);
+    // Lays out the MEP's receives in phase order and posts those the window
+    // lets go (all without one).
     void post_receives();
+    // Posts the laid-out receives not posted yet that the window lets go
+    // once `phase` begins (all without one).
+    void post_receives_through(Rank phase);
     // Whether the sizes of this cycle's headers are those announced a cycle
     // ahead, which its MEP was laid out with; throws Transport_error if not.
     void check_announced(std::uint64_t cycle_chunk) const;
@@ -144,7 +155,9 @@ private:
     std::vector<std::unique_ptr<Registered_memory>> stand_in_registrations_;
     std::vector<std::unique_ptr<Registered_memory>> source_registrations_, output_registrations_;
     std::uint64_t source_version_ = 0, output_version_ = 0;  // of the regions registered; 0: none
-    std::vector<Receive> data_receives_;  // the MFPs of this cycle's MEP
+    std::vector<Receive> data_receives_;  // the MFPs of this cycle's MEP, in the order of their phases
+    std::vector<Rank> receive_phases_;    // of each of data_receives_
+    std::size_t receives_posted_ = 0;     // the first of data_receives_ are posted
     bool data_posted_ = false;            // data operations posted and not all waited for
     std::vector<std::byte> missing_mfp_;  // a lost or unread source's slot in flagged MEPs
     std::vector<std::byte> stream_map_;   // encoded, the same in every MEP of the table

@@ -56,6 +56,7 @@ struct Config {
     std::uint32_t data_threads = 0;  // --data-threads; 0: unset, chosen at start (choose_data_threads)
     std::uint32_t tcp_streams = 1;   // --tcp-streams: data connections per peer and direction
     std::uint32_t verbs_depth = 2;   // --verbs-depth (receives_ahead)
+    std::uint32_t receive_window = 0;  // --receive-window: phases ahead a BU posts its receives; 0: a cycle's
     std::optional<Injected_fault> fault;  // --inject-fault (verbs)
 
     // With --peers the process configures and starts itself; without, it

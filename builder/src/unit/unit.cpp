@@ -389,7 +389,8 @@ Unit::Session_end Unit::run_session(Configure_request table) {
         if (ranks.runs_ru(rank)) buffers_->start_source_at(next_chunk_);
         buffers_->expect(ranks, static_cast<std::uint32_t>(table.epoch), next_chunk_);
         Event_builder builder({config_.packing_factor, config_.barrier_every, static_cast<std::uint32_t>(table.epoch),
-                               config_.incomplete == Incomplete_policy::drop, config_.receives_ahead()},
+                               config_.incomplete == Incomplete_policy::drop, config_.receives_ahead(),
+                               config_.receive_window},
                               ranks, transport,
                               {ranks.runs_ru(rank) ? buffers_->source() : nullptr,
                                ranks.runs_bu(rank) ? buffers_->output() : nullptr, barrier ? &*barrier : nullptr,

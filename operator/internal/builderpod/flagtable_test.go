@@ -227,6 +227,7 @@ func TestPodCommandLinesAreBuilderFlagsInRange(t *testing.T) {
 	verbs := tcp.DeepCopy()
 	verbs.Spec.Builder.Transport = ebv1.TransportVerbs
 	verbs.Spec.Builder.TCPStreams = nil
+	verbs.Spec.Builder.ReceiveWindow = ptr.To(int32(1000000))
 	verbs.Spec.Builder.Output = &ebv1.OutputSpec{Discard: &ebv1.DiscardOutput{}}
 
 	for name, args := range map[string][]string{
@@ -255,8 +256,10 @@ func TestPodCommandLinesAreBuilderFlagsInRange(t *testing.T) {
 			}
 		}
 		want := []string{"--packing-factor", "--output", "--incomplete"}
+		// Each transport's own: tcpStreams over TCP, receiveWindow over verbs.
+		only := map[string]string{"--tcp-streams": "tcp", "--receive-window": "verbs"}
 		for _, field := range tunedFields(t) {
-			if name != "verbs" || field.flag != "--tcp-streams" {
+			if transport, ok := only[field.flag]; !ok || transport == name {
 				want = append(want, field.flag)
 			}
 		}

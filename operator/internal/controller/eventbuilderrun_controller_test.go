@@ -1182,6 +1182,12 @@ func TestInvalidRunsAreRejected(t *testing.T) {
 			s["builder"].(map[string]any)["transport"] = "verbs"
 			s["resources"] = map[string]any{"cpus": int64(2), "memory": "1Gi", "rdma": "rdma/hca"}
 		}, "spec.builder.tcpStreams slices data over TCP connections"},
+		{"receive window over tcp", "", func(s map[string]any) { s["builder"].(map[string]any)["receiveWindow"] = int64(1) }, "spec.builder.receiveWindow paces the verbs transport's receives"},
+		{"receive window too large", "", func(s map[string]any) {
+			s["builder"].(map[string]any)["receiveWindow"] = int64(1000001)
+			s["builder"].(map[string]any)["transport"] = "verbs"
+			s["resources"] = map[string]any{"cpus": int64(2), "memory": "1Gi", "rdma": "rdma/hca"}
+		}, "spec.builder.receiveWindow"},
 		{"two outputs", "", func(s map[string]any) {
 			s["builder"].(map[string]any)["output"] = map[string]any{"check": map[string]any{}, "discard": map[string]any{}}
 		}, "spec.builder.output must name exactly one output"},
