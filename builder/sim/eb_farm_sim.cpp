@@ -97,8 +97,8 @@ int main(int argc, char** argv) {
     app.add_option("--barrier-every", run.barrier_every, "phases between barriers")->capture_default_str()->check(CLI::Range(1u, 1000000u));
     app.add_option("--cycles", run.cycles, "cycles to simulate")->capture_default_str()->check(CLI::Range(1u, 1000000u));
     app.add_option("--receive-window", run.receive_window,
-                   "what-if: a BU posts its receives this many phases ahead, each sending its RU a credit "
-                   "(0: a cycle's at once, as eb-builder does)")
+                   "as eb-builder --receive-window: a BU posts its receives this many phases ahead, each sending "
+                   "its RU a credit (0: a cycle's at once, the default)")
         ->capture_default_str();
     app.add_option("--barrier-rounds", run.barrier_rounds, "calibration: only this many barrier rounds, their mean printed (barrier_round_us)")
         ->check(CLI::Range(0u, 1000000u));

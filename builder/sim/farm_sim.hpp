@@ -39,11 +39,11 @@ struct Run_model {
     // For tests: RU 0 swaps its first two phases' targets, so in phase 1
     // two RUs send to one BU, as a broken schedule would.
     bool violate_schedule = false;
-    // What-if: a BU posts its receives only this many phases ahead, each
-    // sending its RU a credit (a small message) that the RU waits for
-    // before it sends its MFP, as the builder's verbs credits do. 0: a
-    // cycle's receives at once, their credits with the headers: what
-    // eb-builder does (builder/docs/verbs.md).
+    // eb-builder --receive-window: a BU posts its receives only this many
+    // phases ahead, each sending its RU a credit (a small message) that the
+    // RU waits for before it sends its MFP, as the builder's verbs credits
+    // do. 0: a cycle's receives at once, their credits with the headers
+    // (builder/docs/verbs.md).
     std::uint32_t receive_window = 0;
     // Calibration: run this many barrier rounds and nothing else.
     std::uint32_t barrier_rounds = 0;

@@ -5,10 +5,10 @@ Reads OUT/scale.csv, OUT/barrier-every.csv, OUT/failures.csv and
 OUT/receive-window.csv (run.sh; the first column names the plan: servers,
 or servers and what was lost); writes
 event-rate.png and throughput.png (against servers, one line per barrier,
-as the reference design's Fig. 10 and 12, and one for no barrier with one
-receive posted ahead, a what-if), barrier-every.png (throughput at 163
-servers against --barrier-every) and receive-window.png (at 163 servers
-against --receive-window); prints the servers from which the tournament
+as the reference design's Fig. 10 and 12, and one for no barrier with
+--receive-window 1), barrier-every.png (throughput at 163 servers against
+--barrier-every) and receive-window.png (at 163 servers against
+--receive-window); prints the servers from which the tournament
 beats the centralized barrier, what no barrier costs against the
 tournament, the best --barrier-every and what the receive window gives.
 Usage: plot.py OUT_DIR
@@ -28,6 +28,20 @@ def rows(path):
         return list(csv.DictReader(f))
 
 
+def save(out, file, xlabel, ylabel, title, log2=False):
+    """Labels the current figure, writes it to OUT/FILE and closes it."""
+    if log2:
+        plt.xscale("log", base=2)
+    plt.xlabel(xlabel)
+    plt.ylabel(ylabel)
+    plt.title(title)
+    plt.grid(alpha=0.3)
+    plt.legend()
+    plt.tight_layout()
+    plt.savefig(os.path.join(out, file), dpi=110)
+    plt.close()
+
+
 def main():
     out = sys.argv[1]
     scale = rows(os.path.join(out, "scale.csv"))
@@ -45,17 +59,10 @@ def main():
         for k in kinds:
             plt.plot([s for s, _ in by[k]], [float(r[column]) * scale_of for _, r in by[k]], marker="o", label="barrier " + k)
         plt.plot([s for s, _ in one_ahead], [float(r[column]) * scale_of for _, r in one_ahead], marker="s",
-                 linestyle="-.", label="no barrier, one receive ahead (what-if)")
+                 linestyle="-.", label="no barrier, --receive-window 1")
         if column == "throughput_tbps":
             plt.plot([s for s, _ in by["none"]], [float(r["analytic_tbps"]) for _, r in by["none"]], "k--", label="ideal network")
-        plt.xlabel("servers (two units each)")
-        plt.ylabel(label)
-        plt.title("eb-farm-sim, HDR fat tree, barrier every phase")
-        plt.grid(alpha=0.3)
-        plt.legend()
-        plt.tight_layout()
-        plt.savefig(os.path.join(out, file), dpi=110)
-        plt.close()
+        save(out, file, "servers (two units each)", label, "eb-farm-sim, HDR fat tree, barrier every phase")
 
     plt.figure(figsize=(6.4, 4.2))
     for k in ["tournament", "centralized"]:
@@ -64,15 +71,8 @@ def main():
     none = [float(r["throughput_tbps"]) for r in every if r["barrier"] == "none"]
     if none:
         plt.axhline(none[0], color="grey", linestyle=":", label="no barrier")
-    plt.xscale("log", base=2)
-    plt.xlabel("--barrier-every (phases)")
-    plt.ylabel("aggregate throughput (Tb/s)")
-    plt.title("eb-farm-sim, 163 servers (LHCb)")
-    plt.grid(alpha=0.3)
-    plt.legend()
-    plt.tight_layout()
-    plt.savefig(os.path.join(out, "barrier-every.png"), dpi=110)
-    plt.close()
+    save(out, "barrier-every.png", "--barrier-every (phases)", "aggregate throughput (Tb/s)",
+         "eb-farm-sim, 163 servers (LHCb)", log2=True)
 
     rate = {k: {s: float(r["event_rate"]) for s, r in by[k]} for k in kinds}
     crossover = next((s for s in sorted(rate["tournament"]) if rate["tournament"][s] > rate["centralized"][s]), None)
@@ -100,16 +100,9 @@ def main():
                  label="no barrier" if k == "none" else "tournament every %s phases" % every)
         for p, t in pts:
             print("163 servers, barrier %-10s every %s, receives posted %s ahead: %.1f Tb/s"
-                  % (k, every, "a cycle (eb-builder)" if p == cycle else "%d phases" % p, t))
-    plt.xscale("log", base=2)
-    plt.xlabel("phases a BU posts its receives ahead (rightmost: a cycle, as eb-builder)")
-    plt.ylabel("aggregate throughput (Tb/s)")
-    plt.title("eb-farm-sim, 163 servers (LHCb), what-if")
-    plt.grid(alpha=0.3)
-    plt.legend()
-    plt.tight_layout()
-    plt.savefig(os.path.join(out, "receive-window.png"), dpi=110)
-    plt.close()
+                  % (k, every, "a cycle (the default)" if p == cycle else "%d phase%s" % (p, "s" if p > 1 else ""), t))
+    save(out, "receive-window.png", "--receive-window (rightmost: 0, a cycle's receives at once)",
+         "aggregate throughput (Tb/s)", "eb-farm-sim, 163 servers (LHCb)", log2=True)
 
     for r in rows(os.path.join(out, "failures.csv")):
         print("%-16s %4s live ranks: %.1f Tb/s, %.3g events/s" % (r["plan"], r["live"], float(r["throughput_tbps"]), float(r["event_rate"])))

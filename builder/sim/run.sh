@@ -6,9 +6,9 @@
 #   barrier-every.csv at 163 servers, by --barrier-every and barrier
 #   failures.csv      at 163 servers, tournament every 4: whole, a server
 #                     lost, a leaf lost (the operator's failover tables)
-#   receive-window.csv at 163 servers, by --receive-window (what-if: a BU
-#                     posting its receives a few phases ahead, with credits;
-#                     scale.csv has it too at one phase ahead, no barrier)
+#   receive-window.csv at 163 servers, by --receive-window (a BU posting
+#                     its receives a few phases ahead, with credits, as
+#                     eb-builder's flag; scale.csv has 1 too, no barrier)
 # then plot.py draws them (PNG) and prints the crossover and the best K.
 # Usage: run.sh EB_FARM_SIM EB_PLAN FABRICGEN OUT_DIR
 set -euo pipefail
