@@ -16,7 +16,10 @@
 #      cycle's headers) against (b)'s default depth 2 (the next cycle's
 #      posted once the set decided to go on), the two in turn, first one then
 #      the other from run to run, after the same perftest figure
-#      (EB_BENCH_COMPARE_DEPTH, default 1; "" for none).
+#      (EB_BENCH_COMPARE_DEPTH, default 1; "" for none);
+#  (e) with EB_BENCH_COMPARE_WINDOW=W, the verbs units of (b) at
+#      --receive-window W against (b)'s 0, in turn the same way (it changes
+#      nothing below 3 units: with 2 a cycle has one phase to a peer).
 # Absolute figures on Soft-RoCE under an emulated CPU mean nothing, and they
 # drift from run to run (perftest alone: 0.35 to 0.55 Gb/s in one boot); so
 # each ratio is taken within a run, builder against the perftest figure just
@@ -33,6 +36,7 @@ units=${EB_BENCH_UNITS:-2}
 # none): each unit then has two peers, as on a farm (the VM may take 3 vCPUs).
 more_units=${EB_BENCH_MORE_UNITS-3}
 compare_depth=${EB_BENCH_COMPARE_DEPTH-1}
+compare_window=${EB_BENCH_COMPARE_WINDOW:-}
 events=${EB_BENCH_EVENTS:-1500000}  # per BU
 ib_seconds=${EB_BENCH_SECONDS:-6}
 # Messages perftest keeps in flight per direction. Its default, 128, of 1.3 MB
@@ -82,11 +86,12 @@ rnr_total=0
 ib=() send=() verbs=() tcp=() verbs_cpu=() tcp_cpu=()
 ib_retries=() ib_duplicates=() verbs_retries=() verbs_duplicates=()
 vs_write=() vs_send=() vs_tcp=() verbs_more=() vs_write_more=() vs_write_depth=() depth_gain=()
+vs_write_window=() window_gain=()
 # verbs_run [FLAGS...]: the verbs units of (b); sets rnr, retries, duplicates and the run's figures.
 verbs_run() { counted run_builder --source prepared --output discard --transport verbs --rdma-device "$EB_RDMA_DEVICE" "$@"; }
-# compared_run: the units of (d), their throughput in compared.
+# compared_run FLAGS...: the units of (d) or (e), their throughput in compared.
 compared_run() {
-  verbs_run --verbs-depth "$compare_depth"
+  verbs_run "$@"
   compared=$(gbps "$received" "$seconds") rnr_total=$((rnr_total + rnr))
 }
 for ((run = 1; run <= runs; run++)); do
@@ -98,12 +103,17 @@ for ((run = 1; run <= runs; run++)); do
   send+=("$(average_gbits "$work/send")")
   [ -n "${send[-1]}" ] || { cat "$work/send" >&2; echo "bench: no 'BW average' from ib_send_bw" >&2; exit 1; }
   # Which depth goes first alternates, so neither always follows perftest.
-  if [ -n "$compare_depth" ] && ((run % 2 == 0)); then compared_run; fi
+  if [ -n "$compare_depth" ] && ((run % 2 == 0)); then compared_run --verbs-depth "$compare_depth"; fi
+  if [ -n "$compare_window" ] && ((run % 2 == 0)); then compared_run --receive-window "$compare_window"; windowed=$compared; fi
   verbs_run
   rnr_total=$((rnr_total + rnr)) verbs_retries+=("$retries") verbs_duplicates+=("$duplicates")
   verbs+=("$(gbps "$received" "$seconds")") verbs_cpu+=("$(per_gb "$cpu" "$received")")
+  if [ -n "$compare_window" ]; then
+    if ((run % 2 == 1)); then compared_run --receive-window "$compare_window"; windowed=$compared; fi
+    vs_write_window+=("$(ratio "$windowed" "${ib[-1]}")") window_gain+=("$(ratio "$windowed" "${verbs[-1]}")")
+  fi
   if [ -n "$compare_depth" ]; then
-    if ((run % 2 == 1)); then compared_run; fi
+    if ((run % 2 == 1)); then compared_run --verbs-depth "$compare_depth"; fi
     vs_write_depth+=("$(ratio "$compared" "${ib[-1]}")") depth_gain+=("$(ratio "${verbs[-1]}" "$compared")")
   fi
   run_builder --source prepared --output discard --transport tcp
@@ -117,6 +127,7 @@ for ((run = 1; run <= runs; run++)); do
     more=" ($more_units units: ${vs_write_more[-1]})"
   fi
   [ -z "$compare_depth" ] || more+=", at --verbs-depth $compare_depth ${vs_write_depth[-1]}"
+  [ -z "$compare_window" ] || more+=", at --receive-window $compare_window ${vs_write_window[-1]}"
   echo ">> run $run: verbs/ib_write_bw ${vs_write[-1]}$more, verbs/ib_send_bw ${vs_send[-1]}, verbs/tcp ${vs_tcp[-1]};" \
     "per 10k packets: retries ${verbs_retries[-1]} (ib_write_bw ${ib_retries[-1]}), duplicate requests" \
     "${verbs_duplicates[-1]} (ib_write_bw ${ib_duplicates[-1]})" >&2
@@ -141,6 +152,10 @@ bench_spread verbs_vs_tcp ratio "${vs_tcp[@]}"
 if [ -n "$more_units" ]; then
   bench_spread "builder_verbs_network_throughput_n$more_units" Gb/s "${verbs_more[@]}"
   bench_spread "verbs_vs_ib_write_bw_n$more_units" ratio "${vs_write_more[@]}"
+fi
+if [ -n "$compare_window" ]; then
+  bench_spread "verbs_window${compare_window}_vs_ib_write_bw_n$units" ratio "${vs_write_window[@]}"
+  bench_spread "verbs_window${compare_window}_over_window0_n$units" ratio "${window_gain[@]}"
 fi
 if [ -n "$compare_depth" ]; then
   bench_spread "verbs_depth${compare_depth}_vs_ib_write_bw" ratio "${vs_write_depth[@]}"
