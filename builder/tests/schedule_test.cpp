@@ -35,6 +35,7 @@ TEST(Schedule, EveryPhasePairsEachRuWithADistinctBu) {
                 const Rank bu = send_target(ru, phase, units);
                 targets.insert(bu);
                 EXPECT_EQ(receive_source(bu, phase, units), ru);
+                EXPECT_EQ(receive_phase(bu, ru, units), phase);
             }
             EXPECT_EQ(targets.size(), units) << "phase " << phase << " of " << units;
         }

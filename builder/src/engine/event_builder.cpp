@@ -195,14 +195,11 @@ void Event_builder::post_receives() {
     // of the cycle; this unit's own (phase 0) always comes with the first.
     const Rank units = table_.units();
     data_receives_.clear();
-    receive_phases_.clear();
     for (Rank phase = 0; phase < units; ++phase) {
         const Rank ru = receive_source(rank_, phase, units);
         if (!table_.runs_ru(ru)) continue;
         const std::size_t slot = table_.source_slot(ru);
-        if (slot_missing_[slot]) continue;
-        data_receives_.push_back({ru, mep_.subspan(offsets_[slot], mfp_sizes_[slot])});
-        receive_phases_.push_back(phase);
+        if (!slot_missing_[slot]) data_receives_.push_back({ru, mep_.subspan(offsets_[slot], mfp_sizes_[slot])});
     }
     receives_posted_ = 0;
     data_posted_ = true;
@@ -214,7 +211,9 @@ void Event_builder::post_receives_through(Rank phase) {
     const std::uint64_t last_phase =
         settings_.receive_window == 0 ? table_.units() : std::uint64_t{phase} + settings_.receive_window - 1;
     std::size_t through = receives_posted_;
-    while (through < data_receives_.size() && receive_phases_[through] <= last_phase) ++through;
+    while (through < data_receives_.size() &&
+           receive_phase(rank_, data_receives_[through].peer, table_.units()) <= last_phase)
+        ++through;
     if (through == receives_posted_) return;
     transport_.post_data({}, std::span(data_receives_).subspan(receives_posted_, through - receives_posted_));
     receives_posted_ = through;

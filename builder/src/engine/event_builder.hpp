@@ -156,7 +156,6 @@ private:
     std::vector<std::unique_ptr<Registered_memory>> source_registrations_, output_registrations_;
     std::uint64_t source_version_ = 0, output_version_ = 0;  // of the regions registered; 0: none
     std::vector<Receive> data_receives_;  // the MFPs of this cycle's MEP, in the order of their phases
-    std::vector<Rank> receive_phases_;    // of each of data_receives_
     std::size_t receives_posted_ = 0;     // the first of data_receives_ are posted
     bool data_posted_ = false;            // data operations posted and not all waited for
     std::vector<std::byte> missing_mfp_;  // a lost or unread source's slot in flagged MEPs

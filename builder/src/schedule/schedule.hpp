@@ -18,6 +18,9 @@ constexpr Rank receive_source(Rank bu, Rank phase, Rank units) {
     return (bu + units - phase) % units;
 }
 
+// The phase in which `bu` receives from `ru`.
+constexpr Rank receive_phase(Rank bu, Rank ru, Rank units) { return (bu + units - ru) % units; }
+
 // MFP chunk c (MFP c of every source) is built on the live BU of index
 // c mod B among the B live BUs, and cycle k moves chunks [kB, kB + B), so the
 // BU of index j builds chunk kB + j in cycle k.
