@@ -221,7 +221,7 @@ bench-farm: packages $(K8S_BIN)/etcd $(KWOK) $(HELM) ## The operator as the char
 	KUBEBUILDER_ASSETS=$(K8S_BIN) KWOK=$(KWOK) HELM=$(HELM) operator/hack/farm.sh $(FARM_FLAGS)
 
 .PHONY: sim
-sim: build-builder ## The farm simulated with SimGrid on the calibrated model: event rate and Tb/s against servers (16-500) by barrier, and against --barrier-every at 163 servers; CSV and PNG in builder/sim/results (about 16 min on 2 cores).
+sim: build-builder ## The farm simulated with SimGrid on the calibrated model: event rate and Tb/s against servers (16-500) by barrier, and against --barrier-every and --receive-window at 163 servers; CSV and PNG in builder/sim/results (about 16 min on 2 cores).
 	cd operator && go build -o $(abspath $(BUILD))/eb-plan ./cmd/eb-plan && go build -o $(abspath $(BUILD))/fabricgen ./hack/fabricgen
 	builder/sim/run.sh $(BUILD)/builder/sim/eb-farm-sim $(BUILD)/eb-plan $(BUILD)/fabricgen builder/sim/results
 
